@@ -1,0 +1,103 @@
+/* Kernel arguments, NDRange enqueues and the events that time a launch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cl-internal.h"
+
+kp_status kp__cl_kernel_arg(kp_launch *l, kp_clkernel *ck, uint32_t index, size_t size,
+                            const void *value)
+{
+    cl_int err = clSetKernelArg(ck->kernel, index, size, value);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(l->rt, err, "clSetKernelArg", "kernel %s, entry %s, argument %u",
+                           l->kernel->desc->name, ck->entry, index);
+    return KP_OK;
+}
+
+/* Keeps the first and the latest event of a launch; the ones between are not needed. */
+static void record(kp_event *e, cl_event ev)
+{
+    if (!e->first) {
+        e->first = ev;
+        return;
+    }
+    if (e->last)
+        clReleaseEvent(e->last);
+    e->last = ev;
+}
+
+static void format_sizes(char *buf, size_t size, uint32_t dims, const size_t *v)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; v && i < dims && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%zu", i ? ", " : "", v[i]);
+    if (!v)
+        snprintf(buf, size, "auto");
+}
+
+kp_status kp__cl_enqueue(kp_launch *l, kp_clkernel *ck, uint32_t dims, const size_t *global,
+                         const size_t *local)
+{
+    kp__backend *b = l->rt->backend;
+    cl_event ev = NULL;
+    cl_int err = clEnqueueNDRangeKernel(b->queue, ck->kernel, dims, NULL, global, local, 0, NULL,
+                                        l->event ? &ev : NULL);
+    if (err != CL_SUCCESS) {
+        char g[96], lo[96];
+        format_sizes(g, sizeof g, dims, global);
+        format_sizes(lo, sizeof lo, dims, local);
+        return kp__cl_fail(l->rt, err, "clEnqueueNDRangeKernel",
+                           "kernel %s, entry %s, global [%s], local [%s]", l->kernel->desc->name,
+                           ck->entry, g, lo);
+    }
+    if (ev)
+        record(l->event, ev);
+    return KP_OK;
+}
+
+void kp__cl_event_adopt(kp_launch *l, void *event)
+{
+    if (!event)
+        return;
+    if (l->event)
+        record(l->event, event);
+    else
+        clReleaseEvent(event);
+}
+
+kp_status kp__cl_event_wait(kp_runtime *rt, kp_event *ev)
+{
+    cl_event last = ev->last ? ev->last : ev->first;
+    if (!last)
+        return KP_OK;
+    cl_int err = clWaitForEvents(1, (cl_event *)&last);
+    return err ? kp__cl_fail(rt, err, "clWaitForEvents", NULL) : KP_OK;
+}
+
+kp_status kp__cl_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds)
+{
+    *seconds = 0;
+    kp_status st = kp__cl_event_wait(rt, ev);
+    if (st != KP_OK || !ev->first)
+        return st;
+    cl_ulong start = 0, end = 0;
+    cl_event last = ev->last ? ev->last : ev->first;
+    cl_int err =
+        clGetEventProfilingInfo(ev->first, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(rt, err, "clGetEventProfilingInfo", NULL);
+    *seconds = end > start ? (double)(end - start) * 1e-9 : 0.0;
+    return KP_OK;
+}
+
+void kp__cl_event_release(kp_runtime *rt, kp_event *ev)
+{
+    if (ev->first)
+        clReleaseEvent(ev->first);
+    if (ev->last)
+        clReleaseEvent(ev->last);
+    ev->first = ev->last = NULL;
+}

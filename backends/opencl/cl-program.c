@@ -1,0 +1,221 @@
+/* Program builds: per (device, source, options), cached in memory and in the on-disk cache. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl-internal.h"
+#include "sha256.h"
+
+#define CACHE_FORMAT "kernelport-program-v1"
+
+static const char *kernel_source(const kp_kernel *k)
+{
+    return k->source ? k->source : k->desc->source;
+}
+
+static char *join_options(const kp_kernel *k, const char *extra)
+{
+    const char *base = k->options ? k->options : "";
+    if (!extra || !*extra)
+        return kp__strdup(base);
+    return kp__asprintf("%s%s%s", base, *base ? " " : "", extra);
+}
+
+static void program_key(const kp__backend *b, const kp_kernel *k, const char *options,
+                        uint8_t key[32])
+{
+    const char *parts[] = {CACHE_FORMAT,     b->identity,
+                           kernel_source(k), options,
+                           k->plugin->name,  k->plugin->version ? k->plugin->version : ""};
+    kp__sha256_ctx h;
+    kp__sha256_init(&h);
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        /* The NUL separates fields, so ("ab", "c") and ("a", "bc") hash differently. */
+        kp__sha256_update(&h, parts[i], strlen(parts[i]) + 1);
+    kp__sha256_final(&h, key);
+}
+
+static char *build_log(cl_program p, cl_device_id d)
+{
+    size_t n = 0;
+    if (clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS)
+        return kp__strdup("(no build log)");
+    char *log = calloc(1, n + 1);
+    if (log)
+        clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+    return log;
+}
+
+/* A cached binary that no longer loads is only a miss: the source build replaces it. */
+static cl_program from_binary(kp__backend *b, const void *bin, size_t size, const char *options)
+{
+    cl_int err, status;
+    const unsigned char *ptr = bin;
+    cl_program p = clCreateProgramWithBinary(b->context, 1, &b->device, &size, &ptr, &status, &err);
+    if (err != CL_SUCCESS || status != CL_SUCCESS)
+        return NULL;
+    if (clBuildProgram(p, 1, &b->device, options, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void store_binary(kp__backend *b, cl_program p, const uint8_t key[32])
+{
+    size_t size = 0;
+    if (!b->disk.dir ||
+        clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
+        size == 0)
+        return;
+    unsigned char *bin = malloc(size);
+    if (bin && clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+        kp__disk_cache_put(&b->disk, key, bin, size);
+    free(bin);
+}
+
+static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, cl_program *out)
+{
+    kp__backend *b = rt->backend;
+    const char *src = kernel_source(k);
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(b->context, 1, &src, NULL, &err);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(rt, err, "clCreateProgramWithSource", "kernel %s", k->desc->name);
+    err = clBuildProgram(p, 1, &b->device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char *log = build_log(p, b->device);
+        const kp_device_info *d = kp__device(rt);
+        kp_status st = kp__fail(rt, err == CL_BUILD_PROGRAM_FAILURE ? KP_ERR_BUILD : KP_ERR_CL,
+                                "kernel %s: building %s failed (%s) on %s (driver %s)\n"
+                                "options: %s\nbuild log:\n%s",
+                                k->desc->name, k->desc->source_name ? k->desc->source_name : "?",
+                                kp__cl_error_name(err), d->name, d->driver,
+                                *options ? options : "(none)", log ? log : "");
+        free(log);
+        clReleaseProgram(p);
+        return st;
+    }
+    *out = p;
+    return KP_OK;
+}
+
+static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, cl_program *out)
+{
+    kp__backend *b = rt->backend;
+    uint8_t key[32];
+    program_key(b, k, options, key);
+    for (kp__cl_program *p = b->programs; p; p = p->next)
+        if (memcmp(p->key, key, 32) == 0) {
+            *out = p->program;
+            return KP_OK;
+        }
+    cl_program prog = NULL;
+    void *bin = NULL;
+    size_t size = 0;
+    if (kp__disk_cache_get(&b->disk, key, &bin, &size)) {
+        prog = from_binary(b, bin, size, options);
+        free(bin);
+        if (prog)
+            kp__log(rt, KP_LOG_DEBUG, "kernel %s: program loaded from the disk cache",
+                    k->desc->name);
+    }
+    if (!prog) {
+        kp_status st = from_source(rt, k, options, &prog);
+        if (st != KP_OK)
+            return st;
+        store_binary(b, prog, key);
+    }
+    kp__cl_program *entry = calloc(1, sizeof *entry);
+    if (!entry) {
+        clReleaseProgram(prog);
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    memcpy(entry->key, key, 32);
+    entry->program = prog;
+    entry->next = b->programs;
+    b->programs = entry;
+    *out = prog;
+    return KP_OK;
+}
+
+static int same(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
+                            kp_clkernel **out)
+{
+    kp__backend *b = rt->backend;
+    for (kp_clkernel *c = b->kernels; c; c = c->next)
+        if (c->owner == k && strcmp(c->entry, entry) == 0 && same(c->extra, extra)) {
+            *out = c;
+            return KP_OK;
+        }
+    if (!kernel_source(k))
+        return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s has no OpenCL source to build %s",
+                        k->desc->name, entry);
+    char *options = join_options(k, extra);
+    if (!options)
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    cl_program prog = NULL;
+    kp_status st = get_program(rt, k, options, &prog);
+    free(options);
+    if (st != KP_OK)
+        return st;
+    cl_int err;
+    cl_kernel ck = clCreateKernel(prog, entry, &err);
+    if (err == CL_INVALID_KERNEL_NAME)
+        return kp__fail(rt, KP_ERR_NOT_FOUND, "kernel %s: %s has no __kernel named %s",
+                        k->desc->name, k->desc->source_name ? k->desc->source_name : "the source",
+                        entry);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(rt, err, "clCreateKernel", "kernel %s, entry %s", k->desc->name, entry);
+    kp_clkernel *c = calloc(1, sizeof *c);
+    if (!c || !(c->entry = kp__strdup(entry)) || (extra && !(c->extra = kp__strdup(extra)))) {
+        if (c)
+            free(c->entry);
+        free(c);
+        clReleaseKernel(ck);
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    c->owner = k;
+    c->kernel = ck;
+    c->next = b->kernels;
+    b->kernels = c;
+    *out = c;
+    return KP_OK;
+}
+
+kp_status kp__cl_kernel_limits(kp_runtime *rt, kp_clkernel *ck, size_t *max_wg, uint64_t *local_mem)
+{
+    kp__backend *b = rt->backend;
+    cl_ulong lm = 0;
+    cl_int err = clGetKernelWorkGroupInfo(ck->kernel, b->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                          sizeof *max_wg, max_wg, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetKernelWorkGroupInfo(ck->kernel, b->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm,
+                                       &lm, NULL);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(rt, err, "clGetKernelWorkGroupInfo", "entry %s", ck->entry);
+    *local_mem = lm;
+    return KP_OK;
+}
+
+void kp__cl_programs_free(kp__backend *b)
+{
+    for (kp_clkernel *c = b->kernels, *next; c; c = next) {
+        next = c->next;
+        clReleaseKernel(c->kernel);
+        free(c->entry);
+        free(c->extra);
+        free(c);
+    }
+    b->kernels = NULL;
+    for (kp__cl_program *p = b->programs, *next; p; p = next) {
+        next = p->next;
+        clReleaseProgram(p->program);
+        free(p);
+    }
+    b->programs = NULL;
+}

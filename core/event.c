@@ -1,0 +1,31 @@
+/* Events: waiting on a launch and reading its device time. */
+#include <stdlib.h>
+
+#include "backend.h"
+
+kp_status kp_event_wait(kp_runtime *rt, kp_event *ev)
+{
+    if (!rt || !ev)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_event_wait: NULL runtime or event");
+    return ev->is_host ? KP_OK : rt->ops->event_wait(rt, ev);
+}
+
+kp_status kp_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds)
+{
+    if (!rt || !ev || !seconds)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_event_elapsed: NULL argument");
+    if (ev->is_host) {
+        *seconds = ev->host_seconds;
+        return KP_OK;
+    }
+    return rt->ops->event_elapsed(rt, ev, seconds);
+}
+
+void kp_event_destroy(kp_runtime *rt, kp_event *ev)
+{
+    if (!ev)
+        return;
+    if (rt && !ev->is_host)
+        rt->ops->event_release(rt, ev);
+    free(ev);
+}

@@ -1,0 +1,218 @@
+/* The function table handed to plugins: everything a plugin may ask of the core. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "registry.h"
+#include "sample.h"
+
+static kp_status register_kernel(kp_registrar *reg, const kp_kernel_desc *desc)
+{
+    if (!reg)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "register_kernel: registrar is NULL");
+    return kp__registry_add(reg->rt, reg->plugin, desc);
+}
+
+static kp_status fail(kp_launch *l, kp_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = kp__vasprintf(fmt, ap);
+    va_end(ap);
+    if (l)
+        kp__fail(l->rt, status, "kernel %s: %s", l->kernel->desc->name, msg ? msg : "");
+    else
+        kp__fail(kp__initializing, status, "%s", msg ? msg : "");
+    free(msg);
+    return status;
+}
+
+static void log_message(kp_launch *l, kp_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kp__logv(l ? l->rt : kp__initializing, level, fmt, ap);
+    va_end(ap);
+}
+
+static int64_t tunable(kp_launch *l, const char *name)
+{
+    return l && name ? kp__tuning_get(l->kernel, name) : 0;
+}
+
+static const kp_device_info *device(kp_launch *l)
+{
+    if (!l)
+        return NULL;
+    /* References run on the host, whatever device the runtime drives. */
+    return l->reference ? &l->rt->devices[l->rt->n_devices - 1].info : kp__device(l->rt);
+}
+
+static kp_status need_device(kp_launch *l, const char *what)
+{
+    if (!l)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "%s: launch is NULL", what);
+    if (l->reference || !l->rt->ops->kernel_get)
+        return kp__fail(l->rt, KP_ERR_UNSUPPORTED,
+                        "kernel %s: %s is not available in a host "
+                        "reference run",
+                        l->kernel->desc->name, what);
+    return KP_OK;
+}
+
+static kp_status cl_kernel(kp_launch *l, const char *entry, const char *extra, kp_clkernel **out)
+{
+    kp_status st = need_device(l, "cl_kernel");
+    if (st != KP_OK)
+        return st;
+    if (!entry || !out)
+        return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: cl_kernel: NULL entry or out",
+                        l->kernel->desc->name);
+    return l->rt->ops->kernel_get(l->rt, l->kernel, entry, extra, out);
+}
+
+static kp_status arg_buffer(kp_launch *l, kp_clkernel *k, uint32_t index, const kp_buffer *buf)
+{
+    kp_status st = need_device(l, "arg_buffer");
+    if (st != KP_OK)
+        return st;
+    void *mem = buf && !buf->is_host ? buf->mem : NULL;
+    if (!mem)
+        return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: not a device buffer",
+                        l->kernel->desc->name, index);
+    return l->rt->ops->kernel_arg(l, k, index, sizeof mem, &mem);
+}
+
+static kp_status arg_value(kp_launch *l, kp_clkernel *k, uint32_t index, size_t size,
+                           const void *value)
+{
+    kp_status st = need_device(l, "arg_value");
+    if (st == KP_OK && !value)
+        st = kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: value is NULL",
+                      l->kernel->desc->name, index);
+    return st != KP_OK ? st : l->rt->ops->kernel_arg(l, k, index, size, value);
+}
+
+static kp_status arg_local(kp_launch *l, kp_clkernel *k, uint32_t index, size_t bytes)
+{
+    kp_status st = need_device(l, "arg_local");
+    return st != KP_OK ? st : l->rt->ops->kernel_arg(l, k, index, bytes, NULL);
+}
+
+static kp_status enqueue_ndrange(kp_launch *l, kp_clkernel *k, uint32_t dims, const size_t *global,
+                                 const size_t *local)
+{
+    kp_status st = need_device(l, "enqueue_ndrange");
+    if (st != KP_OK)
+        return st;
+    if (dims < 1 || dims > 3 || !global)
+        return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: enqueue_ndrange: %u dimensions",
+                        l->kernel->desc->name, dims);
+    /* An empty range is valid work with nothing to do; OpenCL 1.2 would reject it. */
+    for (uint32_t d = 0; d < dims; d++)
+        if (global[d] == 0)
+            return KP_OK;
+    return l->rt->ops->enqueue(l, k, dims, global, local);
+}
+
+static kp_status scratch(kp_launch *l, uint32_t slot, size_t bytes, kp_buffer **out)
+{
+    if (!l || !out || slot >= KP__SCRATCH_SLOTS)
+        return kp__fail(l ? l->rt : NULL, KP_ERR_INVALID_ARG, "scratch: slot %u is not 0..%d", slot,
+                        KP__SCRATCH_SLOTS - 1);
+    kp_runtime *rt = l->rt;
+    int host = l->reference;
+    kp_buffer **s = host ? &l->kernel->scratch_host[slot] : &l->kernel->scratch[slot];
+    if (*s && (*s)->size >= bytes) {
+        *out = *s;
+        return KP_OK;
+    }
+    kp_buffer_destroy(rt, *s);
+    *s = NULL;
+    size_t size = bytes ? bytes : 1;
+    kp_status st = host ? kp__buffer_create_host(rt, size, s) : kp_buffer_create(rt, size, s);
+    if (st != KP_OK)
+        return kp__fail_prefix(rt, st, "kernel %s: scratch slot %u", l->kernel->desc->name, slot);
+    *out = *s;
+    return KP_OK;
+}
+
+static kp_status launch(kp_launch *l, const char *kernel, const kp_arg *args, size_t n)
+{
+    if (!l)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "launch: launch is NULL");
+    return kp__launch_nested(l, kernel, args, n);
+}
+
+static void *handle(kp_launch *l, enum kp__handle which)
+{
+    return l && !l->reference ? l->rt->ops->handle(l->rt, which) : NULL;
+}
+
+static void *cl_context(kp_launch *l)
+{
+    return handle(l, KP__HANDLE_CONTEXT);
+}
+
+static void *cl_queue(kp_launch *l)
+{
+    return handle(l, KP__HANDLE_QUEUE);
+}
+
+static void *cl_device(kp_launch *l)
+{
+    return handle(l, KP__HANDLE_DEVICE);
+}
+
+static void *cl_mem(const kp_buffer *buf)
+{
+    return buf && !buf->is_host ? buf->mem : NULL;
+}
+
+static void **cl_event_slot(kp_launch *l)
+{
+    if (!l || l->reference)
+        return NULL;
+    /* The previous library call's event joins the launch before the slot is reused. */
+    if (l->event_slot) {
+        l->rt->ops->event_adopt(l, l->event_slot);
+        l->event_slot = NULL;
+    }
+    return &l->event_slot;
+}
+
+static void *kernel_user(kp_launch *l)
+{
+    return l ? l->kernel->desc->user : NULL;
+}
+
+void kp__host_api_init(kp_host_api *api)
+{
+    *api = (kp_host_api){
+        .struct_size = sizeof *api,
+        .abi_major = KP_ABI_MAJOR,
+        .abi_minor = KP_ABI_MINOR,
+        .register_kernel = register_kernel,
+        .fail = fail,
+        .log = log_message,
+        .tunable = tunable,
+        .device = device,
+        .cl_kernel = cl_kernel,
+        .arg_buffer = arg_buffer,
+        .arg_value = arg_value,
+        .arg_local = arg_local,
+        .enqueue_ndrange = enqueue_ndrange,
+        .scratch = scratch,
+        .launch = launch,
+        .cl_context = cl_context,
+        .cl_queue = cl_queue,
+        .cl_device = cl_device,
+        .cl_mem = cl_mem,
+        .cl_event_slot = cl_event_slot,
+        .kernel_user = kernel_user,
+        .sample_tensor = kp__sample_tensor,
+        .sample_int = kp__sample_int,
+        .sample_float = kp__sample_float,
+        .sample_random = kp__sample_random,
+    };
+}

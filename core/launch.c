@@ -1,0 +1,277 @@
+/* Launching: argument binding and validation, then the kernel's check and enqueue or reference. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+
+#define MAX_DEPTH 16
+
+static kp_status arg_fail(kp_runtime *rt, const kp_kernel *k, const char *arg, const char *fmt, ...)
+    KP_PRINTF(4, 5);
+static kp_status arg_fail(kp_runtime *rt, const kp_kernel *k, const char *arg, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = kp__vasprintf(fmt, ap);
+    va_end(ap);
+    kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: argument \"%s\": %s", k->desc->name, arg,
+             msg ? msg : "invalid");
+    free(msg);
+    return KP_ERR_INVALID_ARG;
+}
+
+static char *dtype_list(uint32_t mask)
+{
+    char *s = NULL;
+    for (int d = 1; d < KP_DTYPE_COUNT; d++)
+        if (mask & (1u << d))
+            kp__append(&s, "%s%s", s ? " or " : "", kp_dtype_name((kp_dtype)d));
+    return s;
+}
+
+static char *param_list(const kp_kernel_desc *d)
+{
+    char *s = NULL;
+    for (uint32_t i = 0; i < d->n_params; i++)
+        kp__append(&s, "%s%s", i ? ", " : "", d->params[i].name);
+    return s;
+}
+
+/* Checks a tensor against its parameter and its buffer; byte range in *lo, *hi. */
+static kp_status check_tensor(kp_runtime *rt, const kp_kernel *k, const kp_param_desc *p,
+                              const kp_tensor *t, size_t *lo, size_t *hi)
+{
+    if (!t->buffer)
+        return arg_fail(rt, k, p->name, "the tensor has no buffer");
+    if (t->dtype <= KP_DTYPE_NONE || t->dtype >= KP_DTYPE_COUNT ||
+        !(p->dtypes & (1u << t->dtype))) {
+        char *want = dtype_list(p->dtypes);
+        kp_status st = arg_fail(rt, k, p->name, "dtype %s is not accepted (expected %s)",
+                                kp_dtype_name((kp_dtype)t->dtype), want ? want : "?");
+        free(want);
+        return st;
+    }
+    if (t->rank < 0 || t->rank > KP_MAX_RANK)
+        return arg_fail(rt, k, p->name, "rank %d is outside 0..%d", t->rank, KP_MAX_RANK);
+    if (t->offset < 0)
+        return arg_fail(rt, k, p->name, "negative offset %lld", (long long)t->offset);
+    for (int32_t d = 0; d < t->rank; d++)
+        if (t->shape[d] < 0 || t->strides[d] < 0)
+            return arg_fail(rt, k, p->name,
+                            "dimension %d has shape %lld and stride %lld (both "
+                            "must be >= 0)",
+                            d, (long long)t->shape[d], (long long)t->strides[d]);
+    int64_t last = t->offset, size = (int64_t)kp_dtype_size((kp_dtype)t->dtype);
+    int empty = 0, overflow = 0;
+    for (int32_t d = 0; d < t->rank; d++) {
+        int64_t step;
+        if (t->shape[d] == 0)
+            empty = 1;
+        else
+            overflow |= __builtin_mul_overflow(t->shape[d] - 1, t->strides[d], &step) ||
+                        __builtin_add_overflow(last, step, &last);
+    }
+    int64_t end_bytes = 0;
+    overflow |=
+        __builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(last, size, &end_bytes);
+    char desc[160];
+    if (overflow || (!empty && (uint64_t)end_bytes > t->buffer->size))
+        return arg_fail(rt, k, p->name, "%s needs %lld bytes but its buffer has %zu",
+                        kp_tensor_describe(t, desc, sizeof desc),
+                        overflow ? -1LL : (long long)end_bytes, t->buffer->size);
+    *lo = (size_t)(t->offset * size);
+    *hi = empty ? *lo : (size_t)end_bytes;
+    return KP_OK;
+}
+
+kp_status kp__args_bind(kp_runtime *rt, const kp_kernel *k, const kp_arg *args, size_t n_args,
+                        kp_value *values)
+{
+    const kp_kernel_desc *d = k->desc;
+    memset(values, 0, d->n_params * sizeof *values);
+    if (n_args && !args)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: %zu arguments but args is NULL",
+                        d->name, n_args);
+    for (size_t i = 0; i < n_args; i++) {
+        const kp_arg *a = &args[i];
+        if (!a->name)
+            return kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: argument %zu has no name", d->name,
+                            i);
+        uint32_t p = 0;
+        while (p < d->n_params && strcmp(d->params[p].name, a->name) != 0)
+            p++;
+        if (p == d->n_params) {
+            char *list = param_list(d);
+            kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: unknown argument \"%s\" (parameters: %s)",
+                     d->name, a->name, list ? list : "none");
+            free(list);
+            return KP_ERR_INVALID_ARG;
+        }
+        if (values[p].present)
+            return arg_fail(rt, k, a->name, "given twice");
+        if (a->kind != d->params[p].kind)
+            return arg_fail(rt, k, a->name, "expected %s, got %s",
+                            kp_arg_kind_name((kp_arg_kind)d->params[p].kind),
+                            kp_arg_kind_name((kp_arg_kind)a->kind));
+        values[p].present = 1;
+        values[p].tensor = a->tensor;
+        values[p].i = a->i;
+        values[p].f = a->f;
+    }
+    size_t lo[64], hi[64];
+    for (uint32_t p = 0; p < d->n_params; p++) {
+        const kp_param_desc *pd = &d->params[p];
+        if (!values[p].present) {
+            if (!(pd->flags & KP_PARAM_OPTIONAL)) {
+                char *dt = pd->kind == KP_ARG_KIND_TENSOR ? dtype_list(pd->dtypes) : NULL;
+                kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: missing argument \"%s\" (%s%s%s, %s)",
+                         d->name, pd->name, dt ? dt : "", dt ? " " : "",
+                         kp_arg_kind_name((kp_arg_kind)pd->kind),
+                         kp_access_name((kp_access)pd->access));
+                free(dt);
+                return KP_ERR_INVALID_ARG;
+            }
+            values[p].i = pd->int_default;
+            values[p].f = pd->float_default;
+            continue;
+        }
+        if (pd->kind == KP_ARG_KIND_TENSOR) {
+            kp_status st = check_tensor(rt, k, pd, &values[p].tensor, &lo[p], &hi[p]);
+            if (st != KP_OK)
+                return st;
+        }
+    }
+    /* An output that shares bytes with another argument would make the result depend on the
+     * order work-items run in. */
+    for (uint32_t p = 0; p < d->n_params; p++) {
+        if (!values[p].present || d->params[p].kind != KP_ARG_KIND_TENSOR ||
+            d->params[p].access == KP_ACCESS_IN || lo[p] == hi[p])
+            continue;
+        for (uint32_t q = 0; q < d->n_params; q++)
+            if (q != p && values[q].present && d->params[q].kind == KP_ARG_KIND_TENSOR &&
+                values[q].tensor.buffer == values[p].tensor.buffer && lo[q] < hi[q] &&
+                lo[p] < hi[q] && lo[q] < hi[p])
+                return arg_fail(rt, k, d->params[p].name,
+                                "output overlaps argument \"%s\" in the same buffer (bytes "
+                                "[%zu, %zu) and [%zu, %zu))",
+                                d->params[q].name, lo[p], hi[p], lo[q], hi[q]);
+    }
+    return KP_OK;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Reference runs read host memory: each tensor's buffer must live there. */
+static kp_status attach_host(kp_runtime *rt, const kp_kernel *k, kp_value *values)
+{
+    for (uint32_t p = 0; p < k->desc->n_params; p++) {
+        if (!values[p].present || k->desc->params[p].kind != KP_ARG_KIND_TENSOR)
+            continue;
+        values[p].host = values[p].tensor.buffer->host;
+        if (!values[p].host)
+            return arg_fail(rt, k, k->desc->params[p].name,
+                            "a host reference needs a buffer in host memory");
+    }
+    return KP_OK;
+}
+
+kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int reference,
+                          kp_event *event, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: launches nested deeper than %d",
+                        k->desc->name, MAX_DEPTH);
+    reference = reference || kp__is_host(rt);
+    pthread_mutex_lock(&rt->lock);
+    kp_status st = reference ? KP_OK : kp__tuning_resolve(rt, k);
+    kp_launch l = {.rt = rt,
+                   .kernel = k,
+                   .call = call,
+                   .reference = reference,
+                   .event = event,
+                   .depth = depth};
+    /* A plugin that fails without a message gets a generic one, not an older message. */
+    if (st == KP_OK)
+        kp__fail(rt, KP_OK, "%s", "");
+    if (st == KP_OK && k->desc->check)
+        st = k->desc->check(call, &l);
+    if (st == KP_OK) {
+        if (reference) {
+            double t0 = now_seconds();
+            st = k->desc->reference(call, &l);
+            if (event) {
+                event->is_host = 1;
+                event->host_seconds += now_seconds() - t0;
+            }
+        } else {
+            st = k->desc->enqueue(call, &l);
+            if (l.event_slot)
+                rt->ops->event_adopt(&l, l.event_slot);
+        }
+    }
+    pthread_mutex_unlock(&rt->lock);
+    if (st != KP_OK && !*kp_last_error(rt))
+        kp__fail(rt, st, "kernel %s: %s failed with %s", k->desc->name,
+                 reference ? "reference" : "launch", kp_status_name(st));
+    return st;
+}
+
+static kp_status run(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n_args, int reference,
+                     kp_event *event, int depth)
+{
+    kp_value values[64];
+    kp_status st = kp__args_bind(rt, k, args, n_args, values);
+    if (st == KP_OK && (reference || kp__is_host(rt)))
+        st = attach_host(rt, k, values);
+    if (st != KP_OK)
+        return st;
+    kp_call call = {
+        .struct_size = sizeof call, .n_args = k->desc->n_params, .args = values, .desc = k->desc};
+    return kp__launch_call(rt, k, &call, reference, event, depth);
+}
+
+kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n_args,
+                           kp_event **event)
+{
+    if (event)
+        *event = NULL;
+    if (!rt || !k)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_launch: NULL runtime or kernel");
+    kp_event *ev = NULL;
+    if (event && !(ev = calloc(1, sizeof *ev)))
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    kp_status st = run(rt, k, args, n_args, 0, ev, 0);
+    if (st != KP_OK) {
+        kp_event_destroy(rt, ev);
+        return st;
+    }
+    if (event)
+        *event = ev;
+    return KP_OK;
+}
+
+kp_status kp__launch_nested(kp_launch *parent, const char *name, const kp_arg *args, size_t n)
+{
+    kp_runtime *rt = parent->rt;
+    kp_kernel *k = name ? kp__registry_find(rt, name) : NULL;
+    if (!k)
+        return kp__fail(rt, KP_ERR_NOT_FOUND, "kernel %s: host->launch: no kernel named \"%s\"",
+                        parent->kernel->desc->name, name ? name : "(null)");
+    /* The nested call's commands belong to the parent's launch: one event spans both. */
+    if (parent->event_slot) {
+        rt->ops->event_adopt(parent, parent->event_slot);
+        parent->event_slot = NULL;
+    }
+    return run(rt, k, args, n, parent->reference, parent->event, parent->depth + 1);
+}
+
+kp_status kp__launch_reference(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n)
+{
+    return run(rt, k, args, n, 1, NULL, 0);
+}

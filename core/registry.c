@@ -1,0 +1,356 @@
+/* The kernel registry: descriptor checks, duplicate resolution, lookup and description. */
+#include <fnmatch.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+#define MAX_PARAMS 64
+/* The size of a version 1.0 descriptor: every field up to and including `user`. */
+#define DESC_MIN_SIZE (offsetof(kp_kernel_desc, user) + sizeof(void *))
+
+static int valid_kernel_name(const char *s)
+{
+    int dots = 0, seg = 0;
+    for (; s && *s; s++) {
+        if (*s == '.') {
+            if (seg == 0)
+                return 0;
+            dots++;
+            seg = 0;
+        } else if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_') {
+            seg++;
+        } else {
+            return 0;
+        }
+    }
+    return dots > 0 && seg > 0;
+}
+
+static int valid_identifier(const char *s, int allow_dots)
+{
+    if (!s || !*s || (*s >= '0' && *s <= '9'))
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || (allow_dots && *s == '.')))
+            return 0;
+    return 1;
+}
+
+static kp_status check_params(kp_runtime *rt, const kp_kernel_desc *d)
+{
+    const uint32_t all_dtypes = ((1u << KP_DTYPE_COUNT) - 1) & ~1u;
+    if (d->n_params > MAX_PARAMS || (d->n_params && !d->params))
+        return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: n_params is %u but params is %s", d->name,
+                        d->n_params, d->params ? "set" : "NULL");
+    for (uint32_t i = 0; i < d->n_params; i++) {
+        const kp_param_desc *p = &d->params[i];
+        if (!valid_identifier(p->name, 0))
+            return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: parameter %u has an invalid name",
+                            d->name, i);
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(d->params[j].name, p->name) == 0)
+                return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: parameter \"%s\" is declared twice",
+                                d->name, p->name);
+        if (p->kind < KP_ARG_KIND_TENSOR || p->kind > KP_ARG_KIND_FLOAT)
+            return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: parameter \"%s\" has kind %d", d->name,
+                            p->name, p->kind);
+        if (p->access < KP_ACCESS_IN || p->access > KP_ACCESS_INOUT ||
+            (p->kind != KP_ARG_KIND_TENSOR && p->access != KP_ACCESS_IN))
+            return kp__fail(rt, KP_ERR_PLUGIN,
+                            "kernel %s: parameter \"%s\" has access %d (scalars are inputs)",
+                            d->name, p->name, p->access);
+        if (p->kind == KP_ARG_KIND_TENSOR && (!p->dtypes || (p->dtypes & ~all_dtypes)))
+            return kp__fail(rt, KP_ERR_PLUGIN,
+                            "kernel %s: tensor parameter \"%s\" has dtypes mask 0x%x", d->name,
+                            p->name, p->dtypes);
+    }
+    return KP_OK;
+}
+
+static size_t count_choices(const char *const *c)
+{
+    size_t n = 0;
+    while (c && c[n])
+        n++;
+    return n;
+}
+
+static kp_status check_tunables(kp_runtime *rt, const kp_kernel_desc *d)
+{
+    if (d->n_tunables && !d->tunables)
+        return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: n_tunables is %u but tunables is NULL",
+                        d->name, d->n_tunables);
+    for (uint32_t i = 0; i < d->n_tunables; i++) {
+        const kp_tunable_desc *t = &d->tunables[i];
+        if (!valid_identifier(t->name, 1))
+            return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: tunable %u has an invalid name", d->name,
+                            i);
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(d->tunables[j].name, t->name) == 0)
+                return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: tunable \"%s\" is declared twice",
+                                d->name, t->name);
+        if (!kp__tunable_allows(t, t->default_value))
+            return kp__fail(rt, KP_ERR_PLUGIN,
+                            "kernel %s: tunable \"%s\": default %lld is not an allowed value",
+                            d->name, t->name, (long long)t->default_value);
+    }
+    return KP_OK;
+}
+
+int kp__tunable_allows(const kp_tunable_desc *t, int64_t v)
+{
+    if (t->n_allowed) {
+        for (uint32_t i = 0; t->allowed && i < t->n_allowed; i++)
+            if (t->allowed[i] == v)
+                return 1;
+        return 0;
+    }
+    if (t->choices)
+        return v >= 0 && (size_t)v < count_choices(t->choices);
+    return v >= t->min && v <= t->max;
+}
+
+static kp_status check_desc(kp_runtime *rt, const kp_kernel_desc *d)
+{
+    if (!d)
+        return kp__fail(rt, KP_ERR_PLUGIN, "register_kernel: descriptor is NULL");
+    if (d->struct_size < DESC_MIN_SIZE)
+        return kp__fail(rt, KP_ERR_PLUGIN,
+                        "register_kernel: descriptor struct_size %u is smaller than ABI 1.0's %zu",
+                        d->struct_size, (size_t)DESC_MIN_SIZE);
+    if (!valid_kernel_name(d->name))
+        return kp__fail(rt, KP_ERR_PLUGIN,
+                        "register_kernel: invalid kernel name \"%s\" (expected family.op in "
+                        "lowercase letters, digits and '_')",
+                        d->name ? d->name : "(null)");
+    if (!d->enqueue || !d->reference)
+        return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: enqueue and reference are required",
+                        d->name);
+    kp_status st = check_params(rt, d);
+    return st == KP_OK ? check_tunables(rt, d) : st;
+}
+
+static int listed(char *const *list, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *preferred_plugin(const kp_runtime *rt, const char *kernel)
+{
+    const kp__manifest *m = &rt->manifest;
+    for (size_t i = m->n_prefer; i-- > 0;)
+        if (strcmp(m->prefer_kernel[i], kernel) == 0)
+            return m->prefer_plugin[i];
+    return NULL;
+}
+
+static void load_dev_source(kp_runtime *rt, kp_kernel *k)
+{
+    if (!rt->kernel_dir || !k->desc->source_name || !k->desc->source)
+        return;
+    char *path = kp__asprintf("%s/%s", rt->kernel_dir, k->desc->source_name);
+    k->source = path ? kp__read_file(path, NULL) : NULL;
+    if (k->source)
+        kp__log(rt, KP_LOG_INFO, "kernel %s: source from %s (KP_KERNEL_DIR)", k->desc->name, path);
+    else
+        kp__log(rt, KP_LOG_WARN,
+                "kernel %s: %s not found in KP_KERNEL_DIR; using the embedded "
+                "source",
+                k->desc->name, path ? path : k->desc->source_name);
+    free(path);
+}
+
+kp_kernel *kp__registry_find(const kp_runtime *rt, const char *name)
+{
+    for (size_t i = 0; i < rt->n_kernels; i++)
+        if (strcmp(rt->kernels[i]->desc->name, name) == 0)
+            return rt->kernels[i];
+    return NULL;
+}
+
+static void kernel_free(kp_kernel *k)
+{
+    kp__tuning_free(k);
+    free(k->source);
+    free(k);
+}
+
+kp_status kp__registry_add(kp_runtime *rt, kp__plugin *plugin, const kp_kernel_desc *desc)
+{
+    kp_status st = check_desc(rt, desc);
+    if (st != KP_OK)
+        return st;
+    if (listed(rt->manifest.disable, rt->manifest.n_disable, desc->name)) {
+        kp__log(rt, KP_LOG_INFO, "kernel %s from %s is disabled by the manifest", desc->name,
+                plugin->path);
+        return KP_OK;
+    }
+    kp_kernel *old = kp__registry_find(rt, desc->name);
+    if (old) {
+        const char *prefer = preferred_plugin(rt, desc->name);
+        if (old->plugin == plugin)
+            return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s is registered twice by %s", desc->name,
+                            plugin->path);
+        if (!prefer || strcmp(prefer, plugin->name) != 0) {
+            if (!prefer)
+                kp__log(rt, KP_LOG_WARN,
+                        "kernel %s is registered by both %s and %s; using %s (set "
+                        "plugins.prefer in the manifest to choose)",
+                        desc->name, old->plugin->path, plugin->path, old->plugin->path);
+            return KP_OK;
+        }
+        kp__log(rt, KP_LOG_INFO, "kernel %s: using %s over %s (plugins.prefer)", desc->name,
+                plugin->path, old->plugin->path);
+        old->plugin->n_kernels--;
+        old->desc = desc;
+        old->plugin = plugin;
+        plugin->n_kernels++;
+        free(old->source);
+        old->source = NULL;
+        load_dev_source(rt, old);
+        return KP_OK;
+    }
+    kp_kernel *k = calloc(1, sizeof *k);
+    kp_kernel **grown = realloc(rt->kernels, (rt->n_kernels + 1) * sizeof *grown);
+    if (!k || !grown) {
+        free(k);
+        if (grown)
+            rt->kernels = grown;
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    rt->kernels = grown;
+    k->desc = desc;
+    k->plugin = plugin;
+    load_dev_source(rt, k);
+    rt->kernels[rt->n_kernels++] = k;
+    plugin->n_kernels++;
+    return KP_OK;
+}
+
+void kp__registry_remove_plugin(kp_runtime *rt, const kp__plugin *plugin)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < rt->n_kernels; i++) {
+        if (rt->kernels[i]->plugin == plugin)
+            kernel_free(rt->kernels[i]);
+        else
+            rt->kernels[kept++] = rt->kernels[i];
+    }
+    rt->n_kernels = kept;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const kp_kernel *ka = *(kp_kernel *const *)a, *kb = *(kp_kernel *const *)b;
+    return strcmp(ka->desc->name, kb->desc->name);
+}
+
+void kp__registry_finish(kp_runtime *rt)
+{
+    if (rt->n_kernels)
+        qsort(rt->kernels, rt->n_kernels, sizeof *rt->kernels, by_name);
+}
+
+void kp__registry_free(kp_runtime *rt)
+{
+    for (size_t i = 0; i < rt->n_kernels; i++)
+        kernel_free(rt->kernels[i]);
+    free(rt->kernels);
+    rt->kernels = NULL;
+    rt->n_kernels = 0;
+}
+
+int kp_kernel_name_matches(const char *pattern, const char *name)
+{
+    if (!pattern || !*pattern)
+        return 1;
+    if (!name)
+        return 0;
+    if (!strpbrk(pattern, "*?[")) {
+        size_t n = strlen(pattern);
+        return strcmp(pattern, name) == 0 || (strncmp(pattern, name, n) == 0 && name[n] == '.');
+    }
+    return fnmatch(pattern, name, 0) == 0;
+}
+
+kp_status kp_kernel_find(kp_runtime *rt, const char *name, kp_kernel **out)
+{
+    if (!out)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_find: out is NULL");
+    *out = NULL;
+    if (!rt || !name)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_find: NULL runtime or name");
+    kp_kernel *k = kp__registry_find(rt, name);
+    if (k) {
+        *out = k;
+        return KP_OK;
+    }
+    /* Suggest kernels of the same family: the common mistake is the op's name. */
+    char *near = NULL;
+    size_t family = strcspn(name, ".");
+    for (size_t i = 0; i < rt->n_kernels; i++) {
+        const char *n = rt->kernels[i]->desc->name;
+        if (strncmp(n, name, family) == 0 && n[family] == '.')
+            kp__append(&near, "%s%s", near ? ", " : "", n);
+    }
+    kp__fail(rt, KP_ERR_NOT_FOUND, "no kernel named \"%s\"%s%s%s", name,
+             near ? " (did you mean: " : " (see `kernelport kernels` and `kernelport plugins`)",
+             near ? near : "", near ? ")" : "");
+    free(near);
+    return KP_ERR_NOT_FOUND;
+}
+
+size_t kp_kernel_count(const kp_runtime *rt)
+{
+    return rt ? rt->n_kernels : 0;
+}
+
+kp_kernel *kp_kernel_at(const kp_runtime *rt, size_t index)
+{
+    return rt && index < rt->n_kernels ? rt->kernels[index] : NULL;
+}
+
+kp_status kp_kernel_info_get(const kp_kernel *k, kp_kernel_info *out)
+{
+    if (!k || !out)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_kernel_info_get: NULL argument");
+    out->name = k->desc->name;
+    out->summary = k->desc->summary ? k->desc->summary : "";
+    out->plugin = k->plugin->name;
+    out->plugin_path = k->plugin->path;
+    out->source_name = k->desc->source ? k->desc->source_name : NULL;
+    out->n_params = k->desc->n_params;
+    out->n_tunables = k->desc->n_tunables;
+    return KP_OK;
+}
+
+kp_status kp_kernel_param(const kp_kernel *k, size_t index, kp_param_info *out)
+{
+    if (!k || !out || index >= k->desc->n_params)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_kernel_param: bad kernel or index");
+    const kp_param_desc *p = &k->desc->params[index];
+    out->name = p->name;
+    out->doc = p->doc ? p->doc : "";
+    out->kind = (kp_arg_kind)p->kind;
+    out->access = (kp_access)p->access;
+    out->dtypes = p->dtypes;
+    out->optional = (p->flags & KP_PARAM_OPTIONAL) != 0;
+    out->int_default = p->int_default;
+    out->float_default = p->float_default;
+    return KP_OK;
+}
+
+const char *const *kp_kernel_sample_sizes(const kp_kernel *k, int bench)
+{
+    static const char *const none[] = {NULL};
+    if (!k || !k->desc->sample)
+        return none;
+    const char *const *s = bench ? k->desc->bench_sizes : k->desc->verify_sizes;
+    return s ? s : none;
+}

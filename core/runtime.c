@@ -1,0 +1,231 @@
+/* The runtime's life: options, manifest layers, device choice, backend, plugins, teardown. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "kp-default-manifest.h"
+
+enum { LAYER_BUILTIN, LAYER_SYSTEM, LAYER_USER, LAYER_EXPLICIT };
+
+kp_runtime_options kp_runtime_options_default(void)
+{
+    kp_runtime_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.log_level = KP_LOG_WARN;
+    return o;
+}
+
+static kp_status load_manifests(kp_runtime *rt, const kp_runtime_options *opt)
+{
+    char *err = NULL;
+    kp_status st = kp__manifest_load_text(&rt->manifest, kp_kernel_default_manifest_yaml,
+                                          kp_kernel_default_manifest_yaml_len, "<built-in>",
+                                          LAYER_BUILTIN, &err);
+    if (st == KP_OK && !(rt->flags & KP_RUNTIME_NO_USER_MANIFESTS)) {
+        st = kp__manifest_load_file(&rt->manifest, KP_SYSCONF_MANIFEST, LAYER_SYSTEM, 0, &err);
+        if (st == KP_OK) {
+            const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+            char *user = xdg && *xdg ? kp__asprintf("%s/kernelport/manifest.yaml", xdg)
+                         : home      ? kp__asprintf("%s/.config/kernelport/manifest.yaml", home)
+                                     : NULL;
+            if (user)
+                st = kp__manifest_load_file(&rt->manifest, user, LAYER_USER, 0, &err);
+            free(user);
+        }
+    }
+    const char *explicit_path =
+        opt->manifest_path ? opt->manifest_path : kp__env(rt, "KP_MANIFEST");
+    if (st == KP_OK && explicit_path)
+        st = kp__manifest_load_file(&rt->manifest, explicit_path, LAYER_EXPLICIT, 1, &err);
+    if (st != KP_OK) {
+        kp__fail(NULL, st, "%s", err ? err : "manifest error");
+        free(err);
+    }
+    return st;
+}
+
+static kp_status open_backend(kp_runtime *rt, const kp_runtime_options *opt)
+{
+    if (kp__is_host(rt))
+        return kp__host_open(rt);
+    const char *cache = opt->cache_dir ? opt->cache_dir : rt->manifest.cache_dir;
+    return kp__cl_open(rt, cache);
+}
+
+static kp_status enumerate(kp_runtime *rt)
+{
+    kp_status st = kp__cl_enumerate(rt);
+    if (st != KP_OK)
+        return st;
+    kp__device_entry *grown = realloc(rt->devices, (rt->n_devices + 1) * sizeof *rt->devices);
+    if (!grown)
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    rt->devices = grown;
+    kp__device_entry *host = &rt->devices[rt->n_devices];
+    memset(host, 0, sizeof *host);
+    kp__host_device_info(&host->info);
+    host->info.index = (uint32_t)rt->n_devices++;
+    return KP_OK;
+}
+
+/* Moves this runtime's last error to the no-runtime slot, where kp_runtime_create reports. */
+static kp_status hand_over_error(kp_runtime *rt, kp_status st)
+{
+    const char *m = kp_last_error(rt);
+    if (*m)
+        kp__fail(NULL, st, "%s", m);
+    return st;
+}
+
+kp_status kp_runtime_create(const kp_runtime_options *options, kp_runtime **out)
+{
+    if (!out)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_runtime_create: out is NULL");
+    *out = NULL;
+    kp_runtime_options opt = kp_runtime_options_default();
+    if (options) {
+        if (options->struct_size < offsetof(kp_runtime_options, cache_dir) ||
+            options->struct_size > sizeof opt)
+            return kp__fail(NULL, KP_ERR_INVALID_ARG,
+                            "kp_runtime_create: options.struct_size %u is not a size this "
+                            "version knows (use kp_runtime_options_default())",
+                            options->struct_size);
+        memcpy(&opt, options, options->struct_size);
+    }
+    kp_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return kp__fail(NULL, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    rt->flags = opt.flags;
+    rt->log = opt.log;
+    rt->log_user = opt.log_user;
+    rt->log_level = opt.log ? opt.log_level : kp__log_env_level();
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    /* Plugins launch other kernels from inside a launch (host->launch). */
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&rt->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    pthread_mutex_init(&rt->error_lock, NULL);
+    kp__manifest_init(&rt->manifest);
+    kp__host_api_init(&rt->host_api);
+    rt->kernel_dir = kp__strdup(kp__env(rt, "KP_KERNEL_DIR"));
+
+    kp_status st = load_manifests(rt, &opt);
+    if (st == KP_OK)
+        st = enumerate(rt);
+    if (st == KP_OK) {
+        const char *spec = opt.device ? opt.device : kp__env(rt, "KP_DEVICE");
+        st = kp__device_select(rt, spec);
+    }
+    if (st == KP_OK)
+        st = open_backend(rt, &opt);
+    if (st == KP_OK)
+        st = kp__plugins_load(rt, &opt);
+    if (st != KP_OK) {
+        hand_over_error(rt, st);
+        kp_runtime_destroy(rt);
+        return st;
+    }
+    kp__log(rt, KP_LOG_INFO, "runtime on %s (%s): %s", kp__device(rt)->name,
+            kp_vendor_name(kp__device(rt)->vendor), rt->device_why);
+    *out = rt;
+    return KP_OK;
+}
+
+void kp_runtime_destroy(kp_runtime *rt)
+{
+    if (!rt)
+        return;
+    if (rt->ops)
+        rt->ops->finish(rt);
+    kp__buffers_free(rt);
+    if (rt->ops)
+        rt->ops->close(rt);
+    kp__registry_free(rt);
+    kp__plugins_close(rt);
+    kp__manifest_fini(&rt->manifest);
+    free(rt->devices);
+    free(rt->device_why);
+    free(rt->kernel_dir);
+    kp__errors_free(rt);
+    pthread_mutex_destroy(&rt->lock);
+    pthread_mutex_destroy(&rt->error_lock);
+    free(rt);
+}
+
+kp_status kp_finish(kp_runtime *rt)
+{
+    if (!rt)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_finish: runtime is NULL");
+    return rt->ops->finish(rt);
+}
+
+size_t kp_device_count(const kp_runtime *rt)
+{
+    return rt ? rt->n_devices : 0;
+}
+
+kp_status kp_device_get(const kp_runtime *rt, size_t index, kp_device_info *out)
+{
+    if (!rt || !out)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_device_get: NULL argument");
+    if (index >= rt->n_devices)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_device_get: index %zu is past the %zu devices",
+                        index, rt->n_devices);
+    *out = rt->devices[index].info;
+    return KP_OK;
+}
+
+kp_status kp_runtime_device(const kp_runtime *rt, kp_device_info *out, const char **why)
+{
+    if (!rt || !out)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_runtime_device: NULL argument");
+    *out = *kp__device(rt);
+    if (why)
+        *why = rt->device_why ? rt->device_why : "";
+    return KP_OK;
+}
+
+void kp_uuid_format(const uint8_t uuid[16], char *buf)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            buf[n++] = '-';
+        buf[n++] = hex[uuid[i] >> 4];
+        buf[n++] = hex[uuid[i] & 15];
+    }
+    buf[n] = '\0';
+}
+
+kp_status kp_runtime_warmup(kp_runtime *rt, const char *pattern)
+{
+    if (!rt)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_runtime_warmup: runtime is NULL");
+    kp_status first = KP_OK;
+    char *first_message = NULL;
+    for (size_t i = 0; i < rt->n_kernels; i++) {
+        kp_kernel *k = rt->kernels[i];
+        if (!kp_kernel_name_matches(pattern, k->desc->name))
+            continue;
+        pthread_mutex_lock(&rt->lock);
+        kp_status st = kp__tuning_resolve(rt, k);
+        if (st == KP_OK && k->desc->warmup && !kp__is_host(rt)) {
+            kp_launch l = {.rt = rt, .kernel = k};
+            st = k->desc->warmup(&l);
+        }
+        pthread_mutex_unlock(&rt->lock);
+        if (st != KP_OK && first == KP_OK) {
+            first = st;
+            first_message = kp__strdup(kp_last_error(rt));
+        }
+    }
+    if (first != KP_OK) {
+        kp__fail(rt, first, "%s", first_message ? first_message : "warm-up failed");
+        free(first_message);
+    }
+    return first;
+}

@@ -1,0 +1,198 @@
+/* Internal: the runtime, kernel, buffer, event and launch objects shared by the core's files. */
+#ifndef KP_RUNTIME_H
+#define KP_RUNTIME_H
+
+#include <pthread.h>
+#include <stdarg.h>
+
+#include "kernelport/kernelport.h"
+#include "kernelport/plugin.h"
+#include "manifest.h"
+
+typedef struct kp__backend kp__backend;
+typedef struct kp__backend_ops kp__backend_ops;
+
+#define KP__SCRATCH_SLOTS 16
+
+struct kp_buffer {
+    size_t size;
+    void *host;  /* host memory (host device, and reference copies) */
+    void *mem;   /* backend handle (cl_mem) */
+    int is_host; /* lives in host memory even on an OpenCL runtime (verification copies) */
+    struct kp_buffer *prev, *next; /* the runtime's list, released by kp_runtime_destroy */
+};
+
+/* The resolved value of one tunable on this runtime's device. */
+typedef struct kp__tuning_choice {
+    int64_t value;
+    char *value_text;
+    char *origin;
+    char *allowed;
+    char *notes;
+} kp__tuning_choice;
+
+typedef struct kp__plugin {
+    char *path;
+    char *name;
+    char *version;
+    char *reason; /* NULL when loaded */
+    void *handle; /* dlopen handle; NULL for static plugins */
+    const kp_plugin_info *info;
+    size_t n_kernels;
+} kp__plugin;
+
+struct kp_kernel {
+    const kp_kernel_desc *desc;
+    kp__plugin *plugin;
+    char *source;               /* KP_KERNEL_DIR text when set, else NULL (desc->source is used) */
+    int resolved;               /* tuning values chosen for this runtime's device */
+    int limits_checked;         /* chosen values checked against the compiled entry's limits */
+    kp__tuning_choice *choices; /* desc->n_tunables entries */
+    char *options;              /* build options: -D for each tunable + desc->build_options */
+    kp_buffer *scratch[KP__SCRATCH_SLOTS];      /* device scratch (host->scratch) */
+    kp_buffer *scratch_host[KP__SCRATCH_SLOTS]; /* the same slots for reference runs */
+};
+
+/* Timing of one launch: the first and the last command it enqueued. */
+struct kp_event {
+    void *first; /* backend events (cl_event), NULL on the host device */
+    void *last;
+    double host_seconds; /* wall time of reference runs on the host device */
+    int is_host;
+};
+
+/* The state of one check/enqueue/reference call handed to a plugin. */
+struct kp_launch {
+    kp_runtime *rt;
+    kp_kernel *kernel;
+    const kp_call *call;
+    int reference;    /* the call runs the kernel's host reference */
+    kp_event *event;  /* records the commands when timing was asked for */
+    void *event_slot; /* cl_event slot handed to a library call (host->cl_event_slot) */
+    int depth;        /* nesting of host->launch */
+};
+
+typedef struct kp__device_entry {
+    kp_device_info info;
+    void *platform; /* backend handles (cl_platform_id, cl_device_id) */
+    void *device;
+} kp__device_entry;
+
+typedef struct kp__error_slot {
+    pthread_t thread;
+    char *message;
+    struct kp__error_slot *next;
+} kp__error_slot;
+
+struct kp_runtime {
+    uint32_t flags;
+    kp_log_fn log;
+    void *log_user;
+    kp_log_level log_level;
+
+    kp__manifest manifest;
+
+    kp__device_entry *devices; /* OpenCL devices, then the host device */
+    size_t n_devices;
+    size_t device_index; /* the chosen one */
+    char *device_why;
+
+    kp__backend *backend;
+    const kp__backend_ops *ops;
+
+    kp__plugin **plugins; /* loaded and rejected, in scan order */
+    size_t n_plugins;
+    kp_kernel **kernels; /* sorted by name once loading is done */
+    size_t n_kernels;
+    kp_host_api host_api;
+
+    char *kernel_dir; /* KP_KERNEL_DIR */
+
+    pthread_mutex_t lock;       /* kernels' lazy state, launches, the buffer list */
+    pthread_mutex_t error_lock; /* error slots */
+    kp__error_slot *errors;
+    kp_buffer *buffers;
+};
+
+/* ---- errors and logging (error.c, log.c) ---- */
+
+/* Records a message as the last error of this thread for `rt` (NULL: the no-runtime slot) and
+ * returns `status`. */
+kp_status kp__fail(const kp_runtime *rt, kp_status status, const char *fmt, ...) KP_PRINTF(3, 4);
+kp_status kp__failv(const kp_runtime *rt, kp_status status, const char *fmt, va_list ap);
+/* Keeps the existing message and prefixes it: "prefix: <old message>". */
+kp_status kp__fail_prefix(const kp_runtime *rt, kp_status status, const char *fmt, ...)
+    KP_PRINTF(3, 4);
+void kp__errors_free(kp_runtime *rt);
+
+void kp__log(const kp_runtime *rt, kp_log_level level, const char *fmt, ...) KP_PRINTF(3, 4);
+void kp__logv(const kp_runtime *rt, kp_log_level level, const char *fmt, va_list ap);
+/* The default sink's level from KP_LOG ("error", "warn", "info", "debug"; default warn). */
+kp_log_level kp__log_env_level(void);
+
+/* ---- small utilities (util.c) ---- */
+char *kp__strdup(const char *s);
+char *kp__asprintf(const char *fmt, ...) KP_PRINTF(1, 2);
+char *kp__vasprintf(const char *fmt, va_list ap);
+/* Appends formatted text to a malloc'd string (*s may be NULL). */
+void kp__append(char **s, const char *fmt, ...) KP_PRINTF(2, 3);
+/* Reads a whole file; NULL with errno set on failure. */
+char *kp__read_file(const char *path, size_t *len);
+/* getenv unless the runtime ignores the environment; secure_getenv for paths it will load. */
+const char *kp__env(const kp_runtime *rt, const char *name);
+
+/* ---- registry (registry.c) ---- */
+kp_status kp__registry_add(kp_runtime *rt, kp__plugin *plugin, const kp_kernel_desc *desc);
+void kp__registry_finish(kp_runtime *rt);
+void kp__registry_free(kp_runtime *rt);
+kp_kernel *kp__registry_find(const kp_runtime *rt, const char *name);
+
+/* ---- plugin loading (loader.c) ---- */
+/* The runtime whose plugin is running init on this thread: where its logs and failures go. */
+extern _Thread_local kp_runtime *kp__initializing;
+kp_status kp__plugins_load(kp_runtime *rt, const kp_runtime_options *opt);
+void kp__plugins_close(kp_runtime *rt);
+
+/* ---- host table (host-api.c) ---- */
+void kp__host_api_init(kp_host_api *api);
+
+/* ---- tuning (tuning.c) ---- */
+/* Chooses every tunable's value (once), then checks them against the compiled entry's limits
+ * (once it builds), falling back to less specific entries for values that do not fit. */
+kp_status kp__tuning_resolve(kp_runtime *rt, kp_kernel *k);
+void kp__tuning_free(kp_kernel *k);
+int64_t kp__tuning_get(const kp_kernel *k, const char *name);
+
+/* ---- device choice (device-select.c) ---- */
+/* Chooses rt->device_index from a device spec (NULL: the manifest's rules) and sets device_why. */
+kp_status kp__device_select(kp_runtime *rt, const char *spec);
+
+/* ---- launching (launch.c) ---- */
+/* Validates named arguments against the descriptor and fills `values` (desc->n_params). */
+kp_status kp__args_bind(kp_runtime *rt, const kp_kernel *k, const kp_arg *args, size_t n_args,
+                        kp_value *values);
+/* Runs a bound call: the kernel's check, then its enqueue on the device, or its host reference
+ * when `reference` is set or the runtime is on the host device. Takes the runtime's lock. */
+kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int reference,
+                          kp_event *event, int depth);
+/* Runs k's host reference on arguments whose buffers are in host memory (verification). */
+kp_status kp__launch_reference(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n);
+/* Nested launch from a plugin (host->launch). */
+kp_status kp__launch_nested(kp_launch *parent, const char *name, const kp_arg *args, size_t n);
+
+/* ---- buffers (buffer.c) ---- */
+kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out);
+void kp__buffers_free(kp_runtime *rt);
+
+/* The device of this runtime. */
+static inline const kp_device_info *kp__device(const kp_runtime *rt)
+{
+    return &rt->devices[rt->device_index].info;
+}
+
+static inline int kp__is_host(const kp_runtime *rt)
+{
+    return kp__device(rt)->type == KP_DEVICE_HOST;
+}
+
+#endif

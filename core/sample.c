@@ -1,0 +1,222 @@
+/* Sample arguments: random, reproducible inputs that plugins describe and the core allocates. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sample.h"
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t hash_string(uint64_t h, const char *s)
+{
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+uint64_t kp__sample_random(kp_sample *s)
+{
+    return splitmix64(&s->state);
+}
+
+static double uniform(kp_sample *s)
+{
+    return (double)(kp__sample_random(s) >> 11) * 0x1.0p-53;
+}
+
+kp_status kp__sample_init(kp_sample *s, kp_runtime *rt, const kp_kernel *k, uint64_t seed,
+                          const char *size)
+{
+    memset(s, 0, sizeof *s);
+    s->rt = rt;
+    s->kernel = k;
+    s->state = hash_string(hash_string(0xcbf29ce484222325ull ^ seed, k->desc->name), size);
+    s->args = calloc(k->desc->n_params ? k->desc->n_params : 1, sizeof *s->args);
+    return s->args ? KP_OK : kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+}
+
+void kp__sample_fini(kp_sample *s)
+{
+    for (uint32_t i = 0; s->args && i < s->kernel->desc->n_params; i++)
+        free(s->args[i].data);
+    free(s->args);
+    s->args = NULL;
+}
+
+static int find(const kp_sample *s, const char *name, int32_t kind, uint32_t *index)
+{
+    const kp_kernel_desc *d = s->kernel->desc;
+    for (uint32_t i = 0; name && i < d->n_params; i++)
+        if (strcmp(d->params[i].name, name) == 0) {
+            *index = i;
+            return d->params[i].kind == kind ? 0 : -2;
+        }
+    return -1;
+}
+
+static kp_status bad_name(kp_sample *s, const char *fn, const char *name, int why)
+{
+    return kp__fail(s->rt, KP_ERR_PLUGIN, "kernel %s: %s: %s \"%s\"", s->kernel->desc->name, fn,
+                    why == -1 ? "no parameter named" : "wrong kind for parameter",
+                    name ? name : "(null)");
+}
+
+uint16_t kp__half_from_float(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
+    if (exp == 0xffu)
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1)))
+        half++;
+    return (uint16_t)half;
+}
+
+float kp__half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    float f;
+    if (exp == 0)
+        f = ldexpf((float)mant, -24);
+    else if (exp == 31)
+        f = mant ? NAN : INFINITY;
+    else
+        f = ldexpf((float)(mant | 0x400u), (int)exp - 25);
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    x |= sign;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static void fill(kp_sample *s, kp__sample_arg *a, int output, double lo, double hi)
+{
+    /* Outputs start as random garbage, so an element the device forgets to write differs
+     * from the reference's. */
+    if (output) {
+        lo = -1000.0;
+        hi = 1000.0;
+    }
+    for (int64_t i = 0; i < a->numel; i++) {
+        double v = lo + (hi - lo) * uniform(s);
+        switch (a->dtype) {
+        case KP_F32:
+            ((float *)a->data)[i] = (float)v;
+            break;
+        case KP_F16:
+            ((uint16_t *)a->data)[i] = kp__half_from_float((float)v);
+            break;
+        case KP_I32:
+            ((int32_t *)a->data)[i] = output ? (int32_t)kp__sample_random(s) : (int32_t)floor(v);
+            break;
+        case KP_U32:
+            ((uint32_t *)a->data)[i] =
+                output ? (uint32_t)kp__sample_random(s) : (uint32_t)floor(v < 0 ? 0 : v);
+            break;
+        case KP_U8:
+            ((uint8_t *)a->data)[i] =
+                output ? (uint8_t)kp__sample_random(s) : (uint8_t)floor(v < 0 ? 0 : v);
+            break;
+        }
+    }
+}
+
+kp_status kp__sample_tensor(kp_sample *s, const char *name, int32_t dtype, int32_t rank,
+                            const int64_t *shape, double lo, double hi, void **data)
+{
+    uint32_t i;
+    int r = find(s, name, KP_ARG_KIND_TENSOR, &i);
+    if (r)
+        return bad_name(s, "sample_tensor", name, r);
+    const kp_param_desc *p = &s->kernel->desc->params[i];
+    if (dtype <= KP_DTYPE_NONE || dtype >= KP_DTYPE_COUNT || !(p->dtypes & (1u << dtype)) ||
+        rank < 0 || rank > KP_MAX_RANK || (rank && !shape))
+        return kp__fail(s->rt, KP_ERR_PLUGIN,
+                        "kernel %s: sample_tensor \"%s\": bad dtype %d or rank %d",
+                        s->kernel->desc->name, name, dtype, rank);
+    kp__sample_arg *a = &s->args[i];
+    free(a->data);
+    memset(a, 0, sizeof *a);
+    a->dtype = dtype;
+    a->rank = rank;
+    a->numel = 1;
+    for (int32_t d = 0; d < rank; d++) {
+        if (shape[d] < 0 || __builtin_mul_overflow(a->numel, shape[d], &a->numel))
+            return kp__fail(s->rt, KP_ERR_PLUGIN, "kernel %s: sample_tensor \"%s\": bad shape",
+                            s->kernel->desc->name, name);
+        a->shape[d] = shape[d];
+    }
+    size_t bytes = (size_t)a->numel * kp_dtype_size((kp_dtype)dtype);
+    a->data = malloc(bytes ? bytes : 1);
+    if (!a->data)
+        return kp__fail(s->rt, KP_ERR_OUT_OF_MEMORY, "kernel %s: sample \"%s\" of %zu bytes",
+                        s->kernel->desc->name, name, bytes);
+    a->present = 1;
+    fill(s, a, p->access == KP_ACCESS_OUT, lo, hi);
+    if (data)
+        *data = a->data;
+    return KP_OK;
+}
+
+kp_status kp__sample_int(kp_sample *s, const char *name, int64_t value)
+{
+    uint32_t i;
+    int r = find(s, name, KP_ARG_KIND_INT, &i);
+    if (r)
+        return bad_name(s, "sample_int", name, r);
+    s->args[i].present = 1;
+    s->args[i].i = value;
+    return KP_OK;
+}
+
+kp_status kp__sample_float(kp_sample *s, const char *name, double value)
+{
+    uint32_t i;
+    int r = find(s, name, KP_ARG_KIND_FLOAT, &i);
+    if (r)
+        return bad_name(s, "sample_float", name, r);
+    s->args[i].present = 1;
+    s->args[i].f = value;
+    return KP_OK;
+}
+
+kp_status kp__sample_build(kp_sample *s, const char *size)
+{
+    const kp_kernel_desc *d = s->kernel->desc;
+    if (!d->sample)
+        return kp__fail(s->rt, KP_ERR_UNSUPPORTED, "kernel %s has no sample function", d->name);
+    kp__fail(s->rt, KP_OK, "%s", "");
+    kp_status st = d->sample(s, size);
+    if (st != KP_OK) {
+        if (!*kp_last_error(s->rt))
+            kp__fail(s->rt, st, "kernel %s: sample \"%s\" failed with %s", d->name, size,
+                     kp_status_name(st));
+        return st;
+    }
+    for (uint32_t i = 0; i < d->n_params; i++)
+        if (!s->args[i].present && !(d->params[i].flags & KP_PARAM_OPTIONAL))
+            return kp__fail(s->rt, KP_ERR_PLUGIN, "kernel %s: sample \"%s\" did not set \"%s\"",
+                            d->name, size, d->params[i].name);
+    return KP_OK;
+}

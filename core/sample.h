@@ -1,0 +1,43 @@
+/* Internal: sample arguments that plugins build for verification and benchmarks. */
+#ifndef KP_SAMPLE_H
+#define KP_SAMPLE_H
+
+#include "runtime.h"
+
+typedef struct kp__sample_arg {
+    int present;
+    int32_t dtype;
+    int32_t rank;
+    int64_t shape[KP_MAX_RANK];
+    int64_t numel;
+    void *data; /* host memory, numel * dtype size bytes */
+    int64_t i;
+    double f;
+} kp__sample_arg;
+
+struct kp_sample {
+    kp_runtime *rt;
+    const kp_kernel *kernel;
+    uint64_t state;       /* splitmix64 */
+    kp__sample_arg *args; /* one per parameter */
+};
+
+/* Seeds the stream from the seed, the kernel's name and the size name, so each sample is
+ * reproducible on its own. */
+kp_status kp__sample_init(kp_sample *s, kp_runtime *rt, const kp_kernel *k, uint64_t seed,
+                          const char *size);
+void kp__sample_fini(kp_sample *s);
+/* Runs the kernel's sample function for `size` and checks every required parameter is set. */
+kp_status kp__sample_build(kp_sample *s, const char *size);
+
+kp_status kp__sample_tensor(kp_sample *s, const char *name, int32_t dtype, int32_t rank,
+                            const int64_t *shape, double lo, double hi, void **data);
+kp_status kp__sample_int(kp_sample *s, const char *name, int64_t value);
+kp_status kp__sample_float(kp_sample *s, const char *name, double value);
+uint64_t kp__sample_random(kp_sample *s);
+
+/* IEEE half <-> float, round to nearest even. */
+uint16_t kp__half_from_float(float f);
+float kp__half_to_float(uint16_t h);
+
+#endif

@@ -1,0 +1,205 @@
+/* Verification: the device against the host reference on the same random sample arguments. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "sample.h"
+
+/* The buffers of one sample on both sides, released together. */
+typedef struct run_args {
+    kp_arg *dev;
+    kp_arg *ref;
+    size_t n;
+} run_args;
+
+static void release(kp_runtime *rt, run_args *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->dev[i].kind == KP_ARG_KIND_TENSOR) {
+            kp_buffer_destroy(rt, r->dev[i].tensor.buffer);
+            kp_buffer_destroy(rt, r->ref[i].tensor.buffer);
+        }
+    }
+    free(r->dev);
+    free(r->ref);
+    memset(r, 0, sizeof *r);
+}
+
+static kp_status prepare(kp_runtime *rt, const kp_kernel *k, const kp_sample *s, run_args *r)
+{
+    const kp_kernel_desc *d = k->desc;
+    r->dev = calloc(d->n_params + 1, sizeof *r->dev);
+    r->ref = calloc(d->n_params + 1, sizeof *r->ref);
+    if (!r->dev || !r->ref)
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < d->n_params; i++) {
+        const kp__sample_arg *a = &s->args[i];
+        if (!a->present)
+            continue;
+        kp_arg *dev = &r->dev[r->n], *ref = &r->ref[r->n];
+        dev->name = ref->name = d->params[i].name;
+        dev->kind = ref->kind = d->params[i].kind;
+        dev->i = ref->i = a->i;
+        dev->f = ref->f = a->f;
+        r->n++;
+        if (d->params[i].kind != KP_ARG_KIND_TENSOR)
+            continue;
+        size_t bytes = (size_t)a->numel * kp_dtype_size((kp_dtype)a->dtype);
+        kp_buffer *db = NULL, *hb = NULL;
+        kp_status st = kp_buffer_create(rt, bytes ? bytes : 4, &db);
+        if (st == KP_OK)
+            st = kp__buffer_create_host(rt, bytes ? bytes : 4, &hb);
+        dev->tensor = kp_tensor_nd(db, (kp_dtype)a->dtype, a->rank, a->shape);
+        ref->tensor = kp_tensor_nd(hb, (kp_dtype)a->dtype, a->rank, a->shape);
+        if (st == KP_OK && bytes) {
+            memcpy(hb->host, a->data, bytes);
+            st = kp_buffer_write(rt, db, 0, bytes, a->data);
+        }
+        if (st != KP_OK)
+            return st;
+    }
+    return KP_OK;
+}
+
+static double element(const void *data, int32_t dtype, int64_t i)
+{
+    switch (dtype) {
+    case KP_F32:
+        return ((const float *)data)[i];
+    case KP_F16:
+        return kp__half_to_float(((const uint16_t *)data)[i]);
+    case KP_I32:
+        return ((const int32_t *)data)[i];
+    case KP_U32:
+        return ((const uint32_t *)data)[i];
+    case KP_U8:
+        return ((const uint8_t *)data)[i];
+    }
+    return 0;
+}
+
+static void compare(const void *dev, const void *ref, int32_t dtype, int64_t n, double atol,
+                    double rtol, kp_verify_result *res)
+{
+    double worst_excess = -INFINITY, floor_ref = atol > 0 ? atol : 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        double d = element(dev, dtype, i), r = element(ref, dtype, i);
+        double err = fabs(d - r), excess;
+        if (isnan(d) || isnan(r)) {
+            err = isnan(d) && isnan(r) ? 0 : INFINITY;
+        } else if (isinf(d) || isinf(r)) {
+            err = d == r ? 0 : INFINITY;
+        }
+        double rel = err / fmax(fabs(r), floor_ref);
+        excess = err - (atol + rtol * fabs(r));
+        if (err > res->max_abs_err || isinf(err))
+            res->max_abs_err = err;
+        if (rel > res->max_rel_err)
+            res->max_rel_err = rel;
+        if (excess > 0)
+            res->failures++;
+        if (excess > worst_excess) {
+            worst_excess = excess;
+            res->worst_index = i;
+        }
+    }
+    res->passed = res->failures == 0;
+}
+
+static kp_status check_outputs(kp_runtime *rt, kp_kernel *k, const char *size, run_args *r,
+                               kp_verify_fn report, void *user, int *all_passed)
+{
+    const kp_kernel_desc *d = k->desc;
+    double atol = d->atol, rtol = d->rtol;
+    if (d->tolerance) {
+        kp_value values[64];
+        kp_status st = kp__args_bind(rt, k, r->ref, r->n, values);
+        if (st != KP_OK)
+            return st;
+        for (uint32_t i = 0; i < d->n_params; i++)
+            if (values[i].present && d->params[i].kind == KP_ARG_KIND_TENSOR)
+                values[i].host = values[i].tensor.buffer->host;
+        kp_call call = {
+            .struct_size = sizeof call, .n_args = d->n_params, .args = values, .desc = d};
+        d->tolerance(&call, &atol, &rtol);
+    }
+    for (size_t a = 0; a < r->n; a++) {
+        uint32_t p = 0;
+        while (strcmp(d->params[p].name, r->dev[a].name) != 0)
+            p++;
+        if (d->params[p].kind != KP_ARG_KIND_TENSOR || d->params[p].access == KP_ACCESS_IN)
+            continue;
+        const kp_tensor *t = &r->dev[a].tensor;
+        int64_t n = kp_tensor_numel(t);
+        size_t bytes = (size_t)n * kp_dtype_size((kp_dtype)t->dtype);
+        void *dev = malloc(bytes ? bytes : 1);
+        if (!dev)
+            return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+        kp_status st = kp_buffer_read(rt, t->buffer, 0, bytes, dev);
+        if (st != KP_OK) {
+            free(dev);
+            return st;
+        }
+        kp_verify_result res = {.kernel = d->name,
+                                .size = size,
+                                .output = d->params[p].name,
+                                .elements = n,
+                                .atol = atol,
+                                .rtol = rtol};
+        compare(dev, r->ref[a].tensor.buffer->host, t->dtype, n, atol, rtol, &res);
+        free(dev);
+        *all_passed &= res.passed;
+        if (report)
+            report(user, &res);
+    }
+    return KP_OK;
+}
+
+static kp_status verify_size(kp_runtime *rt, kp_kernel *k, const char *size, uint64_t seed,
+                             kp_verify_fn report, void *user, int *all_passed)
+{
+    kp_sample s;
+    run_args r = {0};
+    kp_status st = kp__sample_init(&s, rt, k, seed, size);
+    if (st == KP_OK)
+        st = kp__sample_build(&s, size);
+    if (st == KP_OK)
+        st = prepare(rt, k, &s, &r);
+    if (st == KP_OK)
+        st = kp_kernel_launch(rt, k, r.dev, r.n, NULL);
+    if (st == KP_OK)
+        st = kp__launch_reference(rt, k, r.ref, r.n);
+    if (st == KP_OK)
+        st = check_outputs(rt, k, size, &r, report, user, all_passed);
+    if (st != KP_OK)
+        kp__fail_prefix(rt, st, "verify %s (size %s)", k->desc->name, size);
+    release(rt, &r);
+    kp__sample_fini(&s);
+    return st;
+}
+
+kp_status kp_kernel_verify(kp_runtime *rt, kp_kernel *k, const char *size, uint64_t seed,
+                           kp_verify_fn report, void *user)
+{
+    if (!rt || !k)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_verify: NULL runtime or kernel");
+    if (!k->desc->sample)
+        return kp__fail(rt, KP_ERR_UNSUPPORTED, "kernel %s has no sample function to verify with",
+                        k->desc->name);
+    const char *one[] = {size, NULL};
+    const char *const *sizes = size ? one : kp_kernel_sample_sizes(k, 0);
+    if (!sizes[0])
+        return kp__fail(rt, KP_ERR_UNSUPPORTED, "kernel %s lists no sample sizes to verify",
+                        k->desc->name);
+    int all_passed = 1;
+    for (size_t i = 0; sizes[i]; i++) {
+        kp_status st = verify_size(rt, k, sizes[i], seed, report, user, &all_passed);
+        if (st != KP_OK)
+            return st;
+    }
+    if (!all_passed)
+        return kp__fail(rt, KP_ERR_VERIFY, "kernel %s: results differ from the host reference",
+                        k->desc->name);
+    return KP_OK;
+}

@@ -1,0 +1,532 @@
+/* Kernelport application API: runtime, devices, buffers, tensors, kernels, launch, errors. */
+#ifndef KERNELPORT_H
+#define KERNELPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KP_API __attribute__((visibility("default")))
+#define KP_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define KP_API
+#define KP_PRINTF(fmt, args)
+#endif
+
+#define KP_VERSION_MAJOR 0
+#define KP_VERSION_MINOR 1
+#define KP_VERSION_PATCH 0
+#define KP_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status codes                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * Every fallible call returns a kp_status. KP_OK is zero, errors are negative. The status says
+ * what kind of failure happened; the message (kp_last_error) says where and why: the manifest
+ * file:line:col, the plugin path, the kernel and argument, the OpenCL call and its error name, or
+ * the build log. OpenCL error codes are never folded into this enum.
+ */
+#define KP_STATUS_MAP(X)                                                                           \
+    X(OK, 0, "success")                                                                            \
+    X(ERR_INVALID_ARG, -1, "invalid argument")                                                     \
+    X(ERR_NOT_FOUND, -2, "not found")                                                              \
+    X(ERR_BUILD, -3, "OpenCL program build failed")                                                \
+    X(ERR_CL, -4, "OpenCL call failed")                                                            \
+    X(ERR_OUT_OF_MEMORY, -5, "out of memory")                                                      \
+    X(ERR_MANIFEST, -6, "manifest error")                                                          \
+    X(ERR_PLUGIN, -7, "plugin error")                                                              \
+    X(ERR_UNSUPPORTED, -8, "not supported on this device")                                         \
+    X(ERR_IO, -9, "input/output error")                                                            \
+    X(ERR_VERIFY, -10, "result differs from the host reference")                                   \
+    X(ERR_NO_DEVICE, -11, "no usable device")                                                      \
+    X(ERR_INTERNAL, -12, "internal error")
+
+typedef enum kp_status {
+#define KP__STATUS_ENUM(name, value, text) KP_##name = value,
+    KP_STATUS_MAP(KP__STATUS_ENUM)
+#undef KP__STATUS_ENUM
+} kp_status;
+
+/* "KP_ERR_BUILD" for KP_ERR_BUILD; "KP_STATUS_UNKNOWN" for a value outside the enum. Static string.
+ */
+KP_API const char *kp_status_name(kp_status status);
+
+/* "OpenCL program build failed" for KP_ERR_BUILD; a static, human description of the status. */
+KP_API const char *kp_status_str(kp_status status);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Opaque handles                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct kp_runtime kp_runtime; /* a device, its plugins, kernels, caches and queue */
+typedef struct kp_buffer kp_buffer;   /* device memory (or host memory on the host device) */
+typedef struct kp_kernel kp_kernel;   /* a registered kernel; owned by the runtime */
+typedef struct kp_event kp_event;     /* the commands of one launch, for timing */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Logging                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum kp_log_level {
+    KP_LOG_ERROR = 0,
+    KP_LOG_WARN = 1,
+    KP_LOG_INFO = 2,
+    KP_LOG_DEBUG = 3,
+} kp_log_level;
+
+/*
+ * A log sink. `message` is one line without a trailing newline, valid only during the call.
+ * The callback may be called from any thread that uses the runtime, and must not call back
+ * into the runtime.
+ */
+typedef void (*kp_log_fn)(void *user, kp_log_level level, const char *message);
+
+/* "error", "warn", "info", "debug". */
+KP_API const char *kp_log_level_name(kp_log_level level);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Runtime                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Flags for kp_runtime_options.flags. */
+enum {
+    /* Ignore KP_MANIFEST, KP_DEVICE, KP_PLUGIN_PATH and KP_KERNEL_DIR (tests, embedding). */
+    KP_RUNTIME_NO_ENV = 1u << 0,
+    /* Skip the system and user manifest files; the built-in default and `manifest` still apply. */
+    KP_RUNTIME_NO_USER_MANIFESTS = 1u << 1,
+    /* Do not scan the installed plugin directory (lib/kernelport/plugins beside the library). */
+    KP_RUNTIME_NO_INSTALLED_PLUGINS = 1u << 2,
+    /* Do not read or write the on-disk program cache. */
+    KP_RUNTIME_NO_DISK_CACHE = 1u << 3,
+};
+
+typedef struct kp_runtime_options {
+    uint32_t struct_size; /* sizeof(kp_runtime_options); set by kp_runtime_options_default */
+    uint32_t flags;       /* KP_RUNTIME_* flags */
+    /* A manifest file layered over the default, system and user manifests. NULL: KP_MANIFEST. */
+    const char *manifest_path;
+    /* Extra plugin directories, scanned before every other directory. Borrowed during create. */
+    const char *const *plugin_dirs;
+    size_t n_plugin_dirs;
+    /* Device spec that overrides the manifest's device rules ("nvidia", "pocl", "gpu:1",
+     * "cpu", "host", a name substring or a UUID). NULL: KP_DEVICE, else the manifest rules. */
+    const char *device;
+    /* Log sink; NULL uses the default sink (stderr, level from KP_LOG, default "warn"). */
+    kp_log_fn log;
+    void *log_user;
+    /* The most verbose level passed to `log` when `log` is set. */
+    kp_log_level log_level;
+    /* Directory for the program binary cache. NULL: the manifest's cache.dir. */
+    const char *cache_dir;
+} kp_runtime_options;
+
+/* Options with every field at its default; thread-safe, no allocation. */
+KP_API kp_runtime_options kp_runtime_options_default(void);
+
+/*
+ * Creates a runtime: reads the manifest layers (built-in default < system file
+ * /etc/kernelport/manifest.yaml < user file $XDG_CONFIG_HOME/kernelport/manifest.yaml <
+ * options->manifest_path or KP_MANIFEST), enumerates OpenCL devices, picks one (options->device,
+ * else KP_DEVICE, else the manifest's device rules), creates a context and a profiling queue,
+ * loads the plugins and registers their kernels. With no OpenCL platform it falls back to the
+ * host device with a warning, unless the manifest says `require: opencl`.
+ *
+ * `options` may be NULL for defaults; it is only read during the call. On success *out owns a
+ * runtime to be released with kp_runtime_destroy. Plugins that fail to load do not fail the
+ * runtime: they are recorded (kp_plugin_rejected) and logged as warnings.
+ *
+ * Errors: KP_ERR_INVALID_ARG (out is NULL, bad struct_size), KP_ERR_MANIFEST (a manifest is
+ * malformed; the message reads "file:line:col: error: ..."), KP_ERR_NO_DEVICE (the device spec or
+ * rules match no device, or OpenCL is required and absent), KP_ERR_CL, KP_ERR_OUT_OF_MEMORY.
+ * On failure *out is NULL and kp_last_error(NULL) holds the message.
+ * Thread-safety: may be called from any thread; runtimes are independent.
+ */
+KP_API kp_status kp_runtime_create(const kp_runtime_options *options, kp_runtime **out);
+
+/*
+ * Waits for queued work, releases every buffer, event, program and context the runtime owns,
+ * and closes its plugins. NULL is a no-op. No other thread may use the runtime during or after.
+ */
+KP_API void kp_runtime_destroy(kp_runtime *rt);
+
+/*
+ * Builds, ahead of first use, the programs of every kernel whose name matches `pattern` (a glob
+ * such as "gru.*"; NULL for all), with their resolved tuning values, filling the in-memory and
+ * on-disk caches; library-backed kernels run their plugin's warm-up. Errors: the first failure
+ * (KP_ERR_BUILD, ...), after trying every kernel. Thread-safe.
+ */
+KP_API kp_status kp_runtime_warmup(kp_runtime *rt, const char *pattern);
+
+/*
+ * The message of the last failing call made on this thread with this runtime, or with no
+ * runtime (rt NULL: kp_runtime_create and the other functions that take none). Never NULL
+ * (empty when nothing failed). Valid until the next failing call on this thread and runtime.
+ */
+KP_API const char *kp_last_error(const kp_runtime *rt);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Devices                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum kp_vendor {
+    KP_VENDOR_UNKNOWN = 0,
+    KP_VENDOR_POCL,
+    KP_VENDOR_NVIDIA,
+    KP_VENDOR_AMD,
+    KP_VENDOR_INTEL,
+    KP_VENDOR_APPLE,
+    KP_VENDOR_ARM,
+    KP_VENDOR_QUALCOMM,
+    KP_VENDOR_HOST,
+    KP_VENDOR_COUNT
+} kp_vendor;
+
+typedef enum kp_device_type {
+    KP_DEVICE_OTHER = 0,
+    KP_DEVICE_CPU,
+    KP_DEVICE_GPU,
+    KP_DEVICE_ACCELERATOR,
+    KP_DEVICE_HOST, /* Kernelport's own host backend: kernels run their C reference */
+} kp_device_type;
+
+/* "pocl", "nvidia", "amd", "intel", "apple", "arm", "qualcomm", "host", "unknown". */
+KP_API const char *kp_vendor_name(kp_vendor vendor);
+/* "cpu", "gpu", "accelerator", "host", "other". */
+KP_API const char *kp_device_type_name(kp_device_type type);
+
+typedef struct kp_device_info {
+    uint32_t struct_size;
+    kp_vendor vendor; /* normalised from platform, vendor and device strings */
+    kp_device_type type;
+    uint32_t index;          /* position in kp_device_count's enumeration */
+    char name[256];          /* CL_DEVICE_NAME */
+    char vendor_string[128]; /* CL_DEVICE_VENDOR as the driver reports it */
+    char platform[128];      /* CL_PLATFORM_NAME */
+    char driver[128];        /* CL_DRIVER_VERSION */
+    char version[128];       /* CL_DEVICE_VERSION */
+    char c_version[64];      /* CL_DEVICE_OPENCL_C_VERSION */
+    char arch[64];    /* "sm_90" (NVIDIA), "gfx1030" (AMD), "skylake-avx512" (PoCL); may be "" */
+    char pci_bus[32]; /* "0000:17:00.0" where the driver reports it, else "" */
+    uint8_t uuid[16]; /* cl_khr_device_uuid, valid when has_uuid */
+    uint32_t has_uuid;
+    uint32_t vendor_id; /* CL_DEVICE_VENDOR_ID */
+    uint32_t compute_units;
+    uint32_t clock_mhz;
+    uint64_t global_mem; /* bytes */
+    uint64_t local_mem;  /* bytes */
+    uint64_t max_alloc;  /* bytes */
+    size_t max_workgroup;
+    size_t max_work_item[3];
+    uint32_t fp16; /* cl_khr_fp16 */
+    uint32_t fp64; /* cl_khr_fp64 */
+} kp_device_info;
+
+/* Number of devices the runtime enumerated (every OpenCL device, then the host device). */
+KP_API size_t kp_device_count(const kp_runtime *rt);
+
+/* Copies device `index`'s description into *out. Errors: KP_ERR_INVALID_ARG. Thread-safe. */
+KP_API kp_status kp_device_get(const kp_runtime *rt, size_t index, kp_device_info *out);
+
+/*
+ * Copies the description of the device the runtime runs on into *out, and, when `why` is not
+ * NULL, a pointer to a runtime-owned sentence saying which rule chose it. Thread-safe.
+ */
+KP_API kp_status kp_runtime_device(const kp_runtime *rt, kp_device_info *out, const char **why);
+
+/* Formats a UUID as 8-4-4-4-12 lowercase hex into buf (at least 37 bytes). */
+KP_API void kp_uuid_format(const uint8_t uuid[16], char *buf);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Buffers                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * Allocates `bytes` (> 0) of device memory, uninitialised. *out is owned by the caller and
+ * released with kp_buffer_destroy (or by kp_runtime_destroy). Errors: KP_ERR_INVALID_ARG,
+ * KP_ERR_OUT_OF_MEMORY (the message names the size and the device's limits), KP_ERR_CL.
+ * Thread-safe.
+ */
+KP_API kp_status kp_buffer_create(kp_runtime *rt, size_t bytes, kp_buffer **out);
+
+/* Releases a buffer after the work queued on it. NULL is a no-op. */
+KP_API void kp_buffer_destroy(kp_runtime *rt, kp_buffer *buf);
+
+/* Size in bytes; 0 for NULL. */
+KP_API size_t kp_buffer_size(const kp_buffer *buf);
+
+/*
+ * Copies `bytes` from host memory `src` (borrowed, only read during the call) into the buffer at
+ * byte `offset`. Blocking: returns after the data left `src`, ordered after earlier launches.
+ * Errors: KP_ERR_INVALID_ARG (range outside the buffer, NULL pointers), KP_ERR_CL.
+ */
+KP_API kp_status kp_buffer_write(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t bytes,
+                                 const void *src);
+
+/* Copies `bytes` from the buffer at `offset` into `dst`, after all earlier queued work. Blocking.
+ */
+KP_API kp_status kp_buffer_read(kp_runtime *rt, const kp_buffer *buf, size_t offset, size_t bytes,
+                                void *dst);
+
+/* Device-side copy between buffers (ranges may not overlap within one buffer). Asynchronous. */
+KP_API kp_status kp_buffer_copy(kp_runtime *rt, const kp_buffer *src, size_t src_offset,
+                                kp_buffer *dst, size_t dst_offset, size_t bytes);
+
+/*
+ * Fills `bytes` at `offset` with repetitions of a pattern of 1, 2, 4, 8, 16, 32, 64 or 128 bytes;
+ * offset and bytes must be multiples of the pattern size. Asynchronous.
+ */
+KP_API kp_status kp_buffer_fill(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t bytes,
+                                const void *pattern, size_t pattern_size);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tensors                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum kp_dtype {
+    KP_DTYPE_NONE = 0,
+    KP_F32 = 1,
+    KP_F16 = 2,
+    KP_I32 = 3,
+    KP_U32 = 4,
+    KP_U8 = 5,
+    KP_DTYPE_COUNT
+} kp_dtype;
+
+#define KP_MAX_RANK 8
+
+/*
+ * A view of a buffer: element type, shape, strides and offset in elements. A plain value that
+ * does not own its buffer. A rank-0 tensor is a scalar (one element at `offset`). Strides may
+ * be 0 (broadcast) but not negative.
+ */
+typedef struct kp_tensor {
+    kp_buffer *buffer;
+    int32_t dtype; /* a kp_dtype */
+    int32_t rank;
+    int64_t offset;
+    int64_t shape[KP_MAX_RANK];
+    int64_t strides[KP_MAX_RANK];
+} kp_tensor;
+
+/* "f32", "f16", "i32", "u32", "u8" ("none" otherwise). */
+KP_API const char *kp_dtype_name(kp_dtype dtype);
+/* Bytes per element (0 for KP_DTYPE_NONE or unknown values). */
+KP_API size_t kp_dtype_size(kp_dtype dtype);
+
+/* A contiguous row-major tensor over `buf` at element offset 0. rank <= KP_MAX_RANK. */
+KP_API kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t rank, const int64_t *shape);
+KP_API kp_tensor kp_tensor_1d(kp_buffer *buf, kp_dtype dtype, int64_t n0);
+KP_API kp_tensor kp_tensor_2d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1);
+KP_API kp_tensor kp_tensor_3d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1, int64_t n2);
+/* Number of elements (product of the shape; 1 for rank 0). */
+KP_API int64_t kp_tensor_numel(const kp_tensor *t);
+/* Non-zero when strides are row-major contiguous for the shape. */
+KP_API int kp_tensor_is_contiguous(const kp_tensor *t);
+/* One past the largest element index the view touches (offset + sum((shape-1)*stride) + 1);
+ * equal to offset for an empty tensor. */
+KP_API int64_t kp_tensor_extent(const kp_tensor *t);
+/* The same view with dimensions d0 and d1 swapped (a transpose, no data moved). */
+KP_API kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1);
+/* Writes "f32[3, 4]" (with strides if not contiguous) into buf; returns buf. */
+KP_API char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Kernels                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum kp_arg_kind {
+    KP_ARG_NONE = 0,
+    KP_ARG_KIND_TENSOR = 1,
+    KP_ARG_KIND_INT = 2,
+    KP_ARG_KIND_FLOAT = 3,
+} kp_arg_kind;
+
+typedef enum kp_access {
+    KP_ACCESS_IN = 1,
+    KP_ACCESS_OUT = 2,
+    KP_ACCESS_INOUT = 3,
+} kp_access;
+
+/* A named argument of a launch; name is borrowed for the duration of the launch call. */
+typedef struct kp_arg {
+    const char *name;
+    int32_t kind; /* a kp_arg_kind */
+    int32_t reserved;
+    kp_tensor tensor;
+    int64_t i;
+    double f;
+} kp_arg;
+
+#define KP_ARG_TENSOR(n, t) ((kp_arg){.name = (n), .kind = KP_ARG_KIND_TENSOR, .tensor = (t)})
+#define KP_ARG_INT(n, v) ((kp_arg){.name = (n), .kind = KP_ARG_KIND_INT, .i = (v)})
+#define KP_ARG_FLOAT(n, v) ((kp_arg){.name = (n), .kind = KP_ARG_KIND_FLOAT, .f = (v)})
+
+/* "tensor", "int", "float"; "in", "out", "inout". */
+KP_API const char *kp_arg_kind_name(kp_arg_kind kind);
+KP_API const char *kp_access_name(kp_access access);
+
+/* A parameter of a kernel, as kp_kernel_param reports it. Strings are owned by the runtime. */
+typedef struct kp_param_info {
+    const char *name;
+    const char *doc;
+    kp_arg_kind kind;
+    kp_access access;
+    uint32_t dtypes; /* bit (1 << kp_dtype) for each accepted dtype (tensors) */
+    int optional;    /* may be omitted: ints and floats take `int_default`/`float_default` */
+    int64_t int_default;
+    double float_default;
+} kp_param_info;
+
+/* A kernel's description. Strings are owned by the runtime and live as long as it does. */
+typedef struct kp_kernel_info {
+    const char *name; /* "family.op" */
+    const char *summary;
+    const char *plugin;      /* the plugin's name */
+    const char *plugin_path; /* the file it was loaded from ("(static)" for built-in plugins) */
+    const char *source_name; /* "example.cl", or NULL for library-backed kernels */
+    size_t n_params;
+    size_t n_tunables;
+} kp_kernel_info;
+
+/*
+ * Finds a registered kernel by its exact name. *out is owned by the runtime, valid until
+ * kp_runtime_destroy. Errors: KP_ERR_NOT_FOUND (the message suggests near names),
+ * KP_ERR_INVALID_ARG.
+ */
+KP_API kp_status kp_kernel_find(kp_runtime *rt, const char *name, kp_kernel **out);
+
+/* Number of registered kernels; kp_kernel_at returns them sorted by name (NULL past the end). */
+KP_API size_t kp_kernel_count(const kp_runtime *rt);
+KP_API kp_kernel *kp_kernel_at(const kp_runtime *rt, size_t index);
+
+/* Non-zero when `name` matches the glob `pattern` ("*", "?", "[...]"; a pattern with no
+ * wildcard matches the name itself or the family: "gru" matches "gru.step"). NULL matches all. */
+KP_API int kp_kernel_name_matches(const char *pattern, const char *name);
+
+/* Fills *out with the kernel's description. */
+KP_API kp_status kp_kernel_info_get(const kp_kernel *k, kp_kernel_info *out);
+
+/* Fills *out with parameter `index` (< n_params). Errors: KP_ERR_INVALID_ARG. */
+KP_API kp_status kp_kernel_param(const kp_kernel *k, size_t index, kp_param_info *out);
+
+/*
+ * The tuning of one tunable for this runtime's device: its value, where it came from and what
+ * was rejected on the way. Strings are owned by the runtime, valid until kp_runtime_destroy.
+ */
+typedef struct kp_tuning_info {
+    const char *name;
+    const char *doc;
+    int64_t value;
+    int64_t default_value;
+    const char *value_text; /* the value as written (a choice name, "true"), or "" */
+    const char *origin;     /* "default", or the manifest entry "file:line" and its match */
+    const char *allowed;    /* "1, 2, 4, 8" or "1..1024" */
+    const char *notes;      /* rejected candidates with reasons, "" when none */
+} kp_tuning_info;
+
+/*
+ * Resolves (once per runtime) and reports tunable `index` of kernel `k`: the most specific
+ * manifest entry matching the device whose value is allowed and fits the device and the compiled
+ * kernel wins. Resolution may build the kernel's program to read its limits.
+ * Errors: KP_ERR_INVALID_ARG, KP_ERR_BUILD (the program could not be built to check limits).
+ */
+KP_API kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning_info *out);
+
+/*
+ * Launches `k` with named arguments (any order; optional parameters may be omitted).
+ * Validates before anything is enqueued: argument count, unknown or repeated names, kinds,
+ * dtypes, NULL buffers, tensor extents within their buffers, outputs overlapping other
+ * arguments, then the kernel's own check of shapes. Asynchronous on OpenCL devices: buffers must
+ * stay alive until the work is done (kp_finish, a read, or an event). When `event` is not NULL,
+ * *event receives a caller-owned event spanning every command of the launch.
+ * Errors: KP_ERR_INVALID_ARG (message names the kernel and argument), KP_ERR_BUILD,
+ * KP_ERR_UNSUPPORTED, KP_ERR_CL, KP_ERR_OUT_OF_MEMORY. A failed launch leaves the runtime usable.
+ * Thread-safety: launches from several threads are serialised on the runtime's queue.
+ */
+KP_API kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n_args,
+                                  kp_event **event);
+
+/* Waits until every queued command of the runtime has finished. */
+KP_API kp_status kp_finish(kp_runtime *rt);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Events                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Waits for the launch's commands. */
+KP_API kp_status kp_event_wait(kp_runtime *rt, kp_event *ev);
+
+/*
+ * Waits, then stores in *seconds the device time from the start of the launch's first command to
+ * the end of its last (profiling counters; wall time on the host device).
+ */
+KP_API kp_status kp_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds);
+
+/* Releases an event. NULL is a no-op. */
+KP_API void kp_event_destroy(kp_runtime *rt, kp_event *ev);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Plugins                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct kp_plugin_record {
+    const char *path; /* the file (or "(static)") */
+    const char *name; /* the plugin's name, or "" when it was rejected before reading it */
+    const char *version;
+    const char *reason; /* why it was rejected ("" for loaded plugins) */
+    size_t n_kernels;   /* kernels it registered that are in use */
+} kp_plugin_record;
+
+/* Loaded plugins, in load order; strings owned by the runtime. */
+KP_API size_t kp_plugin_count(const kp_runtime *rt);
+KP_API kp_status kp_plugin_get(const kp_runtime *rt, size_t index, kp_plugin_record *out);
+
+/* Plugins that were found but refused, with the reason. */
+KP_API size_t kp_plugin_rejected_count(const kp_runtime *rt);
+KP_API kp_status kp_plugin_rejected(const kp_runtime *rt, size_t index, kp_plugin_record *out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Verification                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* One output compared between the device and the host reference. */
+typedef struct kp_verify_result {
+    const char *kernel;
+    const char *size;   /* the sample size name */
+    const char *output; /* the output parameter compared */
+    int64_t elements;
+    double max_abs_err;
+    double max_rel_err;  /* |dev - ref| / max(|ref|, tiny) at its worst element */
+    double atol, rtol;   /* the tolerance used: |dev - ref| <= atol + rtol * |ref| */
+    int64_t worst_index; /* element index (in the tensor's row-major order) of the worst error */
+    int64_t failures;    /* elements outside the tolerance */
+    int passed;
+} kp_verify_result;
+
+typedef void (*kp_verify_fn)(void *user, const kp_verify_result *result);
+
+/*
+ * Runs kernel `k` on each of its sample sizes (all when `size` is NULL) on the runtime's device
+ * and its host reference on copies of the same random inputs (seeded by `seed`), and compares
+ * every output. `report` (may be NULL) is called once per output compared. Returns KP_OK when
+ * all pass, KP_ERR_VERIFY when any output is outside its tolerance, or the launch's error.
+ * On the host device both runs use the reference.
+ */
+KP_API kp_status kp_kernel_verify(kp_runtime *rt, kp_kernel *k, const char *size, uint64_t seed,
+                                  kp_verify_fn report, void *user);
+
+/* The NULL-terminated list of sample size names the kernel offers for verification ("tiny",
+ * "prime", ...) or for benchmarks (bench != 0). Owned by the plugin; never NULL. */
+KP_API const char *const *kp_kernel_sample_sizes(const kp_kernel *k, int bench);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

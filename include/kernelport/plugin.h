@@ -1,0 +1,274 @@
+/* Kernelport plugin ABI: the only header a plugin includes. */
+#ifndef KERNELPORT_PLUGIN_H
+#define KERNELPORT_PLUGIN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernelport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * ABI rules. The loader accepts a plugin when its abi_major equals KP_ABI_MAJOR and its
+ * abi_minor is at most KP_ABI_MINOR. Every struct here begins with `struct_size`, holds only
+ * fixed-width integers, doubles, pointers and size_t, and only grows at the end; the core reads
+ * struct_size before touching a field added in a later minor version. A plugin links nothing from
+ * the core: everything it needs comes through the kp_host_api table handed to `init`.
+ */
+#define KP_ABI_MAJOR 1
+#define KP_ABI_MINOR 0
+
+/* Opaque objects the core passes to plugin callbacks. */
+typedef struct kp_registrar kp_registrar; /* registration, valid during init */
+typedef struct kp_launch kp_launch;       /* one check/enqueue/reference call */
+typedef struct kp_sample kp_sample;       /* a set of sample arguments being built */
+typedef struct kp_clkernel kp_clkernel;   /* a built OpenCL kernel of this launch's program */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Kernel descriptors                                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Bit for dtype d in kp_param_desc.dtypes. */
+#define KP_DT(d) (1u << (d))
+
+enum {
+    KP_PARAM_OPTIONAL = 1u << 0, /* may be omitted; ints/floats then take their default */
+};
+
+typedef struct kp_param_desc {
+    const char *name;
+    int32_t kind;    /* kp_arg_kind */
+    int32_t access;  /* kp_access; KP_ACCESS_IN for ints and floats */
+    uint32_t dtypes; /* KP_DT(KP_F32) | ...; tensors only */
+    uint32_t flags;  /* KP_PARAM_* */
+    int64_t int_default;
+    double float_default;
+    const char *doc;
+} kp_param_desc;
+
+enum {
+    /* A workgroup size: checked against the device's and the compiled entry kernel's limits. */
+    KP_TUNABLE_WORKGROUP = 1u << 0,
+    /* Read at launch only; not passed to the OpenCL compiler as -D NAME=value. */
+    KP_TUNABLE_NO_DEFINE = 1u << 1,
+};
+
+/*
+ * A tuning parameter. Its value is an integer: one of `allowed` (when n_allowed > 0), else in
+ * [min, max]. With `choices` (NULL-terminated names), the manifest may write a choice name and the
+ * value is its index; `true`/`false` read as 1/0. Unless KP_TUNABLE_NO_DEFINE, the value is
+ * compiled into the kernel's program as -D NAME=value (dots in NAME become underscores).
+ */
+typedef struct kp_tunable_desc {
+    const char *name;
+    int64_t default_value;
+    const int64_t *allowed;
+    uint32_t n_allowed;
+    uint32_t flags; /* KP_TUNABLE_* */
+    int64_t min, max;
+    const char *const *choices;
+    const char *doc;
+} kp_tunable_desc;
+
+/*
+ * The arguments of one call, in the order of the descriptor's params (the core has matched names
+ * and filled defaults). `host` is the host address of a tensor's buffer (its byte 0) when the call
+ * runs a host reference, NULL otherwise.
+ */
+typedef struct kp_value {
+    kp_tensor tensor;
+    int64_t i;
+    double f;
+    void *host;
+    uint32_t present; /* 0 when an optional parameter was omitted */
+    uint32_t reserved;
+} kp_value;
+
+typedef struct kp_call {
+    uint32_t struct_size;
+    uint32_t n_args;
+    const kp_value *args; /* n_args == the descriptor's n_params */
+    const struct kp_kernel_desc *desc;
+} kp_call;
+
+/* Host address of element `index` of tensor argument `i` in a reference call. */
+#define KP_HOST_PTR(call, i, type)                                                                 \
+    ((type *)(call)->args[(i)].host + (call)->args[(i)].tensor.offset)
+
+typedef struct kp_cost {
+    uint32_t struct_size;
+    double flops; /* floating-point operations (a multiply-add counts 2) */
+    double bytes; /* the fewest bytes the kernel must move through device memory */
+} kp_cost;
+
+typedef struct kp_kernel_desc {
+    uint32_t struct_size; /* sizeof(kp_kernel_desc) */
+    const char *name;     /* "family.op": lowercase letters, digits, '_' and one or more '.' */
+    const char *summary;  /* one line */
+    const kp_param_desc *params;
+    uint32_t n_params;
+    uint32_t n_tunables;
+    const kp_tunable_desc *tunables;
+    /* OpenCL C source (NUL-terminated) and its file name; KP_KERNEL_DIR/<source_name> replaces
+     * the embedded text while developing. NULL for library-backed kernels. */
+    const char *source;
+    const char *source_name;
+    const char *entry;         /* the main __kernel; its limits bound workgroup tunables */
+    const char *build_options; /* extra compiler options, may be NULL */
+    /* Validates shapes and values beyond what the core checks; reports with host->fail. (optional)
+     */
+    kp_status (*check)(const kp_call *call, kp_launch *l);
+    /* Sizes the NDRange, sets arguments and enqueues one or several kernels or library calls. */
+    kp_status (*enqueue)(const kp_call *call, kp_launch *l);
+    /* The same math in plain C on host memory (args[i].host). */
+    kp_status (*reference)(const kp_call *call, kp_launch *l);
+    /* Builds sample arguments of a named size with host->sample_* (optional: no verify/bench). */
+    kp_status (*sample)(kp_sample *s, const char *size);
+    /* FLOPs and bytes of a call (optional). */
+    void (*cost)(const kp_call *call, kp_cost *out);
+    /* NULL-terminated size names for sample(): for verification, and for benchmarks. */
+    const char *const *verify_sizes;
+    const char *const *bench_sizes;
+    /* Verification tolerance |dev - ref| <= atol + rtol * |ref|; `tolerance` overrides per call
+     * (optional). */
+    double atol, rtol;
+    void (*tolerance)(const kp_call *call, double *atol, double *rtol);
+    /* Prepares library state ahead of first use (optional; library-backed kernels). */
+    kp_status (*warmup)(kp_launch *l);
+    void *user; /* free for the plugin; read back with host->kernel_user */
+} kp_kernel_desc;
+
+/* ------------------------------------------------------------------------------------------ */
+/* The host function table                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct kp_host_api {
+    uint32_t struct_size;
+    uint32_t abi_major, abi_minor;
+
+    /* Registration (during init). The descriptor must live until the plugin is closed (static
+     * storage). Errors: KP_ERR_PLUGIN for a malformed descriptor (the reason is recorded). */
+    kp_status (*register_kernel)(kp_registrar *reg, const kp_kernel_desc *desc);
+
+    /* Reports a failure of this call: formats the message (the core prefixes the kernel's name)
+     * and returns `status`, so `return host->fail(l, KP_ERR_INVALID_ARG, "x: ...");` works. */
+    kp_status (*fail)(kp_launch *l, kp_status status, const char *fmt, ...) KP_PRINTF(3, 4);
+    /* Logs through the runtime's sink; l may be NULL during init. */
+    void (*log)(kp_launch *l, kp_log_level level, const char *fmt, ...) KP_PRINTF(3, 4);
+
+    /* The resolved value of a tunable of this kernel (its default when unknown). */
+    int64_t (*tunable)(kp_launch *l, const char *name);
+    /* The device this call runs on (the host device for references). */
+    const kp_device_info *(*device)(kp_launch *l);
+
+    /* Gets the OpenCL kernel `entry` of this kernel's program, built for this device with the
+     * resolved tunables as -D and `extra_options` (may be NULL); cached by the core. Errors:
+     * KP_ERR_BUILD with the build log, KP_ERR_NOT_FOUND for a missing entry. */
+    kp_status (*cl_kernel)(kp_launch *l, const char *entry, const char *extra_options,
+                           kp_clkernel **out);
+    /* Sets argument `index` to a tensor's buffer (the cl_mem; pass offsets as separate ints), a
+     * plain value of `size` bytes, or `bytes` of local memory. */
+    kp_status (*arg_buffer)(kp_launch *l, kp_clkernel *k, uint32_t index, const kp_buffer *buf);
+    kp_status (*arg_value)(kp_launch *l, kp_clkernel *k, uint32_t index, size_t size,
+                           const void *value);
+    kp_status (*arg_local)(kp_launch *l, kp_clkernel *k, uint32_t index, size_t bytes);
+    /* Enqueues an NDRange of `dims` (1..3) dimensions; `local` may be NULL. */
+    kp_status (*enqueue_ndrange)(kp_launch *l, kp_clkernel *k, uint32_t dims, const size_t *global,
+                                 const size_t *local);
+
+    /* A device buffer owned by the runtime for this kernel's slot `slot` (0..15), at least
+     * `bytes` long, kept and reused across launches; contents undefined. */
+    kp_status (*scratch)(kp_launch *l, uint32_t slot, size_t bytes, kp_buffer **out);
+    /* Launches another registered kernel as part of this call (its commands join this call's
+     * event); on the host device runs its reference. */
+    kp_status (*launch)(kp_launch *l, const char *kernel, const kp_arg *args, size_t n_args);
+
+    /* Raw OpenCL handles for library-backed kernels (cl_context, cl_command_queue,
+     * cl_device_id, cl_mem), NULL on the host device. */
+    void *(*cl_context)(kp_launch *l);
+    void *(*cl_queue)(kp_launch *l);
+    void *(*cl_device)(kp_launch *l);
+    void *(*cl_mem)(const kp_buffer *buf);
+    /* A cl_event slot to hand to a library call that enqueues work; the core keeps the event for
+     * timing and releases it. */
+    void **(*cl_event_slot)(kp_launch *l);
+    /* The descriptor's `user` pointer. */
+    void *(*kernel_user)(kp_launch *l);
+
+    /* Sample building. sample_tensor allocates a host tensor named `name` of the given shape,
+     * fills it uniformly in [lo, hi) (integers: lo <= v < hi) and returns its host memory in
+     * *data for the plugin to overwrite if it wants. Outputs are filled with random values by
+     * the core whatever lo and hi say. */
+    kp_status (*sample_tensor)(kp_sample *s, const char *name, int32_t dtype, int32_t rank,
+                               const int64_t *shape, double lo, double hi, void **data);
+    kp_status (*sample_int)(kp_sample *s, const char *name, int64_t value);
+    kp_status (*sample_float)(kp_sample *s, const char *name, double value);
+    /* The sample's random stream: uniform 64-bit values, reproducible for a given seed. */
+    uint64_t (*sample_random)(kp_sample *s);
+} kp_host_api;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Plugin entry                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct kp_plugin_info {
+    uint32_t struct_size;
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    uint32_t reserved0;
+    const char *name; /* a family name: lowercase letters, digits, '_', '-' */
+    const char *version;
+    const char *description;
+    /* Registers kernels. Returning an error rejects the whole plugin; `host` stays valid for as
+     * long as the plugin is loaded. */
+    kp_status (*init)(const kp_host_api *host, kp_registrar *reg);
+    void *reserved[4];
+} kp_plugin_info;
+
+typedef const kp_plugin_info *(*kp_plugin_entry_fn)(void);
+
+#if defined(__GNUC__)
+#define KP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define KP_PLUGIN_EXPORT
+#endif
+
+/*
+ * Defines the plugin's entry: KP_PLUGIN_DEFINE(example, .name = "example", .version = "1.0",
+ * .init = example_init). Built as a loadable module it exports `kp_plugin_entry`; built into the
+ * library (KP_STATIC_PLUGINS, which compiles plugins with -DKP_PLUGIN_STATIC) it defines
+ * `kp_static_plugin_<ident>`, which the core's generated table lists.
+ */
+#ifdef KP_PLUGIN_STATIC
+#define KP_PLUGIN_DEFINE(ident, ...)                                                               \
+    const kp_plugin_info *kp_static_plugin_##ident(void);                                          \
+    const kp_plugin_info *kp_static_plugin_##ident(void)                                           \
+    {                                                                                              \
+        static const kp_plugin_info info = {.struct_size = sizeof(kp_plugin_info),                 \
+                                            .abi_major = KP_ABI_MAJOR,                             \
+                                            .abi_minor = KP_ABI_MINOR,                             \
+                                            __VA_ARGS__};                                          \
+        return &info;                                                                              \
+    }
+#else
+#define KP_PLUGIN_DEFINE(ident, ...)                                                               \
+    KP_PLUGIN_EXPORT const kp_plugin_info *kp_plugin_entry(void);                                  \
+    KP_PLUGIN_EXPORT const kp_plugin_info *kp_plugin_entry(void)                                   \
+    {                                                                                              \
+        static const kp_plugin_info info = {.struct_size = sizeof(kp_plugin_info),                 \
+                                            .abi_major = KP_ABI_MAJOR,                             \
+                                            .abi_minor = KP_ABI_MINOR,                             \
+                                            __VA_ARGS__};                                          \
+        return &info;                                                                              \
+    }
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

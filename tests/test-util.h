@@ -1,0 +1,88 @@
+/* Shared helpers for the tests: isolated runtimes, captured logs, paths of build products. */
+#ifndef KP_TEST_UTIL_H
+#define KP_TEST_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernelport/kernelport.h"
+
+/* Captured log lines, so tests can assert on warnings. */
+typedef struct test_log {
+    char text[16384];
+    size_t used;
+} test_log;
+
+static inline void test_log_sink(void *user, kp_log_level level, const char *message)
+{
+    test_log *log = user;
+    int n = snprintf(log->text + log->used, sizeof log->text - log->used, "%s: %s\n",
+                     kp_log_level_name(level), message);
+    if (n > 0 && log->used + (size_t)n < sizeof log->text)
+        log->used += (size_t)n;
+}
+
+static inline const char *test_env(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v) {
+        fprintf(stderr, "test: %s is not set (run the tests through ctest)\n", name);
+        exit(2);
+    }
+    return v;
+}
+
+/* A path under the build tree, e.g. test_build_path("lib/kernelport/plugins"). */
+static inline char *test_build_path(const char *rel)
+{
+    static char buf[8][4096];
+    static int next;
+    char *out = buf[next++ % 8];
+    snprintf(out, sizeof buf[0], "%s/%s", test_env("KP_TEST_BUILD"), rel);
+    return out;
+}
+
+static inline char *test_fixture_path(const char *rel)
+{
+    static char buf[8][4096];
+    static int next;
+    char *out = buf[next++ % 8];
+    snprintf(out, sizeof buf[0], "%s/%s", test_env("KP_TEST_FIXTURES"), rel);
+    return out;
+}
+
+/* Options that ignore the environment, user manifests and the installed plugins, and load only
+ * `dir` (may be NULL), logging into `log` (may be NULL). */
+static inline kp_runtime_options test_options(const char *dir, const char *device, test_log *log)
+{
+    static const char *dirs[1];
+    kp_runtime_options o = kp_runtime_options_default();
+    o.flags = KP_RUNTIME_NO_ENV | KP_RUNTIME_NO_USER_MANIFESTS | KP_RUNTIME_NO_INSTALLED_PLUGINS;
+    dirs[0] = dir;
+    o.plugin_dirs = dirs;
+    o.n_plugin_dirs = dir ? 1 : 0;
+    o.device = device;
+    if (log) {
+        log->used = 0;
+        log->text[0] = '\0';
+        o.log = test_log_sink;
+        o.log_user = log;
+        o.log_level = KP_LOG_DEBUG;
+    }
+    return o;
+}
+
+/* Uniform floats in [-1, 1) from a fixed-seed xorshift, never all zeros. */
+static inline void test_fill(float *x, size_t n, unsigned seed)
+{
+    unsigned s = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        x[i] = (float)((double)s / 4294967296.0 * 2.0 - 1.0);
+    }
+}
+
+#endif

@@ -1,0 +1,290 @@
+/* Plugin loading: every way a plugin can be refused, duplicates, and the runtime staying usable. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kernelport/plugin.h"
+#include "test-util.h"
+
+static char *real(const char *path)
+{
+    static char buf[4][PATH_MAX];
+    static int next;
+    char *out = buf[next++ % 4];
+    assert_non_null(realpath(path, out));
+    return out;
+}
+
+static const char *plugin_dir(void)
+{
+    return test_build_path("lib/kernelport/plugins");
+}
+
+static char *fixture_plugin(const char *name)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/test-plugins/%s", test_env("KP_TEST_BUILD"), name);
+    return buf;
+}
+
+/* A runtime that loaded only the fixture `name`, with its single rejection's reason. */
+static void expect_rejected(const char *name, const char *file, const char *reason)
+{
+    test_log log;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", fixture_plugin(name));
+    kp_runtime_options o = test_options(dir, "host", &log);
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    assert_int_equal(kp_plugin_count(rt), 0);
+    assert_int_equal(kp_plugin_rejected_count(rt), 1);
+    kp_plugin_record rec;
+    assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", real(dir), file);
+    assert_string_equal(rec.path, path);
+    assert_string_equal(rec.reason, reason);
+    assert_non_null(strstr(log.text, "rejected"));
+    assert_int_equal(kp_kernel_count(rt), 0);
+    kp_runtime_destroy(rt);
+}
+
+static void test_no_entry_symbol(void **state)
+{
+    expect_rejected("no-entry", "no-entry.so",
+                    "no kp_plugin_entry symbol: not a Kernelport plugin (define the entry with "
+                    "KP_PLUGIN_DEFINE)");
+}
+
+static void test_abi_major_too_new(void **state)
+{
+    char want[256];
+    snprintf(want, sizeof want,
+             "plugin ABI %d.0 is not supported by this Kernelport (ABI %d.%d); rebuild the plugin "
+             "against Kernelport %s",
+             KP_ABI_MAJOR + 1, KP_ABI_MAJOR, KP_ABI_MINOR, KP_VERSION_STRING);
+    expect_rejected("abi-too-new", "abi-too-new.so", want);
+}
+
+static void test_init_fails_and_leaves_nothing(void **state)
+{
+    expect_rejected("init-fails", "init-fails.so",
+                    "init failed with KP_ERR_UNSUPPORTED: this device is not for me");
+}
+
+static void test_example_plugin_loads(void **state)
+{
+    kp_runtime_options o = test_options(plugin_dir(), "host", NULL);
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    assert_int_equal(kp_plugin_count(rt), 1);
+    kp_plugin_record rec;
+    assert_int_equal(kp_plugin_get(rt, 0, &rec), KP_OK);
+    assert_string_equal(rec.name, "example");
+    assert_int_equal(rec.n_kernels, 2);
+    assert_int_equal(kp_kernel_count(rt), 2);
+    kp_kernel_info info;
+    assert_int_equal(kp_kernel_info_get(kp_kernel_at(rt, 0), &info), KP_OK);
+    assert_string_equal(info.name, "example.axpy");
+    assert_int_equal(kp_kernel_info_get(kp_kernel_at(rt, 1), &info), KP_OK);
+    assert_string_equal(info.name, "example.scale_rows");
+    kp_runtime_destroy(rt);
+}
+
+static kp_runtime *two_dirs(const char *manifest, test_log *log)
+{
+    const char *dirs[] = {plugin_dir(), fixture_plugin("dup-example")};
+    char d1[4096], d2[4096];
+    snprintf(d1, sizeof d1, "%s", dirs[0]);
+    snprintf(d2, sizeof d2, "%s", dirs[1]);
+    const char *both[] = {d1, d2};
+    kp_runtime_options o = test_options(NULL, "host", log);
+    o.plugin_dirs = both;
+    o.n_plugin_dirs = 2;
+    o.manifest_path = manifest;
+    kp_runtime *rt = NULL;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    return rt;
+}
+
+static const char *plugin_of(kp_runtime *rt, const char *kernel)
+{
+    kp_kernel *k;
+    kp_kernel_info info;
+    assert_int_equal(kp_kernel_find(rt, kernel, &k), KP_OK);
+    assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
+    return info.plugin;
+}
+
+static void test_duplicate_first_wins_with_warning(void **state)
+{
+    test_log log;
+    kp_runtime *rt = two_dirs(NULL, &log);
+    assert_string_equal(plugin_of(rt, "example.axpy"), "example");
+    char want[8192];
+    snprintf(want, sizeof want,
+             "warn: kernel example.axpy is registered by both %s/example.so and %s/dup-example.so; "
+             "using %s/example.so (set plugins.prefer in the manifest to choose)",
+             real(plugin_dir()), real(fixture_plugin("dup-example")), real(plugin_dir()));
+    assert_non_null(strstr(log.text, want));
+    kp_runtime_destroy(rt);
+}
+
+static char *write_tmp(const char *name, const char *text)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", test_env("KP_TEST_TMP"), name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void test_duplicate_prefer_chooses(void **state)
+{
+    char *m = write_tmp("prefer.yaml", "kernelport: 1\nplugins:\n  prefer: { example.axpy: "
+                                       "dupexample }\n");
+    test_log log;
+    kp_runtime *rt = two_dirs(m, &log);
+    assert_string_equal(plugin_of(rt, "example.axpy"), "dupexample");
+    assert_string_equal(plugin_of(rt, "example.scale_rows"), "example");
+    assert_null(strstr(log.text, "warn: kernel example.axpy is registered by both"));
+    kp_runtime_destroy(rt);
+}
+
+static void test_disabled_plugin(void **state)
+{
+    char *m = write_tmp("disable.yaml", "kernelport: 1\nplugins:\n  disable: [example]\n");
+    kp_runtime_options o = test_options(plugin_dir(), "host", NULL);
+    o.manifest_path = m;
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    assert_int_equal(kp_kernel_count(rt), 0);
+    kp_plugin_record rec;
+    assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
+    assert_string_equal(rec.reason, "plugin example is disabled by the manifest (plugins.disable)");
+    kp_runtime_destroy(rt);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+static void test_insecure_directory_refused(void **state)
+{
+    char dir[4096], so[8192], src[8192];
+    snprintf(dir, sizeof dir, "%s/open-dir-XXXXXX", test_env("KP_TEST_TMP"));
+    assert_non_null(mkdtemp(dir));
+    snprintf(so, sizeof so, "%s/example.so", dir);
+    snprintf(src, sizeof src, "%s/example.so", plugin_dir());
+    copy_file(src, so);
+    chmod(so, 0755);
+    assert_int_equal(chmod(dir, 0777), 0);
+
+    kp_runtime_options o = test_options(dir, "host", NULL);
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    assert_int_equal(kp_kernel_count(rt), 0);
+    kp_plugin_record rec;
+    assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
+    char want[512];
+    snprintf(want, sizeof want,
+             "refused directory: writable by other users (mode 777, owner %u); set "
+             "plugins.allow_insecure: true in the manifest to load from it anyway",
+             (unsigned)geteuid());
+    assert_string_equal(rec.reason, want);
+    kp_runtime_destroy(rt);
+
+    o.manifest_path =
+        write_tmp("insecure.yaml", "kernelport: 1\nplugins: { allow_insecure: true }\n");
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    assert_int_equal(kp_kernel_count(rt), 2);
+    kp_runtime_destroy(rt);
+
+    /* A writable plugin file in a safe directory is refused too. */
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(chmod(so, 0666), 0);
+    o.manifest_path = NULL;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    assert_int_equal(kp_kernel_count(rt), 0);
+    assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
+    assert_non_null(strstr(rec.reason, "refused: the file is writable by other users (mode 666"));
+    kp_runtime_destroy(rt);
+}
+
+static void test_build_failure_leaves_runtime_usable(void **state)
+{
+    const char *dirs[] = {plugin_dir(), fixture_plugin("bad-source")};
+    char d1[4096], d2[4096];
+    snprintf(d1, sizeof d1, "%s", dirs[0]);
+    snprintf(d2, sizeof d2, "%s", dirs[1]);
+    const char *both[] = {d1, d2};
+    kp_runtime_options o = test_options(NULL, "pocl", NULL);
+    o.plugin_dirs = both;
+    o.n_plugin_dirs = 2;
+    o.flags |= KP_RUNTIME_NO_DISK_CACHE;
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    kp_kernel *broken, *axpy;
+    assert_int_equal(kp_kernel_find(rt, "broken.compile", &broken), KP_OK);
+    kp_buffer *b;
+    assert_int_equal(kp_buffer_create(rt, 64 * sizeof(float), &b), KP_OK);
+    kp_arg args[] = {KP_ARG_TENSOR("x", kp_tensor_1d(b, KP_F32, 64))};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        assert_int_equal(kp_kernel_launch(rt, broken, args, 1, NULL), KP_ERR_BUILD);
+        const char *m = kp_last_error(rt);
+        assert_non_null(strstr(m, "kernel broken.compile: building broken.cl failed "
+                                  "(CL_BUILD_PROGRAM_FAILURE) on "));
+        assert_non_null(strstr(m, "\noptions: (none)\nbuild log:\n"));
+        assert_non_null(strstr(m, "undeclared_variable"));
+    }
+    /* The runtime still runs the other plugin's kernels. */
+    assert_int_equal(kp_kernel_find(rt, "example.axpy", &axpy), KP_OK);
+    float x[64], y[64], y0[64];
+    test_fill(x, 64, 1);
+    test_fill(y0, 64, 2);
+    kp_buffer *bx;
+    assert_int_equal(kp_buffer_create(rt, sizeof x, &bx), KP_OK);
+    assert_int_equal(kp_buffer_write(rt, bx, 0, sizeof x, x), KP_OK);
+    assert_int_equal(kp_buffer_write(rt, b, 0, sizeof y0, y0), KP_OK);
+    kp_arg a2[] = {KP_ARG_INT("n", 64), KP_ARG_FLOAT("alpha", 2.0),
+                   KP_ARG_TENSOR("x", kp_tensor_1d(bx, KP_F32, 64)),
+                   KP_ARG_TENSOR("y", kp_tensor_1d(b, KP_F32, 64))};
+    assert_int_equal(kp_kernel_launch(rt, axpy, a2, 4, NULL), KP_OK);
+    assert_int_equal(kp_buffer_read(rt, b, 0, sizeof y, y), KP_OK);
+    for (int i = 0; i < 64; i++)
+        assert_float_equal(y[i], 2.0f * x[i] + y0[i], 1e-6);
+    kp_runtime_destroy(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_entry_symbol),
+        cmocka_unit_test(test_abi_major_too_new),
+        cmocka_unit_test(test_init_fails_and_leaves_nothing),
+        cmocka_unit_test(test_example_plugin_loads),
+        cmocka_unit_test(test_duplicate_first_wins_with_warning),
+        cmocka_unit_test(test_duplicate_prefer_chooses),
+        cmocka_unit_test(test_disabled_plugin),
+        cmocka_unit_test(test_insecure_directory_refused),
+        cmocka_unit_test(test_build_failure_leaves_runtime_usable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
