@@ -41,6 +41,8 @@ struct kp__backend_ops {
     void (*event_release)(kp_runtime *rt, kp_event *ev);
     void *(*handle)(kp_runtime *rt, enum kp__handle which);
     void *(*buffer_handle)(const kp_buffer *buf);
+    /* Measures bandwidth, FP32 rate and launch latency. (optional) */
+    kp_status (*peak)(kp_runtime *rt, kp_peak *out);
 };
 
 /* OpenCL (backends/opencl): list every device of every platform; entries are appended to

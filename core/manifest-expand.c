@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_DEPTH 16
+
 /* A growable output string; `oom` sticks so callers check once at the end. */
 typedef struct strbuf {
     char *s;
@@ -40,6 +42,7 @@ typedef struct expander {
     strbuf out;
     char *err;
     int hint;
+    int depth; /* of nested defaults: bounded, as each costs a stack frame */
     kp_status status;
 } expander;
 
@@ -129,10 +132,15 @@ static int expand(expander *x, const char *s, size_t n)
         }
         if (end >= n)
             return fail(x, "unterminated ${ in \"%s\"", x->whole);
-        if (val && *val)
+        if (val && *val) {
             sb_add(&x->out, val, strlen(val));
-        else if (expand(x, s + d, end - d) < 0)
-            return -1;
+        } else {
+            if (++x->depth > MAX_DEPTH)
+                return fail(x, "defaults nest more than %d deep in \"%s\"", MAX_DEPTH, x->whole);
+            if (expand(x, s + d, end - d) < 0)
+                return -1;
+            x->depth--;
+        }
         i = end + 1;
     }
     return 0;

@@ -567,7 +567,9 @@ static int walk_root(kp__yaml *c, yaml_node_t *root)
                                 "missing key \"kernelport\" (the schema version)");
     }
     if (root->type != YAML_MAPPING_NODE)
-        return kp__yaml_fail(c, root, "expected a mapping, got %s", kp__yaml_describe(root).s);
+        return kp__yaml_fail(c, root, "expected a mapping, got %s",
+                             root->type == YAML_SCALAR_NODE ? "a scalar"
+                                                            : kp__yaml_describe(root).s);
     /* The version first: a newer file's unknown keys should read as "too new", not as typos. */
     if (kp__yaml_check_keys(c, root) < 0 || kp__yaml_walk_key(c, root, &top_fields[0], NULL) < 0)
         return -1;

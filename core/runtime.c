@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "kp-default-manifest.h"
+#include "kp-embedded.h"
 
 enum { LAYER_BUILTIN, LAYER_SYSTEM, LAYER_USER, LAYER_EXPLICIT };
 
@@ -48,10 +48,12 @@ static kp_status load_manifests(kp_runtime *rt, const kp_runtime_options *opt)
 
 static kp_status open_backend(kp_runtime *rt, const kp_runtime_options *opt)
 {
+    const char *cache = opt->cache_dir ? opt->cache_dir : rt->manifest.cache_dir;
+    if (cache && *cache && !(rt->flags & KP_RUNTIME_NO_DISK_CACHE))
+        rt->cache_dir = kp__strdup(cache);
     if (kp__is_host(rt))
         return kp__host_open(rt);
-    const char *cache = opt->cache_dir ? opt->cache_dir : rt->manifest.cache_dir;
-    return kp__cl_open(rt, cache);
+    return kp__cl_open(rt, rt->cache_dir);
 }
 
 static kp_status enumerate(kp_runtime *rt)
@@ -149,6 +151,7 @@ void kp_runtime_destroy(kp_runtime *rt)
     free(rt->devices);
     free(rt->device_why);
     free(rt->kernel_dir);
+    free(rt->cache_dir);
     kp__errors_free(rt);
     pthread_mutex_destroy(&rt->lock);
     pthread_mutex_destroy(&rt->error_lock);

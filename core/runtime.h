@@ -47,6 +47,7 @@ struct kp_kernel {
     char *source;               /* KP_KERNEL_DIR text when set, else NULL (desc->source is used) */
     int resolved;               /* tuning values chosen for this runtime's device */
     int limits_checked;         /* chosen values checked against the compiled entry's limits */
+    int overridden;             /* the application set values (kp_kernel_tunable_set) */
     kp__tuning_choice *choices; /* desc->n_tunables entries */
     char *options;              /* build options: -D for each tunable + desc->build_options */
     kp_buffer *scratch[KP__SCRATCH_SLOTS];      /* device scratch (host->scratch) */
@@ -107,6 +108,8 @@ struct kp_runtime {
     kp_host_api host_api;
 
     char *kernel_dir; /* KP_KERNEL_DIR */
+    char *cache_dir;  /* program binaries and measured peaks; NULL: no disk cache */
+    kp_peak peak;     /* measured or read from the cache; struct_size 0 until then */
 
     pthread_mutex_t lock;       /* kernels' lazy state, launches, the buffer list */
     pthread_mutex_t error_lock; /* error slots */

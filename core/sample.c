@@ -220,3 +220,54 @@ kp_status kp__sample_build(kp_sample *s, const char *size)
                             d->name, size, d->params[i].name);
     return KP_OK;
 }
+
+void kp__sample_args_free(kp_runtime *rt, kp__sample_args *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->dev[i].kind == KP_ARG_KIND_TENSOR) {
+            kp_buffer_destroy(rt, r->dev[i].tensor.buffer);
+            kp_buffer_destroy(rt, r->ref[i].tensor.buffer);
+        }
+    }
+    free(r->dev);
+    free(r->ref);
+    memset(r, 0, sizeof *r);
+}
+
+kp_status kp__sample_args_create(kp_runtime *rt, const kp_kernel *k, const kp_sample *s,
+                                 int with_reference, kp__sample_args *r)
+{
+    const kp_kernel_desc *d = k->desc;
+    r->dev = calloc(d->n_params + 1, sizeof *r->dev);
+    r->ref = calloc(d->n_params + 1, sizeof *r->ref);
+    if (!r->dev || !r->ref)
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < d->n_params; i++) {
+        const kp__sample_arg *a = &s->args[i];
+        if (!a->present)
+            continue;
+        kp_arg *dev = &r->dev[r->n], *ref = &r->ref[r->n];
+        dev->name = ref->name = d->params[i].name;
+        dev->kind = ref->kind = d->params[i].kind;
+        dev->i = ref->i = a->i;
+        dev->f = ref->f = a->f;
+        r->n++;
+        if (d->params[i].kind != KP_ARG_KIND_TENSOR)
+            continue;
+        size_t bytes = (size_t)a->numel * kp_dtype_size((kp_dtype)a->dtype);
+        kp_buffer *db = NULL, *hb = NULL;
+        kp_status st = kp_buffer_create(rt, bytes ? bytes : 4, &db);
+        if (st == KP_OK && with_reference)
+            st = kp__buffer_create_host(rt, bytes ? bytes : 4, &hb);
+        dev->tensor = kp_tensor_nd(db, (kp_dtype)a->dtype, a->rank, a->shape);
+        ref->tensor = kp_tensor_nd(hb, (kp_dtype)a->dtype, a->rank, a->shape);
+        if (st == KP_OK && bytes) {
+            if (hb)
+                memcpy(hb->host, a->data, bytes);
+            st = kp_buffer_write(rt, db, 0, bytes, a->data);
+        }
+        if (st != KP_OK)
+            return st;
+    }
+    return KP_OK;
+}

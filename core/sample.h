@@ -36,6 +36,18 @@ kp_status kp__sample_int(kp_sample *s, const char *name, int64_t value);
 kp_status kp__sample_float(kp_sample *s, const char *name, double value);
 uint64_t kp__sample_random(kp_sample *s);
 
+/* A sample's arguments as device buffers (`dev`) and, with_reference, host copies (`ref`) for
+ * the reference; both in the kernel's parameter order, omitting absent optional ones. */
+typedef struct kp__sample_args {
+    kp_arg *dev;
+    kp_arg *ref;
+    size_t n;
+} kp__sample_args;
+
+kp_status kp__sample_args_create(kp_runtime *rt, const kp_kernel *k, const kp_sample *s,
+                                 int with_reference, kp__sample_args *r);
+void kp__sample_args_free(kp_runtime *rt, kp__sample_args *r);
+
 /* IEEE half <-> float, round to nearest even. */
 uint16_t kp__half_from_float(float f);
 float kp__half_to_float(uint16_t h);

@@ -1,6 +1,11 @@
 /* Names and descriptions of the public enums, generated from their tables. */
 #include "kernelport/kernelport.h"
 
+const char *kp_version(void)
+{
+    return KP_VERSION_STRING;
+}
+
 const char *kp_status_name(kp_status status)
 {
     switch (status) {

@@ -130,7 +130,8 @@ static void choose(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
         int64_t v;
         char *why = NULL;
         int compiled_limit = 0;
-        size_t device_max = d->max_workgroup ? d->max_workgroup : SIZE_MAX;
+        /* References ignore workgroups: on the host device any allowed value will do. */
+        size_t device_max = d->max_workgroup && !kp__is_host(rt) ? d->max_workgroup : SIZE_MAX;
         if (!value_of(t, cand[i].value, &v, &why)) {
         } else if (!kp__tunable_allows(t, v)) {
             why = kp__asprintf("not an allowed value (allowed: %s)", c->allowed);
@@ -217,12 +218,20 @@ static kp_status check_limits(kp_runtime *rt, kp_kernel *k)
         if (st != KP_OK)
             return st;
         int changed = 0;
-        for (uint32_t i = 0; i < d->n_tunables; i++)
-            if ((d->tunables[i].flags & KP_TUNABLE_WORKGROUP) &&
-                (uint64_t)k->choices[i].value > max_wg) {
-                choose(rt, k, i, max_wg);
-                changed = 1;
-            }
+        for (uint32_t i = 0; i < d->n_tunables; i++) {
+            if (!(d->tunables[i].flags & KP_TUNABLE_WORKGROUP) ||
+                (uint64_t)k->choices[i].value <= max_wg)
+                continue;
+            /* A value the application asked for is its to change, not ours. */
+            if (k->overridden)
+                return kp__fail(rt, KP_ERR_UNSUPPORTED,
+                                "kernel %s: %s = %lld exceeds the compiled kernel's maximum "
+                                "workgroup size %zu",
+                                d->name, d->tunables[i].name, (long long)k->choices[i].value,
+                                max_wg);
+            choose(rt, k, i, max_wg);
+            changed = 1;
+        }
         if (!changed)
             return KP_OK;
         build_options(k);
@@ -276,7 +285,55 @@ void kp__tuning_free(kp_kernel *k)
     k->choices = NULL;
     free(k->options);
     k->options = NULL;
-    k->resolved = k->limits_checked = 0;
+    k->resolved = k->limits_checked = k->overridden = 0;
+}
+
+kp_status kp_kernel_tunable_set(kp_runtime *rt, kp_kernel *k, const char *name, int64_t value)
+{
+    if (!rt || !k || !name)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tunable_set: NULL argument");
+    const kp_kernel_desc *d = k->desc;
+    uint32_t i = 0;
+    while (i < d->n_tunables && strcmp(d->tunables[i].name, name) != 0)
+        i++;
+    if (i == d->n_tunables)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s has no tunable \"%s\"", d->name, name);
+    const kp_tunable_desc *t = &d->tunables[i];
+    size_t device_max = kp__is_host(rt) ? 0 : kp__device(rt)->max_workgroup;
+    pthread_mutex_lock(&rt->lock);
+    k->limits_checked = 1; /* choosing from the manifest needs no build here */
+    kp_status st = kp__tuning_resolve(rt, k);
+    k->limits_checked = 0;
+    if (st == KP_OK && !kp__tunable_allows(t, value)) {
+        st = kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: %s = %lld is not allowed (allowed: %s)",
+                      d->name, name, (long long)value, k->choices[i].allowed);
+    } else if (st == KP_OK && (t->flags & KP_TUNABLE_WORKGROUP) && device_max &&
+               (value < 1 || (uint64_t)value > device_max)) {
+        st = kp__fail(rt, KP_ERR_INVALID_ARG,
+                      "kernel %s: %s = %lld exceeds the device's maximum workgroup size %zu",
+                      d->name, name, (long long)value, device_max);
+    } else if (st == KP_OK) {
+        kp__tuning_choice *c = &k->choices[i];
+        c->value = value;
+        free(c->value_text);
+        c->value_text = kp__strdup(t->choices ? t->choices[value] : "");
+        free(c->origin);
+        c->origin = kp__strdup("set by the application");
+        k->overridden = 1;
+        build_options(k);
+    }
+    pthread_mutex_unlock(&rt->lock);
+    return st;
+}
+
+kp_status kp_kernel_tuning_reset(kp_runtime *rt, kp_kernel *k)
+{
+    if (!rt || !k)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tuning_reset: NULL argument");
+    pthread_mutex_lock(&rt->lock);
+    kp__tuning_free(k);
+    pthread_mutex_unlock(&rt->lock);
+    return KP_OK;
 }
 
 kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning_info *out)

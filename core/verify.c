@@ -6,62 +6,6 @@
 #include "backend.h"
 #include "sample.h"
 
-/* The buffers of one sample on both sides, released together. */
-typedef struct run_args {
-    kp_arg *dev;
-    kp_arg *ref;
-    size_t n;
-} run_args;
-
-static void release(kp_runtime *rt, run_args *r)
-{
-    for (size_t i = 0; i < r->n; i++) {
-        if (r->dev[i].kind == KP_ARG_KIND_TENSOR) {
-            kp_buffer_destroy(rt, r->dev[i].tensor.buffer);
-            kp_buffer_destroy(rt, r->ref[i].tensor.buffer);
-        }
-    }
-    free(r->dev);
-    free(r->ref);
-    memset(r, 0, sizeof *r);
-}
-
-static kp_status prepare(kp_runtime *rt, const kp_kernel *k, const kp_sample *s, run_args *r)
-{
-    const kp_kernel_desc *d = k->desc;
-    r->dev = calloc(d->n_params + 1, sizeof *r->dev);
-    r->ref = calloc(d->n_params + 1, sizeof *r->ref);
-    if (!r->dev || !r->ref)
-        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (uint32_t i = 0; i < d->n_params; i++) {
-        const kp__sample_arg *a = &s->args[i];
-        if (!a->present)
-            continue;
-        kp_arg *dev = &r->dev[r->n], *ref = &r->ref[r->n];
-        dev->name = ref->name = d->params[i].name;
-        dev->kind = ref->kind = d->params[i].kind;
-        dev->i = ref->i = a->i;
-        dev->f = ref->f = a->f;
-        r->n++;
-        if (d->params[i].kind != KP_ARG_KIND_TENSOR)
-            continue;
-        size_t bytes = (size_t)a->numel * kp_dtype_size((kp_dtype)a->dtype);
-        kp_buffer *db = NULL, *hb = NULL;
-        kp_status st = kp_buffer_create(rt, bytes ? bytes : 4, &db);
-        if (st == KP_OK)
-            st = kp__buffer_create_host(rt, bytes ? bytes : 4, &hb);
-        dev->tensor = kp_tensor_nd(db, (kp_dtype)a->dtype, a->rank, a->shape);
-        ref->tensor = kp_tensor_nd(hb, (kp_dtype)a->dtype, a->rank, a->shape);
-        if (st == KP_OK && bytes) {
-            memcpy(hb->host, a->data, bytes);
-            st = kp_buffer_write(rt, db, 0, bytes, a->data);
-        }
-        if (st != KP_OK)
-            return st;
-    }
-    return KP_OK;
-}
-
 static double element(const void *data, int32_t dtype, int64_t i)
 {
     switch (dtype) {
@@ -107,7 +51,7 @@ static void compare(const void *dev, const void *ref, int32_t dtype, int64_t n, 
     res->passed = res->failures == 0;
 }
 
-static kp_status check_outputs(kp_runtime *rt, kp_kernel *k, const char *size, run_args *r,
+static kp_status check_outputs(kp_runtime *rt, kp_kernel *k, const char *size, kp__sample_args *r,
                                kp_verify_fn report, void *user, int *all_passed)
 {
     const kp_kernel_desc *d = k->desc;
@@ -160,12 +104,12 @@ static kp_status verify_size(kp_runtime *rt, kp_kernel *k, const char *size, uin
                              kp_verify_fn report, void *user, int *all_passed)
 {
     kp_sample s;
-    run_args r = {0};
+    kp__sample_args r = {0};
     kp_status st = kp__sample_init(&s, rt, k, seed, size);
     if (st == KP_OK)
         st = kp__sample_build(&s, size);
     if (st == KP_OK)
-        st = prepare(rt, k, &s, &r);
+        st = kp__sample_args_create(rt, k, &s, 1, &r);
     if (st == KP_OK)
         st = kp_kernel_launch(rt, k, r.dev, r.n, NULL);
     if (st == KP_OK)
@@ -174,7 +118,7 @@ static kp_status verify_size(kp_runtime *rt, kp_kernel *k, const char *size, uin
         st = check_outputs(rt, k, size, &r, report, user, all_passed);
     if (st != KP_OK)
         kp__fail_prefix(rt, st, "verify %s (size %s)", k->desc->name, size);
-    release(rt, &r);
+    kp__sample_args_free(rt, &r);
     kp__sample_fini(&s);
     return st;
 }

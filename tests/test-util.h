@@ -85,4 +85,28 @@ static inline void test_fill(float *x, size_t n, unsigned seed)
     }
 }
 
+/* Like test_fill, but every value lies in [-1.1, -0.1] or [0.1, 1.1): a kernel that skips an
+ * element, or writes zero, cannot go unnoticed. */
+static inline void test_fill_nonzero(float *x, size_t n, unsigned seed)
+{
+    test_fill(x, n, seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] += x[i] < 0 ? -0.1f : 0.1f;
+}
+
+/* Writes `text` to KP_TEST_TMP/<name> and returns the path (one of 8 rotating static buffers). */
+static inline char *test_write_tmp(const char *name, const char *text)
+{
+    static char buf[8][4096];
+    static int next;
+    char *path = buf[next++ % 8];
+    snprintf(path, sizeof buf[0], "%s/%s", test_env("KP_TEST_TMP"), name);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "test: cannot write %s\n", path);
+        exit(2);
+    }
+    return path;
+}
+
 #endif

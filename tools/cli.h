@@ -63,6 +63,10 @@ extern const cli_command cli_cmd_plugins;
 extern const cli_command cli_cmd_kernels;
 extern const cli_command cli_cmd_verify;
 extern const cli_command cli_cmd_explain;
+extern const cli_command cli_cmd_peak;
+extern const cli_command cli_cmd_bench;
+extern const cli_command cli_cmd_tune;
+extern const cli_command cli_cmd_warmup;
 
 /* ---- cli.c: errors, runtime, formatting -------------------------------------------------- */
 

@@ -18,8 +18,8 @@ static const cli_command cmd_help = {
 
 /* Every command, in the order `kernelport --help` lists them. */
 static const cli_command *const commands[] = {
-    &cli_cmd_devices, &cli_cmd_plugins, &cli_cmd_kernels,
-    &cli_cmd_verify,  &cli_cmd_explain, &cmd_help,
+    &cli_cmd_devices, &cli_cmd_plugins, &cli_cmd_kernels, &cli_cmd_verify, &cli_cmd_explain,
+    &cli_cmd_peak,    &cli_cmd_bench,   &cli_cmd_tune,    &cli_cmd_warmup, &cmd_help,
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -148,11 +148,13 @@ static int parse(int argc, char **argv, cli_ctx *ctx, int *help, int *version)
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        const cli_flag *flags = global_flags;
-        int index = arg[1] == '-' ? find_flag(global_flags, name, len) : -1;
-        if (index < 0 && arg[1] == '-' && ctx->command != NULL) {
-            flags = ctx->command->flags;
-            index = find_flag(flags, name, len);
+        /* After the command's name its own options come first, so `bench --json FILE` can
+         * take a file where the global --json is a switch. */
+        const cli_flag *flags = ctx->command != NULL ? ctx->command->flags : NULL;
+        int index = arg[1] == '-' && flags != NULL ? find_flag(flags, name, len) : -1;
+        if (index < 0) {
+            flags = global_flags;
+            index = arg[1] == '-' ? find_flag(global_flags, name, len) : -1;
         }
         if (index < 0) {
             if (ctx->command != NULL)
@@ -212,7 +214,11 @@ static int run(int argc, char **argv, cli_ctx *ctx)
         return CLI_EXIT_OK;
     }
     if (version) {
-        printf("kernelport %s\n", KP_VERSION_STRING);
+        /* The library may be newer than the headers this tool was built with. */
+        if (strcmp(kp_version(), KP_VERSION_STRING) != 0)
+            printf("kernelport %s (library %s)\n", KP_VERSION_STRING, kp_version());
+        else
+            printf("kernelport %s\n", KP_VERSION_STRING);
         return CLI_EXIT_OK;
     }
     if (c == NULL) {

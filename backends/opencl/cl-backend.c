@@ -118,11 +118,12 @@ static const kp__backend_ops cl_ops = {
     .event_release = kp__cl_event_release,
     .handle = handle,
     .buffer_handle = buffer_handle,
+    .peak = kp__cl_peak,
 };
 
 static void open_disk_cache(kp_runtime *rt, kp__backend *b, const char *dir)
 {
-    if (!dir || !*dir || (rt->flags & KP_RUNTIME_NO_DISK_CACHE))
+    if (!dir)
         return;
     char *err = NULL;
     uint64_t max = (uint64_t)rt->manifest.cache_max_mb * 1024u * 1024u;

@@ -7,11 +7,11 @@
 #include "backend.h"
 #include "opencl/cl-cache.h"
 
-/* A built __kernel of one kernel's program, cached per (kernel, entry, extra options). */
+/* A built __kernel of one kernel's program, cached per (kernel, entry, build options). */
 struct kp_clkernel {
     kp_kernel *owner;
     char *entry;
-    char *extra;
+    char *options; /* the kernel's tuning options plus the call's extra options */
     cl_kernel kernel;
     struct kp_clkernel *next;
 };
@@ -55,5 +55,7 @@ void kp__cl_event_adopt(kp_launch *l, void *event);
 kp_status kp__cl_event_wait(kp_runtime *rt, kp_event *ev);
 kp_status kp__cl_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds);
 void kp__cl_event_release(kp_runtime *rt, kp_event *ev);
+
+kp_status kp__cl_peak(kp_runtime *rt, kp_peak *out);
 
 #endif

@@ -138,47 +138,47 @@ static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, 
     return KP_OK;
 }
 
-static int same(const char *a, const char *b)
-{
-    return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
 kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
                             kp_clkernel **out)
 {
     kp__backend *b = rt->backend;
-    for (kp_clkernel *c = b->kernels; c; c = c->next)
-        if (c->owner == k && strcmp(c->entry, entry) == 0 && same(c->extra, extra)) {
-            *out = c;
-            return KP_OK;
-        }
     if (!kernel_source(k))
         return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s has no OpenCL source to build %s",
                         k->desc->name, entry);
     char *options = join_options(k, extra);
     if (!options)
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    /* Keyed by the full options: new tuning values mean another program. */
+    for (kp_clkernel *c = b->kernels; c; c = c->next)
+        if (c->owner == k && strcmp(c->entry, entry) == 0 && strcmp(c->options, options) == 0) {
+            free(options);
+            *out = c;
+            return KP_OK;
+        }
     cl_program prog = NULL;
     kp_status st = get_program(rt, k, options, &prog);
-    free(options);
-    if (st != KP_OK)
+    if (st != KP_OK) {
+        free(options);
         return st;
+    }
     cl_int err;
     cl_kernel ck = clCreateKernel(prog, entry, &err);
-    if (err == CL_INVALID_KERNEL_NAME)
-        return kp__fail(rt, KP_ERR_NOT_FOUND, "kernel %s: %s has no __kernel named %s",
-                        k->desc->name, k->desc->source_name ? k->desc->source_name : "the source",
-                        entry);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
+        free(options);
+        if (err == CL_INVALID_KERNEL_NAME)
+            return kp__fail(rt, KP_ERR_NOT_FOUND, "kernel %s: %s has no __kernel named %s",
+                            k->desc->name,
+                            k->desc->source_name ? k->desc->source_name : "the source", entry);
         return kp__cl_fail(rt, err, "clCreateKernel", "kernel %s, entry %s", k->desc->name, entry);
+    }
     kp_clkernel *c = calloc(1, sizeof *c);
-    if (!c || !(c->entry = kp__strdup(entry)) || (extra && !(c->extra = kp__strdup(extra)))) {
-        if (c)
-            free(c->entry);
+    if (!c || !(c->entry = kp__strdup(entry))) {
         free(c);
+        free(options);
         clReleaseKernel(ck);
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
+    c->options = options;
     c->owner = k;
     c->kernel = ck;
     c->next = b->kernels;
@@ -208,7 +208,7 @@ void kp__cl_programs_free(kp__backend *b)
         next = c->next;
         clReleaseKernel(c->kernel);
         free(c->entry);
-        free(c->extra);
+        free(c->options);
         free(c);
     }
     b->kernels = NULL;

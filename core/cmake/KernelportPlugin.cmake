@@ -54,15 +54,30 @@ function(kp_add_plugin name)
     add_library(${target} MODULE ${P_SOURCES})
     set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME "${name}"
                           C_VISIBILITY_PRESET hidden)
+    # A plugin links nothing from the library (everything comes through kp_host_api), so an
+    # undefined symbol is a mistake to catch when building, not when a user loads it.
+    if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang" AND NOT APPLE)
+      target_link_options(${target} PRIVATE -Wl,--no-undefined)
+      target_link_libraries(${target} PRIVATE m)
+    endif()
     if(DEFINED KP_PLUGIN_OUTPUT_DIR)
       set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${KP_PLUGIN_OUTPUT_DIR}")
     endif()
     if(P_LIBRARIES)
       target_link_libraries(${target} PRIVATE ${P_LIBRARIES})
     endif()
+    # In the tree KP_PLUGIN_INSTALL_DIR is the library's own plugin directory; out of it the
+    # plugin goes to lib/kernelport/plugins under its project's prefix, which is the installed
+    # library's directory when both share a prefix (set KP_PLUGIN_INSTALL_DIR to override, e.g.
+    # to ${Kernelport_PLUGIN_DIR}).
     if(DEFINED KP_PLUGIN_INSTALL_DIR)
-      install(TARGETS ${target} LIBRARY DESTINATION "${KP_PLUGIN_INSTALL_DIR}")
+      set(dest "${KP_PLUGIN_INSTALL_DIR}")
+    elseif(DEFINED CMAKE_INSTALL_LIBDIR)
+      set(dest "${CMAKE_INSTALL_LIBDIR}/kernelport/plugins")
+    else()
+      set(dest "lib/kernelport/plugins")
     endif()
+    install(TARGETS ${target} LIBRARY DESTINATION "${dest}")
   endif()
   if(TARGET Kernelport::headers)
     target_link_libraries(${target} PRIVATE Kernelport::headers)

@@ -22,6 +22,10 @@ extern "C" {
 #define KP_VERSION_PATCH 0
 #define KP_VERSION_STRING "0.1.0"
 
+/* The version of the library actually loaded ("0.1.0"), which may differ from the header's
+ * KP_VERSION_STRING when an application runs against a newer shared library. Static string. */
+KP_API const char *kp_version(void);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Status codes                                                                               */
 /* ------------------------------------------------------------------------------------------ */
@@ -200,6 +204,8 @@ KP_API const char *kp_vendor_name(kp_vendor vendor);
 /* "cpu", "gpu", "accelerator", "host", "other". */
 KP_API const char *kp_device_type_name(kp_device_type type);
 
+/* Filled by the library (struct_size included). Numeric fields the driver does not report are 0,
+ * strings "". */
 typedef struct kp_device_info {
     uint32_t struct_size;
     kp_vendor vendor; /* normalised from platform, vendor and device strings */
@@ -288,53 +294,7 @@ KP_API kp_status kp_buffer_fill(kp_runtime *rt, kp_buffer *buf, size_t offset, s
 /* Tensors                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-typedef enum kp_dtype {
-    KP_DTYPE_NONE = 0,
-    KP_F32 = 1,
-    KP_F16 = 2,
-    KP_I32 = 3,
-    KP_U32 = 4,
-    KP_U8 = 5,
-    KP_DTYPE_COUNT
-} kp_dtype;
-
-#define KP_MAX_RANK 8
-
-/*
- * A view of a buffer: element type, shape, strides and offset in elements. A plain value that
- * does not own its buffer. A rank-0 tensor is a scalar (one element at `offset`). Strides may
- * be 0 (broadcast) but not negative.
- */
-typedef struct kp_tensor {
-    kp_buffer *buffer;
-    int32_t dtype; /* a kp_dtype */
-    int32_t rank;
-    int64_t offset;
-    int64_t shape[KP_MAX_RANK];
-    int64_t strides[KP_MAX_RANK];
-} kp_tensor;
-
-/* "f32", "f16", "i32", "u32", "u8" ("none" otherwise). */
-KP_API const char *kp_dtype_name(kp_dtype dtype);
-/* Bytes per element (0 for KP_DTYPE_NONE or unknown values). */
-KP_API size_t kp_dtype_size(kp_dtype dtype);
-
-/* A contiguous row-major tensor over `buf` at element offset 0. rank <= KP_MAX_RANK. */
-KP_API kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t rank, const int64_t *shape);
-KP_API kp_tensor kp_tensor_1d(kp_buffer *buf, kp_dtype dtype, int64_t n0);
-KP_API kp_tensor kp_tensor_2d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1);
-KP_API kp_tensor kp_tensor_3d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1, int64_t n2);
-/* Number of elements (product of the shape; 1 for rank 0). */
-KP_API int64_t kp_tensor_numel(const kp_tensor *t);
-/* Non-zero when strides are row-major contiguous for the shape. */
-KP_API int kp_tensor_is_contiguous(const kp_tensor *t);
-/* One past the largest element index the view touches (offset + sum((shape-1)*stride) + 1);
- * equal to offset for an empty tensor. */
-KP_API int64_t kp_tensor_extent(const kp_tensor *t);
-/* The same view with dimensions d0 and d1 swapped (a transpose, no data moved). */
-KP_API kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1);
-/* Writes "f32[3, 4]" (with strides if not contiguous) into buf; returns buf. */
-KP_API char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t size);
+#include "tensor.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Kernels                                                                                    */
@@ -495,7 +455,8 @@ KP_API kp_status kp_plugin_rejected(const kp_runtime *rt, size_t index, kp_plugi
 /* Verification                                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
-/* One output compared between the device and the host reference. */
+/* One output compared between the device and the host reference. The strings are valid only
+ * during the report callback. */
 typedef struct kp_verify_result {
     const char *kernel;
     const char *size;   /* the sample size name */
@@ -512,7 +473,8 @@ typedef struct kp_verify_result {
 typedef void (*kp_verify_fn)(void *user, const kp_verify_result *result);
 
 /*
- * Runs kernel `k` on each of its sample sizes (all when `size` is NULL) on the runtime's device
+ * Runs kernel `k` on each of its sample sizes (all when `size` is NULL; a size the kernel does not
+ * list is passed to its sample function, which decides) on the runtime's device
  * and its host reference on copies of the same random inputs (seeded by `seed`), and compares
  * every output. `report` (may be NULL) is called once per output compared. Returns KP_OK when
  * all pass, KP_ERR_VERIFY when any output is outside its tolerance, or the launch's error.
@@ -524,6 +486,152 @@ KP_API kp_status kp_kernel_verify(kp_runtime *rt, kp_kernel *k, const char *size
 /* The NULL-terminated list of sample size names the kernel offers for verification ("tiny",
  * "prime", ...) or for benchmarks (bench != 0). Owned by the plugin; never NULL. */
 KP_API const char *const *kp_kernel_sample_sizes(const kp_kernel *k, int bench);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tuning overrides, benchmarks, device peaks and the tuner                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * Overrides the value of one tunable of `k` for this runtime (until kp_kernel_tuning_reset). The
+ * value must be allowed by the tunable and fit the device; kp_kernel_tuning then reports origin
+ * "set by the application". The next launch builds (or finds cached) the program for the new
+ * values. Errors: KP_ERR_INVALID_ARG (unknown tunable, value not allowed). Thread-safe.
+ */
+KP_API kp_status kp_kernel_tunable_set(kp_runtime *rt, kp_kernel *k, const char *name,
+                                       int64_t value);
+/* Forgets overrides: the manifest decides again. */
+KP_API kp_status kp_kernel_tuning_reset(kp_runtime *rt, kp_kernel *k);
+
+/* The measured limits of a device, the denominators of every "fraction of peak". */
+typedef struct kp_peak {
+    uint32_t struct_size;
+    double bandwidth_gbs;  /* best streaming copy, bytes read + written per second / 1e9 */
+    double triad_gbs;      /* a[i] = b[i] + s * c[i] at the same vector width */
+    uint32_t vector_width; /* float vector width of the best copy (1, 2, 4, 8, 16) */
+    double fp32_gflops;    /* independent FMA chains, 2 FLOPs per FMA */
+    double launch_us;      /* empty kernel: from queued to start (as clpeak reports it) */
+    double roundtrip_us;   /* empty kernel: host enqueue to completion seen by the host */
+    int from_cache;        /* read from the cache rather than measured now */
+    char measured[32];     /* UTC date and time of the measurement, ISO 8601 */
+} kp_peak;
+
+/*
+ * The device's measured peaks. Measured once (about a second) and cached per device and driver
+ * in the cache directory; `remeasure` forces a new measurement. Errors: KP_ERR_UNSUPPORTED on the
+ * host device, KP_ERR_BUILD, KP_ERR_CL, KP_ERR_OUT_OF_MEMORY. Thread-safe.
+ */
+KP_API kp_status kp_device_peak(kp_runtime *rt, int remeasure, kp_peak *out);
+
+typedef struct kp_bench_options {
+    uint32_t struct_size;
+    uint32_t warmup;    /* untimed launches first (builds happen here) */
+    uint32_t min_runs;  /* timed launches, at least */
+    uint32_t max_runs;  /* and at most */
+    double min_seconds; /* keep launching until this much device time is measured */
+    uint64_t seed;      /* for the sample arguments */
+} kp_bench_options;
+
+/* warmup 3, min_runs 10, max_runs 1000, min_seconds 0.25, seed 1. */
+KP_API kp_bench_options kp_bench_options_default(void);
+
+typedef struct kp_bench_result {
+    uint32_t struct_size;
+    uint32_t runs;
+    double median_s, min_s, max_s;
+    double p10_s, p90_s; /* spread: 10th and 90th percentile */
+    double flops, bytes; /* per launch, from the kernel's cost (0 when it has none) */
+    double gflops, gbs;  /* at the median time */
+} kp_bench_result;
+
+/*
+ * Times kernel `k` on its sample arguments of size `size` (any name its sample function accepts;
+ * kp_kernel_sample_sizes lists them): warm-up launches, then timed launches with events until
+ * min_runs and min_seconds are both reached (or max_runs). `opt` may be NULL for defaults.
+ * Errors: KP_ERR_UNSUPPORTED (no sample function), the launch's errors.
+ */
+KP_API kp_status kp_kernel_bench(kp_runtime *rt, kp_kernel *k, const char *size,
+                                 const kp_bench_options *opt, kp_bench_result *out);
+
+/* One candidate the tuner tried, reported as it goes. */
+typedef struct kp_tune_step {
+    const char *kernel;
+    const int64_t *values; /* one per tunable, in the kernel's order */
+    size_t n_values;
+    double median_s;     /* 0 when not measured */
+    const char *outcome; /* "best so far", "slower", "build failed: ...", "wrong result", ... */
+} kp_tune_step;
+
+typedef void (*kp_tune_fn)(void *user, const kp_tune_step *step);
+
+typedef struct kp_tune_options {
+    uint32_t struct_size;
+    const char *size;      /* sample size to time; NULL: the kernel's first bench size */
+    double budget_seconds; /* wall-clock budget per kernel (0: no limit) */
+    uint32_t grid_limit;   /* search the full grid when it has at most this many points */
+    kp_bench_options bench;
+    kp_tune_fn report; /* may be NULL */
+    void *user;
+} kp_tune_options;
+
+/* size NULL, budget 60 s, grid_limit 64, bench defaults with min_runs 5. */
+KP_API kp_tune_options kp_tune_options_default(void);
+
+typedef struct kp_tune_result {
+    uint32_t struct_size;
+    size_t n_values;
+    int64_t values[128]; /* the fastest verified values, one per tunable */
+    double default_s;    /* median time with the values the manifest gave before tuning */
+    double best_s;
+    double speedup;                    /* default_s / best_s */
+    uint32_t tried, skipped, rejected; /* measured; failed to build or exceeded limits; wrong */
+    int exhaustive;                    /* the whole grid was searched */
+} kp_tune_result;
+
+/*
+ * Searches kernel `k`'s tunables on this device: the full grid when small, otherwise coordinate
+ * descent from the current values plus random points within the budget. Every candidate is
+ * first verified against the host reference on the kernel's verify sizes; candidates that fail to
+ * build, exceed device limits or give wrong results are skipped. Leaves the kernel's tuning reset
+ * (the manifest decides again); the result says what to write. Errors: KP_ERR_UNSUPPORTED (no
+ * tunables or no sample), KP_ERR_VERIFY (not even the starting values verify).
+ */
+KP_API kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *opt,
+                                kp_tune_result *out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Writing tuned values into a manifest                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Which devices a written tuning entry applies to; NULL fields are left out of `match`. */
+typedef struct kp_tuning_match {
+    const char *vendor; /* "nvidia" */
+    const char *type;   /* "gpu" */
+    const char *name;   /* a device-name substring, "NVIDIA H200" */
+    const char *arch;   /* "sm_90" */
+} kp_tuning_match;
+
+/* One tuned value as it is written: value "64", "true" or a choice name such as "tf32x3". */
+typedef struct kp_tuned_value {
+    const char *kernel; /* "example.axpy" */
+    const char *name;   /* the tunable, "WG" or dotted "clblast.Xgemm.MWG" */
+    const char *value;
+} kp_tuned_value;
+
+/*
+ * Writes tuned values into the manifest file `path`, creating it when missing. An existing
+ * `tuning` entry whose match is exactly `match` is updated in place (new values replace values of
+ * the same kernel and name, other values stay, its provenance is replaced); otherwise a new entry
+ * is appended. Everything else in the file (other entries, comments, key order) is kept as
+ * written; only the updated entry's own comments may be lost. `provenance` holds
+ * 2 * n_provenance strings, key then value ("device", "NVIDIA H200", "date", "2026-11-21", ...).
+ * The file is replaced atomically, and only after the new text parses as a valid manifest.
+ * Errors: KP_ERR_INVALID_ARG, KP_ERR_MANIFEST (the existing file is not a valid manifest: the
+ * message is the parser's file:line:col error), KP_ERR_IO. Message in kp_last_error(NULL).
+ * Thread-safety: safe, but concurrent writers of one file race (the last rename wins).
+ */
+KP_API kp_status kp_manifest_write_tuning(const char *path, const kp_tuning_match *match,
+                                          const kp_tuned_value *values, size_t n_values,
+                                          const char *const *provenance, size_t n_provenance);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,4 @@
-/* Tests of the manifest loader: a good manifest, layering and path expansion (errors: see
- * test-manifest-errors.c). */
+/* Tests of the manifest loader: a good manifest, layers, paths (errors: test-manifest-errors.c). */
 #include "test-manifest.h"
 
 #include <stdarg.h>
@@ -475,6 +474,16 @@ static void test_path_expand_errors(void **state)
     expect_expand_error("/a/${KP_T_UNSET:-${X}", "unterminated ${ in \"/a/${KP_T_UNSET:-${X}\"");
     expect_expand_error("${}", "invalid variable name after ${ in \"${}\"");
     expect_expand_error("${A-b}", "expected } or :- after ${A in \"${A-b}\"");
+    char deep[256] = "";
+    for (int i = 0; i < 20; i++)
+        strcat(deep, "${KP_U:-");
+    strcat(deep, "x");
+    for (int i = 0; i < 20; i++)
+        strcat(deep, "}");
+    char *expected = kp__test_fmt("defaults nest more than 16 deep in \"%s\"", deep);
+    unsetenv("KP_U");
+    expect_expand_error(deep, expected);
+    free(expected);
     char *saved = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
     unsetenv("HOME");
     expect_expand_error("~/x", "environment variable HOME is not set (needed to expand ~ in "

@@ -1,22 +1,69 @@
-/* kp_tensor helpers: construction, size, extent and description of strided views. */
+/* Kernelport tensors: the kp_tensor value type and its helpers, header-only so that plugins,
+ * which link nothing from the library, can use them too. */
+#ifndef KERNELPORT_TENSOR_H
+#define KERNELPORT_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "kernelport/kernelport.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-const char *kp_dtype_name(kp_dtype dtype)
+typedef struct kp_buffer kp_buffer;
+
+typedef enum kp_dtype {
+    KP_DTYPE_NONE = 0,
+    KP_F32 = 1,
+    KP_F16 = 2,
+    KP_I32 = 3,
+    KP_U32 = 4,
+    KP_U8 = 5,
+    KP_DTYPE_COUNT
+} kp_dtype;
+
+#define KP_MAX_RANK 8
+
+/*
+ * A view of a buffer: element type, shape, strides and offset in elements. A plain value that
+ * does not own its buffer. A rank-0 tensor is a scalar (one element at `offset`). Strides may
+ * be 0 (broadcast) but not negative.
+ */
+typedef struct kp_tensor {
+    kp_buffer *buffer;
+    int32_t dtype; /* a kp_dtype */
+    int32_t rank;
+    int64_t offset;
+    int64_t shape[KP_MAX_RANK];
+    int64_t strides[KP_MAX_RANK];
+} kp_tensor;
+
+/*
+ * Helpers. All are pure functions of their arguments, thread-safe, and never fail:
+ *   kp_dtype_name: "f32", "f16", "i32", "u32", "u8" ("none" otherwise); kp_dtype_size: bytes per
+ *   element (0 for none); kp_tensor_nd/1d/2d/3d: a contiguous row-major view over `buf` at offset
+ *   0 (rank <= KP_MAX_RANK; a bad rank gives rank -1, which launches reject); kp_tensor_numel:
+ *   the product of the shape (1 for rank 0); kp_tensor_is_contiguous: row-major strides;
+ *   kp_tensor_extent: one past the largest element index the view touches (offset for an empty
+ *   view); kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved;
+ *   kp_tensor_describe: "f32[3, 4]" plus strides and offset when they matter, into buf.
+ */
+static inline const char *kp_dtype_name(kp_dtype dtype)
 {
     static const char *const names[KP_DTYPE_COUNT] = {"none", "f32", "f16", "i32", "u32", "u8"};
     return (unsigned)dtype < KP_DTYPE_COUNT ? names[dtype] : "none";
 }
 
-size_t kp_dtype_size(kp_dtype dtype)
+static inline size_t kp_dtype_size(kp_dtype dtype)
 {
     static const size_t sizes[KP_DTYPE_COUNT] = {0, 4, 2, 4, 4, 1};
     return (unsigned)dtype < KP_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
-kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t rank, const int64_t *shape)
+static inline kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t rank,
+                                     const int64_t *shape)
 {
     kp_tensor t;
     memset(&t, 0, sizeof t);
@@ -36,22 +83,23 @@ kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t rank, const int64
     return t;
 }
 
-kp_tensor kp_tensor_1d(kp_buffer *buf, kp_dtype dtype, int64_t n0)
+static inline kp_tensor kp_tensor_1d(kp_buffer *buf, kp_dtype dtype, int64_t n0)
 {
     return kp_tensor_nd(buf, dtype, 1, (int64_t[]){n0});
 }
 
-kp_tensor kp_tensor_2d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1)
+static inline kp_tensor kp_tensor_2d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1)
 {
     return kp_tensor_nd(buf, dtype, 2, (int64_t[]){n0, n1});
 }
 
-kp_tensor kp_tensor_3d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1, int64_t n2)
+static inline kp_tensor kp_tensor_3d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1,
+                                     int64_t n2)
 {
     return kp_tensor_nd(buf, dtype, 3, (int64_t[]){n0, n1, n2});
 }
 
-int64_t kp_tensor_numel(const kp_tensor *t)
+static inline int64_t kp_tensor_numel(const kp_tensor *t)
 {
     int64_t n = 1;
     for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++)
@@ -59,7 +107,7 @@ int64_t kp_tensor_numel(const kp_tensor *t)
     return n;
 }
 
-int kp_tensor_is_contiguous(const kp_tensor *t)
+static inline int kp_tensor_is_contiguous(const kp_tensor *t)
 {
     int64_t stride = 1;
     for (int32_t d = t->rank - 1; d >= 0; d--) {
@@ -70,7 +118,7 @@ int kp_tensor_is_contiguous(const kp_tensor *t)
     return 1;
 }
 
-int64_t kp_tensor_extent(const kp_tensor *t)
+static inline int64_t kp_tensor_extent(const kp_tensor *t)
 {
     int64_t last = t->offset;
     for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++) {
@@ -81,7 +129,7 @@ int64_t kp_tensor_extent(const kp_tensor *t)
     return last + 1;
 }
 
-kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1)
+static inline kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1)
 {
     if (d0 < 0 || d1 < 0 || d0 >= t.rank || d1 >= t.rank)
         return t;
@@ -93,7 +141,7 @@ kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1)
     return t;
 }
 
-char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t size)
+static inline char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t size)
 {
     size_t n = 0;
 #define PUT(...)                                                                                   \
@@ -121,3 +169,9 @@ char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t size)
         buf[size - 1] = '\0';
     return buf;
 }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,262 @@
+/* Device peaks: streaming bandwidth over vector widths, FP32 FMA rate, and launch latency. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cl-internal.h"
+#include "kp-embedded.h"
+
+#define REPEATS 5
+#define LATENCY_LAUNCHES 50
+
+typedef struct peak_ctx {
+    kp_runtime *rt;
+    kp__backend *b;
+    size_t local;
+    size_t global;
+} peak_ctx;
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static kp_status build(peak_ctx *c, int vec, cl_program *out)
+{
+    const char *src = kp_kernel_peak_cl;
+    char options[32];
+    snprintf(options, sizeof options, "-D VEC=%d", vec);
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(c->b->context, 1, &src, NULL, &err);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(c->rt, err, "clCreateProgramWithSource", "peak.cl");
+    err = clBuildProgram(p, 1, &c->b->device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clReleaseProgram(p);
+        return kp__cl_fail(c->rt, err, "clBuildProgram", "peak.cl with %s", options);
+    }
+    *out = p;
+    return KP_OK;
+}
+
+/* Device seconds of one launch, from its event. */
+static kp_status timed(peak_ctx *c, cl_kernel k, size_t global, double *seconds)
+{
+    cl_event ev;
+    cl_int err = clEnqueueNDRangeKernel(c->b->queue, k, 1, NULL, &global, &c->local, 0, NULL, &ev);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(c->rt, err, "clEnqueueNDRangeKernel", "peak measurement");
+    cl_ulong t0 = 0, t1 = 0;
+    err = clWaitForEvents(1, &ev);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    clReleaseEvent(ev);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(c->rt, err, "clGetEventProfilingInfo", "peak measurement");
+    *seconds = t1 > t0 ? (double)(t1 - t0) * 1e-9 : 1e-9;
+    return KP_OK;
+}
+
+/* The median of REPEATS timed launches after one warm-up. */
+static kp_status median_time(peak_ctx *c, cl_kernel k, size_t global, double *seconds)
+{
+    double t[REPEATS];
+    kp_status st = timed(c, k, global, &t[0]);
+    for (int i = 0; st == KP_OK && i < REPEATS; i++)
+        st = timed(c, k, global, &t[i]);
+    if (st == KP_OK)
+        *seconds = median(t, REPEATS);
+    return st;
+}
+
+static kp_status set_args(peak_ctx *c, cl_kernel k, int n, const void *const *values,
+                          const size_t *sizes)
+{
+    for (int i = 0; i < n; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, sizes[i], values[i]);
+        if (err != CL_SUCCESS)
+            return kp__cl_fail(c->rt, err, "clSetKernelArg", "peak argument %d", i);
+    }
+    return KP_OK;
+}
+
+static kp_status bandwidth(peak_ctx *c, cl_mem a, cl_mem b, cl_mem d, size_t bytes, kp_peak *out)
+{
+    static const int widths[] = {1, 2, 4, 8, 16};
+    kp_status st = KP_OK;
+    for (size_t w = 0; st == KP_OK && w < sizeof widths / sizeof widths[0]; w++) {
+        cl_program p;
+        if ((st = build(c, widths[w], &p)) != KP_OK)
+            break;
+        cl_int err;
+        cl_kernel copy = clCreateKernel(p, "peak_copy", &err);
+        cl_kernel triad = clCreateKernel(p, "peak_triad", &err);
+        size_t n = bytes / (4u * (size_t)widths[w]);
+        float s = 1.5f;
+        double tc = 0, tt = 0;
+        const void *cv[] = {&a, &b};
+        const size_t cs[] = {sizeof a, sizeof b};
+        const void *tv[] = {&a, &b, &d, &s};
+        const size_t ts[] = {sizeof a, sizeof b, sizeof d, sizeof s};
+        if (!copy || !triad)
+            st = kp__cl_fail(c->rt, err, "clCreateKernel", "peak_copy/peak_triad");
+        if (st == KP_OK)
+            st = set_args(c, copy, 2, cv, cs);
+        if (st == KP_OK)
+            st = set_args(c, triad, 4, tv, ts);
+        if (st == KP_OK)
+            st = median_time(c, copy, n, &tc);
+        if (st == KP_OK)
+            st = median_time(c, triad, n, &tt);
+        if (st == KP_OK) {
+            double gbs = 2.0 * (double)bytes / tc * 1e-9, tgbs = 3.0 * (double)bytes / tt * 1e-9;
+            if (gbs > out->bandwidth_gbs) {
+                out->bandwidth_gbs = gbs;
+                out->triad_gbs = tgbs;
+                out->vector_width = (uint32_t)widths[w];
+            }
+        }
+        if (copy)
+            clReleaseKernel(copy);
+        if (triad)
+            clReleaseKernel(triad);
+        clReleaseProgram(p);
+    }
+    return st;
+}
+
+static kp_status fp32(peak_ctx *c, cl_mem outbuf, size_t out_elems, kp_peak *out)
+{
+    cl_program p;
+    /* float4 chains suit both wide SIMD CPUs and scalar GPU lanes (the compiler splits them). */
+    kp_status st = build(c, 4, &p);
+    if (st != KP_OK)
+        return st;
+    cl_int err;
+    cl_kernel k = clCreateKernel(p, "peak_fma", &err);
+    if (!k) {
+        clReleaseProgram(p);
+        return kp__cl_fail(c->rt, err, "clCreateKernel", "peak_fma");
+    }
+    float seed = 1.0f;
+    int iterations = 64;
+    size_t global = c->global < out_elems ? c->global : out_elems;
+    double t = 0;
+    const void *v[] = {&outbuf, &seed, &iterations};
+    const size_t sz[] = {sizeof outbuf, sizeof seed, sizeof iterations};
+    /* Grow the work until one launch takes long enough to time reliably. */
+    for (int round = 0; round < 12; round++) {
+        if ((st = set_args(c, k, 3, v, sz)) != KP_OK || (st = timed(c, k, global, &t)) != KP_OK)
+            break;
+        if (t > 0.02 || iterations >= (1 << 20))
+            break;
+        iterations *= t < 0.002 ? 8 : 2;
+    }
+    if (st == KP_OK)
+        st = median_time(c, k, global, &t);
+    if (st == KP_OK)
+        out->fp32_gflops = (double)global * iterations * 8.0 * 4.0 * 2.0 / t * 1e-9;
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    return st;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static kp_status latency(peak_ctx *c, cl_mem outbuf, kp_peak *out)
+{
+    cl_program p;
+    kp_status st = build(c, 1, &p);
+    if (st != KP_OK)
+        return st;
+    cl_int err;
+    cl_kernel k = clCreateKernel(p, "peak_empty", &err);
+    if (!k) {
+        clReleaseProgram(p);
+        return kp__cl_fail(c->rt, err, "clCreateKernel", "peak_empty");
+    }
+    clSetKernelArg(k, 0, sizeof outbuf, &outbuf);
+    double queued[LATENCY_LAUNCHES], trip[LATENCY_LAUNCHES];
+    size_t one = 1, local = 1;
+    for (int i = -3; i < LATENCY_LAUNCHES && st == KP_OK; i++) {
+        cl_event ev;
+        double t0 = now();
+        err = clEnqueueNDRangeKernel(c->b->queue, k, 1, NULL, &one, &local, 0, NULL, &ev);
+        if (err == CL_SUCCESS)
+            err = clWaitForEvents(1, &ev);
+        double t1 = now();
+        cl_ulong q = 0, s = 0;
+        if (err == CL_SUCCESS)
+            err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_QUEUED, sizeof q, &q, NULL);
+        if (err == CL_SUCCESS)
+            err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
+        if (err != CL_SUCCESS) {
+            st = kp__cl_fail(c->rt, err, "latency measurement", NULL);
+        } else if (i >= 0) {
+            queued[i] = s > q ? (double)(s - q) * 1e-3 : 0.0;
+            trip[i] = (t1 - t0) * 1e6;
+        }
+        clReleaseEvent(ev);
+    }
+    if (st == KP_OK) {
+        out->launch_us = median(queued, LATENCY_LAUNCHES);
+        out->roundtrip_us = median(trip, LATENCY_LAUNCHES);
+    }
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    return st;
+}
+
+kp_status kp__cl_peak(kp_runtime *rt, kp_peak *out)
+{
+    const kp_device_info *d = kp__device(rt);
+    peak_ctx c = {.rt = rt, .b = rt->backend, .local = 64};
+    if (c.local > d->max_workgroup)
+        c.local = d->max_workgroup;
+    /* Buffers well past the last-level cache; a GPU needs more to reach steady state. */
+    size_t bytes = d->type == KP_DEVICE_GPU ? (size_t)512 << 20 : (size_t)64 << 20;
+    while (bytes > d->max_alloc / 2 && bytes > ((size_t)1 << 20))
+        bytes /= 2;
+    /* Enough work-items to fill every compute unit many times over. */
+    c.global = (size_t)d->compute_units * (d->type == KP_DEVICE_GPU ? 2048 : 64) * c.local;
+    cl_int err;
+    cl_mem a = clCreateBuffer(c.b->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    cl_mem b = a ? clCreateBuffer(c.b->context, CL_MEM_READ_WRITE, bytes, NULL, &err) : NULL;
+    cl_mem dd = b ? clCreateBuffer(c.b->context, CL_MEM_READ_WRITE, bytes, NULL, &err) : NULL;
+    kp_status st = KP_OK;
+    if (!dd) {
+        st = kp__cl_fail(rt, err, "clCreateBuffer", "3 x %zu bytes for peak measurement", bytes);
+    } else {
+        float zero = 0.25f;
+        clEnqueueFillBuffer(c.b->queue, a, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+        clEnqueueFillBuffer(c.b->queue, b, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+        clEnqueueFillBuffer(c.b->queue, dd, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+        st = bandwidth(&c, a, b, dd, bytes, out);
+        if (st == KP_OK)
+            st = fp32(&c, a, bytes / 4, out);
+        if (st == KP_OK)
+            st = latency(&c, a, out);
+    }
+    if (dd)
+        clReleaseMemObject(dd);
+    if (b)
+        clReleaseMemObject(b);
+    if (a)
+        clReleaseMemObject(a);
+    return st;
+}

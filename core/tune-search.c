@@ -1,0 +1,192 @@
+/* The tuner's search: full grid when small, else coordinate descent then random points. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime.h"
+#include "tune.h"
+
+typedef struct search {
+    const kp__tune_space *space;
+    kp__tune_eval_fn eval;
+    void *user;
+    void (*report)(void *, const int64_t *, double, const char *);
+    double deadline;  /* 0: none */
+    int64_t *visited; /* points already evaluated, n per point */
+    size_t n_visited, cap_visited;
+    kp_tune_result *r;
+    int have_best;
+    int fatal;
+} search;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int out_of_time(const search *s)
+{
+    return s->fatal || (s->deadline > 0 && now() > s->deadline);
+}
+
+static int seen(search *s, const int64_t *v)
+{
+    size_t n = s->space->n;
+    for (size_t i = 0; i < s->n_visited; i++)
+        if (memcmp(&s->visited[i * n], v, n * sizeof *v) == 0)
+            return 1;
+    if (s->n_visited == s->cap_visited) {
+        size_t cap = s->cap_visited ? 2 * s->cap_visited : 64;
+        int64_t *grown = realloc(s->visited, cap * n * sizeof *grown);
+        if (!grown)
+            return 0;
+        s->visited = grown;
+        s->cap_visited = cap;
+    }
+    memcpy(&s->visited[s->n_visited++ * n], v, n * sizeof *v);
+    return 0;
+}
+
+/* Evaluates a point once; returns 1 when it is the new best. */
+static int try_point(search *s, const int64_t *v, int *rejected)
+{
+    if (rejected)
+        *rejected = 0;
+    if (seen(s, v))
+        return 0;
+    double t = 0;
+    char *why = NULL;
+    kp__tune_outcome o = s->eval(s->user, v, &t, &why);
+    const char *outcome = "slower";
+    int best = 0;
+    switch (o) {
+    case KP__TUNE_MEASURED:
+        s->r->tried++;
+        if (!s->have_best || t < s->r->best_s) {
+            s->have_best = 1;
+            s->r->best_s = t;
+            memcpy(s->r->values, v, s->space->n * sizeof *v);
+            outcome = "best so far";
+            best = 1;
+        }
+        break;
+    case KP__TUNE_SKIPPED:
+        s->r->skipped++;
+        outcome = why ? why : "skipped";
+        break;
+    case KP__TUNE_REJECTED:
+        s->r->rejected++;
+        outcome = "wrong result: rejected";
+        if (rejected)
+            *rejected = 1;
+        break;
+    case KP__TUNE_FATAL:
+        s->fatal = 1;
+        outcome = why ? why : "fatal error";
+        break;
+    }
+    if (s->report)
+        s->report(s->user, v, o == KP__TUNE_MEASURED ? t : 0, outcome);
+    free(why);
+    return best;
+}
+
+static void grid(search *s)
+{
+    const kp__tune_space *sp = s->space;
+    size_t idx[KP__TUNE_MAX] = {0};
+    int64_t v[KP__TUNE_MAX];
+    for (;;) {
+        if (out_of_time(s))
+            return;
+        for (size_t i = 0; i < sp->n; i++)
+            v[i] = sp->values[i][idx[i]];
+        try_point(s, v, NULL);
+        size_t i = 0;
+        while (i < sp->n && ++idx[i] == sp->counts[i])
+            idx[i++] = 0;
+        if (i == sp->n)
+            return;
+    }
+}
+
+static void descent(search *s, int64_t *best)
+{
+    const kp__tune_space *sp = s->space;
+    int improved = 1;
+    while (improved && !out_of_time(s)) {
+        improved = 0;
+        for (size_t i = 0; i < sp->n && !out_of_time(s); i++) {
+            int64_t v[KP__TUNE_MAX];
+            memcpy(v, best, sp->n * sizeof *v);
+            for (size_t c = 0; c < sp->counts[i] && !out_of_time(s); c++) {
+                v[i] = sp->values[i][c];
+                if (try_point(s, v, NULL)) {
+                    memcpy(best, v, sp->n * sizeof *v);
+                    improved = 1;
+                }
+            }
+        }
+    }
+}
+
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+kp_status kp__tune_search(const kp__tune_space *space, kp__tune_eval_fn eval, void *user,
+                          double budget_seconds, uint32_t grid_limit, uint64_t seed,
+                          void (*report)(void *user, const int64_t *values, double seconds,
+                                         const char *outcome),
+                          kp_tune_result *result)
+{
+    memset(result, 0, sizeof *result);
+    result->struct_size = sizeof *result;
+    result->n_values = space->n;
+    search s = {.space = space, .eval = eval, .user = user, .report = report, .r = result};
+    if (budget_seconds > 0)
+        s.deadline = now() + budget_seconds;
+    double points = 1;
+    for (size_t i = 0; i < space->n; i++)
+        points *= (double)space->counts[i];
+
+    int rejected;
+    try_point(&s, space->start, &rejected);
+    kp_status st = KP_OK;
+    if (rejected) {
+        st = KP_ERR_VERIFY;
+    } else {
+        result->default_s = s.have_best ? result->best_s : 0;
+        if (points <= grid_limit) {
+            grid(&s);
+            result->exhaustive = !out_of_time(&s);
+        } else {
+            int64_t best[KP__TUNE_MAX];
+            memcpy(best, s.have_best ? result->values : space->start, space->n * sizeof *best);
+            descent(&s, best);
+            uint64_t state = seed;
+            /* Random points probe interactions the one-at-a-time descent cannot see. */
+            for (size_t k = 0; k < 4 * space->n && !out_of_time(&s); k++) {
+                int64_t v[KP__TUNE_MAX];
+                for (size_t i = 0; i < space->n; i++)
+                    v[i] = space->values[i][next_random(&state) % space->counts[i]];
+                try_point(&s, v, NULL);
+            }
+        }
+        if (s.fatal)
+            st = KP_ERR_INTERNAL;
+        else if (!s.have_best)
+            st = KP_ERR_NOT_FOUND;
+    }
+    if (s.have_best && result->best_s > 0 && result->default_s > 0)
+        result->speedup = result->default_s / result->best_s;
+    free(s.visited);
+    return st;
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Kernelport needs to build, test and run, when any is missing.
+# Sourced or run by run.sh, test.sh and .ci/run; safe to run again (installs only what is absent).
+set -euo pipefail
+
+kp_packages=(
+  build-essential cmake ninja-build pkg-config
+  ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
+  libclblast-dev libyaml-dev libcmocka-dev libopenblas-dev
+)
+# Extra tools the test command uses: the style check and the OpenCL simulator.
+if [[ "${KP_DEPS_TEST:-0}" == 1 ]]; then
+  kp_packages+=(clang-format oclgrind)
+fi
+
+missing=()
+for p in "${kp_packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "kernelport: installing missing packages: ${missing[*]}" >&2
+  sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then
+      sudo=(sudo)
+    else
+      echo "kernelport: need root (or sudo) to install: ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

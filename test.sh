@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds with -Werror and runs the whole test suite.
+#   ./test.sh              the normal build (build/)
+#   ./test.sh --sanitize   the same suite built with AddressSanitizer + UBSan (build-asan/)
+set -euo pipefail
+top=$(cd "$(dirname "$0")" && pwd)
+KP_DEPS_TEST=1 bash "$top/scripts/deps.sh"
+
+dir="$top/build"
+flags=(-DKP_WERROR=ON)
+if [[ "${1:-}" == --sanitize ]]; then
+  dir="$top/build-asan"
+  flags+=(-DKP_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+  export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+bash "$top/scripts/build.sh" "$dir" "${flags[@]}"
+cd "$dir"
+ctest --output-on-failure -j"$(nproc)"

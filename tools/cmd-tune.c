@@ -1,0 +1,236 @@
+/* `kernelport tune [PATTERN] --write FILE`: search each kernel's tunables, write the fastest. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const cli_flag tune_flags[] = {
+    {"write", "FILE", "merge the fastest values into this manifest file"},
+    {"budget", "SECONDS", "wall-clock budget per kernel (default 60)"},
+    {"size", "NAME", "sample size to time (default: each kernel's first benchmark size)"},
+    {"match", "KIND", "what the written entry matches: name (default), arch or vendor"},
+    {NULL, NULL, NULL},
+};
+
+typedef struct tuned {
+    char *kernel;
+    kp_status status;
+    char *message;
+    kp_tune_result r;
+    size_t n;
+    char **names;
+    char **values; /* as written into the manifest */
+} tuned;
+
+static void report(void *user, const kp_tune_step *step)
+{
+    const cli_ctx *ctx = user;
+    if (ctx->json)
+        return;
+    printf("  %s", step->kernel);
+    for (size_t i = 0; i < step->n_values; i++)
+        printf("%s%" PRId64, i ? "," : " [", step->values[i]);
+    printf("]  %s", step->outcome);
+    if (step->median_s > 0)
+        printf("  %.2f us", step->median_s * 1e6);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* The best values as manifest text (choice names where the tunable has them). */
+static void describe_best(kp_runtime *rt, kp_kernel *k, tuned *t)
+{
+    kp_kernel_info info;
+    kp_kernel_info_get(k, &info);
+    t->n = info.n_tunables;
+    t->names = cli_realloc(NULL, (t->n + 1) * sizeof *t->names);
+    t->values = cli_realloc(NULL, (t->n + 1) * sizeof *t->values);
+    for (size_t i = 0; i < t->n; i++) {
+        kp_tuning_info ti;
+        kp_kernel_tuning(rt, k, i, &ti);
+        t->names[i] = cli_strdup(ti.name);
+        kp_kernel_tunable_set(rt, k, ti.name, t->r.values[i]);
+        kp_kernel_tuning(rt, k, i, &ti);
+        char value[128];
+        t->values[i] = cli_strdup(cli_format_tuning_value(&ti, value, sizeof value));
+    }
+    kp_kernel_tuning_reset(rt, k);
+}
+
+static kp_status write_manifest(const cli_ctx *ctx, const char *file, const kp_device_info *d,
+                                tuned *list, size_t n)
+{
+    const char *match_kind = cli_flag_value(ctx, "match");
+    kp_tuning_match m = {.vendor = kp_vendor_name(d->vendor)};
+    if (!match_kind || strcmp(match_kind, "name") == 0)
+        m.name = d->name;
+    else if (strcmp(match_kind, "arch") == 0 && d->arch[0])
+        m.arch = d->arch;
+    else
+        m.type = kp_device_type_name(d->type);
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += list[i].status == KP_OK ? list[i].n : 0;
+    kp_tuned_value *values = cli_realloc(NULL, (total + 1) * sizeof *values);
+    size_t v = 0;
+    double worst = 0, best = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (list[i].status != KP_OK)
+            continue;
+        for (size_t j = 0; j < list[i].n; j++)
+            values[v++] = (kp_tuned_value){list[i].kernel, list[i].names[j], list[i].values[j]};
+        if (worst == 0 || list[i].r.speedup < worst)
+            worst = list[i].r.speedup;
+        if (list[i].r.speedup > best)
+            best = list[i].r.speedup;
+    }
+    char date[32], speedup[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    snprintf(speedup, sizeof speedup, "%.2f-%.2fx over the previous values", worst, best);
+    const char *prov[] = {"device", d->name,      "driver",     d->driver, "date",
+                          date,     "kernelport", kp_version(), "speedup", speedup};
+    kp_status st = v ? kp_manifest_write_tuning(file, &m, values, v, prov, 5) : KP_ERR_NOT_FOUND;
+    if (st != KP_OK && v)
+        cli_status_error(st, kp_last_error(NULL));
+    free(values);
+    return st;
+}
+
+static int run_tune(const cli_ctx *ctx)
+{
+    const char *pattern = ctx->argc > 0 ? ctx->argv[0] : NULL;
+    const char *file = cli_flag_value(ctx, "write"), *match = cli_flag_value(ctx, "match");
+    kp_tune_options opt = kp_tune_options_default();
+    opt.size = cli_flag_value(ctx, "size");
+    opt.report = report;
+    opt.user = (void *)ctx;
+    if (cli_flag_value(ctx, "budget")) {
+        char *end;
+        errno = 0;
+        opt.budget_seconds = strtod(cli_flag_value(ctx, "budget"), &end);
+        if (errno || *end || opt.budget_seconds < 0)
+            return cli_usage_error(ctx->command, "--budget needs a number of seconds >= 0");
+    }
+    if (match && strcmp(match, "name") && strcmp(match, "arch") && strcmp(match, "vendor"))
+        return cli_usage_error(ctx->command, "--match takes name, arch or vendor");
+    kp_runtime *rt;
+    int rc = cli_runtime_open(ctx, &rt);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    kp_device_info d;
+    const char *why;
+    cli_runtime_device(rt, &d, &why);
+    char name[400];
+    if (!ctx->json)
+        printf("Tuning on %s\n", cli_format_device(&d, name, sizeof name));
+
+    tuned *list = NULL;
+    size_t n = 0, failed = 0;
+    for (size_t i = 0; i < kp_kernel_count(rt); i++) {
+        kp_kernel *k = kp_kernel_at(rt, i);
+        kp_kernel_info info;
+        kp_kernel_info_get(k, &info);
+        if (!kp_kernel_name_matches(pattern, info.name) || info.n_tunables == 0)
+            continue;
+        list = cli_realloc(list, (n + 1) * sizeof *list);
+        tuned *t = &list[n++];
+        memset(t, 0, sizeof *t);
+        t->kernel = cli_strdup(info.name);
+        if (!ctx->json)
+            printf("\n%s\n", info.name);
+        t->status = kp_kernel_tune(rt, k, &opt, &t->r);
+        t->message = cli_strdup(t->status == KP_OK ? "" : kp_last_error(rt));
+        if (t->status == KP_OK) {
+            describe_best(rt, k, t);
+            if (!ctx->json) {
+                printf("  best:");
+                for (size_t j = 0; j < t->n; j++)
+                    printf(" %s=%s", t->names[j], t->values[j]);
+                printf("  %.2f us vs %.2f us before (%.2fx); %u measured, %u skipped, %u "
+                       "rejected%s\n",
+                       t->r.best_s * 1e6, t->r.default_s * 1e6, t->r.speedup, t->r.tried,
+                       t->r.skipped, t->r.rejected, t->r.exhaustive ? ", full grid" : "");
+            }
+        } else {
+            failed++;
+            cli_status_error(t->status, t->message);
+        }
+    }
+    if (n == 0) {
+        cli_error("no kernel with tunables matches '%s'", pattern ? pattern : "*");
+        rc = CLI_EXIT_FAILED;
+    }
+    if (file && n > failed && write_manifest(ctx, file, &d, list, n) != KP_OK)
+        rc = CLI_EXIT_FAILED;
+    else if (file && n > failed && !ctx->json)
+        printf("\nwrote %s\n", file);
+    if (ctx->json && n) {
+        kpj_writer w;
+        cli_json_begin(&w);
+        kpj_key(&w, "device");
+        kpj_begin_object(&w);
+        cli_json_device_fields(&w, &d);
+        kpj_end_object(&w);
+        kpj_key(&w, "kernels");
+        kpj_begin_array(&w);
+        for (size_t i = 0; i < n; i++) {
+            kpj_begin_object(&w);
+            kpj_key_string(&w, "kernel", list[i].kernel);
+            kpj_key_string(&w, "status", kp_status_name(list[i].status));
+            cli_json_optional(&w, "message", list[i].message);
+            kpj_key(&w, "best");
+            kpj_begin_object(&w);
+            for (size_t j = 0; j < list[i].n; j++)
+                kpj_key_string(&w, list[i].names[j], list[i].values[j]);
+            kpj_end_object(&w);
+            kpj_key_double(&w, "best_s", list[i].r.best_s);
+            kpj_key_double(&w, "default_s", list[i].r.default_s);
+            kpj_key_double(&w, "speedup", list[i].r.speedup);
+            kpj_key_int(&w, "measured", list[i].r.tried);
+            kpj_key_int(&w, "skipped", list[i].r.skipped);
+            kpj_key_int(&w, "rejected", list[i].r.rejected);
+            kpj_key_bool(&w, "exhaustive", list[i].r.exhaustive);
+            kpj_end_object(&w);
+        }
+        kpj_end_array(&w);
+        int jr = cli_json_end(&w);
+        if (rc == CLI_EXIT_OK)
+            rc = jr;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < list[i].n; j++) {
+            free(list[i].names[j]);
+            free(list[i].values[j]);
+        }
+        free(list[i].names);
+        free(list[i].values);
+        free(list[i].kernel);
+        free(list[i].message);
+    }
+    free(list);
+    kp_runtime_destroy(rt);
+    return failed ? CLI_EXIT_FAILED : rc;
+}
+
+const cli_command cli_cmd_tune = {
+    .name = "tune",
+    .summary = "search kernels' tunables on this device and write the fastest to a manifest",
+    .usage = "[PATTERN] [--write FILE] [--budget SECONDS] [--size NAME] [--match KIND]",
+    .details = "Tries the allowed values of each kernel's tunables (the full grid when it has at "
+               "most 64 points, otherwise coordinate descent and random points within the "
+               "budget). Every candidate is verified against the host reference before it is "
+               "timed; candidates that fail to build, exceed the device's limits or give wrong "
+               "results are skipped. With --write, the fastest values are merged into FILE as a "
+               "tuning entry matched to this device, with provenance (device, driver, date, "
+               "kernelport version, speedup); other entries and comments are kept.",
+    .flags = tune_flags,
+    .min_args = 0,
+    .max_args = 1,
+    .run = run_tune,
+};
