@@ -10,7 +10,7 @@
 #include "backend.h"
 #include "sha256.h"
 
-#define PEAK_FORMAT "kernelport-peak 1"
+#define PEAK_FORMAT "kernelport-peak 2"
 
 /* One file per device and driver: a new driver gets measured again. */
 static char *peak_path(const kp_runtime *rt)
@@ -48,6 +48,10 @@ static int read_cache(const char *path, kp_peak *p)
         double v = strtod(value, NULL);
         if (strcmp(key, "bandwidth_gbs") == 0 && ++fields)
             p->bandwidth_gbs = v;
+        else if (strcmp(key, "read_gbs") == 0 && ++fields)
+            p->read_gbs = v;
+        else if (strcmp(key, "copy_gbs") == 0 && ++fields)
+            p->copy_gbs = v;
         else if (strcmp(key, "triad_gbs") == 0 && ++fields)
             p->triad_gbs = v;
         else if (strcmp(key, "vector_width") == 0 && ++fields)
@@ -62,7 +66,7 @@ static int read_cache(const char *path, kp_peak *p)
             snprintf(p->measured, sizeof p->measured, "%.31s", value);
     }
     fclose(f);
-    return fields == 7 && p->bandwidth_gbs > 0 && p->fp32_gflops > 0;
+    return fields == 9 && p->bandwidth_gbs > 0 && p->fp32_gflops > 0;
 }
 
 static void write_cache(const kp_runtime *rt, const char *path, const kp_peak *p)
@@ -74,10 +78,10 @@ static void write_cache(const kp_runtime *rt, const char *path, const kp_peak *p
         return;
     }
     fprintf(f,
-            "%s\nbandwidth_gbs %.6g\ntriad_gbs %.6g\nvector_width %u\nfp32_gflops %.6g\n"
-            "launch_us %.6g\nroundtrip_us %.6g\nmeasured %s\n",
-            PEAK_FORMAT, p->bandwidth_gbs, p->triad_gbs, p->vector_width, p->fp32_gflops,
-            p->launch_us, p->roundtrip_us, p->measured);
+            "%s\nbandwidth_gbs %.6g\nread_gbs %.6g\ncopy_gbs %.6g\ntriad_gbs %.6g\n"
+            "vector_width %u\nfp32_gflops %.6g\nlaunch_us %.6g\nroundtrip_us %.6g\nmeasured %s\n",
+            PEAK_FORMAT, p->bandwidth_gbs, p->read_gbs, p->copy_gbs, p->triad_gbs, p->vector_width,
+            p->fp32_gflops, p->launch_us, p->roundtrip_us, p->measured);
     int failed = fclose(f) != 0;
     if (failed || rename(tmp, path) != 0) {
         kp__log(rt, KP_LOG_WARN, "cannot write the peak cache %s: %s", path, strerror(errno));

@@ -97,6 +97,46 @@ static void note(kp_runtime *rt, kp__tuning_choice *c, const kp_kernel *k,
                 v->text, why, "the next less specific entry");
 }
 
+/* The default is the last resort, but the device or the compiled kernel may not run it either
+ * (a small GPU, POCL_MAX_WORK_GROUP_SIZE): then the largest allowed workgroup that fits is used,
+ * so that no launch fails on a default nobody chose for this device. */
+static void fit_default(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
+{
+    const kp_tunable_desc *t = &k->desc->tunables[ti];
+    kp__tuning_choice *c = &k->choices[ti];
+    const kp_device_info *d = kp__device(rt);
+    if (!(t->flags & KP_TUNABLE_WORKGROUP) || kp__is_host(rt) || !c->origin ||
+        strcmp(c->origin, "default") != 0)
+        return;
+    uint64_t limit = d->max_workgroup ? d->max_workgroup : UINT64_MAX;
+    const char *whose = "device's";
+    if (max_wg && max_wg < limit) {
+        limit = max_wg;
+        whose = "compiled kernel's";
+    }
+    if (c->value >= 1 && (uint64_t)c->value <= limit)
+        return;
+    int64_t best = 0;
+    if (t->n_allowed) {
+        for (uint32_t i = 0; t->allowed && i < t->n_allowed; i++)
+            if (t->allowed[i] > best && (uint64_t)t->allowed[i] <= limit)
+                best = t->allowed[i];
+    } else if (!t->choices && t->max >= 1) {
+        int64_t hi = (uint64_t)t->max > limit ? (int64_t)limit : t->max;
+        best = hi >= t->min ? hi : 0;
+    }
+    if (best < 1)
+        return; /* nothing fits: the launch reports the driver's error */
+    kp__append(&c->notes, "%sdefault %lld exceeds the %s maximum workgroup size %llu: using %lld",
+               c->notes ? "; " : "", (long long)c->value, whose, (unsigned long long)limit,
+               (long long)best);
+    kp__log(rt, KP_LOG_INFO,
+            "kernel %s: %s default %lld exceeds the %s maximum workgroup size %llu; using %lld",
+            k->desc->name, t->name, (long long)c->value, whose, (unsigned long long)limit,
+            (long long)best);
+    c->value = best;
+}
+
 /* Chooses tunable ti's value; max_wg > 0 also rejects workgroups above the compiled limit. */
 static void choose(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
 {
@@ -155,6 +195,7 @@ static void choose(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
         free(why);
     }
     free(cand);
+    fit_default(rt, k, ti, max_wg);
 }
 
 static void warn_unknown_keys(kp_runtime *rt, const kp_kernel *k)

@@ -37,6 +37,29 @@ __kernel void peak_triad(__global vec_t *a, __global const vec_t *b, __global co
     a[i] = b[i] + s * c[i];
 }
 
+/* Reads only: each work-item sums PER vectors a grid apart (every step reads one contiguous
+ * slice across the work-items) and writes one float, so writes are a 1/(PER*VEC) overhead. */
+#define PER 16
+__kernel void peak_read(__global const vec_t *src, __global float *dst)
+{
+    const size_t g = get_global_size(0), i = get_global_id(0);
+    vec_t s = src[i];
+    for (int j = 1; j < PER; j++)
+        s += src[i + j * g];
+#if VEC == 1
+    dst[i] = s;
+#elif VEC == 2
+    dst[i] = s.s0 + s.s1;
+#elif VEC == 4
+    dst[i] = s.s0 + s.s1 + s.s2 + s.s3;
+#elif VEC == 8
+    dst[i] = s.s0 + s.s1 + s.s2 + s.s3 + s.s4 + s.s5 + s.s6 + s.s7;
+#else
+    dst[i] = s.s0 + s.s1 + s.s2 + s.s3 + s.s4 + s.s5 + s.s6 + s.s7 + s.s8 + s.s9 + s.sa + s.sb +
+             s.sc + s.sd + s.se + s.sf;
+#endif
+}
+
 /* Eight independent FMA chains per work-item hide the FMA latency; the result is stored so the
  * compiler cannot drop the work. FLOPs = global * iterations * 8 chains * VEC lanes * 2. */
 __kernel void peak_fma(__global float *out, const float seed, const int iterations)

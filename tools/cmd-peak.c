@@ -32,11 +32,14 @@ static int run_peak(const cli_ctx *ctx)
     if (ctx->json) {
         kpj_writer w;
         cli_json_begin(&w);
+        kpj_begin_object(&w);
         kpj_key(&w, "device");
         kpj_begin_object(&w);
         cli_json_device_fields(&w, &d);
         kpj_end_object(&w);
         kpj_key_double(&w, "bandwidth_gbs", p.bandwidth_gbs);
+        kpj_key_double(&w, "read_gbs", p.read_gbs);
+        kpj_key_double(&w, "copy_gbs", p.copy_gbs);
         kpj_key_double(&w, "triad_gbs", p.triad_gbs);
         kpj_key_int(&w, "vector_width", p.vector_width);
         kpj_key_double(&w, "fp32_gflops", p.fp32_gflops);
@@ -44,15 +47,21 @@ static int run_peak(const cli_ctx *ctx)
         kpj_key_double(&w, "roundtrip_us", p.roundtrip_us);
         kpj_key_string(&w, "measured", p.measured);
         kpj_key_bool(&w, "from_cache", p.from_cache);
+        kpj_end_object(&w);
         rc = cli_json_end(&w);
     } else {
         printf("Peaks of %s%s\n\n", name,
                p.from_cache ? " (cached; --remeasure to measure again)" : "");
         cli_table *t = cli_table_create(2);
         cli_table_cell(t, "bandwidth");
-        cli_table_cell(t, "%.1f GB/s (copy, float%u)", p.bandwidth_gbs, p.vector_width);
-        cli_table_cell(t, "triad");
-        cli_table_cell(t, "%.1f GB/s", p.triad_gbs);
+        cli_table_cell(t, "%.1f GB/s (best stream, float%u vectors)", p.bandwidth_gbs,
+                       p.vector_width);
+        cli_table_cell(t, "  read");
+        cli_table_cell(t, "%.1f GB/s", p.read_gbs);
+        cli_table_cell(t, "  copy");
+        cli_table_cell(t, "%.1f GB/s (read + write)", p.copy_gbs);
+        cli_table_cell(t, "  triad");
+        cli_table_cell(t, "%.1f GB/s (read + write)", p.triad_gbs);
         cli_table_cell(t, "fp32");
         cli_table_cell(t, "%.1f GFLOP/s (FMA chains)", p.fp32_gflops);
         cli_table_cell(t, "launch latency");

@@ -173,6 +173,7 @@ static int run_tune(const cli_ctx *ctx)
     if (ctx->json && n) {
         kpj_writer w;
         cli_json_begin(&w);
+        kpj_begin_object(&w);
         kpj_key(&w, "device");
         kpj_begin_object(&w);
         cli_json_device_fields(&w, &d);
@@ -199,6 +200,7 @@ static int run_tune(const cli_ctx *ctx)
             kpj_end_object(&w);
         }
         kpj_end_array(&w);
+        kpj_end_object(&w);
         int jr = cli_json_end(&w);
         if (rc == CLI_EXIT_OK)
             rc = jr;

@@ -33,10 +33,12 @@ static int run_warmup(const cli_ctx *ctx)
     if (ctx->json) {
         kpj_writer w;
         cli_json_begin(&w);
+        kpj_begin_object(&w);
         kpj_key_string(&w, "pattern", pattern);
         kpj_key_int(&w, "kernels", (int64_t)n);
         kpj_key_double(&w, "seconds", seconds);
         kpj_key_string(&w, "status", kp_status_name(st));
+        kpj_end_object(&w);
         rc = cli_json_end(&w);
     } else if (st == KP_OK) {
         printf("warmed up %zu kernel%s in %.3f s\n", n, n == 1 ? "" : "s", seconds);

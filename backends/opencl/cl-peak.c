@@ -90,6 +90,29 @@ static kp_status set_args(peak_ctx *c, cl_kernel k, int n, const void *const *va
     return KP_OK;
 }
 
+/* Median seconds of `name` over `n` work-items with the given arguments. */
+static kp_status stream(peak_ctx *c, cl_program p, const char *name, size_t n, int nargs,
+                        const void *const *values, const size_t *sizes, double *seconds)
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(p, name, &err);
+    if (!k)
+        return kp__cl_fail(c->rt, err, "clCreateKernel", "%s", name);
+    kp_status st = set_args(c, k, nargs, values, sizes);
+    if (st == KP_OK)
+        st = median_time(c, k, n, seconds);
+    clReleaseKernel(k);
+    return st;
+}
+
+static void keep_best(kp_peak *out, double gbs, int width)
+{
+    if (gbs > out->bandwidth_gbs) {
+        out->bandwidth_gbs = gbs;
+        out->vector_width = (uint32_t)width;
+    }
+}
+
 static kp_status bandwidth(peak_ctx *c, cl_mem a, cl_mem b, cl_mem d, size_t bytes, kp_peak *out)
 {
     static const int widths[] = {1, 2, 4, 8, 16};
@@ -98,38 +121,27 @@ static kp_status bandwidth(peak_ctx *c, cl_mem a, cl_mem b, cl_mem d, size_t byt
         cl_program p;
         if ((st = build(c, widths[w], &p)) != KP_OK)
             break;
-        cl_int err;
-        cl_kernel copy = clCreateKernel(p, "peak_copy", &err);
-        cl_kernel triad = clCreateKernel(p, "peak_triad", &err);
         size_t n = bytes / (4u * (size_t)widths[w]);
         float s = 1.5f;
-        double tc = 0, tt = 0;
-        const void *cv[] = {&a, &b};
-        const size_t cs[] = {sizeof a, sizeof b};
-        const void *tv[] = {&a, &b, &d, &s};
-        const size_t ts[] = {sizeof a, sizeof b, sizeof d, sizeof s};
-        if (!copy || !triad)
-            st = kp__cl_fail(c->rt, err, "clCreateKernel", "peak_copy/peak_triad");
+        double tr = 0, tc = 0, tt = 0;
+        const void *v2[] = {&a, &b}, *v4[] = {&a, &b, &d, &s};
+        const size_t s2[] = {sizeof a, sizeof b}, s4[] = {sizeof a, sizeof b, sizeof d, sizeof s};
+        /* peak_read reads 16 vectors per work-item (PER in peak.cl). */
+        st = stream(c, p, "peak_read", n / 16, 2, v2, s2, &tr);
         if (st == KP_OK)
-            st = set_args(c, copy, 2, cv, cs);
+            st = stream(c, p, "peak_copy", n, 2, v2, s2, &tc);
         if (st == KP_OK)
-            st = set_args(c, triad, 4, tv, ts);
-        if (st == KP_OK)
-            st = median_time(c, copy, n, &tc);
-        if (st == KP_OK)
-            st = median_time(c, triad, n, &tt);
+            st = stream(c, p, "peak_triad", n, 4, v4, s4, &tt);
         if (st == KP_OK) {
-            double gbs = 2.0 * (double)bytes / tc * 1e-9, tgbs = 3.0 * (double)bytes / tt * 1e-9;
-            if (gbs > out->bandwidth_gbs) {
-                out->bandwidth_gbs = gbs;
-                out->triad_gbs = tgbs;
-                out->vector_width = (uint32_t)widths[w];
-            }
+            double read = (double)bytes / tr * 1e-9, copy = 2.0 * (double)bytes / tc * 1e-9,
+                   triad = 3.0 * (double)bytes / tt * 1e-9;
+            out->read_gbs = read > out->read_gbs ? read : out->read_gbs;
+            out->copy_gbs = copy > out->copy_gbs ? copy : out->copy_gbs;
+            out->triad_gbs = triad > out->triad_gbs ? triad : out->triad_gbs;
+            keep_best(out, read, widths[w]);
+            keep_best(out, copy, widths[w]);
+            keep_best(out, triad, widths[w]);
         }
-        if (copy)
-            clReleaseKernel(copy);
-        if (triad)
-            clReleaseKernel(triad);
         clReleaseProgram(p);
     }
     return st;
@@ -225,11 +237,13 @@ static kp_status latency(peak_ctx *c, cl_mem outbuf, kp_peak *out)
 kp_status kp__cl_peak(kp_runtime *rt, kp_peak *out)
 {
     const kp_device_info *d = kp__device(rt);
-    peak_ctx c = {.rt = rt, .b = rt->backend, .local = 64};
+    /* GPUs stream best with wide workgroups; CPUs (PoCL) with narrow ones. */
+    peak_ctx c = {.rt = rt, .b = rt->backend, .local = d->type == KP_DEVICE_GPU ? 256 : 64};
     if (c.local > d->max_workgroup)
         c.local = d->max_workgroup;
-    /* Buffers well past the last-level cache; a GPU needs more to reach steady state. */
-    size_t bytes = d->type == KP_DEVICE_GPU ? (size_t)512 << 20 : (size_t)64 << 20;
+    /* Buffers well past the last-level cache (a multiple of 16 vectors of 16 floats times the
+     * workgroup, so every stream divides evenly); a GPU needs more to reach steady state. */
+    size_t bytes = d->type == KP_DEVICE_GPU ? (size_t)1 << 30 : (size_t)128 << 20;
     while (bytes > d->max_alloc / 2 && bytes > ((size_t)1 << 20))
         bytes /= 2;
     /* Enough work-items to fill every compute unit many times over. */

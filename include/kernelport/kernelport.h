@@ -135,7 +135,8 @@ KP_API kp_runtime_options kp_runtime_options_default(void);
 
 /*
  * Creates a runtime: reads the manifest layers (built-in default < system file
- * /etc/kernelport/manifest.yaml < user file $XDG_CONFIG_HOME/kernelport/manifest.yaml <
+ * <sysconfdir>/kernelport/manifest.yaml (/etc/... for a /usr install, /usr/local/etc/... by
+ * default) < user file $XDG_CONFIG_HOME/kernelport/manifest.yaml (~/.config/...) <
  * options->manifest_path or KP_MANIFEST), enumerates OpenCL devices, picks one (options->device,
  * else KP_DEVICE, else the manifest's device rules), creates a context and a profiling queue,
  * loads the plugins and registers their kernels. With no OpenCL platform it falls back to the
@@ -505,9 +506,11 @@ KP_API kp_status kp_kernel_tuning_reset(kp_runtime *rt, kp_kernel *k);
 /* The measured limits of a device, the denominators of every "fraction of peak". */
 typedef struct kp_peak {
     uint32_t struct_size;
-    double bandwidth_gbs;  /* best streaming copy, bytes read + written per second / 1e9 */
-    double triad_gbs;      /* a[i] = b[i] + s * c[i] at the same vector width */
-    uint32_t vector_width; /* float vector width of the best copy (1, 2, 4, 8, 16) */
+    double bandwidth_gbs;  /* the best of the three streams below: the denominator of "% BW" */
+    double read_gbs;       /* streaming reads (a sum), bytes per second / 1e9 */
+    double copy_gbs;       /* dst[i] = src[i], bytes read + written */
+    double triad_gbs;      /* a[i] = b[i] + s * c[i], bytes read + written */
+    uint32_t vector_width; /* float vector width of the best stream (1, 2, 4, 8, 16) */
     double fp32_gflops;    /* independent FMA chains, 2 FLOPs per FMA */
     double launch_us;      /* empty kernel: from queued to start (as clpeak reports it) */
     double roundtrip_us;   /* empty kernel: host enqueue to completion seen by the host */

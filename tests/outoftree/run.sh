@@ -3,12 +3,12 @@
 #
 # Usage: run.sh BUILD_DIR SCRATCH_DIR
 # Everything this test writes lives under SCRATCH_DIR, which is wiped first so the test can be
-# re-run. Nothing from the source or build tree is used after `cmake --install`: the plugin sees
-# only the installed headers, CMake package, pkg-config file and embed script, and the CLI that
-# runs it is the installed one, found with no configuration at all.
+# re-run. Nothing of the build tree is used after `cmake --install`: the plugin (and
+# examples/axpy.c) see only the installed headers, CMake package, pkg-config file and embed
+# script, and the CLI that runs the plugin is the installed one, found with no configuration.
 set -euo pipefail
 
-if [[ $# -ne 2 ]]; then
+if [[ $# -ne 2 || -z $2 || $2 == / ]]; then
     echo "usage: $0 BUILD_DIR SCRATCH_DIR" >&2
     exit 2
 fi
@@ -51,6 +51,12 @@ cc=$(cache_get CMAKE_C_COMPILER)
 cc=${cc:-${CC:-cc}}
 libdir=$(cache_get CMAKE_INSTALL_LIBDIR)
 libdir=${libdir:-lib}
+# An application must be built with the sanitizers the library was built with (KP_SANITIZE),
+# or the sanitizer runtime would not be loaded first.
+app_flags=()
+if [[ $(cache_get KP_SANITIZE) =~ ^(ON|on|1|TRUE|true|YES|yes)$ ]]; then
+    app_flags=("-fsanitize=address,undefined")
+fi
 generator=()
 if command -v ninja >/dev/null; then
     generator=(-G Ninja)
@@ -180,8 +186,8 @@ if [[ -f $app_src ]]; then
     pc_libs=$(pkg-config --libs kernelport) || fail "pkg-config --libs kernelport failed"
     read -r -a libs <<<"$pc_libs"
     step "$logs/app-build.log" "building examples/axpy.c with pkg-config --cflags --libs" "$cc" \
-        -std=c11 -O2 -Wall -Wextra -Werror "${cflags[@]}" -o "$scratch/axpy" "$app_src" \
-        "${libs[@]}" -Wl,-rpath,"$prefix/$libdir" -lm
+        -std=c11 -O2 -Wall -Wextra -Werror "${app_flags[@]}" "${cflags[@]}" -o "$scratch/axpy" \
+        "$app_src" "${libs[@]}" -Wl,-rpath,"$prefix/$libdir" -lm
     step "$logs/app-run.log" "running it" "$scratch/axpy"
     expect "$(cat "$logs/app-run.log")" "$installed_plugins/example.so" "examples/axpy.c"
 fi
