@@ -186,33 +186,37 @@ static void *kernel_user(kp_launch *l)
     return l ? l->kernel->desc->user : NULL;
 }
 
-void kp__host_api_init(kp_host_api *api)
+/* One table for the whole process: plugins keep the pointer init gave them for as long as they
+ * are loaded, and a plugin shared by several runtimes must not see it change or die with one. */
+static const kp_host_api host_api = {
+    .struct_size = sizeof(kp_host_api),
+    .abi_major = KP_ABI_MAJOR,
+    .abi_minor = KP_ABI_MINOR,
+    .register_kernel = register_kernel,
+    .fail = fail,
+    .log = log_message,
+    .tunable = tunable,
+    .device = device,
+    .cl_kernel = cl_kernel,
+    .arg_buffer = arg_buffer,
+    .arg_value = arg_value,
+    .arg_local = arg_local,
+    .enqueue_ndrange = enqueue_ndrange,
+    .scratch = scratch,
+    .launch = launch,
+    .cl_context = cl_context,
+    .cl_queue = cl_queue,
+    .cl_device = cl_device,
+    .cl_mem = cl_mem,
+    .cl_event_slot = cl_event_slot,
+    .kernel_user = kernel_user,
+    .sample_tensor = kp__sample_tensor,
+    .sample_int = kp__sample_int,
+    .sample_float = kp__sample_float,
+    .sample_random = kp__sample_random,
+};
+
+const kp_host_api *kp__host_api(void)
 {
-    *api = (kp_host_api){
-        .struct_size = sizeof *api,
-        .abi_major = KP_ABI_MAJOR,
-        .abi_minor = KP_ABI_MINOR,
-        .register_kernel = register_kernel,
-        .fail = fail,
-        .log = log_message,
-        .tunable = tunable,
-        .device = device,
-        .cl_kernel = cl_kernel,
-        .arg_buffer = arg_buffer,
-        .arg_value = arg_value,
-        .arg_local = arg_local,
-        .enqueue_ndrange = enqueue_ndrange,
-        .scratch = scratch,
-        .launch = launch,
-        .cl_context = cl_context,
-        .cl_queue = cl_queue,
-        .cl_device = cl_device,
-        .cl_mem = cl_mem,
-        .cl_event_slot = cl_event_slot,
-        .kernel_user = kernel_user,
-        .sample_tensor = kp__sample_tensor,
-        .sample_int = kp__sample_int,
-        .sample_float = kp__sample_float,
-        .sample_random = kp__sample_random,
-    };
+    return &host_api;
 }

@@ -113,7 +113,7 @@ static void start(kp_runtime *rt, kp__plugin *p, const kp_plugin_info *info)
     /* An init that fails without a message must not inherit an older one. */
     kp__fail(rt, KP_OK, "%s", "");
     kp__initializing = rt;
-    kp_status st = info->init(&rt->host_api, &reg);
+    kp_status st = info->init(kp__host_api(), &reg);
     kp__initializing = NULL;
     if (st != KP_OK) {
         kp__registry_remove_plugin(rt, p);

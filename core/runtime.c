@@ -111,7 +111,6 @@ kp_status kp_runtime_create(const kp_runtime_options *options, kp_runtime **out)
     pthread_mutexattr_destroy(&attr);
     pthread_mutex_init(&rt->error_lock, NULL);
     kp__manifest_init(&rt->manifest);
-    kp__host_api_init(&rt->host_api);
     rt->kernel_dir = kp__strdup(kp__env(rt, "KP_KERNEL_DIR"));
 
     kp_status st = load_manifests(rt, &opt);

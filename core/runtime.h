@@ -105,7 +105,6 @@ struct kp_runtime {
     size_t n_plugins;
     kp_kernel **kernels; /* sorted by name once loading is done */
     size_t n_kernels;
-    kp_host_api host_api;
 
     char *kernel_dir; /* KP_KERNEL_DIR */
     char *cache_dir;  /* program binaries and measured peaks; NULL: no disk cache */
@@ -157,7 +156,8 @@ kp_status kp__plugins_load(kp_runtime *rt, const kp_runtime_options *opt);
 void kp__plugins_close(kp_runtime *rt);
 
 /* ---- host table (host-api.c) ---- */
-void kp__host_api_init(kp_host_api *api);
+/* The function table handed to every plugin; static, valid for the life of the process. */
+const kp_host_api *kp__host_api(void);
 
 /* ---- tuning (tuning.c) ---- */
 /* Chooses every tunable's value (once), then checks them against the compiled entry's limits

@@ -4,7 +4,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -617,6 +619,67 @@ static void test_tuning_unknown_key_warns(void **state)
     kp_runtime_destroy(rt);
 }
 
+/* Runs in a child (--small-device) whose PoCL device allows workgroups of at most 32: the
+ * example kernels' default of 64 cannot run there, so the largest allowed value that fits is
+ * used, and launches work. */
+static void test_small_device_default(void **state)
+{
+    kp_tuning_info t;
+    kp_runtime *rt = tuning_of(NULL, 0, NULL, &t);
+    kp_device_info d;
+    assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
+    assert_int_equal(d.max_workgroup, 32);
+    assert_int_equal(t.value, 32);
+    assert_string_equal(t.origin, "default");
+    assert_string_equal(t.notes,
+                        "default 64 exceeds the device's maximum workgroup size 32: using 32");
+    kp_kernel *k;
+    assert_int_equal(kp_kernel_find(rt, "example.axpy", &k), KP_OK);
+    float x[100], y[100];
+    test_fill_nonzero(x, 100, 1);
+    test_fill_nonzero(y, 100, 2);
+    kp_buffer *bx, *by;
+    assert_int_equal(kp_buffer_create(rt, sizeof x, &bx), KP_OK);
+    assert_int_equal(kp_buffer_create(rt, sizeof y, &by), KP_OK);
+    assert_int_equal(kp_buffer_write(rt, bx, 0, sizeof x, x), KP_OK);
+    assert_int_equal(kp_buffer_write(rt, by, 0, sizeof y, y), KP_OK);
+    kp_arg args[] = {KP_ARG_INT("n", 100), KP_ARG_TENSOR("x", kp_tensor_1d(bx, KP_F32, 100)),
+                     KP_ARG_TENSOR("y", kp_tensor_1d(by, KP_F32, 100))};
+    kp_status st = kp_kernel_launch(rt, k, args, 3, NULL);
+    if (st != KP_OK)
+        fail_msg("launch: %s", kp_last_error(rt));
+    float got[100];
+    assert_int_equal(kp_buffer_read(rt, by, 0, sizeof got, got), KP_OK);
+    for (int i = 0; i < 100; i++)
+        assert_true(got[i] == x[i] + y[i]);
+    kp_runtime_destroy(rt);
+}
+
+static void test_tuning_default_above_device_max(void **state)
+{
+    /* PoCL reads its limit once per process: a child gets the smaller one. posix_spawn with an
+     * environment built here, since this process's PoCL threads make fork-then-setenv unsafe. */
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    assert_non_null(env);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "POCL_MAX_WORK_GROUP_SIZE=", 25) != 0)
+            env[m++] = environ[i];
+    env[m++] = "POCL_MAX_WORK_GROUP_SIZE=32";
+    char *argv[] = {"test-runtime", "--small-device", NULL};
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, env), 0);
+    free(env);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* ---- names and helpers ---------------------------------------------------------------- */
 
 static void test_status_names(void **state)
@@ -726,8 +789,12 @@ static void test_uuid_format(void **state)
     assert_string_equal(buf, "abababab-abab-abab-abab-abababababf0");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--small-device") == 0) {
+        const struct CMUnitTest child[] = {cmocka_unit_test(test_small_device_default)};
+        return cmocka_run_group_tests(child, NULL, NULL);
+    }
     /* Before the first OpenCL call of the process, so PoCL sees it. */
     setenv("POCL_MAX_WORK_GROUP_SIZE", POCL_MAX_WG, 1);
     unsetenv("KP_DEVICE");
@@ -747,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_tuning_later_layer_wins_tie),
         cmocka_unit_test(test_tuning_value_not_allowed),
         cmocka_unit_test(test_tuning_workgroup_above_device_max),
+        cmocka_unit_test(test_tuning_default_above_device_max),
         cmocka_unit_test(test_tuning_string_value_rejected),
         cmocka_unit_test(test_tuning_unknown_key_warns),
         cmocka_unit_test(test_status_names),
