@@ -34,6 +34,9 @@ struct kp__backend_ops {
                             const void *value);
     kp_status (*enqueue)(kp_launch *l, kp_clkernel *ck, uint32_t dims, const size_t *global,
                          const size_t *local);
+    /* Marks the start of a launch's timed span before a library call, whose own event covers
+     * only its last command. (optional) */
+    void (*event_mark)(kp_launch *l);
     /* Takes ownership of an event a library call produced for this launch. */
     void (*event_adopt)(kp_launch *l, void *event);
     kp_status (*event_wait)(kp_runtime *rt, kp_event *ev);

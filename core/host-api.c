@@ -177,6 +177,8 @@ static void **cl_event_slot(kp_launch *l)
     if (l->event_slot) {
         l->rt->ops->event_adopt(l, l->event_slot);
         l->event_slot = NULL;
+    } else if (l->rt->ops->event_mark) {
+        l->rt->ops->event_mark(l);
     }
     return &l->event_slot;
 }
@@ -214,6 +216,7 @@ static const kp_host_api host_api = {
     .sample_int = kp__sample_int,
     .sample_float = kp__sample_float,
     .sample_random = kp__sample_random,
+    .sample_view = kp__sample_view,
 };
 
 const kp_host_api *kp__host_api(void)

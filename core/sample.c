@@ -179,6 +179,59 @@ kp_status kp__sample_tensor(kp_sample *s, const char *name, int32_t dtype, int32
     return KP_OK;
 }
 
+kp_status kp__sample_view(kp_sample *s, const char *name, int32_t rank, const int64_t *shape,
+                          int64_t offset, const int64_t *strides)
+{
+    uint32_t i;
+    int r = find(s, name, KP_ARG_KIND_TENSOR, &i);
+    if (r)
+        return bad_name(s, "sample_view", name, r);
+    kp__sample_arg *a = &s->args[i];
+    if (!a->present || rank < 0 || rank > KP_MAX_RANK || (rank && (!shape || !strides)) ||
+        offset < 0)
+        return kp__fail(s->rt, KP_ERR_PLUGIN,
+                        "kernel %s: sample_view \"%s\": sample the tensor first, with rank "
+                        "0..%d and offset >= 0",
+                        s->kernel->desc->name, name, KP_MAX_RANK);
+    kp_tensor t = {.dtype = a->dtype, .rank = rank, .offset = offset};
+    for (int32_t d = 0; d < rank; d++) {
+        if (shape[d] < 0 || strides[d] < 0)
+            return kp__fail(s->rt, KP_ERR_PLUGIN,
+                            "kernel %s: sample_view \"%s\": negative "
+                            "shape or stride",
+                            s->kernel->desc->name, name);
+        t.shape[d] = shape[d];
+        t.strides[d] = strides[d];
+    }
+    if (kp_tensor_extent(&t) > a->numel)
+        return kp__fail(s->rt, KP_ERR_PLUGIN,
+                        "kernel %s: sample_view \"%s\" reaches element %lld of a storage of "
+                        "%lld",
+                        s->kernel->desc->name, name, (long long)kp_tensor_extent(&t),
+                        (long long)a->numel);
+    a->has_view = 1;
+    a->rank = rank;
+    a->offset = offset;
+    for (int32_t d = 0; d < rank; d++) {
+        a->shape[d] = shape[d];
+        a->strides[d] = strides[d];
+    }
+    return KP_OK;
+}
+
+/* The tensor the kernel sees: the whole storage, or the view set by sample_view. */
+static kp_tensor view_of(const kp__sample_arg *a, kp_buffer *buf)
+{
+    if (!a->has_view)
+        return kp_tensor_nd(buf, (kp_dtype)a->dtype, a->rank, a->shape);
+    kp_tensor t = {.buffer = buf, .dtype = a->dtype, .rank = a->rank, .offset = a->offset};
+    for (int32_t d = 0; d < a->rank; d++) {
+        t.shape[d] = a->shape[d];
+        t.strides[d] = a->strides[d];
+    }
+    return t;
+}
+
 kp_status kp__sample_int(kp_sample *s, const char *name, int64_t value)
 {
     uint32_t i;
@@ -259,12 +312,16 @@ kp_status kp__sample_args_create(kp_runtime *rt, const kp_kernel *k, const kp_sa
         kp_status st = kp_buffer_create(rt, bytes ? bytes : 4, &db);
         if (st == KP_OK && with_reference)
             st = kp__buffer_create_host(rt, bytes ? bytes : 4, &hb);
-        dev->tensor = kp_tensor_nd(db, (kp_dtype)a->dtype, a->rank, a->shape);
-        ref->tensor = kp_tensor_nd(hb, (kp_dtype)a->dtype, a->rank, a->shape);
-        if (st == KP_OK && bytes) {
+        dev->tensor = view_of(a, db);
+        ref->tensor = view_of(a, hb);
+        /* An empty tensor still gets a 4-byte buffer; zero it on both sides so it compares. */
+        static const uint32_t zero = 0;
+        const void *src = bytes ? a->data : &zero;
+        size_t n = bytes ? bytes : sizeof zero;
+        if (st == KP_OK) {
             if (hb)
-                memcpy(hb->host, a->data, bytes);
-            st = kp_buffer_write(rt, db, 0, bytes, a->data);
+                memcpy(hb->host, src, n);
+            st = kp_buffer_write(rt, db, 0, n, src);
         }
         if (st != KP_OK)
             return st;

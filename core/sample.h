@@ -9,8 +9,11 @@ typedef struct kp__sample_arg {
     int32_t dtype;
     int32_t rank;
     int64_t shape[KP_MAX_RANK];
-    int64_t numel;
-    void *data; /* host memory, numel * dtype size bytes */
+    int64_t numel; /* elements of storage */
+    void *data;    /* host memory, numel * dtype size bytes */
+    int has_view;  /* the tensor is a strided view (offset, strides) of the storage */
+    int64_t offset;
+    int64_t strides[KP_MAX_RANK];
     int64_t i;
     double f;
 } kp__sample_arg;
@@ -32,6 +35,8 @@ kp_status kp__sample_build(kp_sample *s, const char *size);
 
 kp_status kp__sample_tensor(kp_sample *s, const char *name, int32_t dtype, int32_t rank,
                             const int64_t *shape, double lo, double hi, void **data);
+kp_status kp__sample_view(kp_sample *s, const char *name, int32_t rank, const int64_t *shape,
+                          int64_t offset, const int64_t *strides);
 kp_status kp__sample_int(kp_sample *s, const char *name, int64_t value);
 kp_status kp__sample_float(kp_sample *s, const char *name, double value);
 uint64_t kp__sample_random(kp_sample *s);

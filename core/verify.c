@@ -74,9 +74,10 @@ static kp_status check_outputs(kp_runtime *rt, kp_kernel *k, const char *size, k
             p++;
         if (d->params[p].kind != KP_ARG_KIND_TENSOR || d->params[p].access == KP_ACCESS_IN)
             continue;
+        /* The whole storage, not just the view: a write outside the view is an error too. */
         const kp_tensor *t = &r->dev[a].tensor;
-        int64_t n = kp_tensor_numel(t);
-        size_t bytes = (size_t)n * kp_dtype_size((kp_dtype)t->dtype);
+        size_t esize = kp_dtype_size((kp_dtype)t->dtype), bytes = t->buffer->size;
+        int64_t n = (int64_t)(bytes / esize);
         void *dev = malloc(bytes ? bytes : 1);
         if (!dev)
             return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");

@@ -112,6 +112,7 @@ static const kp__backend_ops cl_ops = {
     .kernel_limits = kp__cl_kernel_limits,
     .kernel_arg = kp__cl_kernel_arg,
     .enqueue = kp__cl_enqueue,
+    .event_mark = kp__cl_event_mark,
     .event_adopt = kp__cl_event_adopt,
     .event_wait = kp__cl_event_wait,
     .event_elapsed = kp__cl_event_elapsed,

@@ -51,6 +51,7 @@ kp_status kp__cl_kernel_arg(kp_launch *l, kp_clkernel *ck, uint32_t index, size_
                             const void *value);
 kp_status kp__cl_enqueue(kp_launch *l, kp_clkernel *ck, uint32_t dims, const size_t *global,
                          const size_t *local);
+void kp__cl_event_mark(kp_launch *l);
 void kp__cl_event_adopt(kp_launch *l, void *event);
 kp_status kp__cl_event_wait(kp_runtime *rt, kp_event *ev);
 kp_status kp__cl_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds);

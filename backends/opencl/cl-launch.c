@@ -56,6 +56,16 @@ kp_status kp__cl_enqueue(kp_launch *l, kp_clkernel *ck, uint32_t dims, const siz
     return KP_OK;
 }
 
+void kp__cl_event_mark(kp_launch *l)
+{
+    if (!l->event || l->event->first)
+        return;
+    kp__backend *b = l->rt->backend;
+    cl_event ev = NULL;
+    if (clEnqueueMarkerWithWaitList(b->queue, 0, NULL, &ev) == CL_SUCCESS)
+        record(l->event, ev);
+}
+
 void kp__cl_event_adopt(kp_launch *l, void *event)
 {
     if (!event)

@@ -209,6 +209,11 @@ typedef struct kp_host_api {
     kp_status (*sample_float)(kp_sample *s, const char *name, double value);
     /* The sample's random stream: uniform 64-bit values, reproducible for a given seed. */
     uint64_t (*sample_random)(kp_sample *s);
+    /* Makes the already sampled tensor `name` a strided view of its storage (shape, element
+     * offset and strides), to verify transposed, padded or offset layouts. Elements outside the
+     * view are compared too, so a kernel that writes outside its output view fails. */
+    kp_status (*sample_view)(kp_sample *s, const char *name, int32_t rank, const int64_t *shape,
+                             int64_t offset, const int64_t *strides);
 } kp_host_api;
 
 /* ------------------------------------------------------------------------------------------ */
