@@ -114,6 +114,11 @@ size_t kp_buffer_size(const kp_buffer *buf)
     return buf ? buf->size : 0;
 }
 
+void *kp_buffer_cl_mem(const kp_buffer *buf)
+{
+    return buf && !buf->is_host ? buf->mem : NULL;
+}
+
 static kp_status check_range(kp_runtime *rt, const char *fn, const kp_buffer *buf, size_t offset,
                              size_t bytes, const void *ptr)
 {

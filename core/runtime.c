@@ -231,3 +231,20 @@ kp_status kp_runtime_warmup(kp_runtime *rt, const char *pattern)
     }
     return first;
 }
+
+kp_status kp_runtime_opencl(kp_runtime *rt, void **context, void **queue, void **device)
+{
+    if (!rt)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_runtime_opencl: runtime is NULL");
+    if (kp__is_host(rt))
+        return kp__fail(rt, KP_ERR_UNSUPPORTED,
+                        "kp_runtime_opencl: the host device has no "
+                        "OpenCL handles");
+    if (context)
+        *context = rt->ops->handle(rt, KP__HANDLE_CONTEXT);
+    if (queue)
+        *queue = rt->ops->handle(rt, KP__HANDLE_QUEUE);
+    if (device)
+        *device = rt->ops->handle(rt, KP__HANDLE_DEVICE);
+    return KP_OK;
+}

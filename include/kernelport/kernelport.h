@@ -249,6 +249,15 @@ KP_API kp_status kp_runtime_device(const kp_runtime *rt, kp_device_info *out, co
 /* Formats a UUID as 8-4-4-4-12 lowercase hex into buf (at least 37 bytes). */
 KP_API void kp_uuid_format(const uint8_t uuid[16], char *buf);
 
+/*
+ * OpenCL interop: the runtime's cl_context, cl_command_queue (in order, profiling enabled) and
+ * cl_device_id, for applications that enqueue their own OpenCL work or call an OpenCL library on
+ * the same queue. Each out pointer may be NULL. The handles stay owned by the runtime: do not
+ * release them (retain them if you keep them past kp_runtime_destroy). Errors: KP_ERR_UNSUPPORTED
+ * on the host device. Thread-safe; work enqueued directly is ordered with Kernelport's launches.
+ */
+KP_API kp_status kp_runtime_opencl(kp_runtime *rt, void **context, void **queue, void **device);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Buffers                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
@@ -266,6 +275,10 @@ KP_API void kp_buffer_destroy(kp_runtime *rt, kp_buffer *buf);
 
 /* Size in bytes; 0 for NULL. */
 KP_API size_t kp_buffer_size(const kp_buffer *buf);
+
+/* The buffer's cl_mem for OpenCL interop (owned by the buffer: do not release it), or NULL on the
+ * host device. */
+KP_API void *kp_buffer_cl_mem(const kp_buffer *buf);
 
 /*
  * Copies `bytes` from host memory `src` (borrowed, only read during the call) into the buffer at
