@@ -75,6 +75,15 @@ static kp_status select_by_spec(kp_runtime *rt, const char *spec)
     char word[64];
     long nth = 0;
     const char *colon = strchr(spec, ':');
+    /* KIND:N only when KIND is a vendor or a type: AMD names such as "gfx90a:xnack-" are names. */
+    if (colon && !is_uuid(spec) && (size_t)(colon - spec) < sizeof word) {
+        memcpy(word, spec, (size_t)(colon - spec));
+        word[colon - spec] = '\0';
+        kp_vendor v;
+        kp_device_type t;
+        if (kp__vendor_parse(word, &v) != 0 && kp__device_type_parse(word, &t) != 0)
+            colon = NULL;
+    }
     if (colon && !is_uuid(spec)) {
         char *end;
         nth = strtol(colon + 1, &end, 10);
