@@ -1,5 +1,6 @@
 /* The manifest schema: walks libyaml's document tree with tables of {key, node kind, handler}. */
 #include "manifest-internal.h"
+#include "names.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -60,52 +61,14 @@ static kp__loc loc_of(kp__yaml *c, const yaml_node_t *node)
                      (uint32_t)node->start_mark.column + 1};
 }
 
-static int is_kernel_name(const char *s)
-{
-    int dots = 0;
-    size_t seg = 0;
-    for (; *s; s++) {
-        if (*s == '.') {
-            if (seg == 0)
-                return 0;
-            dots++;
-            seg = 0;
-        } else if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_') {
-            seg++;
-        } else {
-            return 0;
-        }
-    }
-    return dots > 0 && seg > 0;
-}
-
 static int check_kernel_name(kp__yaml *c, yaml_node_t *key, const char *name)
 {
-    if (is_kernel_name(name))
+    if (kp__name_is_kernel(name))
         return 0;
     return kp__yaml_fail(c, key,
                          "invalid kernel name %s (expected family.op in lowercase letters, "
                          "digits and '_')",
                          kp__yaml_show(name).s);
-}
-
-/* Each '.'-separated segment must be a C identifier, as the tunables' names are. */
-static int is_tunable_name(const char *s)
-{
-    int at_start = 1;
-    for (; *s; s++) {
-        if (*s == '.') {
-            if (at_start)
-                return 0;
-            at_start = 1;
-        } else if ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_' ||
-                   (!at_start && *s >= '0' && *s <= '9')) {
-            at_start = 0;
-        } else {
-            return 0;
-        }
-    }
-    return !at_start;
 }
 
 /* The directory relative paths in this file are taken against, absolute so that it stays right
@@ -428,7 +391,7 @@ static int flatten(kp__yaml *c, kp__tuning_entry *e, const char *kernel, const c
         yaml_node_t *val = yaml_document_get_node(&c->doc, p->value);
         const char *name = kp__yaml_text(key);
         size_t saved = kp__yaml_path_key(c, name);
-        if (!is_tunable_name(name))
+        if (!kp__name_is_tunable(name))
             return kp__yaml_fail(c, key,
                                  "invalid tunable name %s (expected letters, digits and '_', "
                                  "not starting with a digit)",

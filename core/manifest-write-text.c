@@ -168,44 +168,6 @@ static int reads_as_int(const char *s)
     return kp__yaml_parse_int(s, &i) > 0 || kp__yaml_parse_bool(s, &b);
 }
 
-/* ---- names, checked as the loader checks them (manifest-parse.c keeps its copies static) -- */
-
-int kp__tuning_kernel_name_ok(const char *s)
-{
-    int dots = 0;
-    size_t seg = 0;
-    for (; *s; s++) {
-        if (*s == '.') {
-            if (seg == 0)
-                return 0;
-            dots++;
-            seg = 0;
-        } else if ((*s >= 'a' && *s <= 'z') || is_digit(*s) || *s == '_') {
-            seg++;
-        } else {
-            return 0;
-        }
-    }
-    return dots > 0 && seg > 0;
-}
-
-int kp__tuning_tunable_name_ok(const char *s)
-{
-    int at_start = 1;
-    for (; *s; s++) {
-        if (*s == '.') {
-            if (at_start)
-                return 0;
-            at_start = 1;
-        } else if (is_alpha(*s) || *s == '_' || (!at_start && is_digit(*s))) {
-            at_start = 0;
-        } else {
-            return 0;
-        }
-    }
-    return !at_start;
-}
-
 /* ---- entries ----------------------------------------------------------------------------- */
 
 typedef struct wvalue {

@@ -11,6 +11,7 @@
 
 #include "manifest-internal.h"
 #include "manifest-write.h"
+#include "names.h"
 #include "runtime.h"
 #include "vendor.h"
 
@@ -404,11 +405,11 @@ static kp_status check_args(const char *path, const kp_tuning_match *match,
         const kp_tuned_value *v = &values[i];
         if (!v->kernel || !v->name || !v->value)
             return bad_arg("values[%zu]: kernel, name and value must not be NULL", i);
-        if (!kp__tuning_kernel_name_ok(v->kernel))
+        if (!kp__name_is_kernel(v->kernel))
             return bad_arg("values[%zu]: invalid kernel name %s (expected family.op in lowercase "
                            "letters, digits and '_')",
                            i, kp__yaml_show(v->kernel).s);
-        if (!kp__tuning_tunable_name_ok(v->name))
+        if (!kp__name_is_tunable(v->name))
             return bad_arg("values[%zu]: invalid tunable name %s (expected letters, digits and "
                            "'_', not starting with a digit)",
                            i, kp__yaml_show(v->name).s);

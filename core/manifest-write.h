@@ -20,8 +20,6 @@ void kp__strbuf_pad(kp__strbuf *b, size_t n); /* n spaces */
 /* Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF). */
 int kp__utf8_valid(const char *s);
 /* The loader's rules: "family.op" in [a-z0-9_]; dot-separated C identifiers. */
-int kp__tuning_kernel_name_ok(const char *s);
-int kp__tuning_tunable_name_ok(const char *s);
 
 /* What the caller asked for, checked, with vendor and type in their canonical spelling.
  * Everything is borrowed from the caller. */

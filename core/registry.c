@@ -4,40 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "registry.h"
 
 #define MAX_PARAMS 64
 /* The size of a version 1.0 descriptor: every field up to and including `user`. */
 #define DESC_MIN_SIZE (offsetof(kp_kernel_desc, user) + sizeof(void *))
-
-static int valid_kernel_name(const char *s)
-{
-    int dots = 0, seg = 0;
-    for (; s && *s; s++) {
-        if (*s == '.') {
-            if (seg == 0)
-                return 0;
-            dots++;
-            seg = 0;
-        } else if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_') {
-            seg++;
-        } else {
-            return 0;
-        }
-    }
-    return dots > 0 && seg > 0;
-}
-
-static int valid_identifier(const char *s, int allow_dots)
-{
-    if (!s || !*s || (*s >= '0' && *s <= '9'))
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_' || (allow_dots && *s == '.')))
-            return 0;
-    return 1;
-}
 
 static kp_status check_params(kp_runtime *rt, const kp_kernel_desc *d)
 {
@@ -47,7 +19,7 @@ static kp_status check_params(kp_runtime *rt, const kp_kernel_desc *d)
                         d->n_params, d->params ? "set" : "NULL");
     for (uint32_t i = 0; i < d->n_params; i++) {
         const kp_param_desc *p = &d->params[i];
-        if (!valid_identifier(p->name, 0))
+        if (!kp__name_is_identifier(p->name))
             return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: parameter %u has an invalid name",
                             d->name, i);
         for (uint32_t j = 0; j < i; j++)
@@ -85,7 +57,7 @@ static kp_status check_tunables(kp_runtime *rt, const kp_kernel_desc *d)
                         d->name, d->n_tunables);
     for (uint32_t i = 0; i < d->n_tunables; i++) {
         const kp_tunable_desc *t = &d->tunables[i];
-        if (!valid_identifier(t->name, 1))
+        if (!kp__name_is_tunable(t->name))
             return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: tunable %u has an invalid name", d->name,
                             i);
         for (uint32_t j = 0; j < i; j++)
@@ -121,7 +93,7 @@ static kp_status check_desc(kp_runtime *rt, const kp_kernel_desc *d)
         return kp__fail(rt, KP_ERR_PLUGIN,
                         "register_kernel: descriptor struct_size %u is smaller than ABI 1.0's %zu",
                         d->struct_size, (size_t)DESC_MIN_SIZE);
-    if (!valid_kernel_name(d->name))
+    if (!kp__name_is_kernel(d->name))
         return kp__fail(rt, KP_ERR_PLUGIN,
                         "register_kernel: invalid kernel name \"%s\" (expected family.op in "
                         "lowercase letters, digits and '_')",
