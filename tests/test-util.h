@@ -8,6 +8,9 @@
 
 #include "kernelport/kernelport.h"
 
+/* A plugin directory holding only the example plugin (tests count what gets loaded). */
+#define KP_TEST_EXAMPLE_PLUGIN_DIR "test-plugins/example"
+
 /* Captured log lines, so tests can assert on warnings. */
 typedef struct test_log {
     char text[16384];
@@ -33,7 +36,7 @@ static inline const char *test_env(const char *name)
     return v;
 }
 
-/* A path under the build tree, e.g. test_build_path("lib/kernelport/plugins"). */
+/* A path under the build tree, e.g. test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR). */
 static inline char *test_build_path(const char *rel)
 {
     static char buf[8][4096];

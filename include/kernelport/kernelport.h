@@ -337,9 +337,41 @@ typedef struct kp_arg {
     double f;
 } kp_arg;
 
-#define KP_ARG_TENSOR(n, t) ((kp_arg){.name = (n), .kind = KP_ARG_KIND_TENSOR, .tensor = (t)})
-#define KP_ARG_INT(n, v) ((kp_arg){.name = (n), .kind = KP_ARG_KIND_INT, .i = (v)})
-#define KP_ARG_FLOAT(n, v) ((kp_arg){.name = (n), .kind = KP_ARG_KIND_FLOAT, .f = (v)})
+/* Constructors of named arguments (functions, so C++ can use them too; the macros are the
+ * short spelling in C). */
+static inline kp_arg kp_arg_tensor(const char *name, kp_tensor t)
+{
+    kp_arg a;
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.kind = KP_ARG_KIND_TENSOR;
+    a.tensor = t;
+    return a;
+}
+
+static inline kp_arg kp_arg_int(const char *name, int64_t v)
+{
+    kp_arg a;
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.kind = KP_ARG_KIND_INT;
+    a.i = v;
+    return a;
+}
+
+static inline kp_arg kp_arg_float(const char *name, double v)
+{
+    kp_arg a;
+    memset(&a, 0, sizeof a);
+    a.name = name;
+    a.kind = KP_ARG_KIND_FLOAT;
+    a.f = v;
+    return a;
+}
+
+#define KP_ARG_TENSOR(n, t) kp_arg_tensor((n), (t))
+#define KP_ARG_INT(n, v) kp_arg_int((n), (v))
+#define KP_ARG_FLOAT(n, v) kp_arg_float((n), (v))
 
 /* "tensor", "int", "float"; "in", "out", "inout". */
 KP_API const char *kp_arg_kind_name(kp_arg_kind kind);

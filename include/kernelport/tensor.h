@@ -85,18 +85,21 @@ static inline kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t ran
 
 static inline kp_tensor kp_tensor_1d(kp_buffer *buf, kp_dtype dtype, int64_t n0)
 {
-    return kp_tensor_nd(buf, dtype, 1, (int64_t[]){n0});
+    const int64_t shape[1] = {n0};
+    return kp_tensor_nd(buf, dtype, 1, shape);
 }
 
 static inline kp_tensor kp_tensor_2d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1)
 {
-    return kp_tensor_nd(buf, dtype, 2, (int64_t[]){n0, n1});
+    const int64_t shape[2] = {n0, n1};
+    return kp_tensor_nd(buf, dtype, 2, shape);
 }
 
 static inline kp_tensor kp_tensor_3d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1,
                                      int64_t n2)
 {
-    return kp_tensor_nd(buf, dtype, 3, (int64_t[]){n0, n1, n2});
+    const int64_t shape[3] = {n0, n1, n2};
+    return kp_tensor_nd(buf, dtype, 3, shape);
 }
 
 static inline int64_t kp_tensor_numel(const kp_tensor *t)

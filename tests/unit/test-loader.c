@@ -23,7 +23,7 @@ static char *real(const char *path)
 
 static const char *plugin_dir(void)
 {
-    return test_build_path("lib/kernelport/plugins");
+    return test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR);
 }
 
 static char *fixture_plugin(const char *name)

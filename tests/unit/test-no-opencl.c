@@ -11,7 +11,7 @@
 
 static const char *plugin_dir(void)
 {
-    return test_build_path("lib/kernelport/plugins");
+    return test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR);
 }
 
 static const char *const fallback_warning =

@@ -111,7 +111,7 @@ static int file_is_valid(const char *path)
 /* A PoCL runtime with the example plugin and `cache_dir`. */
 static kp_runtime *open_runtime(const char *cache_dir, uint32_t extra_flags, test_log *log)
 {
-    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), "pocl", log);
+    kp_runtime_options o = test_options(test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR), "pocl", log);
     o.cache_dir = cache_dir;
     o.flags |= extra_flags;
     kp_runtime *rt = NULL;

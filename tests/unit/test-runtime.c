@@ -19,7 +19,7 @@
 
 static const char *plugin_dir(void)
 {
-    return test_build_path("lib/kernelport/plugins");
+    return test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR);
 }
 
 static kp_runtime *create_ok(const kp_runtime_options *o)

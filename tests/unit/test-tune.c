@@ -155,7 +155,7 @@ static void count_steps(void *user, const kp_tune_step *step)
 
 static void test_kernel_tune_on_the_host_device(void **state)
 {
-    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), "host", NULL);
+    kp_runtime_options o = test_options(test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR), "host", NULL);
     kp_runtime *rt;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
     kp_kernel *k;

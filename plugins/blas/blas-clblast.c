@@ -1,0 +1,507 @@
+/* CLBlast on the runtime's queue: the calls, their statuses as kp_status, parameter overrides. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <clblast_c.h>
+
+#include "blas.h"
+
+/* ---- parameter overrides ----------------------------------------------------------------- */
+
+/*
+ * CLBlast keeps overridden parameters per (device, kernel, precision) for the whole process, and
+ * every runtime that loads this plugin shares this table, so the lock covers the state, the
+ * override and the CLBlast call that must see it.
+ */
+typedef struct override_state {
+    void *device; /* cl_device_id */
+    int precision;
+    const char *kernel;
+    int has_original; /* CLBlast's own set, read before the first override */
+    size_t original[BLAS_MAX_PARAMS];
+    int overridden; /* CLBlast holds `applied`, which differs from `original` */
+    size_t applied[BLAS_MAX_PARAMS];
+} override_state;
+
+#define MAX_STATES 128
+static override_state states[MAX_STATES];
+static size_t n_states;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int precision_of(int32_t dtype)
+{
+    return dtype == KP_F16 ? CLBlastPrecisionHalf : CLBlastPrecisionSingle;
+}
+
+static override_state *state_for(void *device, int precision, const char *kernel)
+{
+    for (size_t i = 0; i < n_states; i++)
+        if (states[i].device == device && states[i].precision == precision &&
+            strcmp(states[i].kernel, kernel) == 0)
+            return &states[i];
+    if (n_states == MAX_STATES)
+        return NULL;
+    override_state *s = &states[n_states++];
+    memset(s, 0, sizeof *s);
+    s->device = device;
+    s->precision = precision;
+    s->kernel = kernel;
+    return s;
+}
+
+static kp_status load_original(kp_launch *l, override_state *s, const blas_clkernel *k)
+{
+    if (s->has_original)
+        return KP_OK;
+    char why[512] = "";
+    int rc = blas_retrieve_parameters(s->device, k->name, s->precision, k->n_params, k->params,
+                                      s->original, why, sizeof why);
+    if (rc == BLAS_RETRIEVE_MISMATCH)
+        return blas_host->fail(l, KP_ERR_PLUGIN, "clblast.%s: %s", k->name, why);
+    if (rc != 0) {
+        char call[64];
+        snprintf(call, sizeof call, "RetrieveParameters(%s)", k->name);
+        return blas_clblast_fail(l, call, rc);
+    }
+    s->has_original = 1;
+    return KP_OK;
+}
+
+static void describe_set(const blas_clkernel *k, const size_t *v, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < k->n_params && used < size; i++) {
+        int w = snprintf(out + used, size - used, "%s%s=%zu", i ? " " : "", k->params[i], v[i]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static kp_status override(kp_launch *l, override_state *s, const blas_clkernel *k,
+                          const size_t *values, const char *what)
+{
+    int rc =
+        CLBlastOverrideParameters((cl_device_id)s->device, k->name, (CLBlastPrecision)s->precision,
+                                  k->n_params, (const char **)k->params, values);
+    if (rc != CLBlastSuccess) {
+        char call[64];
+        snprintf(call, sizeof call, "CLBlastOverrideParameters(%s)", k->name);
+        return blas_clblast_fail(l, call, rc);
+    }
+    s->overridden = memcmp(values, s->original, k->n_params * sizeof *values) != 0;
+    memcpy(s->applied, values, k->n_params * sizeof *values);
+    char set[512];
+    describe_set(k, values, set, sizeof set);
+    const kp_device_info *d = blas_host->device(l);
+    blas_host->log(l, KP_LOG_INFO, "blas: clblast.%s for \"%s\" (%s): %s {%s}", k->name,
+                   d ? d->name : "?", s->precision == CLBlastPrecisionHalf ? "f16" : "f32", what,
+                   set);
+    return KP_OK;
+}
+
+/*
+ * Makes CLBlast use, for each kernel in `ks`, the tuning values of this launch merged over
+ * CLBlast's own set (or its own set when no value is given). Every merged set is validated
+ * before any is applied, so a rejected manifest leaves CLBlast as it was. Caller holds `lock`.
+ * `min_indirect` (may be NULL) receives the XGEMM_MIN_INDIRECT_SIZE CLBlast will use.
+ */
+static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int32_t dtype,
+                         size_t *min_indirect)
+{
+    void *device = blas_host->cl_device(l);
+    int precision = precision_of(dtype);
+    const kp_device_info *dev = blas_host->device(l);
+    size_t target[BLAS_MAX_CLKERNELS][BLAS_MAX_PARAMS];
+    int change[BLAS_MAX_CLKERNELS] = {0};
+    override_state *st[BLAS_MAX_CLKERNELS];
+    for (uint32_t i = 0; i < n && i < BLAS_MAX_CLKERNELS; i++) {
+        const blas_clkernel *k = &ks[i];
+        uint32_t given = 0;
+        int64_t v[BLAS_MAX_PARAMS];
+        for (uint32_t p = 0; p < k->n_params; p++) {
+            const kp_tunable_desc *t = &k->tunables[k->first_tunable + p];
+            v[p] = blas_host->tunable(l, t->name);
+            given |= (uint32_t)(v[p] != t->default_value) << p;
+        }
+        st[i] = state_for(device, precision, k->name);
+        if (!st[i])
+            return blas_host->fail(l, KP_ERR_UNSUPPORTED,
+                                   "clblast.%s: more than %d (device, kernel, precision) "
+                                   "parameter sets in one process",
+                                   k->name, MAX_STATES);
+        int wants_min = min_indirect && strcmp(k->name, "GemmRoutine") == 0;
+        if (!given && !st[i]->overridden && !wants_min)
+            continue; /* CLBlast's own set stays */
+        kp_status rc = load_original(l, st[i], k);
+        if (rc != KP_OK)
+            return rc;
+        for (uint32_t p = 0; p < k->n_params; p++)
+            target[i][p] = (given >> p) & 1 ? (size_t)v[p] : st[i]->original[p];
+        if (wants_min)
+            *min_indirect = target[i][0];
+        char why[512];
+        if (given &&
+            !blas_params_valid(k, target[i], given, dtype == KP_F16 ? 2 : 4, dev, why, sizeof why))
+            return blas_host->fail(l, KP_ERR_INVALID_ARG, "clblast.%s: %s", k->name, why);
+        const size_t *current = st[i]->overridden ? st[i]->applied : st[i]->original;
+        change[i] = memcmp(target[i], current, k->n_params * sizeof(size_t)) != 0;
+    }
+    for (uint32_t i = 0; i < n && i < BLAS_MAX_CLKERNELS; i++) {
+        if (!change[i])
+            continue;
+        int is_original = memcmp(target[i], st[i]->original, ks[i].n_params * sizeof(size_t)) == 0;
+        kp_status rc = override(l, st[i], &ks[i], target[i],
+                                is_original ? "restored CLBlast's own parameters"
+                                            : "the manifest's parameters over CLBlast's own");
+        if (rc != KP_OK)
+            return rc;
+    }
+    return KP_OK;
+}
+
+/* ---- helpers for the calls --------------------------------------------------------------- */
+
+typedef struct ctx {
+    kp_launch *l;
+    cl_command_queue queue;
+    int32_t dtype;
+    size_t esize;
+} ctx;
+
+static cl_event *event_slot(const ctx *c)
+{
+    return (cl_event *)blas_host->cl_event_slot(c->l);
+}
+
+static cl_half half(double v)
+{
+    return blas_half_from_float((float)v);
+}
+
+static cl_mem mem(const kp_call *call, int index)
+{
+    return (cl_mem)blas_host->cl_mem(call->args[index].tensor.buffer);
+}
+
+/* Zeroes `len` elements at element `offset` with stride `inc` (BLAS: beta = 0 ignores C). */
+static kp_status zero(const ctx *c, cl_mem m, size_t offset, size_t len, size_t inc)
+{
+    static const uint32_t zeros = 0;
+    if (inc == 1 || len == 1) {
+        cl_int rc = clEnqueueFillBuffer(c->queue, m, &zeros, c->esize, offset * c->esize,
+                                        len * c->esize, 0, NULL, event_slot(c));
+        return rc == CL_SUCCESS
+                   ? KP_OK
+                   : blas_host->fail(c->l, KP_ERR_CL, "clEnqueueFillBuffer: error %d", (int)rc);
+    }
+    /* A strided vector: copy from a zeroed scratch vector. */
+    kp_buffer *scratch;
+    kp_status st = blas_host->scratch(c->l, 0, len * c->esize, &scratch);
+    if (st != KP_OK)
+        return st;
+    cl_mem z = (cl_mem)blas_host->cl_mem(scratch);
+    st = zero(c, z, 0, len, 1);
+    if (st != KP_OK)
+        return st;
+    cl_command_queue q = c->queue;
+    int rc = c->dtype == KP_F16 ? CLBlastHcopy(len, z, 0, 1, m, offset, inc, &q, event_slot(c))
+                                : CLBlastScopy(len, z, 0, 1, m, offset, inc, &q, event_slot(c));
+    return rc == CLBlastSuccess
+               ? KP_OK
+               : blas_clblast_fail(c->l, c->dtype == KP_F16 ? "CLBlastHcopy" : "CLBlastScopy", rc);
+}
+
+/* x = beta * x over a strided vector: what GEMM and GEMV reduce to when K is 0. */
+static kp_status scale(const ctx *c, cl_mem m, size_t offset, size_t len, size_t inc, double beta)
+{
+    if (len == 0 || beta == 1.0)
+        return KP_OK;
+    if (beta == 0.0)
+        return zero(c, m, offset, len, inc);
+    cl_command_queue q = c->queue;
+    int rc = c->dtype == KP_F16 ? CLBlastHscal(len, half(beta), m, offset, inc, &q, event_slot(c))
+                                : CLBlastSscal(len, (float)beta, m, offset, inc, &q, event_slot(c));
+    return rc == CLBlastSuccess
+               ? KP_OK
+               : blas_clblast_fail(c->l, c->dtype == KP_F16 ? "CLBlastHscal" : "CLBlastSscal", rc);
+}
+
+/* C = beta * C for every batch, one call per contiguous line (row or column). */
+static kp_status scale_matrices(const ctx *c, const blas_gemm_plan *p, cl_mem m, double beta)
+{
+    const blas_matrix *cm = &p->c;
+    size_t len = (size_t)(cm->col_major ? cm->rows : cm->cols);
+    size_t lines = (size_t)(cm->col_major ? cm->cols : cm->rows);
+    if ((size_t)cm->ld == len) { /* the whole matrix is one contiguous run */
+        len *= lines;
+        lines = 1;
+    }
+    for (int64_t b = 0; b < p->batch; b++)
+        for (size_t i = 0; i < lines; i++) {
+            size_t off = (size_t)(cm->offset + b * p->stride_c) + i * (size_t)cm->ld;
+            kp_status st = scale(c, m, off, len, 1, beta);
+            if (st != KP_OK)
+                return st;
+        }
+    return KP_OK;
+}
+
+static CLBlastLayout layout(int col_major)
+{
+    return col_major ? CLBlastLayoutColMajor : CLBlastLayoutRowMajor;
+}
+
+static CLBlastTranspose transpose(int t)
+{
+    return t ? CLBlastTransposeYes : CLBlastTransposeNo;
+}
+
+/* One GEMM of the plan, for batch `b`. */
+static kp_status gemm_one(const ctx *c, const blas_gemm_plan *p, const cl_mem *mems, int64_t b,
+                          double alpha, double beta)
+{
+    cl_command_queue q = c->queue;
+    size_t ao = (size_t)(p->a.offset + b * p->stride_a),
+           bo = (size_t)(p->b.offset + b * p->stride_b);
+    size_t co = (size_t)(p->c.offset + b * p->stride_c);
+    int rc;
+    if (c->dtype == KP_F16)
+        rc = CLBlastHgemm(layout(p->col_major), transpose(p->trans_a), transpose(p->trans_b),
+                          (size_t)p->m, (size_t)p->n, (size_t)p->k, half(alpha), mems[0], ao,
+                          (size_t)p->a.ld, mems[1], bo, (size_t)p->b.ld, half(beta), mems[2], co,
+                          (size_t)p->c.ld, &q, event_slot(c));
+    else
+        rc = CLBlastSgemm(layout(p->col_major), transpose(p->trans_a), transpose(p->trans_b),
+                          (size_t)p->m, (size_t)p->n, (size_t)p->k, (float)alpha, mems[0], ao,
+                          (size_t)p->a.ld, mems[1], bo, (size_t)p->b.ld, (float)beta, mems[2], co,
+                          (size_t)p->c.ld, &q, event_slot(c));
+    return rc == CLBlastSuccess
+               ? KP_OK
+               : blas_clblast_fail(c->l, c->dtype == KP_F16 ? "CLBlastHgemm" : "CLBlastSgemm", rc);
+}
+
+static kp_status gemm_strided(const ctx *c, const blas_gemm_plan *p, const cl_mem *mems,
+                              double alpha, double beta)
+{
+    cl_command_queue q = c->queue;
+    int rc;
+    if (c->dtype == KP_F16)
+        rc = CLBlastHgemmStridedBatched(
+            layout(p->col_major), transpose(p->trans_a), transpose(p->trans_b), (size_t)p->m,
+            (size_t)p->n, (size_t)p->k, half(alpha), mems[0], (size_t)p->a.offset, (size_t)p->a.ld,
+            (size_t)p->stride_a, mems[1], (size_t)p->b.offset, (size_t)p->b.ld, (size_t)p->stride_b,
+            half(beta), mems[2], (size_t)p->c.offset, (size_t)p->c.ld, (size_t)p->stride_c,
+            (size_t)p->batch, &q, event_slot(c));
+    else
+        rc = CLBlastSgemmStridedBatched(
+            layout(p->col_major), transpose(p->trans_a), transpose(p->trans_b), (size_t)p->m,
+            (size_t)p->n, (size_t)p->k, (float)alpha, mems[0], (size_t)p->a.offset, (size_t)p->a.ld,
+            (size_t)p->stride_a, mems[1], (size_t)p->b.offset, (size_t)p->b.ld, (size_t)p->stride_b,
+            (float)beta, mems[2], (size_t)p->c.offset, (size_t)p->c.ld, (size_t)p->stride_c,
+            (size_t)p->batch, &q, event_slot(c));
+    return rc == CLBlastSuccess
+               ? KP_OK
+               : blas_clblast_fail(c->l,
+                                   c->dtype == KP_F16 ? "CLBlastHgemmStridedBatched"
+                                                      : "CLBlastSgemmStridedBatched",
+                                   rc);
+}
+
+/*
+ * CLBlast 1.5.3's indirect strided-batched GEMM skips its copy kernel for an operand that is
+ * already tightly packed (ld equal to its inner size, sizes multiples of the tiles, no
+ * transpose) and then indexes batch b at b * rows * cols from element 0: an offset, a broadcast
+ * (stride 0) or a padded batch stride is ignored and the result is wrong. Such calls run one
+ * plain GEMM per batch instead, which honours offsets. A call takes the indirect path when
+ * m * n * k >= XGEMM_MIN_INDIRECT_SIZE^3.
+ */
+static int unsafe_for_strided(const blas_gemm_plan *p, size_t min_indirect)
+{
+    double mnk = (double)p->m * (double)p->n * (double)p->k, mi = (double)min_indirect;
+    if (mnk < mi * mi * mi)
+        return 0;
+    const blas_matrix *ms[] = {&p->a, &p->b, &p->c};
+    const int64_t strides[] = {p->stride_a, p->stride_b, p->stride_c};
+    for (int i = 0; i < 3; i++) {
+        const blas_matrix *m = ms[i];
+        int tight = m->ld == (m->col_major ? m->rows : m->cols);
+        if (tight && (m->offset != 0 || strides[i] != m->rows * m->cols))
+            return 1;
+    }
+    return 0;
+}
+
+kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan *p, int batched)
+{
+    double alpha = call->args[GEMM_ALPHA].f, beta = call->args[GEMM_BETA].f;
+    ctx c = {.l = l,
+             .queue = (cl_command_queue)blas_host->cl_queue(l),
+             .dtype = p->dtype,
+             .esize = kp_dtype_size((kp_dtype)p->dtype)};
+    cl_mem mems[3] = {mem(call, GEMM_A), mem(call, GEMM_B), mem(call, GEMM_C)};
+    if (p->m == 0 || p->n == 0 || p->batch == 0)
+        return KP_OK;
+    pthread_mutex_lock(&lock);
+    kp_status st;
+    if (p->k == 0) { /* BLAS: C = beta * C; CLBlast refuses k = 0 */
+        st = scale_matrices(&c, p, mems[2], beta);
+    } else {
+        size_t min_indirect = 0;
+        st = prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, p->dtype,
+                     batched && p->batch > 1 ? &min_indirect : NULL);
+        if (st == KP_OK && (!batched || p->batch == 1 || unsafe_for_strided(p, min_indirect)))
+            for (int64_t b = 0; b < p->batch && st == KP_OK; b++)
+                st = gemm_one(&c, p, mems, b, alpha, beta);
+        else if (st == KP_OK)
+            st = gemm_strided(&c, p, mems, alpha, beta);
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+kp_status blas_run_gemv(const kp_call *call, kp_launch *l, const blas_gemv_plan *p)
+{
+    double alpha = call->args[GEMV_ALPHA].f, beta = call->args[GEMV_BETA].f;
+    ctx c = {.l = l,
+             .queue = (cl_command_queue)blas_host->cl_queue(l),
+             .dtype = p->dtype,
+             .esize = kp_dtype_size((kp_dtype)p->dtype)};
+    cl_mem a = mem(call, GEMV_A), x = mem(call, GEMV_X), y = mem(call, GEMV_Y);
+    if (p->len_y == 0)
+        return KP_OK;
+    pthread_mutex_lock(&lock);
+    kp_status st;
+    if (p->len_x == 0) {
+        st = scale(&c, y, (size_t)p->y_offset, (size_t)p->len_y, (size_t)p->y_inc, beta);
+    } else {
+        st = prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, p->dtype, NULL);
+        cl_command_queue q = c.queue;
+        int rc = CLBlastSuccess;
+        if (st == KP_OK && p->dtype == KP_F16)
+            rc = CLBlastHgemv(layout(p->col_major), transpose(p->trans), (size_t)p->m, (size_t)p->n,
+                              half(alpha), a, (size_t)p->a.offset, (size_t)p->a.ld, x,
+                              (size_t)p->x_offset, (size_t)p->x_inc, half(beta), y,
+                              (size_t)p->y_offset, (size_t)p->y_inc, &q, event_slot(&c));
+        else if (st == KP_OK)
+            rc = CLBlastSgemv(layout(p->col_major), transpose(p->trans), (size_t)p->m, (size_t)p->n,
+                              (float)alpha, a, (size_t)p->a.offset, (size_t)p->a.ld, x,
+                              (size_t)p->x_offset, (size_t)p->x_inc, (float)beta, y,
+                              (size_t)p->y_offset, (size_t)p->y_inc, &q, event_slot(&c));
+        if (rc != CLBlastSuccess)
+            st = blas_clblast_fail(l, p->dtype == KP_F16 ? "CLBlastHgemv" : "CLBlastSgemv", rc);
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+/* ---- warm-up ----------------------------------------------------------------------------- */
+
+/* Tiny calls in every transpose combination: each compiles the routine's whole CLBlast program
+ * (direct and indirect kernels) on this runtime's context (CLBlast caches programs per context,
+ * so warming any other context would not help this one), and launches each direct kernel once,
+ * which is when PoCL finalises a kernel for its local size. */
+static int warm_tiny(int which, int f16, cl_mem m, cl_command_queue q, int ta, int tb, int col)
+{
+    CLBlastLayout lay = layout(col);
+    CLBlastTranspose a = transpose(ta), b = transpose(tb);
+    cl_half h1 = half(1), h0 = half(0);
+    if (which == BLAS_WARM_GEMM)
+        return f16 ? CLBlastHgemm(lay, a, b, 1, 1, 1, h1, m, 0, 1, m, 1, 1, h0, m, 2, 1, &q, NULL)
+                   : CLBlastSgemm(lay, a, b, 1, 1, 1, 1.0f, m, 0, 1, m, 1, 1, 0.0f, m, 2, 1, &q,
+                                  NULL);
+    if (which == BLAS_WARM_GEMM_BATCHED)
+        return f16 ? CLBlastHgemmStridedBatched(lay, a, b, 1, 1, 1, h1, m, 0, 1, 1, m, 2, 1, 1, h0,
+                                                m, 4, 1, 1, 2, &q, NULL)
+                   : CLBlastSgemmStridedBatched(lay, a, b, 1, 1, 1, 1.0f, m, 0, 1, 1, m, 2, 1, 1,
+                                                0.0f, m, 4, 1, 1, 2, &q, NULL);
+    return f16 ? CLBlastHgemv(lay, a, 1, 1, h1, m, 0, 1, m, 1, 1, h0, m, 2, 1, &q, NULL)
+               : CLBlastSgemv(lay, a, 1, 1, 1.0f, m, 0, 1, m, 1, 1, 0.0f, m, 2, 1, &q, NULL);
+}
+
+/* One s x s x s GEMM with s the smallest size CLBlast runs through its indirect kernels, so the
+ * main Xgemm kernel and its transposes are launched once too. Skipped above 2048 (48 MB). */
+static int warm_indirect(const ctx *c, int which, size_t min_indirect)
+{
+    size_t s = (min_indirect + 63) / 64 * 64;
+    if (s == 0 || s > 2048)
+        return CLBlastSuccess;
+    cl_context context = (cl_context)blas_host->cl_context(c->l);
+    cl_int err;
+    cl_mem m = clCreateBuffer(context, CL_MEM_READ_WRITE, 3 * s * s * c->esize, NULL, &err);
+    if (err != CL_SUCCESS)
+        return err;
+    static const uint32_t zeros = 0;
+    cl_command_queue q = c->queue;
+    int rc = clEnqueueFillBuffer(q, m, &zeros, c->esize, 0, 3 * s * s * c->esize, 0, NULL, NULL);
+    const CLBlastLayout row = CLBlastLayoutRowMajor;
+    const CLBlastTranspose no = CLBlastTransposeNo;
+    size_t ss = s * s;
+    if (rc == CL_SUCCESS && which == BLAS_WARM_GEMM && c->dtype == KP_F16)
+        rc = CLBlastHgemm(row, no, no, s, s, s, half(1), m, 0, s, m, ss, s, half(0), m, 2 * ss, s,
+                          &q, NULL);
+    else if (rc == CL_SUCCESS && which == BLAS_WARM_GEMM)
+        rc = CLBlastSgemm(row, no, no, s, s, s, 1.0f, m, 0, s, m, ss, s, 0.0f, m, 2 * ss, s, &q,
+                          NULL);
+    else if (rc == CL_SUCCESS && c->dtype == KP_F16)
+        rc = CLBlastHgemmStridedBatched(row, no, no, s, s, s, half(1), m, 0, s, ss, m, ss, s, ss,
+                                        half(0), m, 2 * ss, s, ss, 1, &q, NULL);
+    else if (rc == CL_SUCCESS)
+        rc = CLBlastSgemmStridedBatched(row, no, no, s, s, s, 1.0f, m, 0, s, ss, m, ss, s, ss, 0.0f,
+                                        m, 2 * ss, s, ss, 1, &q, NULL);
+    clFinish(q); /* before the buffer goes */
+    clReleaseMemObject(m);
+    return rc;
+}
+
+static kp_status warm_precision(kp_launch *l, int which, int32_t dtype, cl_mem tiny)
+{
+    ctx c = {.l = l,
+             .queue = (cl_command_queue)blas_host->cl_queue(l),
+             .dtype = dtype,
+             .esize = kp_dtype_size((kp_dtype)dtype)};
+    int f16 = dtype == KP_F16;
+    size_t min_indirect = 0;
+    kp_status st =
+        which == BLAS_WARM_GEMV
+            ? prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, dtype, NULL)
+            : prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, dtype, &min_indirect);
+    static const char *const calls[][2] = {
+        {"CLBlastSgemm", "CLBlastHgemm"},
+        {"CLBlastSgemmStridedBatched", "CLBlastHgemmStridedBatched"},
+        {"CLBlastSgemv", "CLBlastHgemv"}};
+    for (int i = 0; st == KP_OK && i < 8; i++) {
+        /* GEMV: both layouts, both transposes; GEMM: the four transposes, row-major. */
+        int ta = i & 1, tb = (i >> 1) & 1, col = (i >> 2) & 1;
+        if ((which == BLAS_WARM_GEMV && tb) || (which != BLAS_WARM_GEMV && col))
+            continue;
+        int rc = warm_tiny(which, f16, tiny, c.queue, ta, tb, col);
+        if (rc != CLBlastSuccess)
+            st = blas_clblast_fail(l, calls[which][f16], rc);
+    }
+    if (st == KP_OK && which != BLAS_WARM_GEMV) {
+        int rc = warm_indirect(&c, which, min_indirect);
+        if (rc != CLBlastSuccess)
+            st = blas_clblast_fail(l, calls[which][f16], rc);
+    }
+    return st;
+}
+
+kp_status blas_warmup(kp_launch *l, int which)
+{
+    const kp_device_info *d = blas_host->device(l);
+    kp_buffer *scratch;
+    kp_status st = blas_host->scratch(l, 1, 64, &scratch);
+    if (st != KP_OK)
+        return st;
+    cl_mem m = (cl_mem)blas_host->cl_mem(scratch);
+    pthread_mutex_lock(&lock);
+    st = warm_precision(l, which, KP_F32, m);
+    if (st == KP_OK && d && d->fp16)
+        st = warm_precision(l, which, KP_F16, m);
+    /* Keep the compiles and launches inside the warm-up, not in the first real call's time. */
+    if (st == KP_OK)
+        clFinish((cl_command_queue)blas_host->cl_queue(l));
+    pthread_mutex_unlock(&lock);
+    return st;
+}

@@ -1,0 +1,111 @@
+/* The blas plugin's shared declarations: parameter order, matrix layouts, CLBlast glue. */
+#ifndef KP_BLAS_H
+#define KP_BLAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blas-retrieve.h" /* the one C++ function: CLBlast's current parameters */
+#include "kernelport/plugin.h"
+
+/* Parameter indices, in the order the descriptors list them. */
+enum { GEMM_A, GEMM_B, GEMM_C, GEMM_ALPHA, GEMM_BETA, GEMM_TRANS_A, GEMM_TRANS_B, GEMM_NPARAMS };
+enum { GEMV_A, GEMV_X, GEMV_Y, GEMV_ALPHA, GEMV_BETA, GEMV_TRANS, GEMV_NPARAMS };
+
+/* The host table handed to init; every file of the plugin reads it. */
+extern const kp_host_api *blas_host;
+
+/* ---- blas-layout.c: tensor views as BLAS matrices ----------------------------------------- */
+
+/* A rank-2 view (or the two trailing dimensions of a batch) as BLAS sees it. Element (i, j) of
+ * the view lives at offset + i * ld + j (row-major) or offset + i + j * ld (column-major). */
+typedef struct blas_matrix {
+    int64_t rows, cols;
+    int64_t ld;
+    int64_t offset;
+    int col_major;
+} blas_matrix;
+
+/* The GEMM (batched or not) a call asks for, in CLBlast's terms: C's layout is CLBlast's layout;
+ * A and B are passed as the matrices "as stored" in that layout with their transpose flags. */
+typedef struct blas_gemm_plan {
+    int64_t m, n, k, batch;
+    int col_major; /* CLBlast layout */
+    int trans_a, trans_b;
+    blas_matrix a, b, c; /* a: rows x cols as stored in the CLBlast layout, same for b */
+    int64_t stride_a, stride_b, stride_c; /* batch strides (0 broadcasts A or B) */
+    int32_t dtype;
+} blas_gemm_plan;
+
+typedef struct blas_gemv_plan {
+    int64_t m, n; /* A as stored: m x n in its own layout */
+    int col_major, trans;
+    blas_matrix a;
+    int64_t x_offset, x_inc, y_offset, y_inc;
+    int64_t len_x, len_y;
+    int32_t dtype;
+} blas_gemv_plan;
+
+/* Validate a call and fill the plan; report through host->fail naming the argument. */
+kp_status blas_plan_gemm(const kp_call *call, kp_launch *l, int batched, blas_gemm_plan *plan);
+kp_status blas_plan_gemv(const kp_call *call, kp_launch *l, blas_gemv_plan *plan);
+
+/* ---- blas-params.c: CLBlast parameter tables and constraints ------------------------------ */
+
+#define BLAS_MAX_PARAMS 16   /* parameters of one CLBlast kernel */
+#define BLAS_MAX_CLKERNELS 8 /* CLBlast kernels behind one routine */
+
+/* One CLBlast kernel whose parameters a descriptor exposes as tunables. */
+typedef struct blas_clkernel {
+    const char *name;                /* CLBlast's kernel name: "Xgemm" */
+    const char *const *params;       /* CLBlast's parameter names */
+    const kp_tunable_desc *tunables; /* the descriptor's table; default_value means "unset" */
+    uint32_t n_params;
+    uint32_t first_tunable; /* parameter i is tunables[first_tunable + i] */
+} blas_clkernel;
+
+/* The CLBlast kernels behind GEMM (plain and strided batched) and behind GEMV. */
+extern const blas_clkernel blas_gemm_clkernels[];
+extern const uint32_t blas_n_gemm_clkernels;
+extern const blas_clkernel blas_gemv_clkernels[];
+extern const uint32_t blas_n_gemv_clkernels;
+#define BLAS_N_GEMM_TUNABLES 42
+#define BLAS_N_GEMV_TUNABLES 8
+extern const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES];
+extern const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES];
+
+/* Checks a complete parameter set of kernel `k` against CLBlast's constraints and the device's
+ * limits. `from_tuning` has bit i set when parameter i came from the manifest. On a violation
+ * writes a sentence into `why` and returns 0. */
+int blas_params_valid(const blas_clkernel *k, const size_t *values, uint32_t from_tuning,
+                      size_t elem_size, const kp_device_info *dev, char *why, size_t why_size);
+
+/* ---- blas-status.c: CLBlast statuses --------------------------------------------------------- */
+
+/* Fails the launch with the kp_status for CLBlast status `code` of `call`, naming the status:
+ * "CLBlastSgemm: CLBlastInsufficientMemoryC (-1009) on device ...". */
+kp_status blas_clblast_fail(kp_launch *l, const char *call, int code);
+
+/* ---- blas-clblast.c: CLBlast calls and parameter overrides ---------------------------------- */
+
+/* Make CLBlast use this launch's tuning values (merged over CLBlast's own set and validated, or
+ * CLBlast's own set restored), then run the plan on the runtime's queue. */
+kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan *p, int batched);
+kp_status blas_run_gemv(const kp_call *call, kp_launch *l, const blas_gemv_plan *p);
+/* Compiles CLBlast's programs for this kernel on the runtime's context (tiny calls, and for GEMM
+ * one call of the indirect path's size) with the manifest's parameters applied. */
+kp_status blas_warmup(kp_launch *l, int which);
+enum { BLAS_WARM_GEMM, BLAS_WARM_GEMM_BATCHED, BLAS_WARM_GEMV };
+
+/* ---- blas-reference.c: host references and precision helpers ------------------------------ */
+
+kp_status blas_gemm_reference(const kp_call *call, kp_launch *l);
+kp_status blas_gemm_batched_reference(const kp_call *call, kp_launch *l);
+kp_status blas_gemv_reference(const kp_call *call, kp_launch *l);
+void blas_gemm_tolerance(const kp_call *call, double *atol, double *rtol);
+void blas_gemv_tolerance(const kp_call *call, double *atol, double *rtol);
+
+uint16_t blas_half_from_float(float f);
+float blas_half_to_float(uint16_t h);
+
+#endif

@@ -1,0 +1,695 @@
+/* The blas plugin (CLBlast) on PoCL: GEMM, batched GEMM and GEMV against host math in this file,
+ * argument checks, and CLBlast parameters from the manifest. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "test-util.h"
+
+/* One runtime with CLBlast's own parameters for most tests (CLBlast compiles are slow on PoCL:
+ * every new parameter set or context costs seconds), and one whose manifest overrides some. */
+static kp_runtime *rt;
+static test_log rt_log;
+static kp_runtime *tuned;
+static test_log tuned_log;
+
+static const char *const tuned_manifest =
+    "kernelport: 1\n"
+    "tuning:\n"
+    "  - match: { type: cpu }\n"
+    "    kernels:\n"
+    "      blas.gemm: { clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
+    "                   clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n"
+    "      blas.gemm_batched: { clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
+    "                           clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n";
+
+static kp_runtime *open_runtime(const char *manifest, test_log *log)
+{
+    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), NULL, log);
+    o.manifest_path = manifest;
+    o.log_level = KP_LOG_INFO; /* warnings and the plugin's override reports, not debug noise */
+    kp_runtime *r = NULL;
+    kp_status st = kp_runtime_create(&o, &r);
+    if (st != KP_OK)
+        fprintf(stderr, "kp_runtime_create: %s\n", kp_last_error(NULL));
+    assert_int_equal(st, KP_OK);
+    return r;
+}
+
+static kp_kernel *find(kp_runtime *r, const char *name)
+{
+    kp_kernel *k = NULL;
+    assert_int_equal(kp_kernel_find(r, name, &k), KP_OK);
+    return k;
+}
+
+/* ---- matrices: storage, views, host math ---------------------------------------------------- */
+
+/* A stored matrix: rows x cols viewed in `storage` at `offset` with leading dimension `ld`. */
+typedef struct mat {
+    int64_t rows, cols, ld, offset;
+    int col_major;
+} mat;
+
+static mat row_major(int64_t rows, int64_t cols)
+{
+    return (mat){rows, cols, cols > 0 ? cols : 1, 0, 0};
+}
+
+static mat col_major(int64_t rows, int64_t cols)
+{
+    return (mat){rows, cols, rows > 0 ? rows : 1, 0, 1};
+}
+
+static mat padded(mat m, int64_t pad, int64_t offset)
+{
+    m.ld += pad;
+    m.offset = offset;
+    return m;
+}
+
+static int64_t at(const mat *m, int64_t i, int64_t j)
+{
+    return m->offset + (m->col_major ? i + j * m->ld : i * m->ld + j);
+}
+
+/* Storage elements: the view plus some slack, so stray writes past it show. */
+static size_t storage(const mat *m)
+{
+    return (size_t)(m->offset + (m->col_major ? m->cols : m->rows) * m->ld + 7);
+}
+
+static kp_tensor tensor(kp_buffer *b, const mat *m)
+{
+    kp_tensor t = kp_tensor_2d(b, KP_F32, m->rows, m->cols);
+    t.offset = m->offset;
+    t.strides[0] = m->col_major ? 1 : m->ld;
+    t.strides[1] = m->col_major ? m->ld : 1;
+    return t;
+}
+
+static kp_buffer *upload(kp_runtime *r, const float *data, size_t n)
+{
+    kp_buffer *b = NULL;
+    assert_int_equal(kp_buffer_create(r, n * sizeof(float), &b), KP_OK);
+    assert_int_equal(kp_buffer_write(r, b, 0, n * sizeof(float), data), KP_OK);
+    return b;
+}
+
+static float *download(kp_runtime *r, kp_buffer *b, size_t n)
+{
+    float *out = malloc(n * sizeof *out);
+    assert_non_null(out);
+    assert_int_equal(kp_buffer_read(r, b, 0, n * sizeof(float), out), KP_OK);
+    return out;
+}
+
+static float *random_storage(size_t n, unsigned seed)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    test_fill_nonzero(x, n, seed);
+    return x;
+}
+
+/* Frees NULL-terminated lists of host arrays and of buffers. */
+static void free_all(void *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    for (void *p = first; p; p = va_arg(ap, void *))
+        free(p);
+    va_end(ap);
+}
+
+static void destroy_all(kp_runtime *r, kp_buffer *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    for (kp_buffer *b = first; b; b = va_arg(ap, kp_buffer *))
+        kp_buffer_destroy(r, b);
+    va_end(ap);
+}
+
+/* Elements inside the view within tol of want; every other element bit-identical. */
+static void expect_matrix(const float *got, const float *want, size_t n, const mat *m, double tol,
+                          const char *what)
+{
+    char *inside = calloc(n, 1);
+    assert_non_null(inside);
+    for (int64_t i = 0; i < m->rows; i++)
+        for (int64_t j = 0; j < m->cols; j++)
+            inside[at(m, i, j)] = 1;
+    for (size_t e = 0; e < n; e++) {
+        int ok = inside[e] ? fabs((double)got[e] - (double)want[e]) <= tol ||
+                                 (isnan(got[e]) && isnan(want[e]))
+                           : memcmp(&got[e], &want[e], sizeof(float)) == 0;
+        if (!ok) {
+            const char *where = inside[e] ? "inside" : "outside";
+            free(inside);
+            fail_msg("%s: element %zu (%s the view) is %.9g, expected %.9g", what, e, where,
+                     (double)got[e], (double)want[e]);
+        }
+    }
+    free(inside);
+}
+
+/* want = alpha op(A) op(B) + beta want (beta 0 ignores want), in double. a and b describe the
+ * tensors as given: op(A) is A, or A^T with ta. */
+static void host_gemm(const float *a, const mat *ma, int ta, const float *b, const mat *mb, int tb,
+                      float *c, const mat *mc, int64_t k, double alpha, double beta)
+{
+    for (int64_t i = 0; i < mc->rows; i++)
+        for (int64_t j = 0; j < mc->cols; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < k; p++)
+                s += (double)a[ta ? at(ma, p, i) : at(ma, i, p)] *
+                     (double)b[tb ? at(mb, j, p) : at(mb, p, j)];
+            float *w = &c[at(mc, i, j)];
+            *w = (float)(alpha * s + (beta != 0.0 ? beta * (double)*w : 0.0));
+        }
+}
+
+typedef struct gemm_case {
+    mat a, b, c; /* as given to the kernel */
+    int ta, tb;
+    double alpha, beta;
+    int pass_scalars; /* 0: rely on the defaults alpha 1, beta 0, trans 0 */
+} gemm_case;
+
+static void check_gemm(kp_runtime *r, const gemm_case *g, unsigned seed, const char *what)
+{
+    kp_kernel *k = find(r, "blas.gemm");
+    int64_t kk = g->ta ? g->a.rows : g->a.cols;
+    size_t na = storage(&g->a), nb = storage(&g->b), nc = storage(&g->c);
+    float *a = random_storage(na, seed), *b = random_storage(nb, seed + 1);
+    float *c = random_storage(nc, seed + 2), *want = malloc(nc * sizeof *want);
+    assert_non_null(want);
+    memcpy(want, c, nc * sizeof *c);
+    host_gemm(a, &g->a, g->ta, b, &g->b, g->tb, want, &g->c, kk, g->alpha, g->beta);
+    kp_buffer *ba = upload(r, a, na), *bb = upload(r, b, nb), *bc = upload(r, c, nc);
+    kp_arg args[] = {KP_ARG_TENSOR("A", tensor(ba, &g->a)), KP_ARG_TENSOR("B", tensor(bb, &g->b)),
+                     KP_ARG_TENSOR("C", tensor(bc, &g->c)), KP_ARG_FLOAT("alpha", g->alpha),
+                     KP_ARG_FLOAT("beta", g->beta),         KP_ARG_INT("trans_a", g->ta),
+                     KP_ARG_INT("trans_b", g->tb)};
+    kp_status st = kp_kernel_launch(r, k, args, g->pass_scalars ? 7 : 3, NULL);
+    if (st != KP_OK)
+        fail_msg("%s: %s", what, kp_last_error(r));
+    float *got = download(r, bc, nc);
+    expect_matrix(got, want, nc, &g->c, 1e-5 * (double)(kk + 1), what);
+    destroy_all(r, ba, bb, bc, NULL);
+    free_all(a, b, c, want, got, NULL);
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------------ */
+
+/* Every combination of an operand stored transposed (a view) and trans_a/trans_b, with C in
+ * both layouts: the view and the flag compose. */
+static void test_gemm_transposes(void **state)
+{
+    const int64_t m = 13, n = 11, k = 7;
+    for (int combo = 0; combo < 32; combo++) {
+        int a_view = combo & 1, ta = (combo >> 1) & 1, b_view = (combo >> 2) & 1;
+        int tb = (combo >> 3) & 1, c_col = (combo >> 4) & 1;
+        int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+        gemm_case g = {.a = a_view ? col_major(ar, ac) : row_major(ar, ac),
+                       .b = b_view ? col_major(br, bc) : row_major(br, bc),
+                       .c = c_col ? col_major(m, n) : row_major(m, n),
+                       .ta = ta,
+                       .tb = tb,
+                       .alpha = 1.0,
+                       .beta = 0.5,
+                       .pass_scalars = 1};
+        char what[96];
+        snprintf(what, sizeof what, "A %s trans_a %d, B %s trans_b %d, C %s",
+                 a_view ? "col" : "row", ta, b_view ? "col" : "row", tb, c_col ? "col" : "row");
+        check_gemm(rt, &g, (unsigned)combo + 1, what);
+    }
+}
+
+/* Offsets, padded leading dimensions, alpha and beta, non-square, 1 and prime sizes. */
+static void test_gemm_shapes_offsets_scalars(void **state)
+{
+    static const int64_t sizes[][3] = {{1, 1, 1}, {31, 37, 41}, {1, 17, 1}, {17, 1, 5}, {2, 3, 97}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int64_t m = sizes[i][0], n = sizes[i][1], k = sizes[i][2];
+        gemm_case g = {.a = padded(row_major(m, k), 3, 5),
+                       .b = padded(col_major(k, n), 2, 1),
+                       .c = padded(row_major(m, n), 4, 9),
+                       .alpha = -0.75,
+                       .beta = 1.5,
+                       .pass_scalars = 1};
+        check_gemm(rt, &g, 100 + (unsigned)i, "offsets and padding");
+        g.pass_scalars = 0; /* defaults: alpha 1, beta 0 */
+        g.alpha = 1.0;
+        g.beta = 0.0;
+        check_gemm(rt, &g, 200 + (unsigned)i, "default alpha and beta");
+    }
+}
+
+/* BLAS semantics: beta = 0 ignores C, so NaN in C must not survive (CLBlast honours it). */
+static void expect_beta_zero_ignores_nan(kp_runtime *r, int64_t m, int64_t n, int64_t k)
+{
+    kp_kernel *kern = find(r, "blas.gemm");
+    size_t na = (size_t)(m * k), nb = (size_t)(k * n), nc = (size_t)(m * n);
+    float *a = random_storage(na, 7), *b = random_storage(nb, 8), *c = malloc(nc * sizeof *c);
+    assert_non_null(c);
+    for (size_t i = 0; i < nc; i++)
+        c[i] = NAN;
+    kp_buffer *ba = upload(r, a, na), *bb = upload(r, b, nb), *bc = upload(r, c, nc);
+    kp_arg args[] = {KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F32, m, k)),
+                     KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F32, k, n)),
+                     KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F32, m, n))};
+    assert_int_equal(kp_kernel_launch(r, kern, args, 3, NULL), KP_OK);
+    float *got = download(r, bc, nc);
+    for (size_t i = 0; i < nc; i++)
+        if (isnan(got[i]))
+            fail_msg("beta 0, %lldx%lldx%lld: element %zu is NaN", (long long)m, (long long)n,
+                     (long long)k, i);
+    destroy_all(r, ba, bb, bc, NULL);
+    free_all(a, b, c, got, NULL);
+}
+
+static void test_gemm_beta_zero_ignores_nan(void **state)
+{
+    expect_beta_zero_ignores_nan(rt, 19, 23, 29); /* CLBlast's direct kernel */
+}
+
+/* K = 0: C = beta C, beta 0 clears even NaN; M = 0 and N = 0 do nothing. */
+static void test_gemm_empty_dimensions(void **state)
+{
+    kp_kernel *k = find(rt, "blas.gemm");
+    mat mc = padded(row_major(5, 6), 2, 3);
+    size_t nc = storage(&mc);
+    float *c = random_storage(nc, 31), *want = malloc(nc * sizeof *want);
+    assert_non_null(want);
+    c[at(&mc, 2, 3)] = NAN;
+    kp_buffer *ba, *bb, *bc = upload(rt, c, nc);
+    assert_int_equal(kp_buffer_create(rt, 16, &ba), KP_OK);
+    assert_int_equal(kp_buffer_create(rt, 16, &bb), KP_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        double beta = pass == 0 ? 0.5 : 0.0;
+        memcpy(want, c, nc * sizeof *c);
+        for (int64_t i = 0; i < 5; i++)
+            for (int64_t j = 0; j < 6; j++) {
+                float *w = &want[at(&mc, i, j)];
+                *w = beta == 0.0 ? 0.0f : (float)(beta * *w);
+            }
+        kp_arg args[] = {KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F32, 5, 0)),
+                         KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F32, 0, 6)),
+                         KP_ARG_TENSOR("C", tensor(bc, &mc)), KP_ARG_FLOAT("beta", beta)};
+        assert_int_equal(kp_kernel_launch(rt, k, args, 4, NULL), KP_OK);
+        float *got = download(rt, bc, nc);
+        expect_matrix(got, want, nc, &mc, 0.0, pass == 0 ? "K = 0, beta 0.5" : "K = 0, beta 0");
+        memcpy(c, got, nc * sizeof *c);
+        free(got);
+    }
+    /* M = 0 and N = 0: valid, nothing to do, C untouched. */
+    kp_arg m0[] = {KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F32, 0, 3)),
+                   KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F32, 3, 1)),
+                   KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F32, 0, 1))};
+    assert_int_equal(kp_kernel_launch(rt, k, m0, 3, NULL), KP_OK);
+    kp_arg n0[] = {KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F32, 2, 1)),
+                   KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F32, 1, 0)),
+                   KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F32, 2, 0))};
+    assert_int_equal(kp_kernel_launch(rt, k, n0, 3, NULL), KP_OK);
+    float *got = download(rt, bc, nc);
+    assert_memory_equal(got, c, nc * sizeof *c);
+    free(got);
+    destroy_all(rt, ba, bb, bc, NULL);
+    free(c);
+    free(want);
+}
+
+/* ---- batched GEMM ------------------------------------------------------------------------------
+ */
+
+/* C[b] = alpha A[b] B[b] + beta C[b] with A [batch or 1, m, k] at batch stride sa (0 broadcasts),
+ * B [batch, k, n] and C [batch, m, n], all of one layout (col: column-major matrices). */
+static void check_batched(kp_runtime *r, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t sa,
+                          int col, unsigned seed)
+{
+    kp_kernel *kern = find(r, "blas.gemm_batched");
+    mat ma = col ? col_major(m, k) : row_major(m, k), mb = col ? col_major(k, n) : row_major(k, n);
+    mat mc = col ? col_major(m, n) : row_major(m, n);
+    int64_t sb = k * n, sc = m * n;
+    size_t na = (size_t)(sa * (batch - 1) + m * k), nb = (size_t)(sb * batch),
+           nc = (size_t)(sc * batch);
+    float *a = random_storage(na, seed), *b = random_storage(nb, seed + 1);
+    float *c = random_storage(nc, seed + 2), *want = malloc(nc * sizeof *want);
+    assert_non_null(want);
+    memcpy(want, c, nc * sizeof *c);
+    for (int64_t i = 0; i < batch; i++)
+        host_gemm(a + sa * i, &ma, 0, b + sb * i, &mb, 0, want + sc * i, &mc, k, 0.5, -1.0);
+    kp_buffer *ba = upload(r, a, na), *bb = upload(r, b, nb), *bc = upload(r, c, nc);
+    kp_tensor ta = kp_tensor_3d(ba, KP_F32, batch, m, k),
+              tb = kp_tensor_3d(bb, KP_F32, batch, k, n);
+    kp_tensor tc = kp_tensor_3d(bc, KP_F32, batch, m, n);
+    kp_tensor *ts[] = {&ta, &tb, &tc};
+    for (int t = 0; t < 3 && col; t++) { /* column-major matrices within each batch */
+        ts[t]->strides[1] = 1;
+        ts[t]->strides[2] = ts[t]->shape[1];
+    }
+    ta.strides[0] = sa;
+    kp_arg args[] = {KP_ARG_TENSOR("A", ta), KP_ARG_TENSOR("B", tb), KP_ARG_TENSOR("C", tc),
+                     KP_ARG_FLOAT("alpha", 0.5), KP_ARG_FLOAT("beta", -1.0)};
+    kp_status st = kp_kernel_launch(r, kern, args, 5, NULL);
+    if (st != KP_OK)
+        fail_msg("batched: %s", kp_last_error(r));
+    float *got = download(r, bc, nc);
+    mat all = row_major(1, (int64_t)nc);
+    char what[96];
+    snprintf(what, sizeof what, "batch %lld, %lldx%lldx%lld, A stride %lld, %s", (long long)batch,
+             (long long)m, (long long)n, (long long)k, (long long)sa, col ? "col" : "row");
+    expect_matrix(got, want, nc, &all, 1e-5 * (double)(k + 1), what);
+    destroy_all(r, ba, bb, bc, NULL);
+    free_all(a, b, c, want, got, NULL);
+}
+
+static void test_gemm_batched(void **state)
+{
+    check_batched(rt, 1, 9, 10, 11, 9 * 11, 0, 41);
+    check_batched(rt, 7, 13, 11, 17, 13 * 17, 0, 42);
+    check_batched(rt, 7, 13, 11, 17, 0, 0, 43); /* one A for every batch */
+    check_batched(rt, 5, 6, 7, 8, 0, 1, 44);
+}
+
+/* ---- GEMV ------------------------------------------------------------------------------------ */
+
+static void check_gemv(mat ma, int trans, int64_t incx, int64_t incy, double beta, unsigned seed)
+{
+    kp_kernel *k = find(rt, "blas.gemv");
+    int64_t lx = trans ? ma.rows : ma.cols, ly = trans ? ma.cols : ma.rows;
+    size_t na = storage(&ma), nx = (size_t)(lx * incx + 3), ny = (size_t)(ly * incy + 3);
+    float *a = random_storage(na, seed), *x = random_storage(nx, seed + 1);
+    float *y = random_storage(ny, seed + 2), *want = malloc(ny * sizeof *want);
+    assert_non_null(want);
+    memcpy(want, y, ny * sizeof *y);
+    for (int64_t i = 0; i < ly; i++) {
+        double s = 0;
+        for (int64_t j = 0; j < lx; j++)
+            s += (double)a[trans ? at(&ma, j, i) : at(&ma, i, j)] * (double)x[1 + j * incx];
+        float *w = &want[2 + i * incy];
+        *w = (float)(0.75 * s + (beta != 0.0 ? beta * (double)*w : 0.0));
+    }
+    kp_buffer *ba = upload(rt, a, na), *bx = upload(rt, x, nx), *by = upload(rt, y, ny);
+    kp_tensor tx = kp_tensor_1d(bx, KP_F32, lx), ty = kp_tensor_1d(by, KP_F32, ly);
+    tx.offset = 1;
+    tx.strides[0] = incx;
+    ty.offset = 2;
+    ty.strides[0] = incy;
+    kp_arg args[] = {KP_ARG_TENSOR("A", tensor(ba, &ma)),
+                     KP_ARG_TENSOR("x", tx),
+                     KP_ARG_TENSOR("y", ty),
+                     KP_ARG_FLOAT("alpha", 0.75),
+                     KP_ARG_FLOAT("beta", beta),
+                     KP_ARG_INT("trans", trans)};
+    kp_status st = kp_kernel_launch(rt, k, args, 6, NULL);
+    if (st != KP_OK)
+        fail_msg("gemv: %s", kp_last_error(rt));
+    float *got = download(rt, by, ny);
+    mat vy = {ly, 1, incy, 2, 0};
+    expect_matrix(got, want, ny, &vy, 1e-5 * (double)(lx + 1), "gemv");
+    destroy_all(rt, ba, bx, by, NULL);
+    free_all(a, x, y, want, got, NULL);
+}
+
+static void test_gemv_orientations(void **state)
+{
+    check_gemv(row_major(37, 29), 0, 2, 3, -0.5, 51);
+    check_gemv(row_major(37, 29), 1, 3, 2, 0.0, 52);
+    check_gemv(padded(col_major(23, 31), 4, 2), 0, 1, 1, 1.25, 53);
+    check_gemv(padded(col_major(23, 31), 4, 2), 1, 2, 5, 0.0, 54);
+    check_gemv(row_major(1, 1), 0, 1, 1, 0.0, 55);
+    check_gemv(row_major(7, 0), 0, 1, 3, 0.0, 56); /* empty x: y = beta y = 0 */
+    check_gemv(row_major(7, 0), 1, 1, 1, 2.0, 57); /* empty y: nothing */
+}
+
+/* ---- verification and precision ----------------------------------------------------------------
+ */
+
+static void verify_report(void *user, const kp_verify_result *r)
+{
+    if (!r->passed)
+        fprintf(stderr, "%s %s %s: max abs err %g > atol %g\n", r->kernel, r->size, r->output,
+                r->max_abs_err, r->atol);
+}
+
+static void test_verify_all_kernels(void **state)
+{
+    static const char *const names[] = {"blas.gemm", "blas.gemm_batched", "blas.gemv"};
+    for (size_t i = 0; i < 3; i++) {
+        kp_status st = kp_kernel_verify(rt, find(rt, names[i]), NULL, 1, verify_report, NULL);
+        if (st != KP_OK)
+            fail_msg("verify %s: %s", names[i], kp_last_error(rt));
+    }
+}
+
+static void test_f16_unsupported_names_device(void **state)
+{
+    kp_device_info dev;
+    assert_int_equal(kp_runtime_device(rt, &dev, NULL), KP_OK);
+    assert_int_equal(dev.fp16, 0); /* PoCL on this CPU: no cl_khr_fp16 */
+    kp_buffer *b;
+    assert_int_equal(kp_buffer_create(rt, 64, &b), KP_OK);
+    kp_tensor t = kp_tensor_2d(b, KP_F16, 2, 2);
+    kp_arg args[] = {KP_ARG_TENSOR("A", t), KP_ARG_TENSOR("B", t), KP_ARG_TENSOR("C", t)};
+    args[2].tensor.offset = 8;
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "blas.gemm"), args, 3, NULL),
+                     KP_ERR_UNSUPPORTED);
+    assert_non_null(strstr(kp_last_error(rt), "cl_khr_fp16"));
+    assert_non_null(strstr(kp_last_error(rt), dev.name));
+    kp_buffer_destroy(rt, b);
+}
+
+/* ---- rejected before CLBlast is called ----------------------------------------------------------
+ */
+
+typedef struct bad_call {
+    kp_tensor a, b, c;
+    int64_t ta;
+    const char *message; /* the exact message after "kernel blas.gemm: " */
+} bad_call;
+
+static void test_rejects_before_clblast(void **state)
+{
+    kp_kernel *k = find(rt, "blas.gemm");
+    float c0[64];
+    test_fill(c0, 64, 77);
+    kp_buffer *ba = upload(rt, c0, 64), *bb = upload(rt, c0, 64), *bc = upload(rt, c0, 64);
+    kp_buffer *bh;
+    assert_int_equal(kp_buffer_create(rt, 64, &bh), KP_OK);
+    kp_tensor a34 = kp_tensor_2d(ba, KP_F32, 3, 4), b45 = kp_tensor_2d(bb, KP_F32, 4, 5);
+    kp_tensor c35 = kp_tensor_2d(bc, KP_F32, 3, 5), strided = a34, short_ld = a34;
+    strided.strides[0] = 3;
+    strided.strides[1] = 2;
+    short_ld.strides[0] = 2;
+    bad_call bad[] = {
+        {a34, b45, kp_tensor_2d(bc, KP_F32, 4, 5), 0,
+         "M mismatch: op(A) has 3 rows but C has 4 (A f32[3, 4], trans_a 0; C f32[4, 5])"},
+        {a34, b45, kp_tensor_2d(bc, KP_F32, 3, 6), 0,
+         "N mismatch: op(B) has 5 columns but C has 6 (B f32[4, 5], trans_b 0; C f32[3, 6])"},
+        {a34, kp_tensor_2d(bb, KP_F32, 3, 5), c35, 0,
+         "K mismatch: op(A) has 4 columns but op(B) has 3 rows (A f32[3, 4], trans_a 0; B f32[3, "
+         "5], trans_b 0)"},
+        {a34, b45, c35, 1,
+         "M mismatch: op(A) has 4 rows but C has 3 (A f32[3, 4], trans_a 1; C f32[3, 5])"},
+        {strided, b45, c35, 0, "A: strides (3, 2) are not a matrix layout: one stride must be 1"},
+        {short_ld, b45, c35, 0,
+         "A: row stride 2 is smaller than the row length 4 (a row-major matrix needs a leading "
+         "dimension >= its columns)"},
+        {a34, kp_tensor_2d(bh, KP_F16, 4, 5), c35, 0,
+         "B: dtype f16 differs from A's f32 (A, B and C must share one dtype)"},
+        {kp_tensor_3d(ba, KP_F32, 1, 3, 4), b45, c35, 0,
+         "A: expected rank 2 ([M, K], or [K, M] with trans_a), got f32[1, 3, 4]"},
+        {a34, b45, c35, 2, "trans_a: 2 is not 0 or 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kp_arg args[] = {KP_ARG_TENSOR("A", bad[i].a), KP_ARG_TENSOR("B", bad[i].b),
+                         KP_ARG_TENSOR("C", bad[i].c), KP_ARG_INT("trans_a", bad[i].ta)};
+        assert_int_equal(kp_kernel_launch(rt, k, args, 4, NULL), KP_ERR_INVALID_ARG);
+        char want[400];
+        snprintf(want, sizeof want, "kernel blas.gemm: %s", bad[i].message);
+        assert_string_equal(kp_last_error(rt), want);
+    }
+    float *got = download(rt, bc, 64);
+    assert_memory_equal(got, c0, sizeof c0); /* nothing reached C */
+    free(got);
+    /* GEMV: an increment of 0 is refused too. */
+    kp_tensor x = kp_tensor_1d(bb, KP_F32, 4), y = kp_tensor_1d(bc, KP_F32, 3);
+    x.strides[0] = 0;
+    kp_arg gv[] = {KP_ARG_TENSOR("A", a34), KP_ARG_TENSOR("x", x), KP_ARG_TENSOR("y", y)};
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "blas.gemv"), gv, 3, NULL), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(rt), "kernel blas.gemv: x: stride 0 is not >= 1 (CLBlast "
+                                           "needs a positive increment)");
+    destroy_all(rt, ba, bb, bc, bh, NULL);
+}
+
+/* ---- CLBlast parameters from the manifest -------------------------------------------------------
+ */
+
+static size_t tunable_index(kp_runtime *r, kp_kernel *k, const char *name)
+{
+    kp_tuning_info info;
+    for (size_t i = 0; kp_kernel_tuning(r, k, i, &info) == KP_OK; i++)
+        if (strcmp(info.name, name) == 0)
+            return i;
+    fail_msg("no tunable %s", name);
+    return 0;
+}
+
+/* MWG = 48 is not in CLBlast's search space: the core refuses it and CLBlast's own value
+ * stays; the launch works. */
+static void test_override_not_allowed_is_refused(void **state)
+{
+    test_log log;
+    const char *path = test_write_tmp("mwg48.yaml", "kernelport: 1\ntuning:\n"
+                                                    "  - match: { type: cpu }\n"
+                                                    "    kernels:\n"
+                                                    "      blas.gemm: { clblast.Xgemm.MWG: 48 }\n");
+    kp_runtime *r = open_runtime(path, &log);
+    kp_kernel *k = find(r, "blas.gemm");
+    kp_tuning_info info;
+    assert_int_equal(kp_kernel_tuning(r, k, tunable_index(r, k, "clblast.Xgemm.MWG"), &info),
+                     KP_OK);
+    assert_int_equal(info.value, 0);
+    assert_string_equal(info.origin, "default");
+    assert_non_null(strstr(log.text, "clblast.Xgemm.MWG = 48 rejected: not an allowed value"));
+    gemm_case g = {.a = row_major(5, 4), .b = row_major(4, 3), .c = row_major(5, 3), .alpha = 1};
+    check_gemm(r, &g, 61, "MWG 48 refused");
+    kp_runtime_destroy(r);
+}
+
+/* Allowed values that contradict each other once merged: the launch fails with the reason,
+ * nothing reaches CLBlast, and the runtime goes on working. */
+static void test_override_inconsistent_set_fails_launch(void **state)
+{
+    test_log log;
+    const char *path = test_write_tmp(
+        "mwg16.yaml", "kernelport: 1\ntuning:\n"
+                      "  - match: { type: cpu }\n"
+                      "    kernels:\n"
+                      "      blas.gemm: { clblast.Xgemm: { MWG: 16, MDIMC: 32, VWM: 1 } }\n");
+    kp_runtime *r = open_runtime(path, &log);
+    kp_kernel *k = find(r, "blas.gemm");
+    float c0[16];
+    test_fill(c0, 16, 5);
+    kp_buffer *b = upload(r, c0, 16), *bc = upload(r, c0, 16);
+    kp_arg args[] = {KP_ARG_TENSOR("A", kp_tensor_2d(b, KP_F32, 2, 2)),
+                     KP_ARG_TENSOR("B", kp_tensor_2d(b, KP_F32, 2, 2)),
+                     KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F32, 2, 2))};
+    assert_int_equal(kp_kernel_launch(r, k, args, 3, NULL), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(r),
+                        "kernel blas.gemm: clblast.Xgemm: MWG=16 is not a multiple of MDIMC*VWM "
+                        "= 32 (set by the manifest: MWG, MDIMC, VWM)");
+    assert_null(strstr(log.text, "clblast.Xgemm for")); /* never overridden */
+    float *got = download(r, bc, 16);
+    assert_memory_equal(got, c0, sizeof c0);
+    free(got);
+    destroy_all(r, b, bc, NULL);
+    check_batched(r, 3, 4, 5, 6, 24, 0, 62); /* same runtime, no values for this kernel */
+    kp_runtime_destroy(r);
+}
+
+/* A partial set (MWG, NWG and the direct/indirect threshold) merged over CLBlast's own: applied,
+ * reported with its origin, and correct on the indirect path, where CLBlast's strided batched
+ * GEMM would mishandle a broadcast operand without the plugin's workaround. */
+static void test_override_partial_set_applied(void **state)
+{
+    if (!tuned)
+        tuned = open_runtime(test_write_tmp("tuned.yaml", tuned_manifest), &tuned_log);
+    kp_kernel *k = find(tuned, "blas.gemm");
+    kp_tuning_info info;
+    assert_int_equal(
+        kp_kernel_tuning(tuned, k, tunable_index(tuned, k, "clblast.Xgemm.MWG"), &info), KP_OK);
+    assert_int_equal(info.value, 64);
+    assert_non_null(strstr(info.origin, "tuned.yaml:3 match {type: cpu}"));
+    gemm_case g = {.a = padded(row_major(96, 80), 3, 2),
+                   .b = col_major(80, 72),
+                   .c = row_major(96, 72),
+                   .alpha = 0.5,
+                   .beta = 2.0,
+                   .pass_scalars = 1};
+    check_gemm(tuned, &g, 71, "partial override, indirect GEMM");
+    const char *applied = strstr(tuned_log.text, "clblast.Xgemm for");
+    assert_non_null(applied);
+    assert_non_null(strstr(applied, "the manifest's parameters over CLBlast's own"));
+    assert_non_null(strstr(applied, " MWG=64 "));
+    assert_non_null(strstr(applied, " NWG=64 "));
+    assert_non_null(strstr(tuned_log.text, "XGEMM_MIN_INDIRECT_SIZE=64}"));
+    expect_beta_zero_ignores_nan(tuned, 64, 64, 64); /* CLBlast's indirect kernel */
+    check_batched(tuned, 3, 64, 64, 64, 0, 1, 72);   /* broadcast A, tight column-major */
+    check_batched(tuned, 3, 64, 64, 64, 64 * 64, 1, 73);
+}
+
+/* Back on the first runtime, CLBlast's own parameters return; set through the API they apply
+ * again, and kp_kernel_tuning_reset restores CLBlast's own once more. */
+static void test_override_restore(void **state)
+{
+    kp_kernel *k = find(rt, "blas.gemm");
+    gemm_case g = {.a = row_major(70, 66),
+                   .b = row_major(66, 68),
+                   .c = row_major(70, 68),
+                   .alpha = 1.0,
+                   .beta = 0.0,
+                   .pass_scalars = 1};
+    rt_log.used = 0;
+    rt_log.text[0] = '\0';
+    check_gemm(rt, &g, 81, "after another runtime's override");
+    assert_non_null(strstr(rt_log.text, "clblast.Xgemm for"));
+    assert_non_null(strstr(rt_log.text, "restored CLBlast's own parameters"));
+    assert_int_equal(kp_kernel_tunable_set(rt, k, "clblast.Xgemm.MWG", 64), KP_OK);
+    assert_int_equal(kp_kernel_tunable_set(rt, k, "clblast.Xgemm.NWG", 64), KP_OK);
+    assert_int_equal(
+        kp_kernel_tunable_set(rt, k, "clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE", 64), KP_OK);
+    kp_tuning_info info;
+    assert_int_equal(kp_kernel_tuning(rt, k, tunable_index(rt, k, "clblast.Xgemm.MWG"), &info),
+                     KP_OK);
+    assert_string_equal(info.origin, "set by the application");
+    rt_log.used = 0;
+    rt_log.text[0] = '\0';
+    check_gemm(rt, &g, 82, "set by the application");
+    assert_non_null(strstr(rt_log.text, "the manifest's parameters over CLBlast's own"));
+    assert_int_equal(kp_kernel_tuning_reset(rt, k), KP_OK);
+    rt_log.used = 0;
+    rt_log.text[0] = '\0';
+    check_gemm(rt, &g, 83, "after kp_kernel_tuning_reset");
+    assert_non_null(strstr(rt_log.text, "restored CLBlast's own parameters"));
+}
+
+static int setup(void **state)
+{
+    rt = open_runtime(NULL, &rt_log);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    kp_runtime_destroy(tuned);
+    kp_runtime_destroy(rt);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_transposes),
+        cmocka_unit_test(test_gemm_shapes_offsets_scalars),
+        cmocka_unit_test(test_gemm_beta_zero_ignores_nan),
+        cmocka_unit_test(test_gemm_empty_dimensions),
+        cmocka_unit_test(test_gemm_batched),
+        cmocka_unit_test(test_gemv_orientations),
+        cmocka_unit_test(test_verify_all_kernels),
+        cmocka_unit_test(test_f16_unsupported_names_device),
+        cmocka_unit_test(test_rejects_before_clblast),
+        cmocka_unit_test(test_override_not_allowed_is_refused),
+        cmocka_unit_test(test_override_inconsistent_set_fails_launch),
+        cmocka_unit_test(test_override_partial_set_applied),
+        cmocka_unit_test(test_override_restore),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
