@@ -40,6 +40,14 @@ static int64_t tunable(kp_launch *l, const char *name)
     return l && name ? kp__tuning_get(l->kernel, name) : 0;
 }
 
+static int64_t tunable_index(kp_launch *l, uint32_t index)
+{
+    if (!l || index >= l->kernel->desc->n_tunables)
+        return 0;
+    return l->kernel->choices ? l->kernel->choices[index].value
+                              : l->kernel->desc->tunables[index].default_value;
+}
+
 static const kp_device_info *device(kp_launch *l)
 {
     if (!l)
@@ -217,6 +225,7 @@ static const kp_host_api host_api = {
     .sample_float = kp__sample_float,
     .sample_random = kp__sample_random,
     .sample_view = kp__sample_view,
+    .tunable_index = tunable_index,
 };
 
 const kp_host_api *kp__host_api(void)

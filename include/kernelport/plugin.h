@@ -214,6 +214,9 @@ typedef struct kp_host_api {
      * view are compared too, so a kernel that writes outside its output view fails. */
     kp_status (*sample_view)(kp_sample *s, const char *name, int32_t rank, const int64_t *shape,
                              int64_t offset, const int64_t *strides);
+    /* The resolved value of the descriptor's tunable number `index` (as `tunable`, without the
+     * search by name: for kernels that read many tunables on every launch). */
+    int64_t (*tunable_index)(kp_launch *l, uint32_t index);
 } kp_host_api;
 
 /* ------------------------------------------------------------------------------------------ */

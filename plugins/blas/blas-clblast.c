@@ -121,7 +121,7 @@ static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int3
         int64_t v[BLAS_MAX_PARAMS];
         for (uint32_t p = 0; p < k->n_params; p++) {
             const kp_tunable_desc *t = &k->tunables[k->first_tunable + p];
-            v[p] = blas_host->tunable(l, t->name);
+            v[p] = blas_host->tunable_index(l, k->first_tunable + p);
             given |= (uint32_t)(v[p] != t->default_value) << p;
         }
         st[i] = state_for(device, precision, k->name);
