@@ -179,7 +179,8 @@ static void *cl_mem(const kp_buffer *buf)
 
 static void **cl_event_slot(kp_launch *l)
 {
-    if (!l || l->reference)
+    /* Untimed launches need no event: creating and releasing one costs microseconds a call. */
+    if (!l || l->reference || !l->event)
         return NULL;
     /* The previous library call's event joins the launch before the slot is reused. */
     if (l->event_slot) {

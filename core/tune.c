@@ -1,4 +1,5 @@
 /* kp_kernel_tune: the search space of a kernel's tunables, and candidates verified then timed. */
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,9 +137,14 @@ kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *op
                 vals[n] = (int64_t)n;
         else
             n = range_values(t, vals, 64);
+        space.start[i] = k->choices[i].value;
+        /* A tunable left out of the search keeps the value it starts with. */
+        if (o.tunables && fnmatch(o.tunables, t->name, 0) != 0) {
+            vals[0] = space.start[i];
+            n = 1;
+        }
         space.values[i] = vals;
         space.counts[i] = n;
-        space.start[i] = k->choices[i].value;
     }
     tune_ctx c = {.rt = rt, .k = k, .opt = &o, .size = size};
     st = kp__tune_search(&space, eval, &c, o.budget_seconds, o.grid_limit, o.bench.seed, forward,

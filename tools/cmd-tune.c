@@ -12,6 +12,7 @@ static const cli_flag tune_flags[] = {
     {"budget", "SECONDS", "wall-clock budget per kernel (default 60)"},
     {"size", "NAME", "sample size to time (default: each kernel's first benchmark size)"},
     {"match", "KIND", "what the written entry matches: name (default), arch or vendor"},
+    {"only", "GLOB", "search only the tunables matching GLOB (e.g. 'clblast.Xgemm.*')"},
     {NULL, NULL, NULL},
 };
 
@@ -40,22 +41,31 @@ static void report(void *user, const kp_tune_step *step)
     fflush(stdout);
 }
 
-/* The best values as manifest text (choice names where the tunable has them). */
+/* The best values as manifest text (choice names where the tunable has them). Values equal to
+ * the tunable's default are left out, so a kernel with many tunables (CLBlast's) writes only what
+ * tuning changed; when nothing changed, every value is written to record that the defaults won. */
 static void describe_best(kp_runtime *rt, kp_kernel *k, tuned *t)
 {
     kp_kernel_info info;
     kp_kernel_info_get(k, &info);
-    t->n = info.n_tunables;
-    t->names = cli_realloc(NULL, (t->n + 1) * sizeof *t->names);
-    t->values = cli_realloc(NULL, (t->n + 1) * sizeof *t->values);
-    for (size_t i = 0; i < t->n; i++) {
+    t->names = cli_realloc(NULL, (info.n_tunables + 1) * sizeof *t->names);
+    t->values = cli_realloc(NULL, (info.n_tunables + 1) * sizeof *t->values);
+    size_t changed = 0;
+    for (size_t i = 0; i < info.n_tunables; i++) {
         kp_tuning_info ti;
         kp_kernel_tuning(rt, k, i, &ti);
-        t->names[i] = cli_strdup(ti.name);
+        changed += t->r.values[i] != ti.default_value;
+    }
+    for (size_t i = 0; i < info.n_tunables; i++) {
+        kp_tuning_info ti;
+        kp_kernel_tuning(rt, k, i, &ti);
+        if (changed && t->r.values[i] == ti.default_value)
+            continue;
+        t->names[t->n] = cli_strdup(ti.name);
         kp_kernel_tunable_set(rt, k, ti.name, t->r.values[i]);
         kp_kernel_tuning(rt, k, i, &ti);
         char value[128];
-        t->values[i] = cli_strdup(cli_format_tuning_value(&ti, value, sizeof value));
+        t->values[t->n++] = cli_strdup(cli_format_tuning_value(&ti, value, sizeof value));
     }
     kp_kernel_tuning_reset(rt, k);
 }
@@ -108,6 +118,7 @@ static int run_tune(const cli_ctx *ctx)
     const char *file = cli_flag_value(ctx, "write"), *match = cli_flag_value(ctx, "match");
     kp_tune_options opt = kp_tune_options_default();
     opt.size = cli_flag_value(ctx, "size");
+    opt.tunables = cli_flag_value(ctx, "only");
     opt.report = report;
     opt.user = (void *)ctx;
     if (cli_flag_value(ctx, "budget")) {
@@ -223,7 +234,8 @@ static int run_tune(const cli_ctx *ctx)
 const cli_command cli_cmd_tune = {
     .name = "tune",
     .summary = "search kernels' tunables on this device and write the fastest to a manifest",
-    .usage = "[PATTERN] [--write FILE] [--budget SECONDS] [--size NAME] [--match KIND]",
+    .usage = "[PATTERN] [--write FILE] [--budget SECONDS] [--size NAME] [--match KIND] "
+             "[--only GLOB]",
     .details = "Tries the allowed values of each kernel's tunables (the full grid when it has at "
                "most 64 points, otherwise coordinate descent and random points within the "
                "budget). Every candidate is verified against the host reference before it is "

@@ -619,6 +619,9 @@ typedef struct kp_tune_options {
     kp_bench_options bench;
     kp_tune_fn report; /* may be NULL */
     void *user;
+    /* Glob of the tunables to search ("clblast.Xgemm.*"); the others keep their current values.
+     * NULL: all. */
+    const char *tunables;
 } kp_tune_options;
 
 /* size NULL, budget 60 s, grid_limit 64, bench defaults with min_runs 5. */

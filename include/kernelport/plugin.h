@@ -194,7 +194,8 @@ typedef struct kp_host_api {
     void *(*cl_device)(kp_launch *l);
     void *(*cl_mem)(const kp_buffer *buf);
     /* A cl_event slot to hand to a library call that enqueues work; the core keeps the event for
-     * timing and releases it. */
+     * timing and releases it. NULL when the launch is not being timed (OpenCL libraries accept a
+     * NULL event pointer), so untimed launches create no event. */
     void **(*cl_event_slot)(kp_launch *l);
     /* The descriptor's `user` pointer. */
     void *(*kernel_user)(kp_launch *l);

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The GPU run for CLBlast's GEMM parameters: measure a few starting sets (from CLBlast's own
+# database entries for earlier NVIDIA GPUs), tune the Xgemm parameters from the fastest with
+# `kernelport tune`, then run bench-blas with the result. One call of the device tool:
+#   device run:  carry [".gpu"], command: bash bench/gpu-tune-blas.sh
+# KP_TUNE_BUDGET (seconds for the tune, default 360), KP_TUNE_SIZE (sample size, default 4096).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+out=${OUT:-/tmp/kp-gpu-out}
+res="$out/results"
+mkdir -p "$res"
+exec > >(tee "$out/gpu-tune-blas.log") 2>&1
+budget=${KP_TUNE_BUDGET:-360}
+size=${KP_TUNE_SIZE:-4096}
+started=$(date +%s)
+step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
+
+step setup
+# shellcheck disable=SC1091
+source .gpu/setup.sh >/dev/null
+export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
+  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 || { tail -40 "$res/build.log"; exit 1; }
+kp=build-gpu/bin/kernelport
+
+step "starting sets"
+best=""
+best_s=1e9
+for f in bench/manifests/xgemm-*.yaml; do
+  name=$(basename "$f" .yaml)
+  if timeout 120 $kp --device nvidia --manifest "$f" --json bench blas.gemm --size "$size" \
+      >"$res/start-$name.json"; then
+    s=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(r["median_s"] if r["status"]=="KP_OK" else 1e9)' "$res/start-$name.json")
+  else
+    s=1e9
+  fi
+  echo "$name: median $s s at $size"
+  if python3 -c "import sys; sys.exit(0 if float('$s') < float('$best_s') else 1)"; then
+    best=$f
+    best_s=$s
+  fi
+done
+echo "fastest start: ${best:-none (CLBlast defaults)} ($best_s s)"
+cp "${best:-/dev/null}" "$res/tuned-nvidia.yaml" 2>/dev/null || printf 'kernelport: 1\n' >"$res/tuned-nvidia.yaml"
+
+step "tune clblast.Xgemm.* at $size from it (budget $budget s)"
+timeout $(( budget + 90 )) $kp --device nvidia --manifest "$res/tuned-nvidia.yaml" tune blas.gemm \
+  --size "$size" --only 'clblast.Xgemm.*' --budget "$budget" --match arch \
+  --write "$res/tuned-nvidia.yaml" | tee "$res/tune-blas-nvidia.txt" | grep -v '^  .*\]  '
+
+step "bench-blas with the tuned manifest"
+timeout 240 build-gpu/bin/bench-blas --device nvidia --manifest "$res/tuned-nvidia.yaml" \
+  --json "$res/bench-blas-tuned-nvidia.json"
+PYTHONUNBUFFERED=1 timeout 120 python3 bench/peer-blas.py --json "$res/peer-blas-torch.json" >/dev/null
+python3 bench/compare.py "$res/bench-blas-tuned-nvidia.json" "$res/peer-blas-torch.json" |
+  tee "$res/compare-blas-tuned.md"
+cat "$res/tuned-nvidia.yaml"
+
+step pack
+tar -C "$out" -czf "$out/results.tar.gz" results
+rm -rf "$res"
+echo "done in $(( $(date +%s) - started )) s"
