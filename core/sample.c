@@ -232,6 +232,22 @@ static kp_tensor view_of(const kp__sample_arg *a, kp_buffer *buf)
     return t;
 }
 
+void kp__sample_bind_host(const kp_sample *s, kp_value *values)
+{
+    for (uint32_t i = 0; i < s->kernel->desc->n_params; i++) {
+        const kp__sample_arg *a = &s->args[i];
+        memset(&values[i], 0, sizeof values[i]);
+        const kp_param_desc *p = &s->kernel->desc->params[i];
+        values[i].present = (uint32_t)a->present;
+        values[i].i = a->present ? a->i : p->int_default;
+        values[i].f = a->present ? a->f : p->float_default;
+        if (a->present && p->kind == KP_ARG_KIND_TENSOR) {
+            values[i].tensor = view_of(a, NULL);
+            values[i].host = a->data;
+        }
+    }
+}
+
 kp_status kp__sample_int(kp_sample *s, const char *name, int64_t value)
 {
     uint32_t i;

@@ -49,6 +49,10 @@ typedef struct kp__sample_args {
     size_t n;
 } kp__sample_args;
 
+/* Binds the sample's host data as a call (values: one per parameter), for cost and tolerance
+ * callbacks that read shapes, scalars and host data. */
+void kp__sample_bind_host(const kp_sample *s, kp_value *values);
+
 kp_status kp__sample_args_create(kp_runtime *rt, const kp_kernel *k, const kp_sample *s,
                                  int with_reference, kp__sample_args *r);
 void kp__sample_args_free(kp_runtime *rt, kp__sample_args *r);

@@ -1,9 +1,11 @@
 /* kp_kernel_tune: the search space of a kernel's tunables, and candidates verified then timed. */
 #include <fnmatch.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "registry.h"
+#include "sample.h"
 #include "runtime.h"
 #include "tune.h"
 
@@ -35,12 +37,126 @@ static size_t range_values(const kp_tunable_desc *t, int64_t *out, size_t cap)
     return n;
 }
 
+/* The outputs of one run at the timing size, in host memory. */
+typedef struct outputs {
+    size_t n;
+    void *data[16];
+    size_t bytes[16];
+    int32_t dtype[16];
+    double atol, rtol;
+} outputs;
+
 typedef struct tune_ctx {
     kp_runtime *rt;
     kp_kernel *k;
     const kp_tune_options *opt;
     const char *size;
+    outputs golden; /* the starting point's outputs: every candidate must agree with them */
+    int have_golden;
 } tune_ctx;
+
+static void outputs_free(outputs *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        free(o->data[i]);
+    o->n = 0;
+}
+
+/* Runs the kernel once at `size` with the current tuning and copies every output (its whole
+ * buffer) to host memory, with the tolerance the kernel states for that call. */
+static kp_status run_outputs(tune_ctx *c, outputs *out)
+{
+    const kp_kernel_desc *d = c->k->desc;
+    kp_sample s;
+    kp__sample_args a = {0};
+    memset(out, 0, sizeof *out);
+    out->atol = d->atol;
+    out->rtol = d->rtol;
+    kp_status st = kp__sample_init(&s, c->rt, c->k, c->opt->bench.seed, c->size);
+    if (st == KP_OK)
+        st = kp__sample_build(&s, c->size);
+    if (st == KP_OK && d->tolerance) {
+        kp_value values[64];
+        kp__sample_bind_host(&s, values);
+        kp_call call = {
+            .struct_size = sizeof call, .n_args = d->n_params, .args = values, .desc = d};
+        d->tolerance(&call, &out->atol, &out->rtol);
+    }
+    if (st == KP_OK)
+        st = kp__sample_args_create(c->rt, c->k, &s, 0, &a);
+    if (st == KP_OK)
+        st = kp_kernel_launch(c->rt, c->k, a.dev, a.n, NULL);
+    for (size_t i = 0; st == KP_OK && i < a.n && out->n < 16; i++) {
+        uint32_t p = 0;
+        while (strcmp(d->params[p].name, a.dev[i].name) != 0)
+            p++;
+        if (d->params[p].kind != KP_ARG_KIND_TENSOR || d->params[p].access == KP_ACCESS_IN)
+            continue;
+        const kp_buffer *b = a.dev[i].tensor.buffer;
+        size_t bytes = kp_buffer_size(b);
+        void *host = malloc(bytes);
+        if (!host) {
+            st = kp__fail(c->rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+            break;
+        }
+        out->data[out->n] = host;
+        out->bytes[out->n] = bytes;
+        out->dtype[out->n++] = a.dev[i].tensor.dtype;
+        st = kp_buffer_read(c->rt, b, 0, bytes, host);
+    }
+    kp__sample_args_free(c->rt, &a);
+    kp__sample_fini(&s);
+    if (st != KP_OK)
+        outputs_free(out);
+    return st;
+}
+
+static double value_at(const void *p, int32_t dtype, size_t i)
+{
+    switch (dtype) {
+    case KP_F32:
+        return ((const float *)p)[i];
+    case KP_F16:
+        return kp__half_to_float(((const uint16_t *)p)[i]);
+    case KP_I32:
+        return ((const int32_t *)p)[i];
+    case KP_U32:
+        return ((const uint32_t *)p)[i];
+    default:
+        return ((const uint8_t *)p)[i];
+    }
+}
+
+/* Both runs are within the kernel's tolerance of the exact result, so of each other within
+ * twice that. Returns a malloc'd description of the first disagreement, or NULL. */
+static char *disagreement(const outputs *a, const outputs *b)
+{
+    for (size_t o = 0; o < a->n && o < b->n; o++) {
+        size_t n = a->bytes[o] / kp_dtype_size((kp_dtype)a->dtype[o]);
+        for (size_t i = 0; i < n; i++) {
+            double x = value_at(a->data[o], a->dtype[o], i),
+                   y = value_at(b->data[o], a->dtype[o], i);
+            if (x != x && y != y)
+                continue;
+            if (!(fabs(x - y) <= 2 * (a->atol + a->rtol * fabs(x))))
+                return kp__asprintf("output %zu element %zu is %.9g, the starting values gave "
+                                    "%.9g",
+                                    o, i, y, x);
+        }
+    }
+    return NULL;
+}
+
+/* Whether the device still works: a candidate that faults can take the OpenCL context down. */
+static int device_alive(kp_runtime *rt)
+{
+    kp_buffer *b = NULL;
+    uint32_t v = 1;
+    int ok = kp_buffer_create(rt, sizeof v, &b) == KP_OK &&
+             kp_buffer_write(rt, b, 0, sizeof v, &v) == KP_OK && kp_finish(rt) == KP_OK;
+    kp_buffer_destroy(rt, b);
+    return ok;
+}
 
 static kp__tune_outcome eval(void *user, const int64_t *values, double *seconds, char **why)
 {
@@ -67,12 +183,35 @@ static kp__tune_outcome eval(void *user, const int64_t *values, double *seconds,
         st = kp_kernel_bench(c->rt, c->k, c->size, &c->opt->bench, &r);
         *seconds = r.median_s;
     }
+    /* The verify sizes are small: values that only matter at the timing size (a library's
+     * large-matrix kernel) are checked there against the starting point's result. */
+    if (st == KP_OK && c->have_golden) {
+        outputs mine;
+        st = run_outputs(c, &mine);
+        char *bad = st == KP_OK ? disagreement(&c->golden, &mine) : NULL;
+        if (st == KP_OK)
+            outputs_free(&mine);
+        if (bad) {
+            kp__log(c->rt, KP_LOG_INFO, "kernel %s: candidate rejected at size %s: %s", d->name,
+                    c->size, bad);
+            free(bad);
+            return KP__TUNE_REJECTED;
+        }
+    }
     if (st == KP_OK)
         return KP__TUNE_MEASURED;
     const char *m = kp_last_error(c->rt);
     size_t line = strcspn(m, "\n");
     *why = kp__asprintf("skipped (%s): %.*s", kp_status_name(st), (int)line, m);
-    /* Only our own bugs end the search; a launch the device refuses is this point's problem. */
+    /* A candidate that faults can take the context down; then nothing after it can be trusted. */
+    if ((st == KP_ERR_CL || st == KP_ERR_OUT_OF_MEMORY) && !device_alive(c->rt)) {
+        char *fatal = kp__asprintf("the device stopped working after this candidate (%s); "
+                                   "tuning stops",
+                                   *why);
+        free(*why);
+        *why = fatal;
+        return KP__TUNE_FATAL;
+    }
     return st == KP_ERR_INTERNAL ? KP__TUNE_FATAL : KP__TUNE_SKIPPED;
 }
 
@@ -147,8 +286,15 @@ kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *op
         space.counts[i] = n;
     }
     tune_ctx c = {.rt = rt, .k = k, .opt = &o, .size = size};
+    c.have_golden = run_outputs(&c, &c.golden) == KP_OK;
+    if (!c.have_golden)
+        kp__log(rt, KP_LOG_WARN,
+                "kernel %s: the starting values do not run at size %s (%s); "
+                "candidates are checked on the verify sizes only",
+                d->name, size, kp_last_error(rt));
     st = kp__tune_search(&space, eval, &c, o.budget_seconds, o.grid_limit, o.bench.seed, forward,
                          out);
+    outputs_free(&c.golden);
     free(storage);
     kp_kernel_tuning_reset(rt, k);
     if (st == KP_ERR_VERIFY)

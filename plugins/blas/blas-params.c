@@ -130,6 +130,7 @@ typedef enum rule_kind {
     MULTIPLE,     /* a % (b * c) == 0 (c may be NULL) */
     MULTIPLE_DIV, /* b * c must split into d (KDIMA = (MDIMC*NDIMC)/MDIMA) and a % that == 0 */
     AT_LEAST,     /* a >= b */
+    IS_ONE,       /* a == 1 (a parameter the kernel variant does not take) */
     WORKGROUP,    /* a * b work-items (b may be NULL) fit the device */
 } rule_kind;
 
@@ -149,6 +150,8 @@ static const rule rules[] = {
     {"Xgemm", MULTIPLE_DIV, "KWG", "MDIMC", "NDIMC", "MDIMA", 0},
     {"Xgemm", MULTIPLE_DIV, "KWG", "MDIMC", "NDIMC", "NDIMB", 0},
     {"Xgemm", MULTIPLE, "KREG", "VWN", NULL, NULL, 1},
+    /* The GEMMK 0 kernel has no register tiling in K; another KREG makes it fault on NVIDIA. */
+    {"Xgemm", IS_ONE, "KREG", NULL, NULL, NULL, 0},
     {"Xgemm", WORKGROUP, "MDIMC", "NDIMC", NULL, NULL, -1},
     {"XgemmDirect", MULTIPLE, "WGD", "KWID", NULL, NULL, -1},
     {"XgemmDirect", MULTIPLE, "WGD", "MDIMCD", "VWMD", NULL, -1},
@@ -236,6 +239,12 @@ static int check_rule(const set *s, const rule *r, const kp_device_info *dev, ch
                  r->d, kdim, from);
         return 0;
     }
+    case IS_ONE:
+        if (a == 1)
+            return 1;
+        snprintf(why, size, "%s=%zu must be 1 with this kernel variant (GEMMK = 0)%s", r->a, a,
+                 from);
+        return 0;
     case AT_LEAST:
         if (a >= b)
             return 1;

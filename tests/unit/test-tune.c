@@ -192,6 +192,28 @@ static void test_kernel_tune_on_the_host_device(void **state)
     kp_runtime_destroy(rt);
 }
 
+static void test_wrong_only_at_the_timing_size_is_rejected(void **state)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/test-plugins/tune-trap", test_env("KP_TEST_BUILD"));
+    kp_runtime_options o = test_options(dir, "pocl", NULL);
+    o.flags |= KP_RUNTIME_NO_DISK_CACHE;
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    kp_kernel *k;
+    assert_int_equal(kp_kernel_find(rt, "trap.double", &k), KP_OK);
+    kp_tune_options t = kp_tune_options_default();
+    t.bench.min_runs = 1;
+    t.bench.min_seconds = 0;
+    kp_tune_result r;
+    assert_int_equal(kp_kernel_tune(rt, k, &t, &r), KP_OK);
+    /* MODE=1 passes verification at n = 37 but is wrong at the timing size. */
+    assert_int_equal(r.values[0], 0);
+    assert_int_equal(r.rejected, 1);
+    assert_int_equal(r.tried, 1);
+    kp_runtime_destroy(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_start_rejected_is_an_error),
         cmocka_unit_test(test_fatal_stops),
         cmocka_unit_test(test_kernel_tune_on_the_host_device),
+        cmocka_unit_test(test_wrong_only_at_the_timing_size_is_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
