@@ -3,7 +3,10 @@
 # database entries for earlier NVIDIA GPUs), tune the Xgemm parameters from the fastest with
 # `kernelport tune`, then run bench-blas with the result. One call of the device tool:
 #   device run:  carry [".gpu"], command: bash bench/gpu-tune-blas.sh
-# KP_TUNE_BUDGET (seconds for the tune, default 360), KP_TUNE_SIZE (sample size, default 4096).
+# KP_TUNE_BUDGET (seconds for the Xgemm tune, default 240), KP_TUNE_SIZE (its sample size, default
+# 4096), KP_TUNE_DIRECT_BUDGET (seconds for the second phase, default 150): CLBlast's direct kernel
+# and the direct/indirect threshold, tuned at n = 1024 where the indirect kernel's large tiles
+# leave most of the GPU idle.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -11,7 +14,8 @@ out=${OUT:-/tmp/kp-gpu-out}
 res="$out/results"
 mkdir -p "$res"
 exec > >(tee "$out/gpu-tune-blas.log") 2>&1
-budget=${KP_TUNE_BUDGET:-360}
+budget=${KP_TUNE_BUDGET:-240}
+direct_budget=${KP_TUNE_DIRECT_BUDGET:-150}
 size=${KP_TUNE_SIZE:-4096}
 started=$(date +%s)
 step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
@@ -48,6 +52,11 @@ step "tune clblast.Xgemm.* at $size from it (budget $budget s)"
 timeout $(( budget + 90 )) $kp --device nvidia --manifest "$res/tuned-nvidia.yaml" tune blas.gemm \
   --size "$size" --only 'clblast.Xgemm.*' --budget "$budget" --match arch \
   --write "$res/tuned-nvidia.yaml" | tee "$res/tune-blas-nvidia.txt" | grep -v '^  .*\]  '
+
+step "tune clblast.XgemmDirect.* and the threshold at 1024 (budget $direct_budget s)"
+timeout $(( direct_budget + 90 )) $kp --device nvidia --manifest "$res/tuned-nvidia.yaml" tune \
+  blas.gemm --size 1024 --only 'clblast.XgemmDirect.*,clblast.GemmRoutine.*' --budget "$direct_budget" --match arch \
+  --write "$res/tuned-nvidia.yaml" | tee "$res/tune-blas-direct-nvidia.txt" | grep -v '^  .*\]  '
 
 step "bench-blas with the tuned manifest"
 timeout 240 build-gpu/bin/bench-blas --device nvidia --manifest "$res/tuned-nvidia.yaml" \

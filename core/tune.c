@@ -22,6 +22,23 @@ kp_tune_options kp_tune_options_default(void)
     return o;
 }
 
+/* Whether `name` matches one of the comma-separated globs in `globs`. */
+static int matches_any(const char *globs, const char *name)
+{
+    char one[256];
+    for (const char *p = globs; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n < sizeof one) {
+            memcpy(one, p, n);
+            one[n] = '\0';
+            if (fnmatch(one, name, 0) == 0)
+                return 1;
+        }
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
 /* Candidate values of a ranged tunable: powers of two within the range, plus its default. */
 static size_t range_values(const kp_tunable_desc *t, int64_t *out, size_t cap)
 {
@@ -278,7 +295,7 @@ kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *op
             n = range_values(t, vals, 64);
         space.start[i] = k->choices[i].value;
         /* A tunable left out of the search keeps the value it starts with. */
-        if (o.tunables && fnmatch(o.tunables, t->name, 0) != 0) {
+        if (o.tunables && !matches_any(o.tunables, t->name)) {
             vals[0] = space.start[i];
             n = 1;
         }

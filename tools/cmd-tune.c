@@ -12,7 +12,7 @@ static const cli_flag tune_flags[] = {
     {"budget", "SECONDS", "wall-clock budget per kernel (default 60)"},
     {"size", "NAME", "sample size to time (default: each kernel's first benchmark size)"},
     {"match", "KIND", "what the written entry matches: name (default), arch or vendor"},
-    {"only", "GLOB", "search only the tunables matching GLOB (e.g. 'clblast.Xgemm.*')"},
+    {"only", "GLOBS", "search only the tunables matching these comma-separated globs"},
     {NULL, NULL, NULL},
 };
 
@@ -235,7 +235,7 @@ const cli_command cli_cmd_tune = {
     .name = "tune",
     .summary = "search kernels' tunables on this device and write the fastest to a manifest",
     .usage = "[PATTERN] [--write FILE] [--budget SECONDS] [--size NAME] [--match KIND] "
-             "[--only GLOB]",
+             "[--only GLOBS]",
     .details = "Tries the allowed values of each kernel's tunables (the full grid when it has at "
                "most 64 points, otherwise coordinate descent and random points within the "
                "budget). Every candidate is verified against the host reference before it is "

@@ -619,8 +619,8 @@ typedef struct kp_tune_options {
     kp_bench_options bench;
     kp_tune_fn report; /* may be NULL */
     void *user;
-    /* Glob of the tunables to search ("clblast.Xgemm.*"); the others keep their current values.
-     * NULL: all. */
+    /* Globs of the tunables to search, comma-separated ("clblast.Xgemm.*,clblast.Copy.*"); the
+     * others keep their current values. NULL: all. */
     const char *tunables;
 } kp_tune_options;
 
