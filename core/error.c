@@ -8,6 +8,15 @@
 /* Calls that have no runtime (kp_runtime_create) report here. */
 static _Thread_local char *no_runtime_message;
 
+/* Failures recorded by this thread, so a caller can tell whether a callee set a message without
+ * clearing the last one first (which would cost an allocation on every launch). */
+static _Thread_local uint64_t failures;
+
+uint64_t kp__fail_count(void)
+{
+    return failures;
+}
+
 /* Slots of threads that have gone away are reused; beyond this many the oldest is dropped. */
 #define MAX_SLOTS 64
 
@@ -41,6 +50,7 @@ static kp__error_slot *slot_for(kp_runtime *rt, int create)
 
 static void store(const kp_runtime *crt, char *message)
 {
+    failures++;
     if (!crt) {
         free(no_runtime_message);
         no_runtime_message = message;

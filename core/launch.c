@@ -188,6 +188,8 @@ kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: launches nested deeper than %d",
                         k->desc->name, MAX_DEPTH);
     reference = reference || kp__is_host(rt);
+    /* A plugin that fails without a message gets a generic one, not an older message. */
+    uint64_t failures = kp__fail_count();
     pthread_mutex_lock(&rt->lock);
     kp_status st = reference ? KP_OK : kp__tuning_resolve(rt, k);
     kp_launch l = {.rt = rt,
@@ -196,9 +198,6 @@ kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int
                    .reference = reference,
                    .event = event,
                    .depth = depth};
-    /* A plugin that fails without a message gets a generic one, not an older message. */
-    if (st == KP_OK)
-        kp__fail(rt, KP_OK, "%s", "");
     if (st == KP_OK && k->desc->check)
         st = k->desc->check(call, &l);
     if (st == KP_OK) {
@@ -216,7 +215,7 @@ kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int
         }
     }
     pthread_mutex_unlock(&rt->lock);
-    if (st != KP_OK && !*kp_last_error(rt))
+    if (st != KP_OK && kp__fail_count() == failures)
         kp__fail(rt, st, "kernel %s: %s failed with %s", k->desc->name,
                  reference ? "reference" : "launch", kp_status_name(st));
     return st;

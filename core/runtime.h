@@ -126,6 +126,8 @@ kp_status kp__failv(const kp_runtime *rt, kp_status status, const char *fmt, va_
 kp_status kp__fail_prefix(const kp_runtime *rt, kp_status status, const char *fmt, ...)
     KP_PRINTF(3, 4);
 void kp__errors_free(kp_runtime *rt);
+/* How many messages this thread has recorded so far (any runtime). */
+uint64_t kp__fail_count(void);
 
 void kp__log(const kp_runtime *rt, kp_log_level level, const char *fmt, ...) KP_PRINTF(3, 4);
 void kp__logv(const kp_runtime *rt, kp_log_level level, const char *fmt, va_list ap);

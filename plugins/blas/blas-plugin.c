@@ -108,42 +108,73 @@ static const kp_param_desc gemv_params[] = {
 
 /* ---- check and enqueue ------------------------------------------------------------------- */
 
+/* The core runs check, then enqueue, on the same call in the same thread: the plan made by
+ * check is kept for enqueue rather than computed twice on every launch. */
+static _Thread_local struct {
+    const kp_call *call;
+    kp_launch *launch;
+    blas_gemm_plan gemm;
+    blas_gemv_plan gemv;
+} planned;
+
 static kp_status gemm_check(const kp_call *call, kp_launch *l)
 {
-    blas_gemm_plan p;
-    return blas_plan_gemm(call, l, 0, &p);
+    planned.call = NULL;
+    kp_status st = blas_plan_gemm(call, l, 0, &planned.gemm);
+    if (st == KP_OK) {
+        planned.call = call;
+        planned.launch = l;
+    }
+    return st;
 }
 
 static kp_status gemm_batched_check(const kp_call *call, kp_launch *l)
 {
-    blas_gemm_plan p;
-    return blas_plan_gemm(call, l, 1, &p);
+    planned.call = NULL;
+    kp_status st = blas_plan_gemm(call, l, 1, &planned.gemm);
+    if (st == KP_OK) {
+        planned.call = call;
+        planned.launch = l;
+    }
+    return st;
 }
 
 static kp_status gemv_check(const kp_call *call, kp_launch *l)
 {
-    blas_gemv_plan p;
-    return blas_plan_gemv(call, l, &p);
+    planned.call = NULL;
+    kp_status st = blas_plan_gemv(call, l, &planned.gemv);
+    if (st == KP_OK) {
+        planned.call = call;
+        planned.launch = l;
+    }
+    return st;
+}
+
+static int have_plan(const kp_call *call, kp_launch *l)
+{
+    int ok = planned.call == call && planned.launch == l;
+    planned.call = NULL;
+    return ok;
 }
 
 static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
 {
-    blas_gemm_plan p;
-    kp_status st = blas_plan_gemm(call, l, 0, &p);
+    blas_gemm_plan p = planned.gemm;
+    kp_status st = have_plan(call, l) ? KP_OK : blas_plan_gemm(call, l, 0, &p);
     return st == KP_OK ? blas_run_gemm(call, l, &p, 0) : st;
 }
 
 static kp_status gemm_batched_enqueue(const kp_call *call, kp_launch *l)
 {
-    blas_gemm_plan p;
-    kp_status st = blas_plan_gemm(call, l, 1, &p);
+    blas_gemm_plan p = planned.gemm;
+    kp_status st = have_plan(call, l) ? KP_OK : blas_plan_gemm(call, l, 1, &p);
     return st == KP_OK ? blas_run_gemm(call, l, &p, 1) : st;
 }
 
 static kp_status gemv_enqueue(const kp_call *call, kp_launch *l)
 {
-    blas_gemv_plan p;
-    kp_status st = blas_plan_gemv(call, l, &p);
+    blas_gemv_plan p = planned.gemv;
+    kp_status st = have_plan(call, l) ? KP_OK : blas_plan_gemv(call, l, &p);
     return st == KP_OK ? blas_run_gemv(call, l, &p) : st;
 }
 
