@@ -26,10 +26,70 @@ typedef struct tuned {
     char **values; /* as written into the manifest */
 } tuned;
 
+/* What the progress callback needs to save each new best as the search finds it. */
+typedef struct tune_run {
+    const cli_ctx *ctx;
+    const char *file; /* --write, or NULL */
+    const kp_device_info *device;
+    size_t n;
+    char **names; /* the kernel's tunables */
+    int64_t *defaults;
+} tune_run;
+
+static kp_status write_entry(const cli_ctx *ctx, const char *file, const kp_device_info *d,
+                             const kp_tuned_value *values, size_t n, const char *speedup)
+{
+    const char *match_kind = cli_flag_value(ctx, "match");
+    kp_tuning_match m = {.vendor = kp_vendor_name(d->vendor)};
+    if (!match_kind || strcmp(match_kind, "name") == 0)
+        m.name = d->name;
+    else if (strcmp(match_kind, "arch") == 0 && d->arch[0])
+        m.arch = d->arch;
+    else
+        m.type = kp_device_type_name(d->type);
+    char date[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    const char *prov[] = {"device", d->name,      "driver",     d->driver, "date",
+                          date,     "kernelport", kp_version(), "speedup", speedup};
+    kp_status st = kp_manifest_write_tuning(file, &m, values, n, prov, 5);
+    if (st != KP_OK)
+        cli_status_error(st, kp_last_error(NULL));
+    return st;
+}
+
+/* Saves a new best at once: a candidate that crashes the process (an out-of-bounds kernel on a
+ * CPU device writes into our own heap) must not take the search's results with it. */
+static void save_progress(const tune_run *run, const kp_tune_step *step)
+{
+    kp_tuned_value *values = cli_realloc(NULL, (run->n + 1) * sizeof *values);
+    char(*text)[32] = cli_realloc(NULL, (run->n + 1) * sizeof *text);
+    size_t changed = 0, v = 0;
+    for (size_t i = 0; i < run->n && i < step->n_values; i++)
+        changed += step->values[i] != run->defaults[i];
+    for (size_t i = 0; i < run->n && i < step->n_values; i++) {
+        if (changed && step->values[i] == run->defaults[i])
+            continue;
+        snprintf(text[v], sizeof text[v], "%" PRId64, step->values[i]);
+        values[v] = (kp_tuned_value){step->kernel, run->names[i], text[v]};
+        v++;
+    }
+    char speedup[64];
+    snprintf(speedup, sizeof speedup, "search in progress: best %.2f us so far",
+             step->median_s * 1e6);
+    write_entry(run->ctx, run->file, run->device, values, v, speedup);
+    free(text);
+    free(values);
+}
+
 static void report(void *user, const kp_tune_step *step)
 {
-    const cli_ctx *ctx = user;
-    if (ctx->json)
+    const tune_run *run = user;
+    if (run->file && strcmp(step->outcome, "best so far") == 0)
+        save_progress(run, step);
+    if (run->ctx->json)
         return;
     printf("  %s", step->kernel);
     for (size_t i = 0; i < step->n_values; i++)
@@ -73,14 +133,6 @@ static void describe_best(kp_runtime *rt, kp_kernel *k, tuned *t)
 static kp_status write_manifest(const cli_ctx *ctx, const char *file, const kp_device_info *d,
                                 tuned *list, size_t n)
 {
-    const char *match_kind = cli_flag_value(ctx, "match");
-    kp_tuning_match m = {.vendor = kp_vendor_name(d->vendor)};
-    if (!match_kind || strcmp(match_kind, "name") == 0)
-        m.name = d->name;
-    else if (strcmp(match_kind, "arch") == 0 && d->arch[0])
-        m.arch = d->arch;
-    else
-        m.type = kp_device_type_name(d->type);
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += list[i].status == KP_OK ? list[i].n : 0;
@@ -97,17 +149,9 @@ static kp_status write_manifest(const cli_ctx *ctx, const char *file, const kp_d
         if (list[i].r.speedup > best)
             best = list[i].r.speedup;
     }
-    char date[32], speedup[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    char speedup[64];
     snprintf(speedup, sizeof speedup, "%.2f-%.2fx over the previous values", worst, best);
-    const char *prov[] = {"device", d->name,      "driver",     d->driver, "date",
-                          date,     "kernelport", kp_version(), "speedup", speedup};
-    kp_status st = v ? kp_manifest_write_tuning(file, &m, values, v, prov, 5) : KP_ERR_NOT_FOUND;
-    if (st != KP_OK && v)
-        cli_status_error(st, kp_last_error(NULL));
+    kp_status st = v ? write_entry(ctx, file, d, values, v, speedup) : KP_ERR_NOT_FOUND;
     free(values);
     return st;
 }
@@ -120,7 +164,6 @@ static int run_tune(const cli_ctx *ctx)
     opt.size = cli_flag_value(ctx, "size");
     opt.tunables = cli_flag_value(ctx, "only");
     opt.report = report;
-    opt.user = (void *)ctx;
     if (cli_flag_value(ctx, "budget")) {
         char *end;
         errno = 0;
@@ -155,7 +198,21 @@ static int run_tune(const cli_ctx *ctx)
         t->kernel = cli_strdup(info.name);
         if (!ctx->json)
             printf("\n%s\n", info.name);
+        tune_run run = {.ctx = ctx, .file = file, .device = &d, .n = info.n_tunables};
+        run.names = cli_realloc(NULL, (run.n + 1) * sizeof *run.names);
+        run.defaults = cli_realloc(NULL, (run.n + 1) * sizeof *run.defaults);
+        for (size_t j = 0; j < run.n; j++) {
+            kp_tuning_info ti;
+            kp_kernel_tuning(rt, k, j, &ti);
+            run.names[j] = cli_strdup(ti.name);
+            run.defaults[j] = ti.default_value;
+        }
+        opt.user = &run;
         t->status = kp_kernel_tune(rt, k, &opt, &t->r);
+        for (size_t j = 0; j < run.n; j++)
+            free(run.names[j]);
+        free(run.names);
+        free(run.defaults);
         t->message = cli_strdup(t->status == KP_OK ? "" : kp_last_error(rt));
         if (t->status == KP_OK) {
             describe_best(rt, k, t);
