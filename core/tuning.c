@@ -21,6 +21,14 @@ static int entry_matches(const kp__tuning_entry *e, const kp_device_info *d)
            (!e->arch || strcasecmp(e->arch, d->arch) == 0);
 }
 
+/* The built-in manifest is layer 0. */
+static int entry_applies(const kp_runtime *rt, const kp__tuning_entry *e, const kp_device_info *d)
+{
+    if ((rt->flags & KP_RUNTIME_NO_BUILTIN_TUNING) && e->layer == 0)
+        return 0;
+    return entry_matches(e, d);
+}
+
 typedef struct candidate {
     const kp__tuning_entry *entry;
     const kp__tuning_value *value;
@@ -148,7 +156,7 @@ static void choose(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
     size_t n = 0;
     for (size_t e = 0; cand && e < m->n_tuning; e++) {
         const kp__tuning_entry *en = &m->tuning[e];
-        if (!entry_matches(en, d))
+        if (!entry_applies(rt, en, d))
             continue;
         for (size_t v = 0; v < en->n_values; v++)
             if (strcmp(en->values[v].kernel, k->desc->name) == 0 &&
@@ -203,7 +211,7 @@ static void warn_unknown_keys(kp_runtime *rt, const kp_kernel *k)
     const kp__manifest *m = &rt->manifest;
     const kp_device_info *d = kp__device(rt);
     for (size_t e = 0; e < m->n_tuning; e++) {
-        if (!entry_matches(&m->tuning[e], d))
+        if (!entry_applies(rt, &m->tuning[e], d))
             continue;
         for (size_t v = 0; v < m->tuning[e].n_values; v++) {
             const kp__tuning_value *tv = &m->tuning[e].values[v];

@@ -61,7 +61,8 @@ static inline kp_runtime_options test_options(const char *dir, const char *devic
 {
     static const char *dirs[1];
     kp_runtime_options o = kp_runtime_options_default();
-    o.flags = KP_RUNTIME_NO_ENV | KP_RUNTIME_NO_USER_MANIFESTS | KP_RUNTIME_NO_INSTALLED_PLUGINS;
+    o.flags = KP_RUNTIME_NO_ENV | KP_RUNTIME_NO_USER_MANIFESTS | KP_RUNTIME_NO_INSTALLED_PLUGINS |
+              KP_RUNTIME_NO_BUILTIN_TUNING;
     dirs[0] = dir;
     o.plugin_dirs = dirs;
     o.n_plugin_dirs = dir ? 1 : 0;

@@ -108,6 +108,9 @@ enum {
     KP_RUNTIME_NO_INSTALLED_PLUGINS = 1u << 2,
     /* Do not read or write the on-disk program cache. */
     KP_RUNTIME_NO_DISK_CACHE = 1u << 3,
+    /* Ignore the built-in manifest's tuning entries (its device rules still apply): every
+     * tunable starts from its default unless a manifest file sets it (tests, untuned baselines). */
+    KP_RUNTIME_NO_BUILTIN_TUNING = 1u << 4,
 };
 
 typedef struct kp_runtime_options {
