@@ -67,49 +67,6 @@ static kp_status bad_name(kp_sample *s, const char *fn, const char *name, int wh
                     name ? name : "(null)");
 }
 
-uint16_t kp__half_from_float(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
-    if (exp == 0xffu)
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - e);
-        uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rest > mid || (rest == mid && (half & 1)))
-            half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (half & 1)))
-        half++;
-    return (uint16_t)half;
-}
-
-float kp__half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    float f;
-    if (exp == 0)
-        f = ldexpf((float)mant, -24);
-    else if (exp == 31)
-        f = mant ? NAN : INFINITY;
-    else
-        f = ldexpf((float)(mant | 0x400u), (int)exp - 25);
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x |= sign;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
 static void fill(kp_sample *s, kp__sample_arg *a, int output, double lo, double hi)
 {
     /* Outputs start as random garbage, so an element the device forgets to write differs
@@ -125,7 +82,7 @@ static void fill(kp_sample *s, kp__sample_arg *a, int output, double lo, double 
             ((float *)a->data)[i] = (float)v;
             break;
         case KP_F16:
-            ((uint16_t *)a->data)[i] = kp__half_from_float((float)v);
+            ((uint16_t *)a->data)[i] = kp_half_from_float((float)v);
             break;
         case KP_I32:
             ((int32_t *)a->data)[i] = output ? (int32_t)kp__sample_random(s) : (int32_t)floor(v);

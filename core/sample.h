@@ -57,8 +57,4 @@ kp_status kp__sample_args_create(kp_runtime *rt, const kp_kernel *k, const kp_sa
                                  int with_reference, kp__sample_args *r);
 void kp__sample_args_free(kp_runtime *rt, kp__sample_args *r);
 
-/* IEEE half <-> float, round to nearest even. */
-uint16_t kp__half_from_float(float f);
-float kp__half_to_float(uint16_t h);
-
 #endif

@@ -134,7 +134,7 @@ static double value_at(const void *p, int32_t dtype, size_t i)
     case KP_F32:
         return ((const float *)p)[i];
     case KP_F16:
-        return kp__half_to_float(((const uint16_t *)p)[i]);
+        return kp_half_to_float(((const uint16_t *)p)[i]);
     case KP_I32:
         return ((const int32_t *)p)[i];
     case KP_U32:

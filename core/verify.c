@@ -12,7 +12,7 @@ static double element(const void *data, int32_t dtype, int64_t i)
     case KP_F32:
         return ((const float *)data)[i];
     case KP_F16:
-        return kp__half_to_float(((const uint16_t *)data)[i]);
+        return kp_half_to_float(((const uint16_t *)data)[i]);
     case KP_I32:
         return ((const int32_t *)data)[i];
     case KP_U32:

@@ -3,6 +3,7 @@
 #ifndef KERNELPORT_TENSOR_H
 #define KERNELPORT_TENSOR_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -171,6 +172,50 @@ static inline char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t siz
     if (n >= size)
         buf[size - 1] = '\0';
     return buf;
+}
+
+/* IEEE 754 half precision <-> float, rounding to nearest even (for f16 tensors' host data). */
+static inline uint16_t kp_half_from_float(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
+    if (exp == 0xffu)
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1)))
+        half++;
+    return (uint16_t)half;
+}
+
+static inline float kp_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    float f;
+    if (exp == 0)
+        f = ldexpf((float)mant, -24);
+    else if (exp == 31)
+        f = mant ? NAN : INFINITY;
+    else
+        f = ldexpf((float)(mant | 0x400u), (int)exp - 25);
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    x |= sign;
+    memcpy(&f, &x, 4);
+    return f;
 }
 
 #ifdef __cplusplus

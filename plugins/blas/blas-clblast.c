@@ -178,7 +178,7 @@ static cl_event *event_slot(const ctx *c)
 
 static cl_half half(double v)
 {
-    return blas_half_from_float((float)v);
+    return kp_half_from_float((float)v);
 }
 
 static cl_mem mem(const kp_call *call, int index)

@@ -5,41 +5,6 @@
 
 #include "blas.h"
 
-uint16_t blas_half_from_float(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
-    if (exp == 0xffu)
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) { /* subnormal half, round to nearest even */
-        if (e < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - e);
-        uint32_t h = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rest > mid || (rest == mid && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = sign | ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
-        h++; /* a carry into the exponent is the correct rounding too */
-    return (uint16_t)h;
-}
-
-float blas_half_to_float(uint16_t h)
-{
-    uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    float f = exp == 0    ? ldexpf((float)mant, -24)
-              : exp == 31 ? (mant ? NAN : INFINITY)
-                          : ldexpf((float)(mant | 0x400u), (int)exp - 25);
-    return (h & 0x8000u) ? -f : f;
-}
-
 /* Element (i, j) of a strided matrix view lives at offset + i * rs + j * cs. */
 typedef struct view {
     void *data;
@@ -50,7 +15,7 @@ typedef struct view {
 static double get(const view *v, int64_t i, int64_t j)
 {
     int64_t at = v->offset + i * v->rs + j * v->cs;
-    return v->dtype == KP_F16 ? blas_half_to_float(((const uint16_t *)v->data)[at])
+    return v->dtype == KP_F16 ? kp_half_to_float(((const uint16_t *)v->data)[at])
                               : ((const float *)v->data)[at];
 }
 
@@ -58,7 +23,7 @@ static void put(const view *v, int64_t i, int64_t j, double x)
 {
     int64_t at = v->offset + i * v->rs + j * v->cs;
     if (v->dtype == KP_F16)
-        ((uint16_t *)v->data)[at] = blas_half_from_float((float)x);
+        ((uint16_t *)v->data)[at] = kp_half_from_float((float)x);
     else
         ((float *)v->data)[at] = (float)x;
 }

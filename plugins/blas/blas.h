@@ -105,7 +105,4 @@ kp_status blas_gemv_reference(const kp_call *call, kp_launch *l);
 void blas_gemm_tolerance(const kp_call *call, double *atol, double *rtol);
 void blas_gemv_tolerance(const kp_call *call, double *atol, double *rtol);
 
-uint16_t blas_half_from_float(float f);
-float blas_half_to_float(uint16_t h);
-
 #endif
