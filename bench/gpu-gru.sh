@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The gru family's GPU run, shorter than gpu-run.sh: build, verify gru.rollout on the GPU and on
+# PoCL, sweep its tunables at the seed size, then bench-gru (GPU with the built-in manifest's
+# entries, PoCL), kernelport bench gru, peer-gru.py and compare-gru.py.
+# Everything lands in $OUT (at most 8 files come back).
+#   device run:  carry [".gpu"], command: bash bench/gpu-gru.sh
+# Optional: KP_GRU_SWEEP="WG,LANES,VEC ..." (the sets to time; default below), KP_GRU_PEER=0 (skip
+# peer-gru.py), KP_GRU_KERNELS=0 (skip kernelport bench gru).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+out=${OUT:-/tmp/kp-gru-out}
+mkdir -p "$out"
+exec > >(tee "$out/gpu-gru.log") 2>&1
+started=$(date +%s)
+step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
+
+step setup
+# shellcheck disable=SC1091
+[[ -f .gpu/setup.sh ]] && source .gpu/setup.sh >/dev/null
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv || true
+export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
+
+step build
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
+  cmake --build build-gpu -- -j"$(nproc)" >"$out/build.log" 2>&1 ||
+  { tail -40 "$out/build.log"; exit 1; }
+rm -f "$out/build.log"
+kp=build-gpu/bin/kernelport
+
+for dev in nvidia pocl; do
+  step "$dev: verify gru.rollout"
+  timeout 120 $kp --device $dev verify gru.rollout | tail -40
+done
+
+step "nvidia: gru.rollout tunables at the seed size"
+sweep=${KP_GRU_SWEEP:-"256,16,1 256,8,4 256,16,2 512,16,1 256,32,1 256,8,1 512,8,2"}
+for set in $sweep; do
+  IFS=, read -r wg lanes vec <<<"$set"
+  m="$out/sweep-$wg-$lanes-$vec.yaml"
+  {
+    printf 'kernelport: 1\ntuning:\n  - match: { vendor: nvidia }\n    kernels:\n'
+    printf '      gru.rollout: { WG: %s, LANES: %s, VEC: %s }\n' "$wg" "$lanes" "$vec"
+  } >"$m"
+  printf '%-14s ' "$set"
+  timeout 60 $kp --device nvidia --manifest "$m" bench gru.rollout --size seed 2>&1 |
+    awk '/gru.rollout +seed/ {print $4 " us"} /rror/ {print}'
+  rm -f "$m"
+done
+
+step "bench-gru, kernelport bench gru"
+timeout 150 build-gpu/bin/bench-gru --device nvidia --json "$out/bench-gru-nvidia.json"
+timeout 90 build-gpu/bin/bench-gru --device pocl --quick --json "$out/bench-gru-pocl.json"
+if [[ "${KP_GRU_KERNELS:-1}" != 0 ]]; then
+  timeout 150 $kp --device nvidia bench gru --json "$out/bench-nvidia.json" | tail -20
+fi
+
+if [[ "${KP_GRU_PEER:-1}" != 0 ]]; then
+  step peer-gru
+  PYTHONUNBUFFERED=1 timeout 180 python3 bench/peer-gru.py --json "$out/peer-gru-torch.json"
+fi
+
+step compare-gru
+args=(--gpu "$out/bench-gru-nvidia.json" --cpu "$out/bench-gru-pocl.json")
+[[ -f "$out/peer-gru-torch.json" ]] && args+=(--peer "$out/peer-gru-torch.json")
+[[ -f "$out/bench-nvidia.json" ]] && args+=(--kernels "$out/bench-nvidia.json")
+python3 bench/compare-gru.py "${args[@]}" | tee "$out/compare-gru.md"
+echo "done in $(( $(date +%s) - started )) s"

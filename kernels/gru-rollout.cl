@@ -1,0 +1,514 @@
+/* gru.rollout: the ensemble world-model rollout; one work-group per (member, trajectory). */
+
+/*
+ * Design (docs/kernels/gru.md, "gru.rollout", says more):
+ * - One launch runs all T steps. Work-group (e, b) keeps h, r (.) h, the logits and the
+ *   stochastic state in local memory (the gate sums in a scratch only it reads) and runs the
+ *   steps as one loop of tasks with one barrier; the loop's trip count is the same for every
+ *   work-item, and no loop inside it has a work-item-dependent trip count (PoCL, below).
+ * - Matrix-vector products go in passes of WG rows. In a pass, LANES consecutive work-items read
+ *   consecutive VEC-float pieces of one row (coalesced on GPUs, vector loads on CPUs), each
+ *   accumulating LANES rows; the partial sums meet in local memory and work-item i returns row
+ *   p + i. Two partial-sum buffers alternate so each pass needs one barrier.
+ * - W_ih times the static features f is the same at every step: computed once into scratch.
+ *   When z_{t-1} is one-hot (modes sample and argmax, t >= 1) the input product is two columns
+ *   of W_ih (y and the drawn category) instead of a pass over 1 + S columns.
+ * - Softmax statistics, the inverse-CDF draw and the norms are two-level reductions: each
+ *   work-item owns a contiguous chunk of the S categories, NB work-items combine blocks of
+ *   partial results, and every work-item reads the NB block results.
+ */
+
+#ifndef WG
+#define WG 256
+#endif
+#ifndef LANES
+#define LANES 16
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+
+#define NG (WG / LANES)         /* row groups: rows a work-item accumulates are NG apart */
+#define RSTRIDE (LANES + 1)     /* padded stride of a row's partial sums: no bank conflicts */
+#define RED (WG * RSTRIDE)      /* floats of one partial-sum buffer */
+#define NB 32                   /* blocks of the two-level reductions (WG >= 32) */
+#define BS (WG / NB)            /* work-items per block */
+
+#define MODE_SAMPLE 0
+#define MODE_MEAN 1
+#define MODE_ARGMAX 2
+
+#if VEC == 1
+typedef float vfloat;
+#define VLOAD(i, p) ((p)[i])
+#define HSUM(x) (x)
+#elif VEC == 2
+typedef float2 vfloat;
+#define VLOAD(i, p) vload2((i), (p))
+#define HSUM(x) ((x).s0 + (x).s1)
+#elif VEC == 4
+typedef float4 vfloat;
+#define VLOAD(i, p) vload4((i), (p))
+#define HSUM(x) (((x).s0 + (x).s1) + ((x).s2 + (x).s3))
+#elif VEC == 8
+typedef float8 vfloat;
+#define VLOAD(i, p) vload8((i), (p))
+#define HSUM(x) ((((x).s0 + (x).s1) + ((x).s2 + (x).s3)) + (((x).s4 + (x).s5) + ((x).s6 + (x).s7)))
+#elif VEC == 16
+typedef float16 vfloat;
+#define VLOAD(i, p) vload16((i), (p))
+#define HSUM8(x) ((((x).s0 + (x).s1) + ((x).s2 + (x).s3)) + (((x).s4 + (x).s5) + ((x).s6 + (x).s7)))
+#define HSUM(x) (HSUM8((x).lo) + HSUM8((x).hi))
+#else
+#error "VEC must be 1, 2, 4, 8 or 16"
+#endif
+
+/* Mirrors ro_args in plugins/gru/gru-rollout.h field for field. */
+typedef struct ro_args {
+    int E, B, F, H, S, T;
+    int mode, lbr, has_bih, has_bhh, has_ent, has_hn;
+    uint seed_lo, seed_hi;
+    int wih_o, wih_e, wih_r;
+    int whh_o, whh_e, whh_r;
+    int bih_o, bih_e, bih_r;
+    int bhh_o, bhh_e, bhh_r;
+    int wp_o, wp_e, wp_r;
+    int bp_o, bp_e, bp_r;
+    int wy_o, wy_e, wy_r;
+    int by_o, by_e;
+    int f_o, f_e, f_b, f_r;
+    int y0_o, y0_b;
+    int z0_o, z0_e, z0_b, z0_r;
+    int h0_o, h0_e, h0_b, h0_r;
+    int y_o, y_e, y_b, y_t;
+    int hT_o, hT_e, hT_b, hT_r;
+    int en_o, en_e, en_b, en_t;
+    int hn_o, hn_e, hn_b, hn_t;
+} ro_args;
+
+/* Philox4x32-10 of counter (t, b, e, 0) under key (seed_lo, seed_hi); the top 24 bits of the
+ * first word as a float in [0, 1). kp_gru_rollout_uniform in kernelport/ops/gru.h is the same. */
+float ro_uniform(uint seed_lo, uint seed_hi, uint e, uint b, uint t)
+{
+    uint c0 = t, c1 = b, c2 = e, c3 = 0, k0 = seed_lo, k1 = seed_hi;
+    for (int round = 0; round < 10; round++) {
+        if (round) {
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+        const uint hi0 = mul_hi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+        const uint hi1 = mul_hi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+    }
+    return (float)(c0 >> 8) * 0x1p-24f;
+}
+
+float ro_sigmoid(float x)
+{
+    return 1.0f / (1.0f + exp(-x));
+}
+
+/*
+ * Half of one pass of y = W v over rows [p, p + WG) of R rows (row stride ld, K columns, the
+ * first at W): work-item (grp, lane) accumulates rows p + i * NG + grp for i < LANES over the
+ * column pieces lane, lane + LANES, ... and leaves its partial sums in rb. Rows past R are
+ * clamped to R - 1 (read, then ignored) so every work-item runs the same loop. After a barrier,
+ * mv_reduce gives row p + lid's sum.
+ */
+void mv_partial(const __global float *W, int ld, int p, int R, int K, __local const float *v,
+                __local float *rb, int lid)
+{
+    const int lane = lid % LANES, grp = lid / LANES;
+    int row[LANES];
+    vfloat acc[LANES];
+    float tail[LANES];
+    for (int i = 0; i < LANES; i++) {
+        row[i] = min(p + i * NG + grp, R - 1) * ld;
+        acc[i] = (vfloat)(0.0f);
+        tail[i] = 0.0f;
+    }
+    const int KV = K / VEC;
+    for (int c0 = 0; c0 < KV; c0 += LANES) {
+        const int c = c0 + lane;
+        if (c < KV) {
+            const vfloat vc = VLOAD(c, v);
+            for (int i = 0; i < LANES; i++)
+                acc[i] = fma(VLOAD(c, W + row[i]), vc, acc[i]);
+        }
+    }
+    for (int c0 = KV * VEC; c0 < K; c0 += LANES) {
+        const int c = c0 + lane;
+        if (c < K) {
+            const float vc = v[c];
+            for (int i = 0; i < LANES; i++)
+                tail[i] = fma(W[row[i] + c], vc, tail[i]);
+        }
+    }
+    for (int i = 0; i < LANES; i++)
+        rb[(i * NG + grp) * RSTRIDE + lane] = HSUM(acc[i]) + tail[i];
+}
+
+float mv_reduce(__local const float *rb, int lid)
+{
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++)
+        s += rb[lid * RSTRIDE + l];
+    return s;
+}
+
+/* (value, index) of the larger value; the lower index on ties. */
+void max_combine(float *m, int *k, float m2, int k2)
+{
+    if (m2 > *m || (m2 == *m && k2 < *k)) {
+        *m = m2;
+        *k = k2;
+    }
+}
+
+/* Where each phase of step t starts in its list of tasks (t = -1: the prologue), and `end`. */
+typedef struct ro_sched {
+    int cf, load, dense, hid, drain1, rh, n, drain2, gates, logits, drain3;
+    int red1a, red1b, red2a, red2b, fin1, fin2, end;
+} ro_sched;
+
+ro_sched ro_schedule(int t, int mode, int lbr, int G, int H, int S, int n_rows)
+{
+    const int pro = t < 0, step = !pro, dense = mode == MODE_MEAN || t == 0;
+    const int lbr0 = step && !lbr;
+    ro_sched s;
+    s.cf = pro;                                  /* task 0 of the prologue loads f and h0 */
+    s.load = s.cf + (pro ? (G + WG - 1) / WG : 0); /* cf passes: tasks [cf, load) */
+    s.dense = s.load + pro;
+    s.hid = s.dense + (step && dense ? (G + WG - 1) / WG : 0);
+    s.drain1 = s.hid + (step ? (n_rows + WG - 1) / WG : 0);
+    s.rh = s.drain1 + step;
+    s.n = s.rh + lbr0; /* W_hn (r (.) h) passes, linear_before_reset = 0 only */
+    s.drain2 = s.n + (lbr0 ? (H + WG - 1) / WG : 0);
+    s.gates = s.drain2 + lbr0;
+    s.logits = s.gates + step;
+    s.drain3 = s.logits + (step ? (S + WG - 1) / WG : 0);
+    s.red1a = s.drain3 + step;
+    s.red1b = s.red1a + step;
+    s.red2a = s.red1b + step;
+    s.red2b = s.red2a + step;
+    s.fin1 = s.red2b + step;
+    s.fin2 = s.fin1 + step;
+    s.end = s.fin2 + step;
+    return s;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_rollout(const ro_args a,
+                 __global const float *w_ih, __global const float *w_hh,
+                 __global const float *b_ih, __global const float *b_hh,
+                 __global const float *w_p, __global const float *b_p,
+                 __global const float *w_y, __global const float *b_y,
+                 __global const float *f, __global const float *y0,
+                 __global const float *z0, __global const float *h0,
+                 __global float *y, __global float *h_T,
+                 __global float *ent, __global float *hnorm,
+                 __global float *scratch, __local float *lm)
+{
+    const int lid = get_local_id(0), traj = get_group_id(0);
+    const int e = traj / a.B, b = traj % a.B;
+    const int H = a.H, S = a.S, F = a.F, G = 3 * H;
+
+    /* Local memory, carved as gru_rollout_local_bytes() in gru-rollout.c sizes it. */
+    __local float *hbuf = lm;       /* [H] h_{t-1}, updated in place to h_t */
+    __local float *rh = hbuf + H;   /* [H] r (.) h_{t-1}, for linear_before_reset = 0 */
+    __local float *lg = rh + H;     /* [S] logits, then exp(logit - max) */
+    __local float *vin = lg + S;    /* [max(F, 1 + S)] f, then x's dynamic part [y; z] */
+    __local float *red = vin + max(F, 1 + S); /* [2 RED] partial sums */
+    __local float blk[4 * NB];
+    __local int kcat;
+
+    const __global float *Wih = w_ih + a.wih_o + e * a.wih_e;
+    const __global float *Whh = w_hh + a.whh_o + e * a.whh_e;
+    const __global float *Bih = b_ih + a.bih_o + e * a.bih_e;
+    const __global float *Bhh = b_hh + a.bhh_o + e * a.bhh_e;
+    const __global float *Wp = w_p + a.wp_o + e * a.wp_e;
+    const __global float *Bp = b_p + a.bp_o + e * a.bp_e;
+    const __global float *Wy = w_y + a.wy_o + e * a.wy_e;
+    const float by = b_y[a.by_o + e * a.by_e];
+    /* Global scratch, 10H floats per trajectory; read back by the work-group that wrote it (after
+     * a barrier with a global fence), so mostly from cache. Keeping the gate sums here rather
+     * than in local memory leaves room for wider partial-sum buffers at H = 1024. */
+    __global float *cf = scratch + traj * 10 * H; /* [3H] W_ih[:, :F] f + b_ih, fixed over t */
+    __global float *gd = cf + G;  /* [3H] cf + W_ih[:, F:] [y; z] when dense */
+    __global float *g = gd + G;   /* [3H] r and z pre-activations, then W_hn (.) + b_hn */
+    __global float *gin = g + G;  /* [H] the input side of n: W_in x + b_in */
+
+    /* This work-item's chunk of the categories, for the softmax and the draw. */
+    const int C = (S + WG - 1) / WG;
+    const int c0 = min(S, lid * C), c1 = min(S, c0 + C);
+    const int n_rows = a.lbr ? G : 2 * H; /* hidden rows of the first pass */
+    int k = 0;                            /* z_{t-1}'s category when one-hot */
+    float hn2 = 0.0f, yh = 0.0f, M = 0.0f, HN = 0.0f, YH = 0.0f, yt = 0.0f;
+    int A = 0;
+    float yprev = y0[a.y0_o + b * a.y0_b];
+
+    /* The whole rollout is one loop of tasks, each ended by the one barrier at its bottom: step
+     * t = -1 is the prologue (f and h0 into local memory, cf, then [y0; z0] into vin once f is
+     * no longer read), then steps 0..T-1. One loop with one barrier site is what PoCL compiles
+     * quickly (a barrier per phase, or nested loops of barriers, took minutes on PoCL 3.1). A pass
+     * task writes partial sums into buffer task & 1; the next task first reduces them and
+     * stores its row (the "epilogue"). */
+    const ro_sched sp = ro_schedule(-1, a.mode, a.lbr, G, H, S, n_rows);
+    const ro_sched s0 = ro_schedule(0, a.mode, a.lbr, G, H, S, n_rows);
+    const ro_sched s1 = ro_schedule(1, a.mode, a.lbr, G, H, S, n_rows);
+    const int n_tasks = sp.end + s0.end + (a.T - 1) * s1.end;
+    /* The tasks below are independent ifs, not an else-if chain, and no loop in them has a
+     * trip count that depends on the work-item (the work-item is masked inside instead): an
+     * else-if chain of arms holding loops, inside this loop, made PoCL 5 assert
+     * ("region_entry_barrier != NULL", the shape of pocl/pocl#2281). The do-while (n_tasks >= 3)
+     * keeps a loop guard from following a barrier. */
+    int pend = 0, pend_p = 0, task = 0;
+    do {
+        /* Step t and task it within it, from the task number alone: no state carried past the
+         * barrier but the pending epilogue (keeping t and it as counters made PoCL save them
+         * per work-item at every barrier, 5x slower). Steps 1.. all have s1's schedule. */
+        const int q = task - sp.end - s0.end;
+        const int t = task < sp.end ? -1 : q < 0 ? 0 : 1 + q / s1.end;
+        const int it = task < sp.end ? task : q < 0 ? task - sp.end : q % s1.end;
+        const ro_sched sc = t < 0 ? sp : t == 0 ? s0 : s1;
+        const int dense = a.mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
+        __local float *rb = red + (task & 1) * RED;
+        if (pend) {
+            const float s = mv_reduce(red + ((task - 1) & 1) * RED, lid);
+            const int j = pend_p + lid;
+            if (pend == 5 && j < G) {
+                cf[j] = s + (a.has_bih ? Bih[j * a.bih_r] : 0.0f);
+            } else if (pend == 1 && j < G) {
+                gd[j] = cf[j] + s;
+            } else if ((pend == 2 && j < n_rows) || (pend == 3 && j < 3 * H)) {
+                const __global float *wj = Wih + j * a.wih_r + F;
+                const float x = dense ? gd[j] : cf[j] + wj[0] * yprev + (S ? wj[1 + k] : 0.0f);
+                const float sh = s + (a.has_bhh ? Bhh[j * a.bhh_r] : 0.0f);
+                if (j < 2 * H) {
+                    g[j] = sh + x;
+                } else {
+                    g[j] = sh;
+                    gin[j - 2 * H] = x;
+                }
+            } else if (pend == 4 && j < S) {
+                lg[j] = s + Bp[j * a.bp_r];
+            }
+            pend = 0;
+        }
+        if (it < sc.cf) {
+            const __global float *fp = f + a.f_o + e * a.f_e + b * a.f_b;
+            for (int i = lid; i - lid < F; i += WG)
+                if (i < F)
+                    vin[i] = fp[i * a.f_r];
+            for (int i = lid; i - lid < H; i += WG)
+                if (i < H)
+                    hbuf[i] = h0[a.h0_o + e * a.h0_e + b * a.h0_b + i * a.h0_r];
+        }
+        if (it >= sc.cf && it < sc.load) {
+            pend_p = (it - sc.cf) * WG;
+            mv_partial(Wih, a.wih_r, pend_p, G, F, vin, rb, lid);
+            pend = 5;
+        }
+        if (it >= sc.load && it < sc.dense) {
+            /* The cf passes are done with f: vin now takes [y0; z0]. */
+            if (lid == 0)
+                vin[0] = yprev;
+            for (int i = lid; i - lid < S; i += WG)
+                if (i < S)
+                    vin[1 + i] = z0[a.z0_o + e * a.z0_e + b * a.z0_b + i * a.z0_r];
+        }
+        if (it >= sc.dense && it < sc.hid) {
+            pend_p = (it - sc.dense) * WG;
+            mv_partial(Wih + F, a.wih_r, pend_p, G, 1 + S, vin, rb, lid);
+            pend = 1;
+        }
+        if (it >= sc.hid && it < sc.drain1) {
+            pend_p = (it - sc.hid) * WG;
+            mv_partial(Whh, a.whh_r, pend_p, n_rows, H, hbuf, rb, lid);
+            pend = 2;
+        }
+        if (it >= sc.rh && it < sc.n) {
+            for (int u = lid; u - lid < H; u += WG)
+                if (u < H)
+                    rh[u] = ro_sigmoid(g[u]) * hbuf[u];
+        }
+        if (it >= sc.n && it < sc.drain2) {
+            /* Rows 2H.. of W_hh times r (.) h; the epilogue stores them as rows 2H + u. */
+            const int q = (it - sc.n) * WG;
+            mv_partial(Whh + 2 * H * a.whh_r, a.whh_r, q, H, H, rh, rb, lid);
+            pend_p = 2 * H + q;
+            pend = 3;
+        }
+        if (it >= sc.gates && it < sc.logits) {
+            /* Gates and h_t, in place: each unit reads only its own h_{t-1}. */
+            hn2 = 0.0f;
+            yh = 0.0f;
+            for (int u = lid; u - lid < H; u += WG) {
+                if (u < H) {
+                    const float r = ro_sigmoid(g[u]), z = ro_sigmoid(g[H + u]);
+                    const float n = tanh(gin[u] + (a.lbr ? r * g[2 * H + u] : g[2 * H + u]));
+                    const float h = fma(z, hbuf[u] - n, n); /* (1 - z) n + z h */
+                    hbuf[u] = h;
+                    hn2 = fma(h, h, hn2);
+                    yh = fma(Wy[u * a.wy_r], h, yh);
+                }
+            }
+        }
+        if (it >= sc.logits && it < sc.drain3) {
+            pend_p = (it - sc.logits) * WG;
+            mv_partial(Wp, a.wp_r, pend_p, S, H, hbuf, rb, lid);
+            pend = 4;
+        }
+        if (it >= sc.red1a && it < sc.red1b) {
+            /* Reduction 1: max and argmax of the logits, |h|^2, w_y[:H] . h. P overlays
+             * the partial-sum buffers, whose last reads ended at the previous barrier. */
+            float m = -INFINITY;
+            int am = S;
+            for (int s = c0; s < c0 + C; s++)
+                if (s < c1)
+                    max_combine(&m, &am, lg[s], s);
+            red[lid] = m;
+            red[WG + lid] = as_float(am);
+            red[2 * WG + lid] = hn2;
+            red[3 * WG + lid] = yh;
+        }
+        if (it >= sc.red1b && it < sc.red2a) {
+            /* Blocks of BS partial results; work-items NB.. repeat the last block and
+             * discard it, so no loop sits under a branch. */
+            const int i0 = min(lid, NB - 1) * BS;
+            float bm = -INFINITY, bh = 0.0f, byh = 0.0f;
+            int ba = S;
+            for (int i = i0; i < i0 + BS; i++) {
+                max_combine(&bm, &ba, red[i], as_int(red[WG + i]));
+                bh += red[2 * WG + i];
+                byh += red[3 * WG + i];
+            }
+            if (lid < NB) {
+                blk[lid] = bm;
+                blk[NB + lid] = as_float(ba);
+                blk[2 * NB + lid] = bh;
+                blk[3 * NB + lid] = byh;
+            }
+        }
+        if (it >= sc.red2a && it < sc.red2b) {
+            M = -INFINITY;
+            A = S;
+            HN = 0.0f;
+            YH = 0.0f;
+            for (int i = 0; i < NB; i++) {
+                max_combine(&M, &A, blk[i], as_int(blk[NB + i]));
+                HN += blk[2 * NB + i];
+                YH += blk[3 * NB + i];
+            }
+            A = clamp(A, 0, max(S - 1, 0)); /* NaN logits leave no maximum */
+            /* Reduction 2: exp(l - M) (to be scanned into the CDF), exp(l - M) (l - M)
+             * for the entropy, w_y[H + s] exp(l - M) for the mean state's loss term. */
+            float pe = 0.0f, pl = 0.0f, pw = 0.0f;
+            for (int s = c0; s < c0 + C; s++) {
+                if (s < c1) {
+                    const float d = lg[s] - M, x = exp(d);
+                    lg[s] = x;
+                    pe += x;
+                    pl = fma(x, d, pl);
+                    pw = fma(Wy[(H + s) * a.wy_r], x, pw);
+                }
+            }
+            red[lid] = pe;
+            red[WG + lid] = pl;
+            red[2 * WG + lid] = pw;
+        }
+        if (it >= sc.red2b && it < sc.fin1) {
+            const int i0 = min(lid, NB - 1) * BS;
+            float run = 0.0f, bl = 0.0f, bw = 0.0f;
+            for (int i = i0; i < i0 + BS; i++) {
+                run += red[i];
+                if (lid < NB)
+                    red[i] = run; /* the inclusive scan within the block */
+                bl += red[WG + i];
+                bw += red[2 * WG + i];
+            }
+            if (lid < NB) {
+                blk[lid] = run;
+                blk[NB + lid] = bl;
+                blk[2 * NB + lid] = bw;
+            }
+        }
+        if (it >= sc.fin1 && it < sc.fin2) {
+            /* One left-to-right chain over the blocks: every work-item gets the same
+             * total, and its block's offset is the chain's value there, so the intervals
+             * [excl, incl) of consecutive work-items tile [0, total) exactly. */
+            const int mb = lid / BS;
+            float acc = 0.0f, off = 0.0f, TL = 0.0f, TW = 0.0f;
+            for (int i = 0; i < NB; i++) {
+                if (i == mb)
+                    off = acc;
+                acc += blk[i];
+                TL += blk[NB + i];
+                TW += blk[2 * NB + i];
+            }
+            const float total = acc;
+            float entropy = 0.0f;
+            yt = YH + by;
+            if (S) {
+                entropy = log(total) - TL / total;
+                if (a.mode == MODE_MEAN) {
+                    yt += TW / total;
+                    for (int s = c0; s < c0 + C; s++)
+                        if (s < c1)
+                            vin[1 + s] = lg[s] / total;
+                } else if (a.mode == MODE_SAMPLE) {
+                    const float target = ro_uniform(a.seed_lo, a.seed_hi, e, b, t) * total;
+                    const float excl = off + (lid % BS ? red[lid - 1] : 0.0f);
+                    const float incl = off + red[lid];
+                    /* The work-item whose interval holds the target picks the first category
+                     * whose CDF passes it; rounding inside the chunk can leave none, then the
+                     * chunk's last likely one. Every work-item runs the loop (no loop under a
+                     * branch); only the claimant writes. */
+                    const int claim = excl <= target && target < incl;
+                    int pick = -1, last = c0;
+                    float cdf = excl;
+                    for (int s = c0; s < c0 + C; s++) {
+                        if (s < c1) {
+                            cdf += lg[s];
+                            if (lg[s] > 0.0f)
+                                last = s;
+                            if (pick < 0 && cdf > target)
+                                pick = s;
+                        }
+                    }
+                    if (claim) {
+                        kcat = pick >= 0 ? pick : last;
+                    } else if (lid == 0 && !(target < total)) {
+                        kcat = A; /* u * total rounded up to total: no interval holds it */
+                    }
+                } else if (lid == 0) {
+                    kcat = A;
+                }
+            }
+            if (lid == 0) {
+                if (a.has_ent)
+                    ent[a.en_o + e * a.en_e + b * a.en_b + t * a.en_t] = entropy;
+                if (a.has_hn)
+                    hnorm[a.hn_o + e * a.hn_e + b * a.hn_b + t * a.hn_t] = sqrt(HN);
+            }
+        }
+        if (it >= sc.fin2) {
+            if (S && a.mode != MODE_MEAN) {
+                k = clamp(kcat, 0, S - 1);
+                yt += Wy[(H + k) * a.wy_r];
+            }
+            yprev = yt;
+            if (lid == 0) {
+                y[a.y_o + e * a.y_e + b * a.y_b + t * a.y_t] = yt;
+                vin[0] = yt; /* read by the next step's dense pass */
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    } while (++task < n_tasks);
+    for (int i = lid; i - lid < H; i += WG)
+        if (i < H)
+            h_T[a.hT_o + e * a.hT_e + b * a.hT_b + i * a.hT_r] = hbuf[i];
+}

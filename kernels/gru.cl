@@ -1,0 +1,339 @@
+/* GRU cell kernels: the fused small-batch step, the gate kernels of the GEMM path and of BPTT. */
+
+/*
+ * Weights follow PyTorch: w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H], gates r, z, n.
+ * Every tensor arrives as a buffer plus an int4 view: element (row, col) lives at
+ * v.x + row * v.y + col * v.z (a vector: v.x + i * v.z), and v.w is 1 when an optional tensor is
+ * present, 0 when it was omitted. The host folds a time step into v.x.
+ *
+ * `stage` selects the variant: 0 is linear_before_reset = 1, where n = tanh(xn + r * hn) needs
+ * only this unit's dot products; 1 and 2 are the two passes of linear_before_reset = 0, where
+ * n = tanh(xn + W_hn (r * h) + b_hn) needs r of every unit before any n can start.
+ */
+
+/* WG is the work-group size, compiled in: reductions size their local memory by it, and
+ * reqd_work_group_size makes any other local size an error rather than a slow recompile. LANES
+ * work-items share one hidden unit of the fused kernel (a power of two, at most WG), so a
+ * work-group finishes WG / LANES units: GPUs want many lanes (coalesced rows, enough threads for
+ * a batch of one), CPUs one (a work-item walks whole rows with vector loads, no reduction). The
+ * plugin passes LANES and VW as -D options, resolved by device type; the defaults here are for a
+ * build without them (the core's check of WG against the compiled kernel). */
+#ifndef WG
+#define WG 64
+#endif
+#ifndef LANES
+#define LANES 32
+#endif
+#define NL (LANES < WG ? LANES : WG)
+#define UNITS (WG / NL)
+
+/* VW is the fused kernel's vector width in floats: 4 (16-byte loads) suits GPUs, 8 or 16 the
+ * AVX units of CPUs. */
+#ifndef VW
+#define VW 4
+#endif
+#if VW == 16
+#define VEC float16
+#define VLOAD vload16
+#define HSUM(q) hsum8((q).lo + (q).hi)
+#elif VW == 8
+#define VEC float8
+#define VLOAD vload8
+#define HSUM(q) hsum4((q).lo + (q).hi)
+#else
+#undef VW
+#define VW 4
+#define VEC float4
+#define VLOAD vload4
+#define HSUM(q) hsum4(q)
+#endif
+
+static float hsum4(float4 q)
+{
+    return (q.x + q.y) + (q.z + q.w);
+}
+
+static float hsum8(float8 q)
+{
+    return hsum4(q.lo + q.hi);
+}
+
+#define AT(v, r, c) ((v).x + (r) * (v).y + (c) * (v).z)
+
+static float sigm(float a)
+{
+    return 1.0f / (1.0f + exp(-a));
+}
+
+static float opt_at(__global const float *p, int4 v, int r, int c)
+{
+    return v.w ? p[AT(v, r, c)] : 0.0f;
+}
+
+/*
+ * Dot products of up to three weight rows with one vector, this lane's share: VW-float steps NL
+ * apart, so a unit's lanes read neighbouring vectors (coalesced on GPUs, SIMD on CPUs). `unit`
+ * says every column stride is 1; else a scalar loop follows the strides. A row r < 0 is skipped.
+ */
+static void dots3(int unit, int lane, int n, __global const float *v, int4 vv, int vrow,
+                  __global const float *w, int4 wv, int r0, int r1, int r2, float *out)
+{
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+    if (unit) {
+        __global const float *vp = v + vv.x + vrow * vv.y;
+        __global const float *w0 = w + wv.x + max(r0, 0) * wv.y;
+        __global const float *w1 = w + wv.x + max(r1, 0) * wv.y;
+        __global const float *w2 = w + wv.x + max(r2, 0) * wv.y;
+        const int nv = n / VW;
+        VEC q0 = (VEC)(0.0f), q1 = (VEC)(0.0f), q2 = (VEC)(0.0f);
+        for (int k = lane; k < nv; k += NL) {
+            const VEC vk = VLOAD(k, vp);
+            if (r0 >= 0)
+                q0 = fma(VLOAD(k, w0), vk, q0);
+            if (r1 >= 0)
+                q1 = fma(VLOAD(k, w1), vk, q1);
+            if (r2 >= 0)
+                q2 = fma(VLOAD(k, w2), vk, q2);
+        }
+        for (int k = VW * nv + lane; k < n; k += NL) {
+            const float vk = vp[k];
+            s0 = r0 >= 0 ? fma(w0[k], vk, s0) : s0;
+            s1 = r1 >= 0 ? fma(w1[k], vk, s1) : s1;
+            s2 = r2 >= 0 ? fma(w2[k], vk, s2) : s2;
+        }
+        s0 += HSUM(q0);
+        s1 += HSUM(q1);
+        s2 += HSUM(q2);
+    } else {
+        for (int k = lane; k < n; k += NL) {
+            const float vk = v[AT(vv, vrow, k)];
+            s0 = r0 >= 0 ? fma(w[AT(wv, r0, k)], vk, s0) : s0;
+            s1 = r1 >= 0 ? fma(w[AT(wv, r1, k)], vk, s1) : s1;
+            s2 = r2 >= 0 ? fma(w[AT(wv, r2, k)], vk, s2) : s2;
+        }
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+}
+
+/*
+ * The fused cell for small batches. Work-group (g, b) owns hidden units g UNITS .. + UNITS - 1 of
+ * batch row b; each unit's NL lanes read its rows j, H + j and 2H + j of w_ih and w_hh once, sum
+ * the six dot products in local memory, and lane 0 finishes the unit. With gx present (a
+ * sequence's precomputed x w_ih^T, no bias) I is 0 and the x-part comes from gx.
+ *   stage 0: h_out = GRU(x, h) with linear_before_reset = 1; ws = (r, z, n, hn).
+ *   stage 1: r, z and xn; tmp[b] = (r * h, z, xn); ws = (r, z, -, r * h).
+ *   stage 2: hn = W_hn tmp[b, 0:H] + b_hn, n = tanh(xn + hn); h_out; ws n.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_fused(const int stage, const int unit, const int I, const int H,
+               __global const float *x, const int4 xv, __global const float *gx, const int4 gxv,
+               __global const float *h, const int4 hv, __global const float *w_ih, const int4 wiv,
+               __global const float *w_hh, const int4 whv, __global const float *b_ih,
+               const int4 biv, __global const float *b_hh, const int4 bhv, __global float *tmp,
+               const int4 tv, __global float *h_out, const int4 hov, __global float *ws,
+               const int4 wsv)
+{
+    const int lid = get_local_id(0), lane = lid % NL, b = get_group_id(1);
+    const int j = get_group_id(0) * UNITS + lid / NL, live = j < H;
+    float a[6];
+    /* A unit past H computes nothing, but its work-items still reach every barrier. */
+    dots3(unit, lane, live ? I : 0, x, xv, b, w_ih, wiv, j, H + j, 2 * H + j, a);
+    if (stage == 2)
+        dots3(unit, lane, live ? H : 0, tmp, tv, b, w_hh, whv, -1, -1, 2 * H + j, a + 3);
+    else
+        dots3(unit, lane, live ? H : 0, h, hv, b, w_hh, whv, j, H + j, stage == 0 ? 2 * H + j : -1,
+              a + 3);
+#if NL > 1
+    __local float red[6 * WG];
+    for (int q = 0; q < 6; q++)
+        red[q * WG + lid] = a[q];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = NL / 2; s > 0; s >>= 1) {
+        if (lane < s)
+            for (int q = 0; q < 6; q++)
+                red[q * WG + lid] += red[q * WG + lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int q = 0; q < 6; q++)
+        a[q] = red[q * WG + lid];
+#endif
+    if (lane != 0 || !live)
+        return;
+    const float hp = h[AT(hv, b, j)];
+    if (stage == 2) {
+        const float z = tmp[AT(tv, b, H + j)], xn = tmp[AT(tv, b, 2 * H + j)];
+        const float n = tanh(xn + a[5] + opt_at(b_hh, bhv, 0, 2 * H + j));
+        h_out[AT(hov, b, j)] = fma(z, hp - n, n);
+        if (wsv.w)
+            ws[AT(wsv, b, 2 * H + j)] = n;
+        return;
+    }
+    float xg[3];
+    for (int q = 0; q < 3; q++)
+        xg[q] = a[q] + opt_at(gx, gxv, b, q * H + j) + opt_at(b_ih, biv, 0, q * H + j);
+    const float r = sigm(xg[0] + a[3] + opt_at(b_hh, bhv, 0, j));
+    const float z = sigm(xg[1] + a[4] + opt_at(b_hh, bhv, 0, H + j));
+    if (wsv.w) {
+        ws[AT(wsv, b, j)] = r;
+        ws[AT(wsv, b, H + j)] = z;
+    }
+    if (stage == 1) {
+        tmp[AT(tv, b, j)] = r * hp;
+        tmp[AT(tv, b, H + j)] = z;
+        tmp[AT(tv, b, 2 * H + j)] = xg[2];
+        if (wsv.w)
+            ws[AT(wsv, b, 3 * H + j)] = r * hp;
+        return;
+    }
+    const float hn = a[5] + opt_at(b_hh, bhv, 0, 2 * H + j);
+    const float n = tanh(fma(r, hn, xg[2]));
+    h_out[AT(hov, b, j)] = fma(z, hp - n, n);
+    if (wsv.w) {
+        ws[AT(wsv, b, 2 * H + j)] = n;
+        ws[AT(wsv, b, 3 * H + j)] = hn;
+    }
+}
+
+/*
+ * The gates of the GEMM path, one work-item per (unit j, batch row b): gx = x w_ih^T and
+ * gh = h w_hh^T come without biases.
+ *   stage 0: h_out and ws = (r, z, n, hn) with linear_before_reset = 1.
+ *   stage 1: r and z only; rh = r * h, the operand of the next GEMM (and ws's 4th slot).
+ *   stage 2: gh's n columns now hold W_hn (r * h); h_out and ws n.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_gates(const int stage, const int H, __global const float *gx, const int4 gxv,
+               __global const float *gh, const int4 ghv, __global const float *h, const int4 hv,
+               __global const float *b_ih, const int4 biv, __global const float *b_hh,
+               const int4 bhv, __global float *rh, const int4 rhv, __global float *h_out,
+               const int4 hov, __global float *ws, const int4 wsv)
+{
+    const int j = get_global_id(0), b = get_global_id(1);
+    if (j >= H)
+        return;
+    float xg[3], hg[3];
+    for (int q = 0; q < 3; q++) {
+        xg[q] = gx[AT(gxv, b, q * H + j)] + opt_at(b_ih, biv, 0, q * H + j);
+        hg[q] = gh[AT(ghv, b, q * H + j)] + opt_at(b_hh, bhv, 0, q * H + j);
+    }
+    const float r = sigm(xg[0] + hg[0]), z = sigm(xg[1] + hg[1]), hp = h[AT(hv, b, j)];
+    if (stage == 1) {
+        rh[AT(rhv, b, j)] = r * hp;
+        if (wsv.w) {
+            ws[AT(wsv, b, j)] = r;
+            ws[AT(wsv, b, H + j)] = z;
+            ws[AT(wsv, b, 3 * H + j)] = r * hp;
+        }
+        return;
+    }
+    const float n = tanh(stage == 0 ? fma(r, hg[2], xg[2]) : xg[2] + hg[2]);
+    h_out[AT(hov, b, j)] = fma(z, hp - n, n);
+    if (!wsv.w)
+        return;
+    ws[AT(wsv, b, 2 * H + j)] = n;
+    if (stage == 0) {
+        ws[AT(wsv, b, j)] = r;
+        ws[AT(wsv, b, H + j)] = z;
+        ws[AT(wsv, b, 3 * H + j)] = hg[2];
+    }
+}
+
+/*
+ * One step of backpropagation through time, elementwise, one work-item per (unit j, row b).
+ * dh = dh_all[t] + carry_in (either may be absent); the saved ws[t] = (r, z, n, s4) and h_prev
+ * give the gate gradients (pre-activation) for the x side, dgx = (dar, daz, dan), and the h side,
+ * dgh, and carry_out starts the gradient of h_prev with its direct term dh * z; a GEMM with
+ * w_hh adds the rest.
+ *   stage 0 (linear_before_reset = 1, s4 = hn): dgh = (dar, daz, dan * r).
+ *   stage 1 (= 0, s4 = r * h_prev): daz and dan only (dgx = dgh); dar needs W_hn^T dan first.
+ *   stage 2: tmp = dan W_hn; dar = tmp * h_prev * r (1 - r); carry_out += tmp * r.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_bwd_gates(const int stage, const int H, __global const float *dh_all, const int4 dav,
+                   __global const float *carry_in, const int4 civ, __global float *carry_out,
+                   const int4 cov, __global const float *ws, const int4 wsv,
+                   __global const float *h_prev, const int4 hv, __global const float *tmp,
+                   const int4 tv, __global float *dgx, const int4 dxv, __global float *dgh,
+                   const int4 dhv)
+{
+    const int j = get_global_id(0), b = get_global_id(1);
+    if (j >= H)
+        return;
+    const float r = ws[AT(wsv, b, j)], hp = h_prev[AT(hv, b, j)];
+    if (stage == 2) {
+        const float t = tmp[AT(tv, b, j)];
+        dgx[AT(dxv, b, j)] = t * hp * r * (1.0f - r);
+        carry_out[AT(cov, b, j)] = fma(t, r, carry_out[AT(cov, b, j)]);
+        return;
+    }
+    const float z = ws[AT(wsv, b, H + j)], n = ws[AT(wsv, b, 2 * H + j)];
+    const float dh = opt_at(dh_all, dav, b, j) + opt_at(carry_in, civ, b, j);
+    const float dan = dh * (1.0f - z) * (1.0f - n * n);
+    const float daz = dh * (hp - n) * z * (1.0f - z);
+    dgx[AT(dxv, b, H + j)] = daz;
+    dgx[AT(dxv, b, 2 * H + j)] = dan;
+    carry_out[AT(cov, b, j)] = dh * z;
+    if (stage == 1)
+        return;
+    const float dar = dan * ws[AT(wsv, b, 3 * H + j)] * r * (1.0f - r);
+    dgx[AT(dxv, b, j)] = dar;
+    dgh[AT(dhv, b, j)] = dar;
+    dgh[AT(dhv, b, H + j)] = daz;
+    dgh[AT(dhv, b, 2 * H + j)] = dan * r;
+}
+
+/*
+ * C = alpha A B + beta C (beta 0 ignores C), one work-item per four columns of one row of C. B
+ * is read along its rows, so with a unit column stride neighbouring work-items read neighbouring
+ * float4s. Good for the few rows of a small batch, and the fallback where blas.gemm is absent.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_matmul(const int M, const int N, const int K, const float alpha, const float beta,
+                __global const float *A, const int4 av, __global const float *B, const int4 bv,
+                __global float *C, const int4 cv)
+{
+    const int c0 = 4 * get_global_id(0), m = get_global_id(1);
+    if (c0 >= N)
+        return;
+    __global const float *ap = A + av.x + m * av.y;
+    float4 s = (float4)(0.0f);
+    if (bv.z == 1 && c0 + 3 < N) {
+        __global const float *bp = B + bv.x + c0;
+        for (int k = 0; k < K; k++)
+            s = fma((float4)(ap[k * av.z]), vload4(0, bp + k * bv.y), s);
+    } else {
+        for (int k = 0; k < K; k++) {
+            const float a = ap[k * av.z];
+            s.x = fma(a, B[AT(bv, k, c0)], s.x);
+            s.y = c0 + 1 < N ? fma(a, B[AT(bv, k, c0 + 1)], s.y) : 0.0f;
+            s.z = c0 + 2 < N ? fma(a, B[AT(bv, k, c0 + 2)], s.z) : 0.0f;
+            s.w = c0 + 3 < N ? fma(a, B[AT(bv, k, c0 + 3)], s.w) : 0.0f;
+        }
+    }
+    const float out[4] = {s.x, s.y, s.z, s.w};
+    for (int q = 0; q < 4 && c0 + q < N; q++) {
+        __global float *cp = C + AT(cv, m, c0 + q);
+        *cp = beta != 0.0f ? fma(beta, *cp, alpha * out[q]) : alpha * out[q];
+    }
+}
+
+/* out[j] = sum over rows of G[row, j]: the bias gradients, one work-item per column. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_colsum(const int rows, const int N, __global const float *G, const int4 gv,
+                __global float *out, const int4 ov)
+{
+    const int j = get_global_id(0);
+    if (j >= N)
+        return;
+    float s0 = 0.0f, s1 = 0.0f;
+    int r = 0;
+    for (; r + 1 < rows; r += 2) {
+        s0 += G[AT(gv, r, j)];
+        s1 += G[AT(gv, r + 1, j)];
+    }
+    if (r < rows)
+        s0 += G[AT(gv, r, j)];
+    out[AT(ov, 0, j)] = s0 + s1;
+}

@@ -1,0 +1,409 @@
+/* Shared by the GRU cell kernels: argument checks, views, the fused and GEMM launch paths. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "gru-cell.h"
+
+static const int64_t workgroups[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+static const int64_t lane_counts[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+static const int64_t widths[] = {0, 4, 8, 16};
+static const int64_t batch_gemm[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1 << 30};
+
+/*
+ * LANES, VW and BATCH_GEMM default to 0, "by device type": what suits a CPU and a GPU differs by
+ * several times (docs/kernels/gru.md has the measurements), and a device without a manifest entry
+ * should still get the right kind. LANES and VW are compiled in, but through the extra options
+ * of gru_cl_kernel, which resolves 0 first; so they are NO_DEFINE here.
+ */
+const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
+    [GRU_TUNE_WG] = {.name = "WG",
+                     .default_value = 64,
+                     .allowed = workgroups,
+                     .n_allowed = sizeof workgroups / sizeof workgroups[0],
+                     .flags = KP_TUNABLE_WORKGROUP,
+                     .doc = "work-items per work-group of every kernel of the cell"},
+    [GRU_TUNE_LANES] = {.name = "LANES",
+                        .default_value = 0,
+                        .allowed = lane_counts,
+                        .n_allowed = sizeof lane_counts / sizeof lane_counts[0],
+                        .flags = KP_TUNABLE_NO_DEFINE,
+                        .doc = "work-items per hidden unit in the fused kernel (WG / LANES units "
+                               "per work-group, capped at WG); 0: 1 on CPUs, 32 on others"},
+    [GRU_TUNE_VW] = {.name = "VW",
+                     .default_value = 0,
+                     .allowed = widths,
+                     .n_allowed = sizeof widths / sizeof widths[0],
+                     .flags = KP_TUNABLE_NO_DEFINE,
+                     .doc = "floats per vector load in the fused kernel; 0: 16 on CPUs, 4 on "
+                            "others"},
+    [GRU_TUNE_BATCH_GEMM] = {.name = "BATCH_GEMM",
+                             .default_value = 0,
+                             .allowed = batch_gemm,
+                             .n_allowed = sizeof batch_gemm / sizeof batch_gemm[0],
+                             .flags = KP_TUNABLE_NO_DEFINE,
+                             .doc = "products with at least this many rows (batch rows; T*B for "
+                                    "a sequence's input projection) go through blas.gemm, "
+                                    "smaller ones through the plugin's kernels; 1073741824: "
+                                    "never; 0: 256 on CPUs, 32 on others"},
+};
+
+static int on_cpu(kp_launch *l)
+{
+    const kp_device_info *d = gru_host->device(l);
+    return d && d->type == KP_DEVICE_CPU;
+}
+
+static int64_t tunable_or(kp_launch *l, uint32_t index, int64_t cpu, int64_t other)
+{
+    int64_t v = gru_host->tunable_index(l, index);
+    return v ? v : on_cpu(l) ? cpu : other;
+}
+
+int64_t gru_batch_gemm(kp_launch *l)
+{
+    return tunable_or(l, GRU_TUNE_BATCH_GEMM, 256, 32);
+}
+
+size_t gru_wg(kp_launch *l)
+{
+    return (size_t)gru_host->tunable_index(l, GRU_TUNE_WG);
+}
+
+static size_t gru_lanes(kp_launch *l)
+{
+    return (size_t)tunable_or(l, GRU_TUNE_LANES, 1, 32);
+}
+
+kp_status gru_cl_kernel(kp_launch *l, const char *entry, kp_clkernel **out)
+{
+    /* Every entry gets the same options, so one program serves all the cell's kernels. */
+    char extra[64];
+    snprintf(extra, sizeof extra, "-D LANES=%zu -D VW=%lld", gru_lanes(l),
+             (long long)tunable_or(l, GRU_TUNE_VW, 16, 4));
+    return gru_host->cl_kernel(l, entry, extra, out);
+}
+
+/* ---- checks ---------------------------------------------------------------------------------- */
+
+kp_status gru_expect(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
+                     const int64_t *shape, const char *pattern)
+{
+    int ok = t->rank == rank;
+    for (int32_t d = 0; ok && d < rank; d++)
+        ok = t->shape[d] == shape[d];
+    if (ok)
+        return KP_OK;
+    char want[96] = "", got[160];
+    size_t n = 0;
+    for (int32_t d = 0; d < rank && n < sizeof want; d++)
+        n += (size_t)snprintf(want + n, sizeof want - n, "%s%lld", d ? ", " : "",
+                              (long long)shape[d]);
+    return gru_host->fail(l, KP_ERR_INVALID_ARG, "%s: expected %s = [%s], got %s", name, pattern,
+                          want, kp_tensor_describe(t, got, sizeof got));
+}
+
+kp_status gru_check_weights(kp_launch *l, const kp_call *call, int w_ih, int w_hh, int b_ih,
+                            int b_hh, int lbr, gru_dims *d)
+{
+    int64_t lbr_v = call->args[lbr].i;
+    if (lbr_v != 0 && lbr_v != 1)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "linear_before_reset: %lld is not 0 (ONNX) or 1 (PyTorch)",
+                              (long long)lbr_v);
+    d->lbr = (int)lbr_v;
+    kp_status st =
+        gru_expect(l, "w_ih", &call->args[w_ih].tensor, 2, (int64_t[]){3 * d->H, d->I}, "[3H, I]");
+    if (st == KP_OK)
+        st = gru_expect(l, "w_hh", &call->args[w_hh].tensor, 2, (int64_t[]){3 * d->H, d->H},
+                        "[3H, H]");
+    if (st == KP_OK && b_ih >= 0 && call->args[b_ih].present)
+        st = gru_expect(l, "b_ih", &call->args[b_ih].tensor, 1, (int64_t[]){3 * d->H}, "[3H]");
+    if (st == KP_OK && b_hh >= 0 && call->args[b_hh].present)
+        st = gru_expect(l, "b_hh", &call->args[b_hh].tensor, 1, (int64_t[]){3 * d->H}, "[3H]");
+    return st;
+}
+
+kp_status gru_check_int_range(kp_launch *l, const kp_call *call, const gru_dims *d)
+{
+    /* The scratch gate buffers hold [T B, 3H] (the workspace [T B, 4H]) and are indexed alike. */
+    if ((double)d->T * (double)d->B * 4.0 * (double)d->H > (double)INT_MAX)
+        return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                              "T B 4H = %lld x %lld x 4 x %lld gate values are beyond 2^31",
+                              (long long)d->T, (long long)d->B, (long long)d->H);
+    for (uint32_t i = 0; i < call->n_args; i++) {
+        const kp_tensor *t = &call->args[i].tensor;
+        if (call->desc->params[i].kind != KP_ARG_KIND_TENSOR || !call->args[i].present)
+            continue;
+        if (kp_tensor_extent(t) > INT_MAX || kp_tensor_numel(t) > INT_MAX)
+            return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                                  "%s: views reaching beyond 2^31 elements are not supported",
+                                  call->desc->params[i].name);
+    }
+    return KP_OK;
+}
+
+/* ---- views ----------------------------------------------------------------------------------- */
+
+kp_tensor gru_sub(const kp_tensor *m, int64_t r0, int64_t rows, int64_t c0, int64_t cols)
+{
+    kp_tensor t = *m;
+    t.offset += r0 * m->strides[0] + c0 * m->strides[1];
+    t.shape[0] = rows;
+    t.shape[1] = cols;
+    return t;
+}
+
+kp_tensor gru_step_of(const kp_tensor *t3, int64_t t)
+{
+    kp_tensor v = *t3;
+    v.rank = 2;
+    v.offset += t * t3->strides[0];
+    v.shape[0] = t3->shape[1];
+    v.shape[1] = t3->shape[2];
+    v.strides[0] = t3->strides[1];
+    v.strides[1] = t3->strides[2];
+    v.shape[2] = v.strides[2] = 0;
+    return v;
+}
+
+int gru_flatten(const kp_tensor *t3, int64_t t0, int64_t n, kp_tensor *out)
+{
+    if (n > 1 && t3->shape[1] > 1 && t3->strides[0] != t3->shape[1] * t3->strides[1])
+        return 0;
+    *out = gru_step_of(t3, t0);
+    if (n > 1 && t3->shape[1] == 1)
+        out->strides[0] = t3->strides[0]; /* one row per step: the time stride is the row's */
+    out->shape[0] = n * t3->shape[1];
+    return 1;
+}
+
+kp_tensor gru_scratch_matrix(kp_buffer *buf, int64_t offset, int64_t rows, int64_t cols)
+{
+    kp_tensor t = kp_tensor_2d(buf, KP_F32, rows, cols);
+    t.offset = offset;
+    return t;
+}
+
+/* ---- kernel arguments ------------------------------------------------------------------------ */
+
+kp_status gru_arg_view(kp_launch *l, kp_clkernel *k, uint32_t *index, const kp_tensor *t,
+                       const kp_buffer *fallback)
+{
+    int32_t v[4] = {0, 0, 0, 0};
+    int present = t && gru_present(t);
+    if (present) {
+        v[0] = (int32_t)t->offset;
+        v[1] = t->rank >= 2 ? (int32_t)t->strides[t->rank - 2] : 0;
+        v[2] = t->rank >= 1 ? (int32_t)t->strides[t->rank - 1] : 0;
+        v[3] = 1;
+    }
+    kp_status st = gru_host->arg_buffer(l, k, (*index)++, present ? t->buffer : fallback);
+    return st == KP_OK ? gru_host->arg_value(l, k, (*index)++, sizeof v, v) : st;
+}
+
+kp_status gru_arg_int(kp_launch *l, kp_clkernel *k, uint32_t *index, int value)
+{
+    return gru_host->arg_value(l, k, (*index)++, sizeof value, &value);
+}
+
+size_t gru_round_up(int64_t n, size_t wg)
+{
+    return ((size_t)n + wg - 1) / wg * wg;
+}
+
+/* ---- GEMMs ----------------------------------------------------------------------------------- */
+
+int gru_blas_layout(const kp_tensor *m)
+{
+    int64_t rows = m->shape[0], cols = m->shape[1], s0 = m->strides[0], s1 = m->strides[1];
+    int row_ok = (cols <= 1 || s1 == 1) && (rows <= 1 || s0 >= cols);
+    int col_ok = (rows <= 1 || s0 == 1) && (cols <= 1 || s1 >= rows);
+    return m->rank == 2 && (row_ok || col_ok);
+}
+
+kp_status gru_blas_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
+                        double beta)
+{
+    if (!gru_blas_layout(a) || !gru_blas_layout(b) || !gru_blas_layout(c))
+        return KP_ERR_NOT_FOUND;
+    kp_arg args[] = {KP_ARG_TENSOR("A", *a), KP_ARG_TENSOR("B", *b), KP_ARG_TENSOR("C", *c),
+                     KP_ARG_FLOAT("beta", beta)};
+    return gru_host->launch(l, "blas.gemm", args, sizeof args / sizeof args[0]);
+}
+
+static kp_status matmul(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
+                        double beta)
+{
+    size_t wg = gru_wg(l);
+    int m = (int)c->shape[0], n = (int)c->shape[1], kk = (int)a->shape[1];
+    float alpha = 1.0f, fbeta = (float)beta;
+    kp_clkernel *k;
+    uint32_t i = 0;
+    kp_status st = gru_cl_kernel(l, "gru_matmul", &k);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, m);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, n);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, kk);
+    if (st == KP_OK)
+        st = gru_host->arg_value(l, k, i++, sizeof alpha, &alpha);
+    if (st == KP_OK)
+        st = gru_host->arg_value(l, k, i++, sizeof fbeta, &fbeta);
+    if (st == KP_OK)
+        st = gru_arg_view(l, k, &i, a, NULL);
+    if (st == KP_OK)
+        st = gru_arg_view(l, k, &i, b, NULL);
+    if (st == KP_OK)
+        st = gru_arg_view(l, k, &i, c, NULL);
+    size_t global[2] = {gru_round_up((n + 3) / 4, wg), (size_t)m}, local[2] = {wg, 1};
+    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+}
+
+kp_status gru_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
+                   double beta, int use_blas)
+{
+    if (use_blas) {
+        kp_status st = gru_blas_gemm(l, a, b, c, beta);
+        if (st != KP_ERR_NOT_FOUND)
+            return st;
+    }
+    return matmul(l, a, b, c, beta);
+}
+
+/* ---- the fused path -------------------------------------------------------------------------- */
+
+static int unit_columns(const kp_tensor *t)
+{
+    return !gru_present(t) || t->shape[1] <= 1 || t->strides[1] == 1;
+}
+
+static kp_status fused_stage(kp_launch *l, const gru_cell *c, int stage, const kp_tensor *tmp)
+{
+    size_t wg = gru_wg(l);
+    const kp_tensor none = {0};
+    const kp_tensor *x = gru_present(&c->gx) || stage == 2 ? &none : &c->x;
+    int in = gru_present(x) ? (int)c->I : 0;
+    int unit = unit_columns(x) && unit_columns(&c->h) && unit_columns(&c->w_ih) &&
+               unit_columns(&c->w_hh) && unit_columns(tmp);
+    const kp_buffer *any = c->h.buffer;
+    kp_clkernel *k;
+    uint32_t i = 0;
+    kp_status st = gru_cl_kernel(l, "gru_fused", &k);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, stage);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, unit);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, in);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, (int)c->H);
+    const kp_tensor *views[] = {x,        &c->gx,   &c->h, &c->w_ih,  &c->w_hh,
+                                &c->b_ih, &c->b_hh, tmp,   &c->h_out, &c->ws};
+    for (size_t v = 0; st == KP_OK && v < sizeof views / sizeof views[0]; v++)
+        st = gru_arg_view(l, k, &i, views[v], any);
+    size_t lanes = gru_lanes(l), units = wg / (lanes < wg ? lanes : wg);
+    size_t global[2] = {gru_round_up(c->H, units) / units * wg, (size_t)c->B}, local[2] = {wg, 1};
+    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+}
+
+kp_status gru_cell_fused(kp_launch *l, const gru_cell *c, uint32_t slot)
+{
+    const kp_tensor none = {0};
+    if (c->lbr)
+        return fused_stage(l, c, 0, &none);
+    /* linear_before_reset = 0: W_hn multiplies r * h, so every unit's r must exist before any n
+     * can start; pass 1 leaves (r * h, z, xn) per row in scratch for pass 2. */
+    kp_buffer *buf;
+    kp_status st = gru_host->scratch(l, slot, (size_t)(c->B * 3 * c->H) * sizeof(float), &buf);
+    kp_tensor tmp = gru_scratch_matrix(buf, 0, c->B, 3 * c->H);
+    if (st == KP_OK)
+        st = fused_stage(l, c, 1, &tmp);
+    return st == KP_OK ? fused_stage(l, c, 2, &tmp) : st;
+}
+
+/* ---- the GEMM path --------------------------------------------------------------------------- */
+
+static kp_status gates(kp_launch *l, const gru_cell *c, int stage, const kp_tensor *gx,
+                       const kp_tensor *gh, const kp_tensor *rh)
+{
+    size_t wg = gru_wg(l);
+    const kp_buffer *any = c->h.buffer;
+    kp_clkernel *k;
+    uint32_t i = 0;
+    kp_status st = gru_cl_kernel(l, "gru_gates", &k);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, stage);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, (int)c->H);
+    const kp_tensor *views[] = {gx, gh, &c->h, &c->b_ih, &c->b_hh, rh, &c->h_out, &c->ws};
+    for (size_t v = 0; st == KP_OK && v < sizeof views / sizeof views[0]; v++)
+        st = gru_arg_view(l, k, &i, views[v], any);
+    size_t global[2] = {gru_round_up(c->H, wg), (size_t)c->B}, local[2] = {wg, 1};
+    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+}
+
+kp_status gru_cell_gemm(kp_launch *l, const gru_cell *c, uint32_t slot)
+{
+    int64_t B = c->B, H = c->H;
+    kp_tensor w_ih_t = kp_tensor_transpose(c->w_ih, 0, 1);
+    kp_tensor w_rz_t = kp_tensor_transpose(gru_sub(&c->w_hh, 0, 2 * H, 0, H), 0, 1);
+    kp_tensor w_n_t = kp_tensor_transpose(gru_sub(&c->w_hh, 2 * H, H, 0, H), 0, 1);
+    kp_tensor w_hh_t = kp_tensor_transpose(c->w_hh, 0, 1);
+    /* Decide before enqueueing anything, so that a refusal leaves nothing half done. */
+    if ((!gru_present(&c->gx) && (!gru_blas_layout(&c->x) || !gru_blas_layout(&w_ih_t))) ||
+        !gru_blas_layout(&c->h) || !gru_blas_layout(&w_rz_t) || !gru_blas_layout(&w_n_t))
+        return KP_ERR_NOT_FOUND;
+    kp_buffer *bx = NULL, *bh = NULL, *brh = NULL;
+    size_t gate_bytes = (size_t)(B * 3 * H) * sizeof(float);
+    kp_status st = gru_host->scratch(l, slot + 1, gate_bytes, &bh);
+    if (st == KP_OK && !gru_present(&c->gx))
+        st = gru_host->scratch(l, slot, gate_bytes, &bx);
+    if (st != KP_OK)
+        return st;
+    kp_tensor gh = gru_scratch_matrix(bh, 0, B, 3 * H);
+    kp_tensor gx = gru_present(&c->gx) ? c->gx : gru_scratch_matrix(bx, 0, B, 3 * H);
+    if (!gru_present(&c->gx))
+        st = gru_blas_gemm(l, &c->x, &w_ih_t, &gx, 0.0);
+    if (st != KP_OK)
+        return st; /* KP_ERR_NOT_FOUND here (the first product) means no blas.gemm */
+    if (c->lbr) {
+        st = gru_blas_gemm(l, &c->h, &w_hh_t, &gh, 0.0);
+        return st == KP_OK ? gates(l, c, 0, &gx, &gh, NULL) : st;
+    }
+    /* linear_before_reset = 0: gh's r and z columns, then r * h (into the workspace's 4th slot
+     * when there is one, which is where the backward wants it), then W_hn (r * h). */
+    kp_tensor gh_rz = gru_sub(&gh, 0, B, 0, 2 * H), gh_n = gru_sub(&gh, 0, B, 2 * H, H);
+    kp_tensor rh;
+    if (gru_present(&c->ws) && gru_blas_layout(&c->ws)) {
+        rh = gru_sub(&c->ws, 0, B, 3 * H, H);
+    } else {
+        st = gru_host->scratch(l, slot + 2, (size_t)(B * H) * sizeof(float), &brh);
+        rh = gru_scratch_matrix(brh, 0, B, H);
+    }
+    if (st == KP_OK)
+        st = gru_blas_gemm(l, &c->h, &w_rz_t, &gh_rz, 0.0);
+    if (st == KP_OK)
+        st = gates(l, c, 1, &gx, &gh, &rh);
+    if (st == KP_OK)
+        st = gru_blas_gemm(l, &rh, &w_n_t, &gh_n, 0.0);
+    return st == KP_OK ? gates(l, c, 2, &gx, &gh, &rh) : st;
+}
+
+/* ---- samples --------------------------------------------------------------------------------- */
+
+kp_status gru_sample_weights(kp_sample *s, const gru_dims *d, int with_biases)
+{
+    double k = 1.0 / sqrt((double)d->H);
+    kp_status st =
+        gru_host->sample_tensor(s, "w_ih", KP_F32, 2, (int64_t[]){3 * d->H, d->I}, -k, k, NULL);
+    if (st == KP_OK)
+        st =
+            gru_host->sample_tensor(s, "w_hh", KP_F32, 2, (int64_t[]){3 * d->H, d->H}, -k, k, NULL);
+    if (st == KP_OK && with_biases)
+        st = gru_host->sample_tensor(s, "b_ih", KP_F32, 1, (int64_t[]){3 * d->H}, -k, k, NULL);
+    if (st == KP_OK && with_biases)
+        st = gru_host->sample_tensor(s, "b_hh", KP_F32, 1, (int64_t[]){3 * d->H}, -k, k, NULL);
+    return st;
+}

@@ -1,0 +1,485 @@
+/* gru.rollout: the ensemble world-model rollout's descriptor, shape checks and launch planning. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "gru-kernels.h"
+#include "gru-rollout.h"
+
+/* 67 fields of 4 bytes, no padding: the layout the OpenCL struct has too. */
+_Static_assert(sizeof(ro_args) == 67 * 4, "ro_args must match kernels/gru-rollout.cl");
+
+#define T_F32 KP_DT(KP_F32)
+#define TENSOR(idx, nm, acc, flg, text)                                                            \
+    [idx] = {.name = nm,                                                                           \
+             .kind = KP_ARG_KIND_TENSOR,                                                           \
+             .access = acc,                                                                        \
+             .dtypes = T_F32,                                                                      \
+             .flags = flg,                                                                         \
+             .doc = text}
+#define INT(idx, nm, flg, def, text)                                                               \
+    [idx] = {.name = nm,                                                                           \
+             .kind = KP_ARG_KIND_INT,                                                              \
+             .access = KP_ACCESS_IN,                                                               \
+             .flags = flg,                                                                         \
+             .int_default = def,                                                                   \
+             .doc = text}
+
+static const kp_param_desc params[] = {
+    TENSOR(RO_W_IH, "w_ih", KP_ACCESS_IN, 0, "[E, 3H, I], I = F + 1 + S; gates r, z, n (PyTorch)"),
+    TENSOR(RO_W_HH, "w_hh", KP_ACCESS_IN, 0, "[E, 3H, H]; gates r, z, n"),
+    TENSOR(RO_B_IH, "b_ih", KP_ACCESS_IN, KP_PARAM_OPTIONAL, "[E, 3H]; omitted: zero"),
+    TENSOR(RO_B_HH, "b_hh", KP_ACCESS_IN, KP_PARAM_OPTIONAL, "[E, 3H]; omitted: zero"),
+    TENSOR(RO_W_P, "w_p", KP_ACCESS_IN, KP_PARAM_OPTIONAL,
+           "[E, S, H] prior head; required when S > 0"),
+    TENSOR(RO_B_P, "b_p", KP_ACCESS_IN, KP_PARAM_OPTIONAL, "[E, S]; required when S > 0"),
+    TENSOR(RO_W_Y, "w_y", KP_ACCESS_IN, 0, "[E, H + S] loss head (S comes from its width)"),
+    TENSOR(RO_B_Y, "b_y", KP_ACCESS_IN, 0, "[E]"),
+    TENSOR(RO_F, "f", KP_ACCESS_IN, 0, "[E or 1, B, F] static features (1: shared by members)"),
+    TENSOR(RO_Y0, "y0", KP_ACCESS_IN, 0, "[B] the last observed loss"),
+    TENSOR(RO_Z0, "z0", KP_ACCESS_IN, KP_PARAM_OPTIONAL, "[E, B, S]; required when S > 0"),
+    TENSOR(RO_H0, "h0", KP_ACCESS_IN, 0, "[E, B, H]"),
+    INT(RO_T, "T", 0, 0, "steps to roll out, >= 1"),
+    INT(RO_MODE, "mode", KP_PARAM_OPTIONAL, RO_MODE_SAMPLE,
+        "z_t: 0 sample (one-hot draw), 1 mean (probabilities), 2 argmax (one-hot)"),
+    INT(RO_SEED, "seed", KP_PARAM_OPTIONAL, 0, "random stream of mode 0 (Philox4x32-10 key)"),
+    INT(RO_LBR, "linear_before_reset", KP_PARAM_OPTIONAL, 1,
+        "1: n = tanh(W_in x + b_in + r (W_hn h + b_hn)) (PyTorch); 0: W_hn (r h) (ONNX)"),
+    TENSOR(RO_Y, "y", KP_ACCESS_OUT, 0, "[E, B, T] predicted losses"),
+    TENSOR(RO_H_T, "h_T", KP_ACCESS_OUT, 0, "[E, B, H] the last hidden state"),
+    TENSOR(RO_ENTROPY, "entropy", KP_ACCESS_OUT, KP_PARAM_OPTIONAL,
+           "[E, B, T] entropy of softmax(prior logits), nats (0 when S = 0)"),
+    TENSOR(RO_HNORM, "hnorm", KP_ACCESS_OUT, KP_PARAM_OPTIONAL, "[E, B, T] |h_t|_2"),
+};
+
+/* Tunable indices, in the order of `tunables`. */
+enum { TUNE_WG, TUNE_LANES, TUNE_VEC, TUNE_COUNT };
+static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
+static const int64_t lanes[] = {0, 1, 2, 4, 8, 16};
+static const int64_t vecs[] = {0, 1, 2, 4, 8, 16};
+/*
+ * LANES and VEC default to 0, "by device type", as the cell kernels' tunables do: a CPU wants one
+ * work-item per row reading 16 floats at a time, a GPU several work-items per row reading
+ * consecutive floats (coalesced), and the two orders differ by several times on each
+ * (docs/kernels/gru.md). They are compiled in through cl_kernel's extra options once 0 is
+ * resolved, so they are NO_DEFINE here.
+ */
+static const kp_tunable_desc tunables[] = {
+    [TUNE_WG] = {.name = "WG",
+                 .default_value = 256,
+                 .allowed = workgroups,
+                 .n_allowed = sizeof workgroups / sizeof workgroups[0],
+                 .flags = KP_TUNABLE_WORKGROUP,
+                 .doc = "work-items per trajectory (one work-group runs one (member, trajectory))"},
+    [TUNE_LANES] = {.name = "LANES",
+                    .default_value = 0,
+                    .allowed = lanes,
+                    .n_allowed = sizeof lanes / sizeof lanes[0],
+                    .flags = KP_TUNABLE_NO_DEFINE,
+                    .doc = "work-items that share one weight row in a matrix-vector pass; 0: 1 on "
+                           "CPUs, 16 on others"},
+    [TUNE_VEC] = {.name = "VEC",
+                  .default_value = 0,
+                  .allowed = vecs,
+                  .n_allowed = sizeof vecs / sizeof vecs[0],
+                  .flags = KP_TUNABLE_NO_DEFINE,
+                  .doc = "floats each lane loads at once (vloadN); 0: 16 on CPUs, 1 on others"},
+};
+
+/* A tunable's value, or for 0 the device type's: `cpu` on CPUs, `other` elsewhere. */
+static int64_t by_device(kp_launch *l, uint32_t index, int64_t cpu, int64_t other)
+{
+    int64_t v = gru_host->tunable_index(l, index);
+    const kp_device_info *d = gru_host->device(l);
+    return v ? v : d && d->type == KP_DEVICE_CPU ? cpu : other;
+}
+
+static int64_t lanes_of(kp_launch *l)
+{
+    return by_device(l, TUNE_LANES, 1, 16);
+}
+
+static int64_t vec_of(kp_launch *l)
+{
+    return by_device(l, TUNE_VEC, 16, 1);
+}
+
+void gru_rollout_dims(const kp_call *call, ro_dims *d)
+{
+    const kp_tensor *whh = &call->args[RO_W_HH].tensor, *wy = &call->args[RO_W_Y].tensor;
+    const kp_tensor *f = &call->args[RO_F].tensor, *h0 = &call->args[RO_H0].tensor;
+    d->E = whh->shape[0];
+    d->H = whh->shape[2];
+    d->S = wy->shape[1] - d->H;
+    d->F = f->shape[2];
+    d->B = h0->shape[1];
+    d->T = call->args[RO_T].i;
+    d->I = d->F + 1 + d->S;
+}
+
+/* "[3, 2, 7]" into buf. */
+static const char *dims_text(char *buf, size_t size, int rank, const int64_t *dims)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < rank && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
+/* Fails unless argument `i` has shape `dims` (`names` spells it: "E, B, H"). */
+static kp_status expect(const kp_call *call, kp_launch *l, int i, const char *names, int rank,
+                        const int64_t *dims)
+{
+    const kp_tensor *t = &call->args[i].tensor;
+    int ok = t->rank == rank;
+    for (int d = 0; ok && d < rank; d++)
+        ok = t->shape[d] == dims[d];
+    if (ok)
+        return KP_OK;
+    char want[96], got[160];
+    return gru_host->fail(
+        l, KP_ERR_INVALID_ARG, "%s: expected [%s] = %s, got %s", call->desc->params[i].name, names,
+        dims_text(want, sizeof want, rank, dims), kp_tensor_describe(t, got, sizeof got));
+}
+
+/* The weight matrices are read row by row with vector loads: their rows must be contiguous. */
+static kp_status expect_rows(const kp_call *call, kp_launch *l, int i)
+{
+    const kp_tensor *t = &call->args[i].tensor;
+    if (t->shape[t->rank - 1] <= 1 || t->strides[t->rank - 1] == 1)
+        return KP_OK;
+    return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                          "%s: the last dimension must be contiguous (stride 1), got stride %lld",
+                          call->desc->params[i].name, (long long)t->strides[t->rank - 1]);
+}
+
+/* Bytes of the local buffer the kernel carves (the top of gru_rollout): h, r h, logits, [y; z]
+ * (or f), and two partial-sum buffers of WG (LANES + 1). */
+static uint64_t local_bytes(const ro_dims *d, int64_t wg, int64_t nlanes)
+{
+    int64_t vin = d->F > 1 + d->S ? d->F : 1 + d->S;
+    return (uint64_t)(2 * d->H + d->S + vin + 2 * wg * (nlanes + 1)) * sizeof(float);
+}
+
+/* Floats of global scratch per trajectory: cf, the dense input side and the gate sums (3H
+ * each), the input side of n (H). */
+#define SCRATCH_PER_H 10
+
+/* The kernel's own __local arrays: the reduction blocks (4 x 32 floats) and the category. */
+#define STATIC_LOCAL_BYTES (4 * 32 * sizeof(float) + sizeof(int))
+
+static kp_status check_heads(const kp_call *call, kp_launch *l, const ro_dims *d)
+{
+    const kp_value *a = call->args;
+    const int present[] = {RO_W_P, RO_B_P, RO_Z0};
+    const char *const what[] = {"the prior head", "the prior head's bias", "the initial state"};
+    for (int i = 0; i < 3; i++) {
+        const kp_value *v = &a[present[i]];
+        if (d->S > 0 && !v->present)
+            return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                                  "%s: %s is required when S = %lld (w_y has H + S = %lld columns)",
+                                  call->desc->params[present[i]].name, what[i], (long long)d->S,
+                                  (long long)(d->H + d->S));
+        if (d->S == 0 && v->present && kp_tensor_numel(&v->tensor) != 0)
+            return gru_host->fail(
+                l, KP_ERR_INVALID_ARG,
+                "%s: must be omitted or empty when S = 0 (w_y has H = %lld columns)",
+                call->desc->params[present[i]].name, (long long)d->H);
+    }
+    if (d->S == 0)
+        return KP_OK;
+    kp_status st = expect(call, l, RO_W_P, "E, S, H", 3, (int64_t[]){d->E, d->S, d->H});
+    if (st == KP_OK)
+        st = expect_rows(call, l, RO_W_P);
+    if (st == KP_OK)
+        st = expect(call, l, RO_B_P, "E, S", 2, (int64_t[]){d->E, d->S});
+    if (st == KP_OK)
+        st = expect(call, l, RO_Z0, "E, B, S", 3, (int64_t[]){d->E, d->B, d->S});
+    return st;
+}
+
+static kp_status check(const kp_call *call, kp_launch *l)
+{
+    const kp_value *a = call->args;
+    const kp_tensor *whh = &a[RO_W_HH].tensor, *wy = &a[RO_W_Y].tensor, *f = &a[RO_F].tensor,
+                    *h0 = &a[RO_H0].tensor;
+    char got[160];
+    /* The tensors that define E, H, S, F and B first, each named in the message. */
+    if (whh->rank != 3 || whh->shape[1] != 3 * whh->shape[2] || whh->shape[0] < 1 ||
+        whh->shape[2] < 1)
+        return gru_host->fail(
+            l, KP_ERR_INVALID_ARG,
+            "w_hh: expected [E, 3H, H] with E, H >= 1 (it defines E and H), got %s",
+            kp_tensor_describe(whh, got, sizeof got));
+    if (wy->rank != 2 || wy->shape[0] != whh->shape[0] || wy->shape[1] < whh->shape[2])
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "w_y: expected [E, H + S] = [%lld, %lld + S] with S >= 0 (it defines "
+                              "S), got %s",
+                              (long long)whh->shape[0], (long long)whh->shape[2],
+                              kp_tensor_describe(wy, got, sizeof got));
+    if (f->rank != 3)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "f: expected [E or 1, B, F] (it defines F), got %s",
+                              kp_tensor_describe(f, got, sizeof got));
+    if (h0->rank != 3 || h0->shape[1] < 1)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "h0: expected [E, B, H] with B >= 1 (it defines B), got %s",
+                              kp_tensor_describe(h0, got, sizeof got));
+    ro_dims d;
+    gru_rollout_dims(call, &d);
+    if (f->shape[0] != 1 && f->shape[0] != d.E)
+        return gru_host->fail(
+            l, KP_ERR_INVALID_ARG,
+            "f: its first dimension must be E = %lld or 1 (shared by the members), "
+            "got %lld",
+            (long long)d.E, (long long)f->shape[0]);
+    if (a[RO_T].i < 1 || a[RO_T].i > INT_MAX)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG, "T: must be 1..%d, got %lld", INT_MAX,
+                              (long long)a[RO_T].i);
+    if (a[RO_MODE].i < 0 || a[RO_MODE].i > 2)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "mode: %lld is not 0 (sample), 1 (mean) or 2 (argmax)",
+                              (long long)a[RO_MODE].i);
+    if (a[RO_LBR].i != 0 && a[RO_LBR].i != 1)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "linear_before_reset: must be 0 or 1, got %lld",
+                              (long long)a[RO_LBR].i);
+    const kp_tensor *wih = &a[RO_W_IH].tensor;
+    if (wih->rank == 3 && wih->shape[0] == d.E && wih->shape[1] == 3 * d.H && wih->shape[2] != d.I)
+        return gru_host->fail(
+            l, KP_ERR_INVALID_ARG,
+            "w_ih: expected I = F + 1 + S = %lld + 1 + %lld = %lld columns, got %lld",
+            (long long)d.F, (long long)d.S, (long long)d.I, (long long)wih->shape[2]);
+    kp_status st = expect(call, l, RO_W_IH, "E, 3H, I", 3, (int64_t[]){d.E, 3 * d.H, d.I});
+    if (st == KP_OK)
+        st = expect_rows(call, l, RO_W_IH);
+    if (st == KP_OK)
+        st = expect_rows(call, l, RO_W_HH);
+    if (st == KP_OK && a[RO_B_IH].present)
+        st = expect(call, l, RO_B_IH, "E, 3H", 2, (int64_t[]){d.E, 3 * d.H});
+    if (st == KP_OK && a[RO_B_HH].present)
+        st = expect(call, l, RO_B_HH, "E, 3H", 2, (int64_t[]){d.E, 3 * d.H});
+    if (st == KP_OK)
+        st = check_heads(call, l, &d);
+    if (st == KP_OK)
+        st = expect(call, l, RO_B_Y, "E", 1, (int64_t[]){d.E});
+    if (st == KP_OK)
+        st = expect(call, l, RO_Y0, "B", 1, (int64_t[]){d.B});
+    if (st == KP_OK)
+        st = expect(call, l, RO_H0, "E, B, H", 3, (int64_t[]){d.E, d.B, d.H});
+    if (st == KP_OK)
+        st = expect(call, l, RO_Y, "E, B, T", 3, (int64_t[]){d.E, d.B, d.T});
+    if (st == KP_OK)
+        st = expect(call, l, RO_H_T, "E, B, H", 3, (int64_t[]){d.E, d.B, d.H});
+    if (st == KP_OK && a[RO_ENTROPY].present)
+        st = expect(call, l, RO_ENTROPY, "E, B, T", 3, (int64_t[]){d.E, d.B, d.T});
+    if (st == KP_OK && a[RO_HNORM].present)
+        st = expect(call, l, RO_HNORM, "E, B, T", 3, (int64_t[]){d.E, d.B, d.T});
+    if (st != KP_OK)
+        return st;
+
+    /* The kernel indexes with int: every view, and the scratch of 10H floats per trajectory. */
+    for (int i = 0; i < RO_NPARAMS; i++)
+        if (a[i].present && params[i].kind == KP_ARG_KIND_TENSOR &&
+            kp_tensor_extent(&a[i].tensor) > INT_MAX)
+            return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                                  "%s: views over 2^31 elements are not supported", params[i].name);
+    if ((double)d.E * (double)d.B * SCRATCH_PER_H * (double)d.H > INT_MAX)
+        return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                              "E * B * 10H = %.0f floats of scratch exceed what int indexing "
+                              "reaches",
+                              (double)d.E * (double)d.B * SCRATCH_PER_H * (double)d.H);
+
+    const kp_device_info *dev = gru_host->device(l);
+    if (dev && dev->type != KP_DEVICE_HOST && dev->local_mem > 0) {
+        int64_t wg = gru_host->tunable_index(l, TUNE_WG), nl = lanes_of(l);
+        uint64_t need = local_bytes(&d, wg, nl) + STATIC_LOCAL_BYTES;
+        if (need > dev->local_mem)
+            return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                                  "H = %lld, S = %lld, F = %lld need %.1f KiB of local memory per "
+                                  "work-group with WG = %lld, LANES = %lld, but %s has %.1f KiB; "
+                                  "set smaller WG or LANES tunables",
+                                  (long long)d.H, (long long)d.S, (long long)d.F,
+                                  (double)need / 1024, (long long)wg, (long long)nl, dev->name,
+                                  (double)dev->local_mem / 1024);
+    }
+    return KP_OK;
+}
+
+static kp_status enqueue(const kp_call *call, kp_launch *l)
+{
+    const kp_value *a = call->args;
+    ro_dims d;
+    gru_rollout_dims(call, &d);
+    const kp_tensor *t[RO_NPARAMS];
+    for (int i = 0; i < RO_NPARAMS; i++)
+        t[i] = a[i].present ? &a[i].tensor : NULL;
+    /* Absent tensors still need a buffer argument; the kernel never reads it. */
+    const kp_tensor *stand_in = &a[RO_W_HH].tensor;
+#define O(i) (int32_t)(t[i] ? t[i]->offset : 0)
+#define ST(i, dim) (int32_t)(t[i] && t[i]->rank > (dim) ? t[i]->strides[dim] : 0)
+    const kp_tensor *f = t[RO_F];
+    uint64_t seed = (uint64_t)a[RO_SEED].i;
+    ro_args r = {
+        .E = (int32_t)d.E,
+        .B = (int32_t)d.B,
+        .F = (int32_t)d.F,
+        .H = (int32_t)d.H,
+        .S = (int32_t)d.S,
+        .T = (int32_t)d.T,
+        .mode = (int32_t)a[RO_MODE].i,
+        .lbr = (int32_t)a[RO_LBR].i,
+        .has_bih = a[RO_B_IH].present != 0,
+        .has_bhh = a[RO_B_HH].present != 0,
+        .has_ent = a[RO_ENTROPY].present != 0,
+        .has_hn = a[RO_HNORM].present != 0,
+        .seed_lo = (uint32_t)seed,
+        .seed_hi = (uint32_t)(seed >> 32),
+        .wih_o = O(RO_W_IH),
+        .wih_e = ST(RO_W_IH, 0),
+        .wih_r = ST(RO_W_IH, 1),
+        .whh_o = O(RO_W_HH),
+        .whh_e = ST(RO_W_HH, 0),
+        .whh_r = ST(RO_W_HH, 1),
+        .bih_o = O(RO_B_IH),
+        .bih_e = ST(RO_B_IH, 0),
+        .bih_r = ST(RO_B_IH, 1),
+        .bhh_o = O(RO_B_HH),
+        .bhh_e = ST(RO_B_HH, 0),
+        .bhh_r = ST(RO_B_HH, 1),
+        .wp_o = O(RO_W_P),
+        .wp_e = ST(RO_W_P, 0),
+        .wp_r = ST(RO_W_P, 1),
+        .bp_o = O(RO_B_P),
+        .bp_e = ST(RO_B_P, 0),
+        .bp_r = ST(RO_B_P, 1),
+        .wy_o = O(RO_W_Y),
+        .wy_e = ST(RO_W_Y, 0),
+        .wy_r = ST(RO_W_Y, 1),
+        .by_o = O(RO_B_Y),
+        .by_e = ST(RO_B_Y, 0),
+        /* A shared f (first dimension 1) is read by every member: stride 0. */
+        .f_o = O(RO_F),
+        .f_e = f->shape[0] == 1 ? 0 : ST(RO_F, 0),
+        .f_b = ST(RO_F, 1),
+        .f_r = ST(RO_F, 2),
+        .y0_o = O(RO_Y0),
+        .y0_b = ST(RO_Y0, 0),
+        .z0_o = O(RO_Z0),
+        .z0_e = ST(RO_Z0, 0),
+        .z0_b = ST(RO_Z0, 1),
+        .z0_r = ST(RO_Z0, 2),
+        .h0_o = O(RO_H0),
+        .h0_e = ST(RO_H0, 0),
+        .h0_b = ST(RO_H0, 1),
+        .h0_r = ST(RO_H0, 2),
+        .y_o = O(RO_Y),
+        .y_e = ST(RO_Y, 0),
+        .y_b = ST(RO_Y, 1),
+        .y_t = ST(RO_Y, 2),
+        .hT_o = O(RO_H_T),
+        .hT_e = ST(RO_H_T, 0),
+        .hT_b = ST(RO_H_T, 1),
+        .hT_r = ST(RO_H_T, 2),
+        .en_o = O(RO_ENTROPY),
+        .en_e = ST(RO_ENTROPY, 0),
+        .en_b = ST(RO_ENTROPY, 1),
+        .en_t = ST(RO_ENTROPY, 2),
+        .hn_o = O(RO_HNORM),
+        .hn_e = ST(RO_HNORM, 0),
+        .hn_b = ST(RO_HNORM, 1),
+        .hn_t = ST(RO_HNORM, 2),
+    };
+#undef O
+#undef ST
+    size_t wg = (size_t)gru_host->tunable_index(l, TUNE_WG);
+    int64_t nl = lanes_of(l);
+    char options[48];
+    snprintf(options, sizeof options, "-D LANES=%lld -D VEC=%lld", (long long)nl,
+             (long long)vec_of(l));
+    size_t global = (size_t)(d.E * d.B) * wg;
+    kp_buffer *scratch = NULL;
+    kp_clkernel *k = NULL;
+    kp_status st = gru_host->scratch(
+        l, 0, (size_t)(d.E * d.B * SCRATCH_PER_H * d.H) * sizeof(float), &scratch);
+    if (st == KP_OK)
+        st = gru_host->cl_kernel(l, "gru_rollout", options, &k);
+    if (st == KP_OK)
+        st = gru_host->arg_value(l, k, 0, sizeof r, &r);
+    static const int order[] = {RO_W_IH, RO_W_HH, RO_B_IH,    RO_B_HH, RO_W_P, RO_B_P,
+                                RO_W_Y,  RO_B_Y,  RO_F,       RO_Y0,   RO_Z0,  RO_H0,
+                                RO_Y,    RO_H_T,  RO_ENTROPY, RO_HNORM};
+    for (uint32_t i = 0; st == KP_OK && i < sizeof order / sizeof order[0]; i++) {
+        const kp_tensor *ti = t[order[i]] ? t[order[i]] : stand_in;
+        st = gru_host->arg_buffer(l, k, 1 + i, ti->buffer);
+    }
+    if (st == KP_OK)
+        st = gru_host->arg_buffer(l, k, 17, scratch);
+    if (st == KP_OK)
+        st = gru_host->arg_local(l, k, 18, (size_t)local_bytes(&d, (int64_t)wg, nl));
+    if (st == KP_OK)
+        st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
+    return st;
+}
+
+static void cost(const kp_call *call, kp_cost *out)
+{
+    ro_dims d;
+    gru_rollout_dims(call, &d);
+    double E = (double)d.E, B = (double)d.B, H = (double)d.H, S = (double)d.S, T = (double)d.T;
+    double I = (double)d.I, F = (double)d.F;
+    /* Dense input products at every step in mode mean, else only at t = 0 (z0 is dense); a
+     * one-hot step reads two columns of W_ih. */
+    double dense = call->args[RO_MODE].i == RO_MODE_MEAN ? T : 1;
+    double per_traj = 2 * 3 * H * F + dense * 2 * 3 * H * (1 + S) + (T - dense) * 2 * 3 * H * 2 +
+                      T * (2 * 3 * H * H + 2 * S * H + 2 * (H + S) + 12 * H + 6 * S);
+    out->flops = E * B * per_traj;
+    /* Each member's weights once, the inputs once, the outputs once. */
+    double weights = 3 * H * I + 3 * H * H + 6 * H + S * H + S + H + S + 1;
+    double inputs = (double)kp_tensor_numel(&call->args[RO_F].tensor) + B + E * B * (S + H);
+    double outputs = E * B *
+                     (H + T * (1 + (call->args[RO_ENTROPY].present ? 1 : 0) +
+                               (call->args[RO_HNORM].present ? 1 : 0)));
+    out->bytes = 4 * (E * weights + inputs + outputs);
+}
+
+/*
+ * f32 rounding against the double reference: a dot product of K terms is off by about K u
+ * (u = 2^-24) relative to the sum of its terms' magnitudes, which the data keep near 1 (weights
+ * scaled by 1/sqrt(H), as PyTorch initialises them); the longest sum feeding a gate is
+ * I + H terms, and the error of h feeds back through T steps, growing no faster than sqrt(T)
+ * for a contracting GRU. Sampled categories are compared on well-separated draws only (see
+ * gru_rollout_sample), so they do not enter the bound.
+ */
+static void tolerance(const kp_call *call, double *atol, double *rtol)
+{
+    ro_dims d;
+    gru_rollout_dims(call, &d);
+    double tol = 2.0 * (double)(d.I + d.H) * sqrt((double)d.T) * FLT_EPSILON / 2;
+    *atol = tol;
+    *rtol = tol;
+}
+
+const kp_kernel_desc gru_rollout_desc = {
+    .struct_size = sizeof(kp_kernel_desc),
+    .name = "gru.rollout",
+    .summary = "ensemble GRU world-model rollout: E members x B trajectories x T steps, one launch",
+    .params = params,
+    .n_params = RO_NPARAMS,
+    .tunables = tunables,
+    .n_tunables = TUNE_COUNT,
+    .source = kp_kernel_gru_rollout_cl,
+    .source_name = "gru-rollout.cl",
+    .entry = "gru_rollout",
+    .check = check,
+    .enqueue = enqueue,
+    .reference = gru_rollout_reference,
+    .sample = gru_rollout_sample,
+    .cost = cost,
+    .verify_sizes = gru_rollout_verify_sizes,
+    .bench_sizes = gru_rollout_bench_sizes,
+    .tolerance = tolerance,
+};
