@@ -1,0 +1,506 @@
+/* Convolution kernels: im2col, col2im, GEMMs and their passes, bias gradient, max-pool. */
+
+/*
+ * Geometry arrives as one int16 (the layout conv_arg_geom in plugins/conv/conv-util.c packs):
+ *   s0 N   s1 C   s2 H   s3 W   s4 KH  s5 KW  s6 SH  s7 SW
+ *   s8 PH  s9 PW  sa DH  sb DW  sc OH  sd OW  se groups  sf unused
+ * A 4-D NCHW tensor arrives as a buffer plus an int8 view: element (n, c, h, w) lives at
+ * v.s0 + n v.s1 + c v.s2 + h v.s3 + w v.s4. A column matrix [N, C KH KW, OH OW] arrives as an int4
+ * view: element (n, r, l) lives at v.x + n v.y + r v.z + l v.w, so one kernel writes both the
+ * per-image Caffe layout (v.y = rows * L) and the batch-chunk layout the GEMMs use (v.y = L,
+ * v.z = N L: images side by side along the columns).
+ *
+ * Every kernel runs a 2-D range whose first dimension is rounded up to WG, so the local size is
+ * always (WG, 1): PoCL compiles each kernel once. Sums run in a fixed order in each work-item and
+ * nothing uses atomics, so every result is deterministic.
+ */
+#ifndef WG
+#define WG 64
+#endif
+
+#define GN g.s0
+#define GC g.s1
+#define GH g.s2
+#define GW g.s3
+#define GKH g.s4
+#define GKW g.s5
+#define GSH g.s6
+#define GSW g.s7
+#define GPH g.s8
+#define GPW g.s9
+#define GDH g.sa
+#define GDW g.sb
+#define GOH g.sc
+#define GOW g.sd
+
+/*
+ * a / b for 0 <= a < 2^24 and b >= 1, through a float reciprocal: vector units have no integer
+ * division (PoCL would divide lane by lane), and the estimate is off by at most one either way.
+ * The plugin refuses image planes of 2^24 positions or more.
+ */
+inline int quot(const int a, const int b, const float inv)
+{
+    int q = convert_int_rtz((float)a * inv);
+    q -= q * b > a ? 1 : 0;
+    q += (q + 1) * b <= a ? 1 : 0;
+    return q;
+}
+
+/*
+ * col[n][(c KH + kh) KW + kw][oh OW + ow] = im[n][c][oh SH - PH + kh DH][ow SW - PW + kw DW], zero
+ * outside the image. Two shapes of the same copy, chosen by the ROWS tunable:
+ *
+ * conv_im2col (GPUs): one work-item per column entry and no loop. The range is (positions l,
+ * rows (n, c, kh, kw)), so a work-group's row is uniform and its work-items store consecutive
+ * columns, which GPUs coalesce.
+ *
+ * conv_im2col_rows (CPUs): one work-item per column row (n, c, kh, kw), OH runs of OW values.
+ * PoCL runs each work-group as a loop over its work-items, with a cost per work-group that the
+ * element kernel pays millions of times; here a work-item copies whole runs, the span of each
+ * that falls inside the image computed once, so the copy loops have no test per element and the
+ * compiler vectorises them.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_im2col(const int16 g, __global const float *im, const int8 iv, __global float *col,
+                 const int4 cv)
+{
+    const int l = get_global_id(0), row = get_global_id(1);
+    if (l >= GOH * GOW)
+        return;
+    const int taps = GKH * GKW, rows = GC * taps;
+    const int n = row / rows, r = row % rows, c = r / taps, kh = r % taps / GKW, kw = r % GKW;
+    const int oh = quot(l, GOW, 1.0f / (float)GOW), ow = l - oh * GOW;
+    const int h = oh * GSH - GPH + kh * GDH, w = ow * GSW - GPW + kw * GDW;
+    float v = 0.0f;
+    if (h >= 0 && h < GH && w >= 0 && w < GW)
+        v = im[iv.s0 + n * iv.s1 + c * iv.s2 + h * iv.s3 + w * iv.s4];
+    col[cv.x + n * cv.y + r * cv.z + l * cv.w] = v;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_im2col_rows(const int16 g, __global const float *im, const int8 iv, __global float *col,
+                      const int4 cv)
+{
+    const int r = get_global_id(0), n = get_global_id(1), taps = GKH * GKW;
+    if (r >= GC * taps)
+        return;
+    const int c = r / taps, kh = r % taps / GKW, kw = r % GKW, w0 = kw * GDW - GPW;
+    /* Columns ow with 0 <= ow SW + w0 < W: [lo, hi) in every row that is not padding. */
+    const int hi_in = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
+    const int lo_in = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi_in);
+    const int step = GSW * iv.s4;
+    __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;
+    __global float *cb = col + cv.x + n * cv.y + r * cv.z;
+    for (int oh = 0; oh < GOH; oh++) {
+        const int h = oh * GSH - GPH + kh * GDH, pad = h < 0 || h >= GH;
+        const int lo = pad ? 0 : lo_in, hi = pad ? 0 : hi_in;
+        /* Column ow reads plane[ip + ow step]: an index from the plane, since the row's start
+         * minus the padding (w0 < 0) would be a pointer outside the buffer. */
+        const int ip = (pad ? 0 : h * iv.s3) + w0 * iv.s4;
+        __global float *cp = cb + oh * GOW * cv.w;
+        if (cv.w == 1) {
+            /* The columns' usual layout: contiguous stores (and loads, at stride 1). */
+            for (int ow = 0; ow < lo; ow++)
+                cp[ow] = 0.0f;
+            /* Constant strides let the compiler vectorise the loads too (stride 2: the usual
+             * downsampling convolution). */
+            if (step == 1)
+                for (int ow = lo; ow < hi; ow++)
+                    cp[ow] = plane[ip + ow];
+            if (step == 2)
+                for (int ow = lo; ow < hi; ow++)
+                    cp[ow] = plane[ip + 2 * ow];
+            if (step > 2)
+                for (int ow = lo; ow < hi; ow++)
+                    cp[ow] = plane[ip + ow * step];
+            for (int ow = hi; ow < GOW; ow++)
+                cp[ow] = 0.0f;
+        } else {
+            for (int ow = 0; ow < GOW; ow++)
+                cp[ow * cv.w] = ow >= lo && ow < hi ? plane[ip + ow * step] : 0.0f;
+        }
+    }
+}
+
+/* im[n][c][h][w] = the sum of every column entry im2col copied from (h, w): a gather, one
+ * work-item per image element, summing kh then kw in increasing order. Overwrites im. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_col2im(const int16 g, __global const float *col, const int4 cv, __global float *im,
+                 const int8 iv)
+{
+    const int p = get_global_id(0), nc = get_global_id(1);
+    if (p >= GH * GW)
+        return;
+    const int n = nc / GC, c = nc % GC, h = quot(p, GW, 1.0f / (float)GW), w = p - h * GW;
+    __global const float *cp = col + cv.x + n * cv.y + c * GKH * GKW * cv.z;
+    float s = 0.0f;
+    for (int kh = 0; kh < GKH; kh++) {
+        const int t = h + GPH - kh * GDH;
+        const int oh = t / GSH;
+        if (t < 0 || t - oh * GSH != 0 || oh >= GOH)
+            continue;
+        for (int kw = 0; kw < GKW; kw++) {
+            const int u = w + GPW - kw * GDW;
+            const int ow = u / GSW;
+            if (u >= 0 && u - ow * GSW == 0 && ow < GOW)
+                s += cp[(kh * GKW + kw) * cv.z + (oh * GOW + ow) * cv.w];
+        }
+    }
+    im[iv.s0 + n * iv.s1 + c * iv.s2 + h * iv.s3 + w * iv.s4] = s;
+}
+
+/*
+ * The same sums for CPUs: one work-item per image row (n, c, h) zeroes it, then adds every column
+ * entry that reads it, (kh, kw) in increasing order as the gather does, so every element gets the
+ * same terms in the same order (the same bits); each (kh, kw) adds a run of OW values whose span
+ * inside the row is computed once, so the loops vectorise. The work-item owns its row: no races.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_col2im_rows(const int16 g, __global const float *col, const int4 cv, __global float *im,
+                      const int8 iv)
+{
+    const int i = get_global_id(0), n = get_global_id(1);
+    if (i >= GC * GH)
+        return;
+    const int c = i / GH, h = i % GH;
+    __global float *row = im + iv.s0 + n * iv.s1 + c * iv.s2 + h * iv.s3;
+    for (int w = 0; w < GW; w++)
+        row[w * iv.s4] = 0.0f;
+    const int fast = iv.s4 == 1 && cv.w == 1 && GSW == 1;
+    for (int kh = 0; kh < GKH; kh++) {
+        const int t = h + GPH - kh * GDH, oh = t / GSH;
+        if (t < 0 || t - oh * GSH != 0 || oh >= GOH)
+            continue;
+        for (int kw = 0; kw < GKW; kw++) {
+            const int w0 = kw * GDW - GPW;
+            const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
+            const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
+            __global const float *cp =
+                col + cv.x + n * cv.y + ((c * GKH + kh) * GKW + kw) * cv.z + oh * GOW * cv.w;
+            if (fast)
+                for (int ow = lo; ow < hi; ow++)
+                    row[ow + w0] += cp[ow];
+            else
+                for (int ow = lo; ow < hi; ow++)
+                    row[(ow * GSW + w0) * iv.s4] += cp[ow * cv.w];
+        }
+    }
+}
+
+/*
+ * The GEMM block of a chunk of nb images is [K, nb L]: row k holds channel k of every image side
+ * by side. conv_unpack is conv2d's output pass, y[n][k][l] = t[k][n L + l] + bias[k] (bv: offset,
+ * stride, present); conv_pack is the backward's input pass, t[k][n L + l] = dy[n][k][l]. One
+ * work-item per (position l, image and channel): rows of L move contiguously on both sides.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_unpack(const int K, const int L, const int OW, __global const float *t, const int ldt,
+                 __global const float *bias, const int4 bv, __global float *y, const int8 yv)
+{
+    const int l = get_global_id(0), nk = get_global_id(1);
+    if (l >= L)
+        return;
+    const int n = nk / K, k = nk % K, oh = quot(l, OW, 1.0f / (float)OW), ow = l - oh * OW;
+    const float b = bv.z ? bias[bv.x + k * bv.y] : 0.0f;
+    y[yv.s0 + n * yv.s1 + k * yv.s2 + oh * yv.s3 + ow * yv.s4] = t[k * ldt + n * L + l] + b;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_pack(const int K, const int L, const int OW, __global const float *dy, const int8 dv,
+               __global float *t, const int ldt)
+{
+    const int l = get_global_id(0), nk = get_global_id(1);
+    if (l >= L)
+        return;
+    const int n = nk / K, k = nk % K, oh = quot(l, OW, 1.0f / (float)OW), ow = l - oh * OW;
+    t[k * ldt + n * L + l] = dy[dv.s0 + n * dv.s1 + k * dv.s2 + oh * dv.s3 + ow * dv.s4];
+}
+
+/*
+ * C = A B + beta C on strided matrices (element (i, j) of a view at v.x + i v.y + j v.z; beta 0
+ * ignores C), one work-item per four columns of a row of C. The plugin's fallback when blas.gemm
+ * is not registered: correct everywhere, fast nowhere.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_gemm(const int M, const int N, const int K, const float beta, __global const float *A,
+               const int4 av, __global const float *B, const int4 bv, __global float *C,
+               const int4 cv)
+{
+    const int j0 = 4 * get_global_id(0), i = get_global_id(1);
+    if (j0 >= N)
+        return;
+    __global const float *ap = A + av.x + i * av.y;
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int k = 0; k < K; k++) {
+        const float a = ap[k * av.z];
+        __global const float *bp = B + bv.x + k * bv.y;
+        for (int q = 0; q < 4; q++)
+            s[q] = j0 + q < N ? fma(a, bp[(j0 + q) * bv.z], s[q]) : 0.0f;
+    }
+    for (int q = 0; q < 4 && j0 + q < N; q++) {
+        __global float *cp = C + cv.x + i * cv.y + (j0 + q) * cv.z;
+        *cp = beta != 0.0f ? fma(beta, *cp, s[q]) : s[q];
+    }
+}
+
+/*
+ * C = A B + beta C where B and C have unit column stride (A any strides), for CPUs: a work-item
+ * owns 32 columns of C and walks down its rows 8 at a time, keeping the 8 x 32 block in sixteen
+ * float16 accumulators while k runs: per k, two 16-wide loads of B's row and 8 scalars of A feed
+ * 16 vector FMAs (AVX-512 registers under PoCL), and the work-item's K x 32 strip of B stays in
+ * cache from one row block to the next. Rows past M read row M - 1 and are not stored; the last
+ * strip shifts left to end at column N and stores only the columns the one before did not (fewer
+ * than 32 columns in all take the plain loop). Each output is one sum in k order, so the result
+ * does not depend on how many columns a call has. A work-item takes `rows` rows (a
+ * multiple of 8) of its strip, the range's second dimension the rest: all of them when there are
+ * strips enough to fill the device, 8 when C is narrow (the weight gradient's C is [K, C KH KW]).
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
+                     __global const float *A, const int4 av, __global const float *B,
+                     const int4 bv, __global float *C, const int4 cv, const int rows)
+{
+    const int first = 32 * get_global_id(0), r0 = rows * get_global_id(1), r1 = min(r0 + rows, M);
+    if (first >= N)
+        return;
+    if (N < 32) {
+        for (int i = r0; i < r1; i++)
+            for (int j = first; j < N; j++) {
+                float s = 0.0f;
+                for (int k = 0; k < K; k++)
+                    s = fma(A[av.x + i * av.y + k * av.z], B[bv.x + k * bv.y + j], s);
+                __global float *cp = C + cv.x + i * cv.y + j;
+                *cp = beta != 0.0f ? fma(beta, *cp, s) : s;
+            }
+        return;
+    }
+    /* The last strip shifts left to stay inside B's rows and stores only its new columns. */
+    const int j0 = min(first, N - 32);
+    __global const float *bp = B + bv.x + j0;
+    for (int m0 = r0; m0 < r1; m0 += 8) {
+        __global const float *a0 = A + av.x + m0 * av.y;
+        __global const float *a1 = A + av.x + min(m0 + 1, M - 1) * av.y;
+        __global const float *a2 = A + av.x + min(m0 + 2, M - 1) * av.y;
+        __global const float *a3 = A + av.x + min(m0 + 3, M - 1) * av.y;
+        __global const float *a4 = A + av.x + min(m0 + 4, M - 1) * av.y;
+        __global const float *a5 = A + av.x + min(m0 + 5, M - 1) * av.y;
+        __global const float *a6 = A + av.x + min(m0 + 6, M - 1) * av.y;
+        __global const float *a7 = A + av.x + min(m0 + 7, M - 1) * av.y;
+        float16 s0 = (float16)(0.0f), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0;
+        float16 s7 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0, t6 = s0, t7 = s0;
+        for (int k = 0; k < K; k++) {
+            const float16 b = vload16(0, bp + k * bv.y), c = vload16(1, bp + k * bv.y);
+            const int ka = k * av.z;
+            float16 a = (float16)(a0[ka]);
+            s0 = fma(a, b, s0);
+            t0 = fma(a, c, t0);
+            a = (float16)(a1[ka]);
+            s1 = fma(a, b, s1);
+            t1 = fma(a, c, t1);
+            a = (float16)(a2[ka]);
+            s2 = fma(a, b, s2);
+            t2 = fma(a, c, t2);
+            a = (float16)(a3[ka]);
+            s3 = fma(a, b, s3);
+            t3 = fma(a, c, t3);
+            a = (float16)(a4[ka]);
+            s4 = fma(a, b, s4);
+            t4 = fma(a, c, t4);
+            a = (float16)(a5[ka]);
+            s5 = fma(a, b, s5);
+            t5 = fma(a, c, t5);
+            a = (float16)(a6[ka]);
+            s6 = fma(a, b, s6);
+            t6 = fma(a, c, t6);
+            a = (float16)(a7[ka]);
+            s7 = fma(a, b, s7);
+            t7 = fma(a, c, t7);
+        }
+        const float16 lo[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
+        const float16 hi[8] = {t0, t1, t2, t3, t4, t5, t6, t7};
+        for (int i = 0; i < 8 && m0 + i < r1; i++) {
+            __global float *cp = C + cv.x + (m0 + i) * cv.y + j0;
+            float out[32];
+            vstore16(lo[i], 0, out);
+            vstore16(hi[i], 1, out);
+            for (int q = first - j0; q < 32; q++)
+                cp[q] = beta != 0.0f ? fma(beta, cp[q], out[q]) : out[q];
+        }
+    }
+}
+
+/*
+ * db[k] = the sum of dy[n][k][oh][ow] over n, oh, ow: one work-group per channel (the range is
+ * WG x K). Work-item i sums positions i, i + WG, ... of every image in order, then a tree in
+ * local memory adds the WG partial sums (a fixed order: deterministic). The barriers sit outside
+ * every loop whose trip count differs between work-items.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_bias_grad(const int N, const int L, const int OW, __global const float *dy,
+                    const int8 dv, __global float *db, const int2 bv)
+{
+    __local float part[WG];
+    const int k = get_global_id(1), lid = get_local_id(0);
+    const float inv = 1.0f / (float)OW;
+    float s = 0.0f;
+    for (int n = 0; n < N; n++) {
+        __global const float *p = dy + dv.s0 + n * dv.s1 + k * dv.s2;
+        for (int l = lid; l < L; l += WG) {
+            const int oh = quot(l, OW, inv);
+            s += p[oh * dv.s3 + (l - oh * OW) * dv.s4];
+        }
+    }
+    part[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = WG / 2; step > 0; step >>= 1) {
+        if (lid < step)
+            part[lid] += part[lid + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        db[bv.x + k * bv.y] = part[0];
+}
+
+/*
+ * Max-pool: y[n][c][oh][ow] = the largest x in the window, its index h W + w in the plane. The
+ * window is scanned in increasing (kh, kw), i.e. increasing index, and only a strictly larger
+ * value (or the first NaN) replaces the best: ties keep the lowest index. Padding is never
+ * selected; a window wholly in the padding gives -inf and index -1. has_idx 0: no indices.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_maxpool(const int16 g, __global const float *x, const int8 xv, __global float *y,
+                  const int8 yv, __global int *idx, const int8 jv, const int has_idx)
+{
+    const int l = get_global_id(0), nc = get_global_id(1);
+    if (l >= GOH * GOW)
+        return;
+    const int n = nc / GC, c = nc % GC, oh = quot(l, GOW, 1.0f / (float)GOW), ow = l - oh * GOW;
+    const int h0 = oh * GSH - GPH, w0 = ow * GSW - GPW;
+    __global const float *xp = x + xv.s0 + n * xv.s1 + c * xv.s2;
+    float best = -INFINITY;
+    int at = -1;
+    for (int kh = 0; kh < GKH; kh++) {
+        const int h = h0 + kh * GDH;
+        if (h < 0 || h >= GH)
+            continue;
+        for (int kw = 0; kw < GKW; kw++) {
+            const int w = w0 + kw * GDW;
+            if (w < 0 || w >= GW)
+                continue;
+            const float v = xp[h * xv.s3 + w * xv.s4];
+            if (at < 0 || v > best || (isnan(v) && !isnan(best))) {
+                best = v;
+                at = h * GW + w;
+            }
+        }
+    }
+    y[yv.s0 + n * yv.s1 + c * yv.s2 + oh * yv.s3 + ow * yv.s4] = best;
+    if (has_idx)
+        idx[jv.s0 + n * jv.s1 + c * jv.s2 + oh * jv.s3 + ow * jv.s4] = at;
+}
+
+/* dx[n][c][h][w] = the sum of dy over the windows that selected (h, w): a gather, one work-item
+ * per input element, visiting the windows that contain it in increasing (kh, kw). Overwrites dx. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_maxpool_backward(const int16 g, __global const float *dy, const int8 dv,
+                           __global const int *idx, const int8 jv, __global float *dx,
+                           const int8 xv)
+{
+    const int p = get_global_id(0), nc = get_global_id(1);
+    if (p >= GH * GW)
+        return;
+    const int n = nc / GC, c = nc % GC, h = quot(p, GW, 1.0f / (float)GW), w = p - h * GW;
+    __global const float *dp = dy + dv.s0 + n * dv.s1 + c * dv.s2;
+    __global const int *jp = idx + jv.s0 + n * jv.s1 + c * jv.s2;
+    float s = 0.0f;
+    for (int kh = 0; kh < GKH; kh++) {
+        const int t = h + GPH - kh * GDH;
+        const int oh = t / GSH;
+        if (t < 0 || t - oh * GSH != 0 || oh >= GOH)
+            continue;
+        for (int kw = 0; kw < GKW; kw++) {
+            const int u = w + GPW - kw * GDW;
+            const int ow = u / GSW;
+            if (u >= 0 && u - ow * GSW == 0 && ow < GOW && jp[oh * jv.s3 + ow * jv.s4] == p)
+                s += dp[oh * dv.s3 + ow * dv.s4];
+        }
+    }
+    dx[xv.s0 + n * xv.s1 + c * xv.s2 + h * xv.s3 + w * xv.s4] = s;
+}
+
+/*
+ * The two pooling kernels again for CPUs, with the same results bit for bit: a work-item owns a
+ * row of the output (conv_maxpool_rows: y and indices of (n, c, oh)) or of the input
+ * (conv_maxpool_backward_rows: dx of (n, c, h)) and visits the window taps (kh, kw) in increasing
+ * order, each as a run over the row whose span inside the image is computed once: the loops have
+ * no test per tap and vectorise. The row, in global memory, is the running state.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_maxpool_rows(const int16 g, __global const float *x, const int8 xv, __global float *y,
+                       const int8 yv, __global int *idx, const int8 jv, const int has_idx)
+{
+    const int i = get_global_id(0), n = get_global_id(1);
+    if (i >= GC * GOH)
+        return;
+    const int c = i / GOH, oh = i % GOH;
+    __global float *yr = y + yv.s0 + n * yv.s1 + c * yv.s2 + oh * yv.s3;
+    __global int *jr = idx + jv.s0 + n * jv.s1 + c * jv.s2 + oh * jv.s3;
+    __global const float *xp = x + xv.s0 + n * xv.s1 + c * xv.s2;
+    for (int ow = 0; ow < GOW; ow++)
+        yr[ow * yv.s4] = -INFINITY;
+    for (int ow = 0; has_idx && ow < GOW; ow++)
+        jr[ow * jv.s4] = -1;
+    for (int kh = 0; kh < GKH; kh++) {
+        const int h = oh * GSH - GPH + kh * GDH;
+        if (h < 0 || h >= GH)
+            continue;
+        for (int kw = 0; kw < GKW; kw++) {
+            const int w0 = kw * GDW - GPW;
+            const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
+            const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
+            __global const float *xr = xp + h * xv.s3;
+            for (int ow = lo; ow < hi; ow++) {
+                const int w = ow * GSW + w0;
+                const float v = xr[w * xv.s4], best = yr[ow * yv.s4];
+                /* A first tap of -inf leaves y at -inf, right; its index is set through -1. */
+                if (v > best || (isnan(v) && !isnan(best)) || (has_idx && jr[ow * jv.s4] < 0)) {
+                    yr[ow * yv.s4] = v;
+                    if (has_idx)
+                        jr[ow * jv.s4] = h * GW + w;
+                }
+            }
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_maxpool_backward_rows(const int16 g, __global const float *dy, const int8 dv,
+                                __global const int *idx, const int8 jv, __global float *dx,
+                                const int8 xv)
+{
+    const int i = get_global_id(0), n = get_global_id(1);
+    if (i >= GC * GH)
+        return;
+    const int c = i / GH, h = i % GH;
+    __global float *row = dx + xv.s0 + n * xv.s1 + c * xv.s2 + h * xv.s3;
+    for (int w = 0; w < GW; w++)
+        row[w * xv.s4] = 0.0f;
+    for (int kh = 0; kh < GKH; kh++) {
+        const int t = h + GPH - kh * GDH, oh = t / GSH;
+        if (t < 0 || t - oh * GSH != 0 || oh >= GOH)
+            continue;
+        __global const float *dr = dy + dv.s0 + n * dv.s1 + c * dv.s2 + oh * dv.s3;
+        __global const int *jr = idx + jv.s0 + n * jv.s1 + c * jv.s2 + oh * jv.s3;
+        for (int kw = 0; kw < GKW; kw++) {
+            const int w0 = kw * GDW - GPW;
+            const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
+            const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
+            for (int ow = lo; ow < hi; ow++) {
+                const int w = ow * GSW + w0;
+                if (jr[ow * jv.s4] == h * GW + w)
+                    row[w * xv.s4] += dr[ow * dv.s4];
+            }
+        }
+    }
+}
+

@@ -1,0 +1,558 @@
+/* Logic-gate networks: gate coefficients, forward, backward, packed inference, CA perception. */
+
+/*
+ * Layouts (docs/kernels/logic.md): activations are feature-major, x [IN, N] with the batch N
+ * contiguous, so the gathers x[a_idx[g], n..n+k] read contiguous runs. A 2-D tensor arrives as
+ * a buffer plus an int2 view: element (r, c) is at v.x + r * v.y + c (v.x the offset, v.y the row
+ * stride; the last dimension is always contiguous). A 1-D tensor's view is (offset, stride).
+ *
+ * Every size that shapes a loop is a run-time argument and the only value compiled in is VW
+ * (below), so the family needs few programs: one without -D VW (coeffs, pack, perceive, the
+ * packed group sum) and one per vector width in use, each build serving all thirteen entries
+ * (PoCL compiles each entry once per local size anyway). Work-items never leave before a
+ * barrier, and no barrier sits in a loop (docs/plugin-authoring.md, section 8).
+ *
+ * A gate is four coefficients C = (C1, Ca, Cb, Cab): y = C1 + Ca a + Cb b + Cab a b, which is
+ * every one of the 16 ops and any mixture of them (the rows of MT below, op by op).
+ */
+
+/* VW, the vector width in floats of the batch-parallel kernels, is the one compiled-in value:
+ * the plugin passes -D VW from a kernel's tunable (by device type when it is 0). */
+#ifndef VW
+#define VW 4
+#endif
+#if VW == 16
+#define VEC float16
+#define UVEC uint16
+#define IOTA (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define CONVERT convert_float16
+#define VLOAD vload16
+#define VSTORE vstore16
+#elif VW == 8
+#define VEC float8
+#define UVEC uint8
+#define IOTA (uint8)(0, 1, 2, 3, 4, 5, 6, 7)
+#define CONVERT convert_float8
+#define VLOAD vload8
+#define VSTORE vstore8
+#elif VW == 4
+#define VEC float4
+#define UVEC uint4
+#define IOTA (uint4)(0, 1, 2, 3)
+#define CONVERT convert_float4
+#define VLOAD vload4
+#define VSTORE vstore4
+#elif VW == 2
+#define VEC float2
+#define UVEC uint2
+#define IOTA (uint2)(0, 1)
+#define CONVERT convert_float2
+#define VLOAD vload2
+#define VSTORE vstore2
+#else
+#undef VW
+#define VW 1
+#define VEC float
+#define UVEC uint
+#define IOTA 0u
+#define CONVERT convert_float
+#define VLOAD(i, p) (*(p))
+#define VSTORE(v, i, p) (*(p) = (v))
+#endif
+
+/* A vector's horizontal sum, pairwise: the same order on every device. */
+#if VW == 16
+#define HSUM(v) hsum8((v).lo + (v).hi)
+#elif VW == 8
+#define HSUM(v) hsum4((v).lo + (v).hi)
+#elif VW == 4
+#define HSUM(v) hsum4(v)
+#elif VW == 2
+#define HSUM(v) ((v).x + (v).y)
+#else
+#define HSUM(v) (v)
+#endif
+
+static float hsum4(float4 q)
+{
+    return (q.x + q.y) + (q.z + q.w);
+}
+
+static float hsum8(float8 q)
+{
+    return hsum4(q.lo + q.hi);
+}
+
+#define AT2(v, r, c) ((v).x + (r) * (v).y + (c))
+#define AT1(v, i) ((v).x + (i) * (v).y)
+
+/* The 4 x 16 coefficient table: rows 1, a, b, ab; column i is op i (difflogic's order). */
+__constant float MT[4][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    {0, 0, 1, 1, 0, 0, 1, 1, -1, -1, 0, 0, -1, -1, 0, 0},
+    {0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1, 0, 0, 0, 0},
+    {0, 1, -1, 0, -1, 0, -2, -1, 1, 2, 0, 1, 0, 1, -1, 0}};
+
+/* An index read from a wiring, clamped into 0..n-1: `check` rejects out-of-range wirings, and a
+ * caller that turned that off (check_wiring 0) gets wrong values, never a stray access. */
+static int wire(__global const int *idx, int2 v, int g, int n)
+{
+    return clamp(idx[AT1(v, g)], 0, n - 1);
+}
+
+/* ---- logic.coeffs ---------------------------------------------------------------------------- */
+
+/* The table's rows as vectors, for the softmax's dot products. */
+__constant float16 M16[4] = {
+    (float16)(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+    (float16)(0, 0, 1, 1, 0, 0, 1, 1, -1, -1, 0, 0, -1, -1, 0, 0),
+    (float16)(0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1, 0, 0, 0, 0),
+    (float16)(0, 1, -1, 0, -1, 0, -2, -1, 1, 2, 0, 1, 0, 1, -1, 0)};
+
+static float hsum16(float16 v)
+{
+    return hsum8(v.lo + v.hi);
+}
+
+/* One work-item per gate: the argmax of its 16 logits (ties to the lowest id: a strict > in id
+ * order), then C = M p with p one-hot there (hard 1) or the softmax (hard 0), whose exponentials
+ * and four dot products run as 16-wide vector operations. has_c / has_op say which outputs
+ * exist. */
+__kernel void logic_coeffs(const int G, const int hard, __global const float *w, const int2 wv,
+                           __global float *C, const int2 cv, const int has_c, __global int *op,
+                           const int2 ov, const int has_op)
+{
+    const int g = get_global_id(0);
+    if (g >= G)
+        return;
+    const float16 lv = vload16(0, w + AT2(wv, g, 0));
+    float l[16];
+    vstore16(lv, 0, l);
+    int best = 0;
+    for (int i = 1; i < 16; i++)
+        best = l[i] > l[best] ? i : best;
+    if (has_op)
+        op[AT1(ov, g)] = best;
+    if (!has_c)
+        return;
+    float4 c = (float4)(MT[0][best], MT[1][best], MT[2][best], MT[3][best]);
+    if (!hard) {
+        const float16 e = exp(lv - l[best]);
+        c = (float4)(hsum16(e * M16[0]), hsum16(e * M16[1]), hsum16(e * M16[2]),
+                     hsum16(e * M16[3])) /
+            hsum16(e);
+    }
+    vstore4(c, 0, C + AT2(cv, g, 0));
+}
+
+/* ---- logic.forward --------------------------------------------------------------------------- */
+
+/*
+ * Dimension 1 is the gate, dimension 0 the batch in vectors of VW samples: a work-group of
+ * L = get_local_size(0) lanes covers L * spt vectors, lane j taking vectors base + j,
+ * base + j + L, ... (neighbouring lanes read neighbouring vectors: coalesced on GPUs, whole
+ * SIMD registers on CPUs, whose OpenCL compilers do not always vectorise across work-items).
+ * The gate's wiring and coefficients are read once per work-item and kept for its spt vectors.
+ * The last, partial vector of a row goes sample by sample.
+ */
+__kernel void logic_forward(const int N, const int G, const int IN, const int spt,
+                            __global const float *x, const int2 xv, __global const int *a_idx,
+                            const int2 av, __global const int *b_idx, const int2 bv,
+                            __global const float *C, const int2 cv, __global float *y,
+                            const int2 yv)
+{
+    const int g = get_global_id(1);
+    const int L = get_local_size(0);
+    if (g >= G)
+        return;
+    const int ia = wire(a_idx, av, g, IN), ib = wire(b_idx, bv, g, IN);
+    const float c1 = C[AT2(cv, g, 0)], ca = C[AT2(cv, g, 1)], cb = C[AT2(cv, g, 2)];
+    const float cab = C[AT2(cv, g, 3)];
+    __global const float *xa = x + AT2(xv, ia, 0), *xb = x + AT2(xv, ib, 0);
+    __global float *yo = y + AT2(yv, g, 0);
+    const int base = get_group_id(0) * L * spt + get_local_id(0);
+    for (int k = 0; k < spt; k++) {
+        const int n = (base + k * L) * VW;
+        if (n + VW <= N) {
+            const VEC a = VLOAD(0, xa + n), b = VLOAD(0, xb + n);
+            /* (Ca + Cab b) a + (C1 + Cb b): three FMAs. */
+            VSTORE(fma(fma((VEC)cab, b, (VEC)ca), a, fma((VEC)cb, b, (VEC)c1)), 0, yo + n);
+        } else {
+            for (int m = n; m < N; m++)
+                yo[m] = fma(fma(cab, xb[m], ca), xa[m], fma(cb, xb[m], c1));
+        }
+    }
+}
+
+/* ---- logic.backward -------------------------------------------------------------------------- */
+
+/*
+ * dx by gather: dimension 1 is the input wire i, dimension 0 the batch in vectors as in the
+ * forward. Wire i's entries in the reverse CSR name each (gate, side) reading it, coded
+ * 2 g + side; the terms are added in entry order, so the sum is the same on every run (no
+ * atomics). A side-a entry adds dy[g] (Ca + Cab b), a side-b entry dy[g] (Cb + Cab a): a gate
+ * that reads i twice adds both.
+ */
+__kernel void logic_backward_dx(const int N, const int IN, const int G, const int spt,
+                                __global const float *x, const int2 xv, __global const int *a_idx,
+                                const int2 av, __global const int *b_idx, const int2 bv,
+                                __global const float *C, const int2 cv, __global const float *dy,
+                                const int2 dyv, __global const int *start, const int2 sv,
+                                __global const int *entries, const int2 ev, __global float *dx,
+                                const int2 dxv)
+{
+    const int i = get_global_id(1);
+    const int L = get_local_size(0);
+    if (i >= IN)
+        return;
+    const int base = get_group_id(0) * L * spt + get_local_id(0);
+    const int e0 = clamp(start[AT1(sv, i)], 0, 2 * G);
+    const int e1 = clamp(start[AT1(sv, i + 1)], e0, 2 * G);
+    __global float *out = dx + AT2(dxv, i, 0);
+#if VW > 1
+    /* Wide vectors (CPUs): entries outside, the work-item's spt vectors inside, so each entry's
+     * rows are read as one run of spt vectors and its wiring and coefficients once. */
+    VEC acc[16];
+    float tail[VW];
+    for (int k = 0; k < spt; k++)
+        acc[k] = (VEC)(0.0f);
+    for (int m = 0; m < VW; m++)
+        tail[m] = 0.0f;
+    for (int e = e0; e < e1; e++) {
+        const int code = entries[AT1(ev, e)];
+        const int g = clamp(code >> 1, 0, G - 1), side = code & 1;
+        const int other = side ? wire(a_idx, av, g, IN) : wire(b_idx, bv, g, IN);
+        const float lin = C[AT2(cv, g, 1 + side)], cab = C[AT2(cv, g, 3)];
+        __global const float *xo = x + AT2(xv, other, 0), *d = dy + AT2(dyv, g, 0);
+        for (int k = 0; k < spt; k++) {
+            const int n = (base + k * L) * VW;
+            if (n + VW <= N)
+                acc[k] = fma(fma((VEC)cab, VLOAD(0, xo + n), (VEC)lin), VLOAD(0, d + n), acc[k]);
+            else
+                for (int m = 0; m < N - n; m++)
+                    tail[m] = fma(fma(cab, xo[n + m], lin), d[n + m], tail[m]);
+        }
+    }
+    for (int k = 0; k < spt; k++) {
+        const int n = (base + k * L) * VW;
+        if (n + VW <= N)
+            VSTORE(acc[k], 0, out + n);
+        else
+            for (int m = 0; m < N - n; m++)
+                out[n + m] = tail[m];
+    }
+#else
+    /* Scalar lanes (GPUs): the entries per sample, lanes reading neighbouring samples. */
+    for (int k = 0; k < spt; k++) {
+        const int n = base + k * L;
+        if (n >= N)
+            break;
+        float acc = 0.0f;
+        for (int e = e0; e < e1; e++) {
+            const int code = entries[AT1(ev, e)];
+            const int g = clamp(code >> 1, 0, G - 1), side = code & 1;
+            const int other = side ? wire(a_idx, av, g, IN) : wire(b_idx, bv, g, IN);
+            const float lin = C[AT2(cv, g, 1 + side)], cab = C[AT2(cv, g, 3)];
+            acc = fma(fma(cab, x[AT2(xv, other, n)], lin), dy[AT2(dyv, g, n)], acc);
+        }
+        out[n] = acc;
+    }
+#endif
+}
+
+/*
+ * dw, stage 1: the four batch sums S = (sum dy, sum dy a, sum dy b, sum dy a b) of each gate over
+ * one block of the batch. A work-group is L lanes (dimension 0) by R gates (dimension 1); block
+ * `blk` is L * items vectors, lane j summing vectors blk L items + t L + j for t < items (a
+ * partial last vector sample by sample). The lanes' sums meet in local memory after the only
+ * barrier and lane 0 adds them in lane order, so every sum is made in one fixed order.
+ */
+__kernel void logic_backward_dw_partial(const int N, const int G, const int IN, const int items,
+                                        __global const float *x, const int2 xv,
+                                        __global const int *a_idx, const int2 av,
+                                        __global const int *b_idx, const int2 bv,
+                                        __global const float *dy, const int2 dyv,
+                                        __global float4 *part, const int nb,
+                                        __local float4 *red)
+{
+    const int lane = get_local_id(0), L = get_local_size(0);
+    const int row = get_local_id(1) * L;
+    const int g = get_global_id(1), blk = get_group_id(0);
+    float4 s = (float4)(0.0f);
+    if (g < G) {
+        const int ia = wire(a_idx, av, g, IN), ib = wire(b_idx, bv, g, IN);
+        __global const float *xa = x + AT2(xv, ia, 0), *xb = x + AT2(xv, ib, 0);
+        __global const float *d = dy + AT2(dyv, g, 0);
+        const int base = blk * L * items + lane;
+        VEC s0 = (VEC)(0.0f), s1 = (VEC)(0.0f), s2 = (VEC)(0.0f), s3 = (VEC)(0.0f);
+        for (int t = 0; t < items; t++) {
+            const int n = (base + t * L) * VW;
+            if (n + VW <= N) {
+                const VEC a = VLOAD(0, xa + n), b = VLOAD(0, xb + n), e = VLOAD(0, d + n);
+                const VEC ea = e * a;
+                s0 += e;
+                s1 += ea;
+                s2 += e * b;
+                s3 += ea * b;
+            } else {
+                for (int m = n; m < N; m++) {
+                    const float ea = d[m] * xa[m];
+                    s += (float4)(d[m], ea, d[m] * xb[m], ea * xb[m]);
+                }
+            }
+        }
+        s += (float4)(HSUM(s0), HSUM(s1), HSUM(s2), HSUM(s3));
+    }
+    red[row + lane] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0 && g < G) {
+        float4 t = red[row];
+        for (int j = 1; j < L; j++)
+            t += red[row + j];
+        part[g * nb + blk] = t;
+    }
+}
+
+/*
+ * dw, stage 2, one work-item per gate: the blocks' sums in block order, then
+ * dL/dp_i = S1 M[1][i] + Sa M[a][i] + Sb M[b][i] + Sab M[ab][i] for each op, and the softmax's
+ * backward dw_i = p_i (dL/dp_i - sum_j p_j dL/dp_j).
+ */
+__kernel void logic_backward_dw_final(const int G, const int nb, __global const float4 *part,
+                                      __global const float *w, const int2 wv, __global float *dw,
+                                      const int2 dwv)
+{
+    const int g = get_global_id(0);
+    if (g >= G)
+        return;
+    float4 S = (float4)(0.0f);
+    for (int k = 0; k < nb; k++)
+        S += part[g * nb + k];
+    float l[16], m = w[AT2(wv, g, 0)];
+    for (int i = 0; i < 16; i++) {
+        l[i] = w[AT2(wv, g, i)];
+        m = fmax(m, l[i]);
+    }
+    float sum = 0.0f, dot = 0.0f, gp[16];
+    for (int i = 0; i < 16; i++) {
+        l[i] = exp(l[i] - m);
+        sum += l[i];
+        gp[i] = S.x * MT[0][i] + S.y * MT[1][i] + S.z * MT[2][i] + S.w * MT[3][i];
+        dot += l[i] * gp[i];
+    }
+    dot /= sum;
+    for (int i = 0; i < 16; i++)
+        dw[AT2(dwv, g, i)] = l[i] / sum * (gp[i] - dot);
+}
+
+/* ---- logic.pack / logic.unpack --------------------------------------------------------------- */
+
+/* One work-item per word (dimension 0) of a row (dimension 1): bit j of word c is sample
+ * 32 c + j, set when that sample is above 0.5; bits past N stay zero. */
+__kernel void logic_pack(const int N, const int F, const int nw, __global const float *x,
+                         const int2 xv, __global uint *bits, const int2 bv)
+{
+    const int c = get_global_id(0), f = get_global_id(1);
+    if (c >= nw || f >= F)
+        return;
+    __global const float *row = x + AT2(xv, f, 0);
+    const int n0 = 32 * c, n1 = min(n0 + 32, N);
+    uint word = 0;
+    for (int n = n0; n < n1; n++)
+        word |= (uint)(row[n] > 0.5f) << (n - n0);
+    bits[AT2(bv, f, c)] = word;
+}
+
+/* One work-item per VW samples (dimension 0; VW divides 32, so they share a word) of a row
+ * (dimension 1): 0.0 or 1.0 each. */
+__kernel void logic_unpack(const int N, const int F, __global const uint *bits, const int2 bv,
+                           __global float *y, const int2 yv)
+{
+    const int n = get_global_id(0) * VW, f = get_global_id(1);
+    if (n >= N || f >= F)
+        return;
+    const uint word = bits[AT2(bv, f, n >> 5)] >> (n & 31);
+    __global float *o = y + AT2(yv, f, 0);
+    if (n + VW <= N)
+        VSTORE(CONVERT(((UVEC)(word) >> IOTA) & (UVEC)(1u)), 0, o + n);
+    else
+        for (int m = n; m < N; m++)
+            o[m] = (float)((word >> (m - n)) & 1u);
+}
+
+/* ---- logic.eval_packed ----------------------------------------------------------------------- */
+
+/*
+ * Hard inference on packed samples: dimension 1 the gate, dimension 0 its words in vectors of VW
+ * (lane j of L takes vectors base + j, base + j + L, ..., wpi of them). The op id is its truth
+ * table (bit 0 at (a, b) = (1, 1), bit 1 at (1, 0), bit 2 at (0, 1), bit 3 at (0, 0)), so its
+ * algebraic normal form c0 ^ ca a ^ cb b ^ cab a b comes from four bits with no branch on the
+ * op: the same instructions for all 16 ops. The row's last word is masked with `tail` so padding
+ * bits stay zero (rewritten after its vector's store); a partial vector goes word by word.
+ */
+__kernel void logic_eval_packed(const int nw, const int G, const int IN, const int wpi,
+                                const uint tail, __global const uint *x, const int2 xv,
+                                __global const int *a_idx, const int2 av,
+                                __global const int *b_idx, const int2 bv, __global const int *op,
+                                const int2 ov, __global uint *y, const int2 yv)
+{
+    const int g = get_global_id(1);
+    const int L = get_local_size(0);
+    if (g >= G)
+        return;
+    const uint t = (uint)op[AT1(ov, g)];
+    const uint t11 = t & 1u, t10 = (t >> 1) & 1u, t01 = (t >> 2) & 1u, t00 = (t >> 3) & 1u;
+    const uint c0 = 0u - t00, ca = 0u - (t10 ^ t00), cb = 0u - (t01 ^ t00);
+    const uint cab = 0u - (t11 ^ t10 ^ t01 ^ t00);
+    const int ia = wire(a_idx, av, g, IN), ib = wire(b_idx, bv, g, IN);
+    __global const uint *xa = x + AT2(xv, ia, 0), *xb = x + AT2(xv, ib, 0);
+    __global uint *yo = y + AT2(yv, g, 0);
+    const int base = get_group_id(0) * L * wpi + get_local_id(0);
+    for (int k = 0; k < wpi; k++) {
+        const int c = (base + k * L) * VW;
+        if (c + VW <= nw) {
+            const UVEC a = VLOAD(0, xa + c), b = VLOAD(0, xb + c);
+            VSTORE((UVEC)c0 ^ ((UVEC)ca & a) ^ ((UVEC)cb & b) ^ ((UVEC)cab & a & b), 0, yo + c);
+            if (c + VW == nw && tail != 0xffffffffu) {
+                const uint la = xa[nw - 1], lb = xb[nw - 1];
+                yo[nw - 1] = (c0 ^ (ca & la) ^ (cb & lb) ^ (cab & la & lb)) & tail;
+            }
+        } else {
+            for (int m = c; m < nw; m++) {
+                const uint a = xa[m], b = xb[m];
+                const uint r = c0 ^ (ca & a) ^ (cb & b) ^ (cab & a & b);
+                yo[m] = m == nw - 1 ? r & tail : r;
+            }
+        }
+    }
+}
+
+/* ---- logic.groupsum -------------------------------------------------------------------------- */
+
+/* out[k, n] = (sum of rows kS .. kS+S-1 of y at n) / tau, added in row order. Dimension 0 the
+ * batch in vectors of VW samples (a partial last vector sample by sample), dimension 1 the
+ * class. */
+__kernel void logic_groupsum(const int N, const int K, const int S, const float tau,
+                             __global const float *y, const int2 yv, __global float *out,
+                             const int2 ov)
+{
+    const int n = get_global_id(0) * VW, k = get_global_id(1);
+    if (n >= N || k >= K)
+        return;
+    __global float *o = out + AT2(ov, k, 0);
+    if (n + VW <= N) {
+        VEC s = (VEC)(0.0f);
+        for (int r = k * S; r < k * S + S; r++)
+            s += VLOAD(0, y + AT2(yv, r, n));
+        VSTORE(s / tau, 0, o + n);
+    } else {
+        for (int m = n; m < N; m++) {
+            float s = 0.0f;
+            for (int r = k * S; r < k * S + S; r++)
+                s += y[AT2(yv, r, m)];
+            o[m] = s / tau;
+        }
+    }
+}
+
+/* Its backward: dy[g, n] = dout[g / S, n] / tau. Dimension 0 the batch in vectors, 1 the gate. */
+__kernel void logic_groupsum_backward(const int N, const int G, const int S, const float tau,
+                                      __global const float *dout, const int2 dv,
+                                      __global float *dy, const int2 yv)
+{
+    const int n = get_global_id(0) * VW, g = get_global_id(1);
+    if (n >= N || g >= G)
+        return;
+    __global const float *d = dout + AT2(dv, g / S, 0);
+    __global float *o = dy + AT2(yv, g, 0);
+    if (n + VW <= N)
+        VSTORE(VLOAD(0, d + n) / tau, 0, o + n);
+    else
+        for (int m = n; m < N; m++)
+            o[m] = d[m] / tau;
+}
+
+/*
+ * The packed variant: class k's count at each sample of word c, by a bit-sliced counter. Plane j
+ * holds bit j of 32 counts; adding a row's word is a ripple carry through the planes (a half
+ * adder per plane, stopping when the carry dies), 32 samples per instruction. Then each sample's
+ * count is read from the planes. 20 planes count groups of up to 2^20 - 1 gates (check enforces
+ * it). as_int: out holds int32 counts; else float counts / tau. Dimension 0 the word, 1 the class.
+ */
+__kernel void logic_groupsum_packed(const int N, const int K, const int S, const int nw,
+                                    const float tau, const int as_int, __global const uint *bits,
+                                    const int2 bv, __global uint *out, const int2 ov)
+{
+    const int c = get_global_id(0), k = get_global_id(1);
+    if (c >= nw || k >= K)
+        return;
+    uint plane[20];
+    for (int j = 0; j < 20; j++)
+        plane[j] = 0u;
+    for (int r = k * S; r < k * S + S; r++) {
+        uint carry = bits[AT2(bv, r, c)];
+        for (int j = 0; j < 20 && carry; j++) {
+            const uint t = plane[j] & carry;
+            plane[j] ^= carry;
+            carry = t;
+        }
+    }
+    const int n0 = 32 * c, n1 = min(n0 + 32, N);
+    for (int n = n0; n < n1; n++) {
+        uint count = 0u;
+        for (int j = 0; j < 20; j++)
+            count |= ((plane[j] >> (n - n0)) & 1u) << j;
+        out[AT2(ov, k, n)] = as_int ? count : as_uint((float)count / tau);
+    }
+}
+
+/* ---- logic.perceive -------------------------------------------------------------------------- */
+
+/* Neighbour coordinate v + d on an axis of n cells: wrapped (periodic) or -1 outside (zero). */
+static int neighbour(int v, int d, int n, int zero)
+{
+    const int u = v + d;
+    if (u >= 0 && u < n)
+        return u;
+    return zero ? -1 : (u + n) % n;
+}
+
+/*
+ * 3 x 3 Moore patches: work-item (cell, b C + c) writes features 9 c + 3 dy + dx (dy, dx in
+ * 0..2 for offsets -1..1; 4 is the cell itself) at column b H W + cell of out. The grid's element
+ * (b, c, y, x) is at go + b gs.x + c gs.y + y gs.z + x gs.w.
+ */
+__kernel void logic_perceive(const int B, const int Cn, const int H, const int W, const int zero,
+                             __global const float *grid, const int go, const int4 gs,
+                             __global float *out, const int2 ov)
+{
+    const int cell = get_global_id(0), bc = get_global_id(1);
+    if (cell >= H * W || bc >= B * Cn)
+        return;
+    const int b = bc / Cn, c = bc % Cn, y = cell / W, xx = cell % W;
+    const int col = b * H * W + cell;
+    __global const float *plane = grid + go + b * gs.x + c * gs.y;
+    for (int k = 0; k < 9; k++) {
+        const int u = neighbour(y, k / 3 - 1, H, zero), v = neighbour(xx, k % 3 - 1, W, zero);
+        out[AT2(ov, 9 * c + k, col)] = u < 0 || v < 0 ? 0.0f : plane[u * gs.z + v * gs.w];
+    }
+}
+
+/* Its backward by gather: the grid cell (y, x) was feature k of cell (y - dy + 1, x - dx + 1),
+ * wrapped or, with zero boundaries, only when that cell exists; the nine terms in k order. */
+__kernel void logic_perceive_backward(const int B, const int Cn, const int H, const int W,
+                                      const int zero, __global const float *dout, const int2 dv,
+                                      __global float *dgrid, const int go, const int4 gs)
+{
+    const int cell = get_global_id(0), bc = get_global_id(1);
+    if (cell >= H * W || bc >= B * Cn)
+        return;
+    const int b = bc / Cn, c = bc % Cn, y = cell / W, xx = cell % W;
+    float s = 0.0f;
+    for (int k = 0; k < 9; k++) {
+        const int u = neighbour(y, 1 - k / 3, H, zero), v = neighbour(xx, 1 - k % 3, W, zero);
+        if (u >= 0 && v >= 0)
+            s += dout[AT2(dv, 9 * c + k, b * H * W + u * W + v)];
+    }
+    dgrid[go + b * gs.x + c * gs.y + y * gs.z + xx * gs.w] = s;
+}

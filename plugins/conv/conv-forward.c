@@ -1,0 +1,153 @@
+/* conv.conv2d: im2col of a chunk of images, one GEMM per group, an output pass adding the bias. */
+#include "conv-kernels.h"
+#include "conv.h"
+
+#define F32 KP_DT(KP_F32)
+
+static const kp_param_desc params[] = {
+    [FWD_X] = {.name = "x",
+               .kind = KP_ARG_KIND_TENSOR,
+               .access = KP_ACCESS_IN,
+               .dtypes = F32,
+               .doc = "[N, C, H, W] input; any strides"},
+    [FWD_W] = {.name = "w",
+               .kind = KP_ARG_KIND_TENSOR,
+               .access = KP_ACCESS_IN,
+               .dtypes = F32,
+               .doc = "[K, C/groups, KH, KW] weights (PyTorch's layout); the last three "
+                      "dimensions contiguous"},
+    [FWD_B] = {.name = "bias",
+               .kind = KP_ARG_KIND_TENSOR,
+               .access = KP_ACCESS_IN,
+               .dtypes = F32,
+               .flags = KP_PARAM_OPTIONAL,
+               .doc = "[K] (omitted: no bias)"},
+    [FWD_Y] = {.name = "y",
+               .kind = KP_ARG_KIND_TENSOR,
+               .access = KP_ACCESS_OUT,
+               .dtypes = F32,
+               .doc = "[N, K, OH, OW] output, OH = (H + 2 pad_h - dilation_h (KH - 1) - 1) / "
+                      "stride_h + 1; any strides"},
+    CONV_GEO_PARAMS(1),
+    CONV_GROUPS_PARAM,
+};
+
+static kp_status forward_check(const kp_call *call, kp_launch *l)
+{
+    const kp_tensor *x = &call->args[FWD_X].tensor, *w = &call->args[FWD_W].tensor;
+    kp_status st = conv_check_nchw(l, "x", x);
+    if (st != KP_OK)
+        return st;
+    if (w->rank != 4 || w->shape[0] < 1 || w->shape[2] < 1 || w->shape[3] < 1) {
+        char got[160];
+        return conv_host->fail(l, KP_ERR_INVALID_ARG,
+                               "w: expected [K, C/groups, KH, KW] with K, KH, KW >= 1, got %s",
+                               kp_tensor_describe(w, got, sizeof got));
+    }
+    conv_geom g = {.N = x->shape[0],
+                   .C = x->shape[1],
+                   .H = x->shape[2],
+                   .W = x->shape[3],
+                   .K = w->shape[0],
+                   .KH = w->shape[2],
+                   .KW = w->shape[3]};
+    st = conv_check_geometry(l, call, FWD_GEO, FWD_GROUPS, "w", 0, &g);
+    if (st == KP_OK)
+        st = conv_expect(l, "w", w, 4, (int64_t[]){g.K, g.C / g.groups, g.KH, g.KW},
+                         "[K, C/groups, KH, KW]");
+    if (st == KP_OK && call->args[FWD_B].present)
+        st = conv_expect(l, "bias", &call->args[FWD_B].tensor, 1, (int64_t[]){g.K}, "[K]");
+    if (st == KP_OK)
+        st = conv_expect(l, "y", &call->args[FWD_Y].tensor, 4, (int64_t[]){g.N, g.K, g.OH, g.OW},
+                         "[N, K, OH, OW]");
+    if (st == KP_OK)
+        st = conv_check_weight_matrix(l, "w", w);
+    if (st == KP_OK)
+        st = conv_check_columns(l, &g);
+    return st == KP_OK ? conv_check_int_range(l, call) : st;
+}
+
+/*
+ * A chunk of nb images at a time (as many as COL_MAX_MB of scratch holds): im2col writes their
+ * columns side by side, col [C KH KW, nb L], so each group's product W_g col_g is one GEMM of
+ * nb L columns rather than nb small ones (CLBlast's indirect kernels, several times faster on
+ * large products, only take over above a size). The GEMM writes the block t [K, nb L], and an
+ * output pass moves it into y's NCHW layout, adding the bias on the way. A 1x1, stride-1,
+ * unpadded convolution skips im2col: its columns are the images themselves, read in place by one
+ * GEMM per image and group.
+ */
+static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
+{
+    conv_geom g = conv_geom_of(call);
+    const kp_tensor *x = &call->args[FWD_X].tensor, *w = &call->args[FWD_W].tensor;
+    const kp_tensor *bias = call->args[FWD_B].present ? &call->args[FWD_B].tensor : NULL;
+    const kp_tensor *y = &call->args[FWD_Y].tensor;
+    int64_t L = g.OH * g.OW, Cg = g.C / g.groups, Kg = g.K / g.groups, R = Cg * g.KH * g.KW;
+    int point = conv_is_pointwise(&g) && conv_plane_matrix(x);
+    double rows = (double)(point ? 0 : g.C * g.KH * g.KW) + (double)g.K;
+    int64_t nb = conv_chunk(l, g.N, 4.0 * rows * (double)L);
+    kp_buffer *col = NULL, *t = NULL;
+    kp_status st = conv_host->scratch(l, 1, (size_t)(g.K * nb * L) * sizeof(float), &t);
+    if (st == KP_OK && !point)
+        st = conv_host->scratch(l, 0, (size_t)(g.C * g.KH * g.KW * nb * L) * sizeof(float), &col);
+    int64_t ldw = Kg > 1 ? w->strides[0] : R;
+    for (int64_t n0 = 0; st == KP_OK && n0 < g.N; n0 += nb) {
+        int64_t cur = g.N - n0 < nb ? g.N - n0 : nb, ld = cur * L;
+        if (!point)
+            st = conv_im2col_chunk(l, &g, x, n0, cur, col, 0);
+        for (int64_t q = 0; st == KP_OK && q < g.groups; q++) {
+            kp_tensor a = conv_matrix(w->buffer, w->offset + q * Kg * w->strides[0], Kg, R, ldw);
+            if (!point) {
+                kp_tensor b = conv_matrix(col, q * R * ld, R, ld, ld);
+                kp_tensor c = conv_matrix(t, q * Kg * ld, Kg, ld, ld);
+                st = conv_matmul(l, &a, &b, &c, 0.0);
+            }
+            for (int64_t i = 0; point && st == KP_OK && i < cur; i++) {
+                kp_tensor b = conv_plane_rows(x, n0 + i, q * Cg, Cg);
+                kp_tensor c = conv_matrix(t, q * Kg * ld + i * L, Kg, L, ld);
+                st = conv_matmul(l, &a, &b, &c, 0.0);
+            }
+        }
+        if (st == KP_OK)
+            st = conv_unpack_chunk(l, &g, t, bias, y, n0, cur);
+    }
+    return st;
+}
+
+/* 2 N K OH OW C/groups KH KW FLOPs (a multiply-add is 2), plus the bias; each tensor once. */
+static void forward_cost(const kp_call *call, kp_cost *out)
+{
+    conv_geom g = conv_geom_of(call);
+    double outputs = (double)g.N * (double)g.K * (double)(g.OH * g.OW);
+    out->flops = outputs * (2.0 * (double)(g.C / g.groups * g.KH * g.KW) +
+                            (call->args[FWD_B].present ? 1.0 : 0.0));
+    out->bytes = 4.0 * ((double)kp_tensor_numel(&call->args[FWD_X].tensor) +
+                        (double)kp_tensor_numel(&call->args[FWD_W].tensor) + outputs +
+                        (call->args[FWD_B].present ? (double)g.K : 0.0));
+}
+
+static const char *const verify_sizes[] = {"one",        "prime", "groups",     "depthwise",
+                                           "pointwise",  "views", "pointviews", "stride1x1",
+                                           "fullkernel", NULL};
+static const char *const bench_sizes[] = {"mnist", "56x56", "28x28", "stem", NULL};
+
+const kp_kernel_desc conv_conv2d_desc = {
+    .struct_size = sizeof(kp_kernel_desc),
+    .name = "conv.conv2d",
+    .summary = "2-D convolution (cross-correlation, NCHW, groups) via im2col + GEMM, f32",
+    .params = params,
+    .n_params = FWD_N,
+    .tunables = conv_tunables,
+    .n_tunables = CONV_N_TUNABLES,
+    .source = kp_kernel_conv_cl,
+    .source_name = "conv.cl",
+    .entry = "conv_im2col",
+    .check = forward_check,
+    .enqueue = forward_enqueue,
+    .reference = conv_forward_reference,
+    .sample = conv_forward_sample,
+    .cost = forward_cost,
+    .verify_sizes = verify_sizes,
+    .bench_sizes = bench_sizes,
+    .tolerance = conv_forward_tolerance,
+};

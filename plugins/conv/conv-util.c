@@ -1,0 +1,319 @@
+/* Shared by the conv kernels: tunables, geometry checks with their messages, kernel arguments. */
+#include <limits.h>
+#include <stdio.h>
+
+#include "conv.h"
+
+static const int64_t workgroups[] = {16, 32, 64, 128, 256};
+static const char *const shapes[] = {"auto", "rows", "elements", NULL};
+static const char *const gemm_kinds[] = {"auto", "blas", "tiled", NULL};
+static const int64_t col_limits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+
+const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
+    [CONV_TUNE_WG] = {.name = "WG",
+                      .default_value = 64,
+                      .allowed = workgroups,
+                      .n_allowed = sizeof workgroups / sizeof workgroups[0],
+                      .flags = KP_TUNABLE_WORKGROUP,
+                      .doc = "work-items per work-group of every conv.cl kernel"},
+    /* ROWS, COL_MAX_MB and GEMM are read at launch only: no kernel compiles them in, so changing
+     * them never costs a build. */
+    [CONV_TUNE_ROWS] = {.name = "ROWS",
+                        .default_value = 0,
+                        .min = 0,
+                        .max = 2,
+                        .choices = shapes,
+                        .flags = KP_TUNABLE_NO_DEFINE,
+                        .doc = "the kernels of im2col, col2im and the pools: rows (a work-item "
+                               "per row, in vectorisable runs: CPUs), elements (a work-item per "
+                               "value: GPUs), or auto (rows on CPUs, elements elsewhere)"},
+    [CONV_TUNE_COL_MAX_MB] = {.name = "COL_MAX_MB",
+                              .default_value = 256,
+                              .allowed = col_limits,
+                              .n_allowed = sizeof col_limits / sizeof col_limits[0],
+                              .flags = KP_TUNABLE_NO_DEFINE,
+                              .doc = "MiB of scratch per launch for a chunk of images: their "
+                                     "column matrix and their [K, images OH OW] GEMM block; "
+                                     "the batch runs in as many chunks as that takes (at "
+                                     "least one image each)"},
+    [CONV_TUNE_GEMM] = {.name = "GEMM",
+                        .default_value = 0,
+                        .min = 0,
+                        .max = 2,
+                        .choices = gemm_kinds,
+                        .flags = KP_TUNABLE_NO_DEFINE,
+                        .doc = "the products: blas (blas.gemm, CLBlast), tiled (conv.cl's 8 x 32 "
+                               "register-tiled kernel, for CPUs; products whose B or C is not "
+                               "row-major, or narrower than 32 columns, still use blas.gemm), or "
+                               "auto (tiled on CPUs, blas elsewhere); without blas.gemm, "
+                               "conv.cl's kernels either way"},
+};
+
+/* ---- checks ---------------------------------------------------------------------------------- */
+
+kp_status conv_check_nchw(kp_launch *l, const char *name, const kp_tensor *t)
+{
+    char got[160];
+    int ok = t->rank == 4;
+    for (int32_t d = 0; ok && d < 4; d++)
+        ok = t->shape[d] >= 1;
+    if (ok)
+        return KP_OK;
+    return conv_host->fail(l, KP_ERR_INVALID_ARG,
+                           "%s: expected [N, C, H, W] with every dimension >= 1, got %s", name,
+                           kp_tensor_describe(t, got, sizeof got));
+}
+
+kp_status conv_expect(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
+                      const int64_t *shape, const char *pattern)
+{
+    int ok = t->rank == rank;
+    for (int32_t d = 0; ok && d < rank; d++)
+        ok = t->shape[d] == shape[d];
+    if (ok)
+        return KP_OK;
+    char want[128] = "", got[160];
+    size_t n = 0;
+    for (int32_t d = 0; d < rank && n < sizeof want; d++)
+        n += (size_t)snprintf(want + n, sizeof want - n, "%s%lld", d ? ", " : "",
+                              (long long)shape[d]);
+    return conv_host->fail(l, KP_ERR_INVALID_ARG, "%s: expected %s = [%s], got %s", name, pattern,
+                           want, kp_tensor_describe(t, got, sizeof got));
+}
+
+kp_status conv_kernel_size(kp_launch *l, const kp_call *call, int kh, conv_geom *g)
+{
+    g->KH = call->args[kh].i;
+    g->KW = call->args[kh + 1].i;
+    if (g->KH < 1)
+        return conv_host->fail(l, KP_ERR_INVALID_ARG, "kernel_h: %lld is not >= 1",
+                               (long long)g->KH);
+    if (g->KW < 1)
+        return conv_host->fail(l, KP_ERR_INVALID_ARG, "kernel_w: %lld is not >= 1",
+                               (long long)g->KW);
+    return KP_OK;
+}
+
+/* Checks one axis: the dilated kernel must fit the padded input, so the output has a row. */
+static kp_status check_axis(kp_launch *l, const char *kernel, const char *axis, const char *in,
+                            const char *out, const char *sfx, int64_t size, int64_t k, int64_t s,
+                            int64_t p, int64_t d, int pool, int64_t *o)
+{
+    int64_t extent = d * (k - 1) + 1;
+    if (pool && 2 * p > k)
+        return conv_host->fail(l, KP_ERR_INVALID_ARG,
+                               "pad_%s: %lld is more than half the kernel %s %lld (padding is "
+                               "never selected, so a pool's padding may be at most half its "
+                               "window)",
+                               sfx, (long long)p, axis, (long long)k);
+    if (extent > size + 2 * p)
+        return conv_host->fail(l, KP_ERR_INVALID_ARG,
+                               "%s: kernel %s %lld (dilation_%s %lld: extent %lld) exceeds the "
+                               "padded input %s %lld (%s %lld + 2 x pad_%s %lld), so %s would be "
+                               "< 1",
+                               kernel, axis, (long long)k, sfx, (long long)d, (long long)extent,
+                               axis, (long long)(size + 2 * p), in, (long long)size, sfx,
+                               (long long)p, out);
+    *o = (size + 2 * p - extent) / s + 1;
+    return KP_OK;
+}
+
+kp_status conv_check_geometry(kp_launch *l, const kp_call *call, int first, int groups,
+                              const char *kernel, int pool, conv_geom *g)
+{
+    static const char *const names[GEO_N] = {"stride_h", "stride_w",   "pad_h",
+                                             "pad_w",    "dilation_h", "dilation_w"};
+    int64_t v[GEO_N];
+    for (int i = 0; i < GEO_N; i++) {
+        v[i] = call->args[first + i].i;
+        int64_t min = i == GEO_PH || i == GEO_PW || (pool && i <= GEO_SW) ? 0 : 1;
+        if (v[i] < min)
+            return conv_host->fail(l, KP_ERR_INVALID_ARG, "%s: %lld is not >= %lld", names[i],
+                                   (long long)v[i], (long long)min);
+        if (v[i] > INT_MAX / 4)
+            return conv_host->fail(l, KP_ERR_INVALID_ARG, "%s: %lld is too large", names[i],
+                                   (long long)v[i]);
+    }
+    g->sh = v[GEO_SH] ? v[GEO_SH] : g->KH;
+    g->sw = v[GEO_SW] ? v[GEO_SW] : g->KW;
+    g->ph = v[GEO_PH];
+    g->pw = v[GEO_PW];
+    g->dh = v[GEO_DH];
+    g->dw = v[GEO_DW];
+    g->groups = 1;
+    if (groups >= 0) {
+        g->groups = call->args[groups].i;
+        if (g->groups < 1)
+            return conv_host->fail(l, KP_ERR_INVALID_ARG, "groups: %lld is not >= 1",
+                                   (long long)g->groups);
+        if (g->C % g->groups)
+            return conv_host->fail(l, KP_ERR_INVALID_ARG,
+                                   "groups: C = %lld input channels are not divisible by groups "
+                                   "= %lld",
+                                   (long long)g->C, (long long)g->groups);
+        if (g->K % g->groups)
+            return conv_host->fail(l, KP_ERR_INVALID_ARG,
+                                   "groups: K = %lld output channels are not divisible by groups "
+                                   "= %lld",
+                                   (long long)g->K, (long long)g->groups);
+    }
+    if (g->KH > INT_MAX / 4 || g->KW > INT_MAX / 4)
+        return conv_host->fail(l, KP_ERR_INVALID_ARG, "%s: kernel %lld x %lld is too large",
+                               kernel ? kernel : "kernel_h", (long long)g->KH, (long long)g->KW);
+    kp_status st = check_axis(l, kernel ? kernel : "kernel_h", "height", "H", "OH", "h", g->H,
+                              g->KH, g->sh, g->ph, g->dh, pool, &g->OH);
+    if (st == KP_OK)
+        st = check_axis(l, kernel ? kernel : "kernel_w", "width", "W", "OW", "w", g->W, g->KW,
+                        g->sw, g->pw, g->dw, pool, &g->OW);
+    /* The kernels split plane positions into rows and columns through a float reciprocal. */
+    if (st == KP_OK && (g->H * g->W >= 1 << 24 || g->OH * g->OW >= 1 << 24))
+        st = conv_host->fail(l, KP_ERR_UNSUPPORTED,
+                             "planes of %lld x %lld (input) or %lld x %lld (output) positions: "
+                             "at most 2^24 - 1 per plane are supported",
+                             (long long)g->H, (long long)g->W, (long long)g->OH, (long long)g->OW);
+    return st;
+}
+
+kp_status conv_check_int_range(kp_launch *l, const kp_call *call)
+{
+    for (uint32_t i = 0; i < call->n_args; i++) {
+        const kp_tensor *t = &call->args[i].tensor;
+        if (call->desc->params[i].kind != KP_ARG_KIND_TENSOR || !call->args[i].present)
+            continue;
+        if (kp_tensor_extent(t) > INT_MAX || kp_tensor_numel(t) > INT_MAX)
+            return conv_host->fail(l, KP_ERR_UNSUPPORTED,
+                                   "%s: views reaching beyond 2^31 elements are not supported",
+                                   call->desc->params[i].name);
+    }
+    return KP_OK;
+}
+
+kp_status conv_check_columns(kp_launch *l, const conv_geom *g)
+{
+    double L = (double)(g->OH * g->OW);
+    if ((double)(g->C * g->KH * g->KW + g->K) * L > (double)INT_MAX)
+        return conv_host->fail(l, KP_ERR_UNSUPPORTED,
+                               "one image's columns and GEMM block, (C KH KW + K) OH OW = "
+                               "(%lld + %lld) x %.0f values, pass 2^31",
+                               (long long)(g->C * g->KH * g->KW), (long long)g->K, L);
+    if ((double)g->N * (double)g->K * L > (double)INT_MAX)
+        return conv_host->fail(l, KP_ERR_UNSUPPORTED, "N K OH OW = %.0f outputs pass 2^31",
+                               (double)g->N * (double)g->K * L);
+    return KP_OK;
+}
+
+kp_status conv_check_weight_matrix(kp_launch *l, const char *name, const kp_tensor *w)
+{
+    int64_t kw = w->shape[3], khw = w->shape[2] * kw;
+    int ok = (kw == 1 || w->strides[3] == 1) && (w->shape[2] == 1 || w->strides[2] == kw) &&
+             (w->shape[1] == 1 || w->strides[1] == khw) &&
+             (w->shape[0] == 1 || w->strides[0] >= w->shape[1] * khw);
+    if (ok)
+        return KP_OK;
+    char got[160];
+    return conv_host->fail(l, KP_ERR_UNSUPPORTED,
+                           "%s: the last three dimensions must be contiguous and rows at least "
+                           "C/groups KH KW apart (a [K, C/groups KH KW] matrix for the GEMM), "
+                           "got %s",
+                           name, kp_tensor_describe(w, got, sizeof got));
+}
+
+/* ---- kernel arguments ------------------------------------------------------------------------ */
+
+conv_args conv_args_begin(kp_launch *l, const char *entry)
+{
+    conv_args a = {.l = l};
+    a.st = conv_host->cl_kernel(l, entry, NULL, &a.k);
+    return a;
+}
+
+void conv_arg_buffer(conv_args *a, const kp_buffer *buf)
+{
+    if (a->st == KP_OK)
+        a->st = conv_host->arg_buffer(a->l, a->k, a->i++, buf);
+}
+
+void conv_arg_int(conv_args *a, int value)
+{
+    if (a->st == KP_OK)
+        a->st = conv_host->arg_value(a->l, a->k, a->i++, sizeof value, &value);
+}
+
+void conv_arg_float(conv_args *a, float value)
+{
+    if (a->st == KP_OK)
+        a->st = conv_host->arg_value(a->l, a->k, a->i++, sizeof value, &value);
+}
+
+void conv_arg_ints(conv_args *a, const int32_t *values, size_t n)
+{
+    if (a->st == KP_OK)
+        a->st = conv_host->arg_value(a->l, a->k, a->i++, n * sizeof *values, values);
+}
+
+void conv_arg_geom(conv_args *a, const conv_geom *g)
+{
+    /* The int16 layout kernels/conv.cl documents. */
+    const int64_t v[16] = {g->N,  g->C,  g->H,  g->W,  g->KH, g->KW, g->sh,     g->sw,
+                           g->ph, g->pw, g->dh, g->dw, g->OH, g->OW, g->groups, 0};
+    int32_t packed[16];
+    for (int i = 0; i < 16; i++)
+        packed[i] = (int32_t)v[i];
+    conv_arg_ints(a, packed, 16);
+}
+
+void conv_arg_view4(conv_args *a, const kp_tensor *t)
+{
+    int32_t v[8] = {(int32_t)t->offset, 0, 0, 0, 0, 0, 0, 0};
+    for (int d = 0; d < 4 && d < t->rank; d++)
+        v[1 + d] = (int32_t)t->strides[d];
+    conv_arg_buffer(a, t->buffer);
+    conv_arg_ints(a, v, 8);
+}
+
+int conv_row_kernels(kp_launch *l)
+{
+    int64_t kind = conv_host->tunable_index(l, CONV_TUNE_ROWS);
+    if (kind == 0) {
+        const kp_device_info *d = conv_host->device(l);
+        kind = d && d->type == KP_DEVICE_CPU ? 1 : 2;
+    }
+    return kind == 1;
+}
+
+kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *im, kp_buffer *col,
+                             const int32_t cv[4])
+{
+    int rows = conv_row_kernels(l);
+    conv_args a = conv_args_begin(l, rows ? "conv_im2col_rows" : "conv_im2col");
+    conv_arg_geom(&a, g);
+    conv_arg_view4(&a, im);
+    conv_arg_buffer(&a, col);
+    conv_arg_ints(&a, cv, 4);
+    if (rows)
+        return conv_args_run(&a, g->C * g->KH * g->KW, g->N);
+    return conv_args_run(&a, g->OH * g->OW, g->N * g->C * g->KH * g->KW);
+}
+
+kp_status conv_col2im_launch(kp_launch *l, const conv_geom *g, kp_buffer *col, const int32_t cv[4],
+                             const kp_tensor *im)
+{
+    int rows = conv_row_kernels(l);
+    conv_args a = conv_args_begin(l, rows ? "conv_col2im_rows" : "conv_col2im");
+    conv_arg_geom(&a, g);
+    conv_arg_buffer(&a, col);
+    conv_arg_ints(&a, cv, 4);
+    conv_arg_view4(&a, im);
+    if (rows)
+        return conv_args_run(&a, g->C * g->H, g->N);
+    return conv_args_run(&a, g->H * g->W, g->N * g->C);
+}
+
+kp_status conv_args_run(conv_args *a, int64_t rows, int64_t cols)
+{
+    if (a->st != KP_OK)
+        return a->st;
+    size_t wg = (size_t)conv_host->tunable_index(a->l, CONV_TUNE_WG);
+    size_t global[2] = {((size_t)rows + wg - 1) / wg * wg, (size_t)cols}, local[2] = {wg, 1};
+    return conv_host->enqueue_ndrange(a->l, a->k, 2, global, local);
+}
