@@ -50,9 +50,11 @@ inline int quot(const int a, const int b, const float inv)
  * col[n][(c KH + kh) KW + kw][oh OW + ow] = im[n][c][oh SH - PH + kh DH][ow SW - PW + kw DW], zero
  * outside the image. Two shapes of the same copy, chosen by the ROWS tunable:
  *
- * conv_im2col (GPUs): one work-item per column entry and no loop. The range is (positions l,
- * rows (n, c, kh, kw)), so a work-group's row is uniform and its work-items store consecutive
- * columns, which GPUs coalesce.
+ * conv_im2col (GPUs): one work-item per output position l of one image channel (n, c), looping
+ * over the KH KW taps. The range is (positions l, (n, c)): a work-group's (n, c) is uniform, its
+ * work-items store consecutive columns of each tap's row, which GPUs coalesce, and the integer
+ * divisions that place l and (n, c) are paid once for KH KW stores (one work-item per column entry
+ * spent more time dividing than storing: 16% of the bandwidth on an H200).
  *
  * conv_im2col_rows (CPUs): one work-item per column row (n, c, kh, kw), OH runs of OW values.
  * PoCL runs each work-group as a loop over its work-items, with a cost per work-group that the
@@ -64,17 +66,25 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void conv_im2col(const int16 g, __global const float *im, const int8 iv, __global float *col,
                  const int4 cv)
 {
-    const int l = get_global_id(0), row = get_global_id(1);
+    const int l = get_global_id(0), nc = get_global_id(1);
     if (l >= GOH * GOW)
         return;
-    const int taps = GKH * GKW, rows = GC * taps;
-    const int n = row / rows, r = row % rows, c = r / taps, kh = r % taps / GKW, kw = r % GKW;
+    const int n = nc / GC, c = nc - n * GC, taps = GKH * GKW;
     const int oh = quot(l, GOW, 1.0f / (float)GOW), ow = l - oh * GOW;
-    const int h = oh * GSH - GPH + kh * GDH, w = ow * GSW - GPW + kw * GDW;
-    float v = 0.0f;
-    if (h >= 0 && h < GH && w >= 0 && w < GW)
-        v = im[iv.s0 + n * iv.s1 + c * iv.s2 + h * iv.s3 + w * iv.s4];
-    col[cv.x + n * cv.y + r * cv.z + l * cv.w] = v;
+    const int h0 = oh * GSH - GPH, w0 = ow * GSW - GPW;
+    __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;
+    __global float *out = col + cv.x + n * cv.y + c * taps * cv.z + l * cv.w;
+    for (int kh = 0; kh < GKH; kh++) {
+        const int h = h0 + kh * GDH;
+        const bool row_in = h >= 0 && h < GH;
+        for (int kw = 0; kw < GKW; kw++) {
+            const int w = w0 + kw * GDW;
+            float v = 0.0f;
+            if (row_in && w >= 0 && w < GW)
+                v = plane[h * iv.s3 + w * iv.s4];
+            out[(kh * GKW + kw) * cv.z] = v;
+        }
+    }
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))

@@ -292,7 +292,7 @@ kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *
     conv_arg_ints(&a, cv, 4);
     if (rows)
         return conv_args_run(&a, g->C * g->KH * g->KW, g->N);
-    return conv_args_run(&a, g->OH * g->OW, g->N * g->C * g->KH * g->KW);
+    return conv_args_run(&a, g->OH * g->OW, g->N * g->C);
 }
 
 kp_status conv_col2im_launch(kp_launch *l, const conv_geom *g, kp_buffer *col, const int32_t cv[4],
