@@ -1,4 +1,5 @@
 /* Launching: argument binding and validation, then the kernel's check and enqueue or reference. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -273,4 +274,22 @@ kp_status kp__launch_nested(kp_launch *parent, const char *name, const kp_arg *a
 kp_status kp__launch_reference(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n)
 {
     return run(rt, k, args, n, 1, NULL, 0);
+}
+
+kp_status kp_kernel_describe(kp_runtime *rt, kp_kernel *k, char *out, size_t size)
+{
+    if (!rt || !k || !out || size == 0)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_describe: NULL argument or size 0");
+    out[0] = '\0';
+    const kp_kernel_desc *d = k->desc;
+    if (d->struct_size < offsetof(kp_kernel_desc, describe) + sizeof d->describe || !d->describe)
+        return KP_OK;
+    int reference = kp__is_host(rt);
+    pthread_mutex_lock(&rt->lock);
+    kp_status st = reference ? KP_OK : kp__tuning_resolve(rt, k);
+    kp_launch l = {.rt = rt, .kernel = k, .reference = reference};
+    if (st == KP_OK)
+        st = d->describe(&l, out, size);
+    pthread_mutex_unlock(&rt->lock);
+    return st;
 }

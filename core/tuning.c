@@ -255,6 +255,13 @@ static kp_status check_limits(kp_runtime *rt, kp_kernel *k)
     const kp_kernel_desc *d = k->desc;
     if (kp__is_host(rt) || !d->source || !d->entry || !rt->ops->kernel_get)
         return KP_OK;
+    /* With no workgroup tunable there is nothing to bound, and no reason to build before the
+     * kernel's own check has run (tc.gemm's program compiles only where its check passes). */
+    uint32_t bounded = 0;
+    for (uint32_t i = 0; i < d->n_tunables; i++)
+        bounded += (d->tunables[i].flags & KP_TUNABLE_WORKGROUP) != 0;
+    if (!bounded)
+        return KP_OK;
     /* Each retry drops one rejected value per workgroup tunable; the defaults end it. */
     for (uint32_t attempt = 0; attempt <= d->n_tunables + 1; attempt++) {
         kp_clkernel *ck;

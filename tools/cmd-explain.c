@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 static void print_header(const kp_runtime *rt, const kp_kernel_info *info,
-                         const kp_device_info *device, const char *why)
+                         const kp_device_info *device, const char *why, const char *path)
 {
     char line[400];
     const char *version = cli_plugin_version(rt, info);
@@ -25,6 +25,10 @@ static void print_header(const kp_runtime *rt, const kp_kernel_info *info,
     if (why[0]) {
         cli_table_cell(t, "chosen by");
         cli_table_cell(t, "%s", why);
+    }
+    if (path[0]) {
+        cli_table_cell(t, "path");
+        cli_table_cell(t, "%s", path);
     }
     cli_table_print(t, stdout, 0);
     cli_table_destroy(t);
@@ -69,6 +73,10 @@ static int run_explain(const cli_ctx *ctx)
         status = kp_kernel_info_get(k, &info);
     if (status == KP_OK)
         status = cli_runtime_device(rt, &device, &why);
+    /* Which implementation runs, in the kernel's words (blas.gemm: CLBlast, or tc.gemm). */
+    char path[512];
+    if (status == KP_OK)
+        status = kp_kernel_describe(rt, k, path, sizeof path);
     if (status != KP_OK) {
         cli_status_error(status, kp_last_error(rt));
         kp_runtime_destroy(rt);
@@ -88,10 +96,11 @@ static int run_explain(const cli_ctx *ctx)
         cli_json_device_fields(&w, &device);
         cli_json_optional(&w, "why", why);
         kpj_end_object(&w);
+        cli_json_optional(&w, "path", path);
         kpj_key(&w, "tunables");
         kpj_begin_array(&w);
     } else {
-        print_header(rt, &info, &device, why);
+        print_header(rt, &info, &device, why, path);
         if (info.n_tunables == 0)
             printf("\n%s has no tunables.\n", info.name);
     }
@@ -129,7 +138,8 @@ const cli_command cli_cmd_explain = {
     .name = "explain",
     .summary = "show where each tuning value of a kernel comes from",
     .usage = "KERNEL",
-    .details = "For each tunable: the value used, its origin (the built-in default, or the\n"
+    .details = "The implementation a launch takes here, when the kernel says (path). For\n"
+               "each tunable: the value used, its origin (the built-in default, or the\n"
                "manifest entry file:line and its match), the allowed values, the default, and\n"
                "the candidates rejected on the way with the reason (not allowed, larger than the\n"
                "device or the compiled kernel can run).",

@@ -448,6 +448,13 @@ typedef struct kp_tuning_info {
 KP_API kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning_info *out);
 
 /*
+ * Writes into out (size bytes) the kernel's own sentence on which implementation its launches
+ * take on this device with the resolved tuning, and why ("" when the kernel gives none). It may
+ * run a tiny launch to find out. Errors: KP_ERR_INVALID_ARG, the kernel's. Thread-safe.
+ */
+KP_API kp_status kp_kernel_describe(kp_runtime *rt, kp_kernel *k, char *out, size_t size);
+
+/*
  * Launches `k` with named arguments (any order; optional parameters may be omitted).
  * Validates before anything is enqueued: argument count, unknown or repeated names, kinds,
  * dtypes, NULL buffers, tensor extents within their buffers, outputs overlapping other

@@ -140,6 +140,10 @@ typedef struct kp_kernel_desc {
     /* Prepares library state ahead of first use (optional; library-backed kernels). */
     kp_status (*warmup)(kp_launch *l);
     void *user; /* free for the plugin; read back with host->kernel_user */
+    /* One sentence on which implementation a launch takes on this device and why, for
+     * `kernelport explain` (optional; a launch with no call, tuning resolved). Read only when
+     * struct_size covers it. */
+    kp_status (*describe)(kp_launch *l, char *out, size_t size);
 } kp_kernel_desc;
 
 /* ------------------------------------------------------------------------------------------ */

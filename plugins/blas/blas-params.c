@@ -32,7 +32,7 @@
 
 /* The order within each kernel is CLBlast's (alphabetical) order of its database entries;
  * blas_gemm_clkernels below names the same parameters in the same order (init checks it). */
-const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES] = {
+const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES + 1] = {
     SWITCH("Xgemm", "GEMMK"),
     TUNABLE("Xgemm", "KREG", 1, 2, 4, 8, 16),
     TUNABLE("Xgemm", "KWG", 1, 16, 32),
@@ -75,7 +75,20 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES] = {
     TUNABLE("Padtranspose", "PADTRA_TILE", 8, 16, 32, 64),
     TUNABLE("Padtranspose", "PADTRA_WPT", 1, 2, 4, 8, 16),
     TUNABLE("GemmRoutine", "XGEMM_MIN_INDIRECT_SIZE", MIN_INDIRECT),
+    /* blas.gemm only (blas.gemm_batched lists the ones above): blas-route.c. */
+    {
+        .name = "precision",
+        .default_value = 0,
+        .min = 0,
+        .max = 4,
+        .choices = blas_precisions,
+        .flags = KP_TUNABLE_NO_DEFINE,
+        .doc = "fp32 (CLBlast, exact FP32), or tf32, tf32x3, f16, bf16: f32 GEMMs run through "
+               "tc.gemm on tensor cores (NVIDIA sm_80+), and in fp32 with a warning elsewhere",
+    },
 };
+
+const char *const blas_precisions[] = {"fp32", "tf32", "tf32x3", "f16", "bf16", NULL};
 
 const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES] = {
     TUNABLE("Xgemv", "WGS1", 32, 64, 128, 256),

@@ -161,6 +161,8 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
 {
     blas_gemm_plan p = planned.gemm;
     kp_status st = have_plan(call, l) ? KP_OK : blas_plan_gemm(call, l, 0, &p);
+    if (st == KP_OK && blas_route_gemm(call, l, &st))
+        return st;
     return st == KP_OK ? blas_run_gemm(call, l, &p, 0) : st;
 }
 
@@ -423,7 +425,7 @@ static const kp_kernel_desc kernels[] = {
         .summary = "C = alpha op(A) op(B) + beta C through CLBlast (f32; f16 with cl_khr_fp16)",
         .params = gemm_params,
         .n_params = GEMM_NPARAMS,
-        .n_tunables = BLAS_N_GEMM_TUNABLES,
+        .n_tunables = BLAS_N_GEMM_TUNABLES + 1,
         .tunables = blas_gemm_tunables,
         .check = gemm_check,
         .enqueue = gemm_enqueue,
@@ -434,6 +436,7 @@ static const kp_kernel_desc kernels[] = {
         .bench_sizes = gemm_bench,
         .tolerance = blas_gemm_tolerance,
         .warmup = gemm_warmup,
+        .describe = blas_gemm_describe,
     },
     {
         .struct_size = sizeof(kp_kernel_desc),

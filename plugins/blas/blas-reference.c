@@ -188,13 +188,34 @@ static norms norms_of(const view *v, int64_t rows, int64_t cols, int by_rows)
  * random data err about sqrt(K) u. For K u >= 1/2, gamma_K is taken as 2 K u, which promises
  * nothing: f16 sums that long have no accuracy to verify.
  */
+/*
+ * A blas.gemm routed through tc.gemm (the `precision` tunable) rounds each input first: with
+ * unit roundoff v per input (2^-11 for tf32 and f16, 2^-8 for bf16) a product errs by at most
+ * 2v |a b| (plus v^2), so `product` = 2v adds 2v S; tf32x3's split leaves 12 2^-24 per product
+ * (tc-reference.c derives it).
+ */
+static double routed_product_error(void)
+{
+    switch (blas_routed_precision()) {
+    case 1:
+    case 3:
+        return 2 * 0x1p-11 + 0x1p-22;
+    case 2:
+        return 12 * 0x1p-24;
+    case 4:
+        return 2 * 0x1p-8 + 0x1p-16;
+    default:
+        return 0;
+    }
+}
+
 static void bound(int32_t dtype, int64_t k, double alpha, double beta, norms a, norms b,
-                  double max_c, double *atol, double *rtol)
+                  double max_c, double product, double *atol, double *rtol)
 {
     const double c = 2.0, u = dtype == KP_F16 ? 0x1p-11 : 0x1p-24;
     double ku = (double)k * u, gamma = ku < 0.5 ? ku / (1.0 - ku) : 2.0 * ku;
     double s = fabs(alpha) * fmin(a.sum * b.max, a.max * b.sum);
-    *atol = c * ((gamma + u) * s + (beta != 0.0 ? u * (max_c + s) : 0.0));
+    *atol = c * ((gamma + u + product) * s + (beta != 0.0 ? u * (max_c + s) : 0.0));
     *rtol = c * u;
 }
 
@@ -218,7 +239,8 @@ void blas_gemm_tolerance(const kp_call *call, double *atol, double *rtol)
         nb.sum = fmax(nb.sum, y.sum);
         mc = fmax(mc, norms_of(&vc, m, n, 1).max);
     }
-    bound(a->dtype, k, call->args[GEMM_ALPHA].f, call->args[GEMM_BETA].f, na, nb, mc, atol, rtol);
+    bound(a->dtype, k, call->args[GEMM_ALPHA].f, call->args[GEMM_BETA].f, na, nb, mc,
+          batched ? 0.0 : routed_product_error(), atol, rtol);
 }
 
 void blas_gemv_tolerance(const kp_call *call, double *atol, double *rtol)
@@ -231,5 +253,5 @@ void blas_gemv_tolerance(const kp_call *call, double *atol, double *rtol)
     int64_t rows = y->shape[0], cols = x->shape[0];
     bound(x->dtype, cols, call->args[GEMV_ALPHA].f, call->args[GEMV_BETA].f,
           norms_of(&va, rows, cols, 1), norms_of(&vx, cols, 1, 0), norms_of(&vy, rows, 1, 1).max,
-          atol, rtol);
+          0.0, atol, rtol);
 }

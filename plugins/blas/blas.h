@@ -71,7 +71,10 @@ extern const blas_clkernel blas_gemv_clkernels[];
 extern const uint32_t blas_n_gemv_clkernels;
 #define BLAS_N_GEMM_TUNABLES 42
 #define BLAS_N_GEMV_TUNABLES 8
-extern const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES];
+/* CLBlast's parameters, then blas.gemm's `precision` (index BLAS_PRECISION_TUNABLE). */
+extern const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES + 1];
+#define BLAS_PRECISION_TUNABLE BLAS_N_GEMM_TUNABLES
+extern const char *const blas_precisions[]; /* "fp32", "tf32", "tf32x3", "f16", "bf16" */
 extern const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES];
 
 /* Checks a complete parameter set of kernel `k` against CLBlast's constraints and the device's
@@ -96,6 +99,19 @@ kp_status blas_run_gemv(const kp_call *call, kp_launch *l, const blas_gemv_plan 
  * one call of the indirect path's size) with the manifest's parameters applied. */
 kp_status blas_warmup(kp_launch *l, int which);
 enum { BLAS_WARM_GEMM, BLAS_WARM_GEMM_BATCHED, BLAS_WARM_GEMV };
+
+/* ---- blas-route.c: blas.gemm through tc.gemm when the manifest asks ------------------------ */
+
+/* When the `precision` tunable asks for tf32, tf32x3, f16 or bf16 and the call is f32, runs it
+ * through tc.gemm and returns 1 with its status in *st (or with an error that is not the
+ * device's lack of tensor cores); returns 0 when CLBlast's FP32 GEMM must run, warning once
+ * per process when a precision was asked for. */
+int blas_route_gemm(const kp_call *call, kp_launch *l, kp_status *st);
+/* The precision (blas_precisions index) this thread's last blas.gemm launch ran in: 0 for
+ * CLBlast's FP32. Read by the tolerance of a verify run. */
+int blas_routed_precision(void);
+/* For `kernelport explain blas.gemm`: which path a launch takes on this device and why. */
+kp_status blas_gemm_describe(kp_launch *l, char *out, size_t size);
 
 /* ---- blas-reference.c: host references and precision helpers ------------------------------ */
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# tc.gemm's GPU run, in one call of the device tool: build, verify tc (and blas with the TF32
+# routing when KP_TC_ROUTE=1), bench-tc, a short tune of tc.gemm with bench-tc again on the tuned
+# values, then peer-tc.py (cuBLAS through PyTorch). One tarball and one log land in $OUT.
+#   device run:  carry [".gpu"], command: bash bench/gpu-tc.sh
+# Optional: KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
+# after the start by which everything is packed, default 560).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+out=${OUT:-/tmp/kp-tc-out}
+res="$out/results"
+mkdir -p "$res"
+exec > >(tee "$out/gpu-tc.log") 2>&1
+budget=${KP_TC_TUNE_BUDGET:-90}
+started=$(date +%s)
+deadline=$(( started + ${KP_TC_DEADLINE:-560} ))
+step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
+cap() {
+  local l=$(( deadline - $(date +%s) - 20 ))
+  (( l < 1 )) && l=1
+  (( l < $1 )) && echo "$l" || echo "$1"
+}
+
+step setup
+# shellcheck disable=SC1091
+[[ -f .gpu/setup.sh ]] && source .gpu/setup.sh >/dev/null
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv || true
+export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
+
+step build
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
+  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 ||
+  { tail -40 "$res/build.log"; exit 1; }
+kp=build-gpu/bin/kernelport
+
+step "nvidia: verify tc"
+timeout "$(cap 180)" $kp --device nvidia verify tc | tee "$res/verify-tc.txt" | tail -40
+if [[ -f bench/manifests/tc-route.yaml ]]; then
+  step "nvidia: verify blas with the TF32 routing manifest"
+  timeout "$(cap 120)" $kp --device nvidia --manifest bench/manifests/tc-route.yaml verify blas.gemm |
+    tee "$res/verify-blas-routed.txt" | tail -30
+  $kp --device nvidia --manifest bench/manifests/tc-route.yaml explain blas.gemm |
+    tee "$res/explain-blas-routed.txt"
+fi
+
+step "nvidia: bench-tc"
+timeout "$(cap 200)" build-gpu/bin/bench-tc --device nvidia --json "$res/bench-tc.json" ||
+  echo "bench-tc failed"
+
+if (( budget > 0 )); then
+  step "nvidia: tune tc.gemm (budget $budget s)"
+  timeout "$(cap $(( budget + 60 )))" $kp --device nvidia tune tc.gemm --budget "$budget" \
+    --match arch --write "$res/tuned-tc.yaml" | grep -v '^  .*\]  ' | tail -6 || true
+  if [[ -f "$res/tuned-tc.yaml" ]]; then
+    step "nvidia: bench-tc with the tuned values"
+    timeout "$(cap 200)" build-gpu/bin/bench-tc --device nvidia --manifest "$res/tuned-tc.yaml" \
+      --json "$res/bench-tc-tuned.json" || echo "bench-tc (tuned) failed"
+  fi
+fi
+
+if [[ "${KP_TC_CONV:-0}" == 1 ]]; then
+  step "nvidia: verify conv, bench-conv (conv.conv2d's GEMMs through blas.gemm)"
+  timeout "$(cap 120)" $kp --device nvidia verify conv | tail -2
+  timeout "$(cap 150)" build-gpu/bin/bench-conv --device nvidia --json "$res/bench-conv.json" ||
+    echo "bench-conv failed"
+fi
+
+step "peer-tc"
+PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 bench/peer-tc.py --json "$res/peer-tc-torch.json" ||
+  echo "peer-tc failed"
+
+step pack
+tar -C "$out" -czf "$out/results.tar.gz" results
+rm -rf "$res"
+echo "done in $(( $(date +%s) - started )) s"

@@ -1,0 +1,325 @@
+/* tc.gemm: C = alpha op(A) op(B) + beta C on NVIDIA tensor cores, through inline PTX mma.sync. */
+
+/*
+ * Row-major f32 operands. A work-group computes a BM x BN tile of C with (BM/WM) x (BN/WN) warps;
+ * a warp owns a WM x WN sub-tile, (WM/16) x (WN/8) mma tiles of 16 x 8 whose accumulators stay in
+ * registers for the whole K loop.
+ *
+ * K advances BK at a time through two local-memory buffers: while the warps multiply out of one,
+ * each work-item's global loads of the next BK slice are in flight into registers, then land in
+ * the other buffer; one barrier per slice. A tile is stored in local memory along the dimension it
+ * is contiguous along in global memory ("k-contiguous": [BM][BK + 4]; otherwise [BK][BM + 8]),
+ * so the float4 loads land as float4 stores, and the pads put the fragment reads of a warp's 32
+ * lanes on 32 different banks.
+ *
+ * Compiled in by the host (not tunables): TC_PTX (set only where tc_supported passes: other
+ * compilers must never see the PTX, which PoCL's LLVM aborts on), TA, TB (transposes), PREC (0 tf32, 1 tf32x3, 2 f16,
+ * 3 bf16), VEC (1 when every operand's offset and row pitch are multiples of 4 floats, so whole
+ * float4 groups may be loaded as one).
+ *
+ * mma fragments (PTX ISA, "Matrix fragments for mma.m16n8k8" / "m16n8k16"), lane = 4 g + t:
+ *   tf32 m16n8k8:  a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4); b0 (k t, n g) b1 (k t+4, n g)
+ *   16-bit m16n8k16: each register a pair along k: a0 (g, 2t..2t+1) a1 (g+8, 2t..) a2 (g, 2t+8..)
+ *                    a3 (g+8, 2t+8..); b0 (k 2t..2t+1, n g) b1 (k 2t+8..2t+9, n g)
+ *   accumulators:  c0 (g, 2t) c1 (g, 2t+1) c2 (g+8, 2t) c3 (g+8, 2t+1)
+ */
+#ifndef TC_PTX
+#error "tc.cl is built only for NVIDIA GPUs of compute capability 8.0 or newer (inline PTX)"
+#endif
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 16
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 32
+#endif
+#ifndef TA
+#define TA 0
+#endif
+#ifndef TB
+#define TB 0
+#endif
+#ifndef PREC
+#define PREC 0
+#endif
+#ifndef VEC
+#define VEC 0
+#endif
+
+#define WARPS_M (BM / WM)
+#define WG (WARPS_M * (BN / WN) * 32)
+#define MI (WM / 16)
+#define NI (WN / 8)
+#define KSTEP (PREC >= 2 ? 16 : 8)
+
+/* Whether a tile's rows run along k in global memory: A [M, K] and B^T stored [N, K]. */
+#define A_KC (!TA)
+#define B_KC (TB)
+#define PITCH(kc, mn) ((kc) ? BK + 4 : (mn) + 8)
+#define TILE_FLOATS(kc, mn) ((kc) ? (mn) * (BK + 4) : BK * ((mn) + 8))
+#define A_FLOATS TILE_FLOATS(A_KC, BM)
+#define B_FLOATS TILE_FLOATS(B_KC, BN)
+/* float4 groups of a BK slice that each work-item moves. */
+#define A_GROUPS (BM * BK / 4 / WG)
+#define B_GROUPS (BN * BK / 4 / WG)
+
+inline uint tf32(const float x)
+{
+    uint r;
+    __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+/* Two floats as a pair of 16-bit values, `lo` in the low half (the lower k index). */
+inline uint pack16(const float lo, const float hi)
+{
+    uint r;
+#if PREC == 2
+    __asm__("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    __asm__("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+inline void mma(float *c, const uint *a, const uint b0, const uint b1)
+{
+#if PREC <= 1
+    __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#elif PREC == 2
+    __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+/*
+ * float4 group v of a BK slice of an operand whose tile has `mn` rows (BM or BN) out of `rows`:
+ * k-contiguous groups run along k, the others along the tile's rows. Outside the matrix reads 0.
+ */
+inline float4 load_group(__global const float *p, const int ld, const int kc, const int mn,
+                         const int rows, const int depth, const int r0, const int k0, const int v,
+                         const bool full)
+{
+    const int r = r0 + (kc ? v / (BK / 4) : v % (mn / 4) * 4);
+    const int k = k0 + (kc ? v % (BK / 4) * 4 : v / (mn / 4));
+    __global const float *q = p + (kc ? r * ld + k : k * ld + r);
+    if (full && VEC)
+        return *(__global const float4 *)q;
+    float4 x = (float4)(0.0f);
+    if (kc) {
+        if (r < rows) {
+            x.x = k < depth ? q[0] : 0.0f;
+            x.y = k + 1 < depth ? q[1] : 0.0f;
+            x.z = k + 2 < depth ? q[2] : 0.0f;
+            x.w = k + 3 < depth ? q[3] : 0.0f;
+        }
+    } else if (k < depth) {
+        x.x = r < rows ? q[0] : 0.0f;
+        x.y = r + 1 < rows ? q[1] : 0.0f;
+        x.z = r + 2 < rows ? q[2] : 0.0f;
+        x.w = r + 3 < rows ? q[3] : 0.0f;
+    }
+    return x;
+}
+
+inline void store_group(__local float *s, const int kc, const int mn, const int v, float4 x)
+{
+#if PREC == 0
+    /* Rounded once here rather than at every fragment read. */
+    x = (float4)(as_float(tf32(x.x)), as_float(tf32(x.y)), as_float(tf32(x.z)),
+                 as_float(tf32(x.w)));
+#endif
+    const int r = kc ? v / (BK / 4) : v % (mn / 4) * 4;
+    const int k = kc ? v % (BK / 4) * 4 : v / (mn / 4);
+    *(__local float4 *)(s + (kc ? r * (BK + 4) + k : k * (mn + 8) + r)) = x;
+}
+
+/* Element (row r of the tile, k) of a tile in local memory. */
+#define AT(s, kc, mn, r, k) ((kc) ? (s)[(r) * (BK + 4) + (k)] : (s)[(k) * ((mn) + 8) + (r)])
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void tc_gemm(const int M, const int N, const int K, const float alpha, const float beta,
+             __global const float *A, const int a_off, const int lda, __global const float *B,
+             const int b_off, const int ldb, __global float *C, const int c_off, const int ldc)
+{
+    /* Aligned for the float4 stores (each tile's size is a multiple of 4 floats). */
+    __local float As[2][A_FLOATS] __attribute__((aligned(16)));
+    __local float Bs[2][B_FLOATS] __attribute__((aligned(16)));
+    const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wm = warp % WARPS_M * WM, wn = warp / WARPS_M * WN;
+    const int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
+    __global const float *pa = A + a_off, *pb = B + b_off;
+    const bool full_mn = m0 + BM <= M && n0 + BN <= N;
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+    float4 ra[A_GROUPS], rb[B_GROUPS];
+    const int slices = (K + BK - 1) / BK;
+    if (slices > 0) {
+        const bool full = full_mn && BK <= K;
+#pragma unroll
+        for (int i = 0; i < A_GROUPS; i++)
+            ra[i] = load_group(pa, lda, A_KC, BM, M, K, m0, 0, lid + i * WG, full);
+#pragma unroll
+        for (int i = 0; i < B_GROUPS; i++)
+            rb[i] = load_group(pb, ldb, B_KC, BN, N, K, n0, 0, lid + i * WG, full);
+#pragma unroll
+        for (int i = 0; i < A_GROUPS; i++)
+            store_group(As[0], A_KC, BM, lid + i * WG, ra[i]);
+#pragma unroll
+        for (int i = 0; i < B_GROUPS; i++)
+            store_group(Bs[0], B_KC, BN, lid + i * WG, rb[i]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (int s = 0; s < slices; s++) {
+        const int cur = s & 1;
+        const bool more = s + 1 < slices;
+        if (more) {
+            const int k0 = (s + 1) * BK;
+            const bool full = full_mn && k0 + BK <= K;
+#pragma unroll
+            for (int i = 0; i < A_GROUPS; i++)
+                ra[i] = load_group(pa, lda, A_KC, BM, M, K, m0, k0, lid + i * WG, full);
+#pragma unroll
+            for (int i = 0; i < B_GROUPS; i++)
+                rb[i] = load_group(pb, ldb, B_KC, BN, N, K, n0, k0, lid + i * WG, full);
+        }
+        __local const float *as = As[cur], *bs = Bs[cur];
+#if PREC == 1
+        /* The tensor cores' FP32 accumulation truncates: chained over all of K its error grows
+         * linearly with K (2.6e-4 relative at K = 8192 on an H200, twenty times cuBLAS's FP32).
+         * tf32x3 sums each slice from zero and adds it to acc with an ordinary, rounded add. */
+        float part[MI][NI][4];
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+                part[i][j][0] = part[i][j][1] = part[i][j][2] = part[i][j][3] = 0.0f;
+#define SUM part
+#else
+#define SUM acc
+#endif
+#pragma unroll
+        for (int ks = 0; ks < BK; ks += KSTEP) {
+            uint a[MI][4], b[NI][2];
+#if PREC == 1
+            uint al[MI][4], bl[NI][2];
+#endif
+#pragma unroll
+            for (int i = 0; i < MI; i++) {
+                const int r = wm + i * 16 + g;
+#if PREC >= 2
+                const int k = ks + 2 * t;
+                a[i][0] = pack16(AT(as, A_KC, BM, r, k), AT(as, A_KC, BM, r, k + 1));
+                a[i][1] = pack16(AT(as, A_KC, BM, r + 8, k), AT(as, A_KC, BM, r + 8, k + 1));
+                a[i][2] = pack16(AT(as, A_KC, BM, r, k + 8), AT(as, A_KC, BM, r, k + 9));
+                a[i][3] = pack16(AT(as, A_KC, BM, r + 8, k + 8), AT(as, A_KC, BM, r + 8, k + 9));
+#else
+                const float x[4] = {AT(as, A_KC, BM, r, ks + t), AT(as, A_KC, BM, r + 8, ks + t),
+                                    AT(as, A_KC, BM, r, ks + t + 4),
+                                    AT(as, A_KC, BM, r + 8, ks + t + 4)};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+#if PREC == 1
+                    a[i][e] = tf32(x[e]);
+                    al[i][e] = tf32(x[e] - as_float(a[i][e]));
+#else
+                    a[i][e] = as_uint(x[e]);
+#endif
+                }
+#endif
+            }
+#pragma unroll
+            for (int j = 0; j < NI; j++) {
+                const int c = wn + j * 8 + g;
+#if PREC >= 2
+                const int k = ks + 2 * t;
+                b[j][0] = pack16(AT(bs, B_KC, BN, c, k), AT(bs, B_KC, BN, c, k + 1));
+                b[j][1] = pack16(AT(bs, B_KC, BN, c, k + 8), AT(bs, B_KC, BN, c, k + 9));
+#else
+                const float y0 = AT(bs, B_KC, BN, c, ks + t), y1 = AT(bs, B_KC, BN, c, ks + t + 4);
+#if PREC == 1
+                b[j][0] = tf32(y0);
+                b[j][1] = tf32(y1);
+                bl[j][0] = tf32(y0 - as_float(b[j][0]));
+                bl[j][1] = tf32(y1 - as_float(b[j][1]));
+#else
+                b[j][0] = as_uint(y0);
+                b[j][1] = as_uint(y1);
+#endif
+#endif
+            }
+#pragma unroll
+            for (int i = 0; i < MI; i++)
+#pragma unroll
+                for (int j = 0; j < NI; j++) {
+#if PREC == 1
+                    /* The small products first: they are the low bits of the sum. */
+                    mma(SUM[i][j], al[i], b[j][0], b[j][1]);
+                    mma(SUM[i][j], a[i], bl[j][0], bl[j][1]);
+#endif
+                    mma(SUM[i][j], a[i], b[j][0], b[j][1]);
+                }
+        }
+#if PREC == 1
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    acc[i][j][e] += part[i][j][e];
+#endif
+#undef SUM
+        if (more) {
+#pragma unroll
+            for (int i = 0; i < A_GROUPS; i++)
+                store_group(As[cur ^ 1], A_KC, BM, lid + i * WG, ra[i]);
+#pragma unroll
+            for (int i = 0; i < B_GROUPS; i++)
+                store_group(Bs[cur ^ 1], B_KC, BN, lid + i * WG, rb[i]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    __global float *pc = C + c_off;
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = m0 + wm + i * 16 + g + (e >= 2 ? 8 : 0);
+                const int c = n0 + wn + j * 8 + 2 * t + (e & 1);
+                if (r < M && c < N) {
+                    __global float *q = pc + r * ldc + c;
+                    *q = beta == 0.0f ? alpha * acc[i][j][e] : alpha * acc[i][j][e] + beta * *q;
+                }
+            }
+}

@@ -1,0 +1,85 @@
+/* blas.gemm's opt-in route through tc.gemm (tensor cores) when the manifest asks for a precision
+ * below FP32, with the fallback to CLBlast's FP32 GEMM where the device cannot. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "blas.h"
+
+#define precisions blas_precisions
+
+/* The precision the last device launch of this thread ran in, for the tolerance of a verify run
+ * (which runs the device launch, the reference and then the tolerance in one thread). */
+static _Thread_local int routed;
+
+int blas_routed_precision(void)
+{
+    return routed;
+}
+
+/* Runs the call through tc.gemm in tc precision `p - 1`. */
+static kp_status through_tc(const kp_call *call, kp_launch *l, int64_t p)
+{
+    const kp_value *v = call->args;
+    kp_arg args[] = {
+        KP_ARG_TENSOR("A", v[GEMM_A].tensor),     KP_ARG_TENSOR("B", v[GEMM_B].tensor),
+        KP_ARG_TENSOR("C", v[GEMM_C].tensor),     KP_ARG_FLOAT("alpha", v[GEMM_ALPHA].f),
+        KP_ARG_FLOAT("beta", v[GEMM_BETA].f),     KP_ARG_INT("trans_a", v[GEMM_TRANS_A].i),
+        KP_ARG_INT("trans_b", v[GEMM_TRANS_B].i), KP_ARG_INT("precision", p - 1),
+    };
+    return blas_host->launch(l, "tc.gemm", args, sizeof args / sizeof args[0]);
+}
+
+int blas_route_gemm(const kp_call *call, kp_launch *l, kp_status *st)
+{
+    int64_t p = blas_host->tunable_index(l, BLAS_PRECISION_TUNABLE);
+    routed = 0;
+    if (p <= 0 || call->args[GEMM_C].tensor.dtype != KP_F32)
+        return 0;
+    kp_status tc = through_tc(call, l, p);
+    if (tc == KP_OK)
+        routed = (int)p;
+    if (tc != KP_ERR_UNSUPPORTED && tc != KP_ERR_NOT_FOUND) {
+        *st = tc;
+        return 1;
+    }
+    /* Once per process: a manifest written for another machine is not an error here. */
+    static atomic_int warned;
+    if (!atomic_exchange(&warned, 1))
+        blas_host->log(l, KP_LOG_WARN,
+                       "blas.gemm: precision %s asked for, but tc.gemm cannot run here: running "
+                       "CLBlast's FP32 GEMM instead",
+                       precisions[p]);
+    return 0;
+}
+
+kp_status blas_gemm_describe(kp_launch *l, char *out, size_t size)
+{
+    int64_t p = blas_host->tunable_index(l, BLAS_PRECISION_TUNABLE);
+    if (p <= 0) {
+        snprintf(out, size, "CLBlast's FP32 GEMM (precision fp32: exact FP32 arithmetic)");
+        return KP_OK;
+    }
+    /* A 1 x 1 x 1 product asks tc.gemm itself whether it runs on this device. */
+    kp_buffer *buf;
+    kp_status st = blas_host->scratch(l, 0, 3 * sizeof(float), &buf);
+    if (st != KP_OK)
+        return st;
+    kp_tensor one = kp_tensor_2d(buf, KP_F32, 1, 1);
+    kp_value v[GEMM_NPARAMS] = {
+        [GEMM_A].tensor = one, [GEMM_B].tensor = one, [GEMM_C].tensor = one, [GEMM_ALPHA].f = 1.0};
+    v[GEMM_B].tensor.offset = 1;
+    v[GEMM_C].tensor.offset = 2;
+    kp_call call = {.struct_size = sizeof call, .n_args = GEMM_NPARAMS, .args = v};
+    st = through_tc(&call, l, p);
+    if (st == KP_OK)
+        snprintf(out, size, "tc.gemm on tensor cores, precision %s (the manifest's precision)",
+                 precisions[p]);
+    else
+        snprintf(out, size, "CLBlast's FP32 GEMM: the manifest asks for precision %s, but %s",
+                 precisions[p],
+                 st == KP_ERR_NOT_FOUND ? "no tc.gemm is loaded (the tc plugin)"
+                                        : "tc.gemm cannot run on this device (kernelport verify "
+                                          "tc says why)");
+    return KP_OK;
+}

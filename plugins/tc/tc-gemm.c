@@ -1,0 +1,318 @@
+/* tc.gemm: checks, the device test, operand layouts and the launch of kernels/tc.cl. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tc-kernels.h"
+#include "tc.h"
+
+static const char *const precision_names[] = {"tf32", "tf32x3", "f16", "bf16"};
+
+static const kp_param_desc params[] = {
+    [TC_A] = {.name = "A",
+              .kind = KP_ARG_KIND_TENSOR,
+              .access = KP_ACCESS_IN,
+              .dtypes = KP_DT(KP_F32),
+              .doc = "[M, K] ([K, M] with trans_a); row- or column-major, any ld and offset"},
+    [TC_B] = {.name = "B",
+              .kind = KP_ARG_KIND_TENSOR,
+              .access = KP_ACCESS_IN,
+              .dtypes = KP_DT(KP_F32),
+              .doc = "[K, N] ([N, K] with trans_b); row- or column-major, any ld and offset"},
+    [TC_C] = {.name = "C",
+              .kind = KP_ARG_KIND_TENSOR,
+              .access = KP_ACCESS_INOUT,
+              .dtypes = KP_DT(KP_F32),
+              .doc = "[M, N], updated in place; row- or column-major"},
+    [TC_ALPHA] = {.name = "alpha",
+                  .kind = KP_ARG_KIND_FLOAT,
+                  .access = KP_ACCESS_IN,
+                  .flags = KP_PARAM_OPTIONAL,
+                  .float_default = 1.0,
+                  .doc = "scale of op(A) op(B)"},
+    [TC_BETA] = {.name = "beta",
+                 .kind = KP_ARG_KIND_FLOAT,
+                 .access = KP_ACCESS_IN,
+                 .flags = KP_PARAM_OPTIONAL,
+                 .float_default = 0.0,
+                 .doc = "scale of C; 0 ignores C's old contents (NaN included)"},
+    [TC_TRANS_A] = {.name = "trans_a",
+                    .kind = KP_ARG_KIND_INT,
+                    .access = KP_ACCESS_IN,
+                    .flags = KP_PARAM_OPTIONAL,
+                    .doc = "1: op(A) = A^T"},
+    [TC_TRANS_B] = {.name = "trans_b",
+                    .kind = KP_ARG_KIND_INT,
+                    .access = KP_ACCESS_IN,
+                    .flags = KP_PARAM_OPTIONAL,
+                    .doc = "1: op(B) = B^T"},
+    [TC_PRECISION] = {.name = "precision",
+                      .kind = KP_ARG_KIND_INT,
+                      .access = KP_ACCESS_IN,
+                      .flags = KP_PARAM_OPTIONAL,
+                      .doc = "0 tf32, 1 tf32x3 (FP32-level accuracy), 2 f16, 3 bf16 "
+                             "(kernelport/ops/tc.h); FP32 accumulation in all"},
+};
+
+static const int64_t tiles[] = {32, 64, 128, 256};
+static const int64_t depths[] = {8, 16, 32};
+static const int64_t warp_rows[] = {16, 32, 64};
+static const int64_t warp_cols[] = {8, 16, 32, 64};
+
+/* The work-group size is (BM/WM)(BN/WN) warps, so no tunable is its size; each combination is
+ * checked against the device at launch (tc_tiles_valid). */
+static const kp_tunable_desc tunables[] = {
+    [TC_TUNE_BM] = {.name = "BM",
+                    .default_value = 128,
+                    .allowed = tiles,
+                    .n_allowed = 4,
+                    .doc = "rows of C per work-group"},
+    [TC_TUNE_BN] = {.name = "BN",
+                    .default_value = 128,
+                    .allowed = tiles,
+                    .n_allowed = 4,
+                    .doc = "columns of C per work-group"},
+    [TC_TUNE_BK] = {.name = "BK",
+                    .default_value = 16,
+                    .allowed = depths,
+                    .n_allowed = 3,
+                    .doc = "depth of each double-buffered slice of A and B in local memory"},
+    [TC_TUNE_WM] = {.name = "WM",
+                    .default_value = 64,
+                    .allowed = warp_rows,
+                    .n_allowed = 3,
+                    .doc = "rows of C per warp (multiples of the mma tile's 16)"},
+    [TC_TUNE_WN] = {.name = "WN",
+                    .default_value = 32,
+                    .allowed = warp_cols,
+                    .n_allowed = 4,
+                    .doc = "columns of C per warp (multiples of the mma tile's 8)"},
+};
+
+/* ---- the device test ------------------------------------------------------------------------ */
+
+kp_status tc_supported(kp_launch *l)
+{
+    const kp_device_info *d = tc_host->device(l);
+    if (!d || d->type == KP_DEVICE_HOST)
+        return KP_OK; /* the reference runs anywhere */
+    int cc = 0;
+    if (d->vendor == KP_VENDOR_NVIDIA && strncmp(d->arch, "sm_", 3) == 0)
+        cc = atoi(d->arch + 3);
+    if (cc >= 80)
+        return KP_OK;
+    return tc_host->fail(l, KP_ERR_UNSUPPORTED,
+                         "tc.gemm needs an NVIDIA GPU of compute capability 8.0 or newer (mma.sync "
+                         "through inline PTX); %s (%s%s%s) has none",
+                         d->name, d->platform, d->arch[0] ? ", " : "", d->arch);
+}
+
+/* ---- operand layouts ------------------------------------------------------------------------ */
+
+/* A rank-2 view as a row-major matrix (unit column stride; any stride where there is one
+ * column) with its row pitch; 0 when it is not one. A single row's pitch is never used. */
+static int row_major(const kp_tensor *t, int64_t *ld)
+{
+    if (t->strides[1] != 1 && t->shape[1] != 1)
+        return 0;
+    *ld = t->shape[0] > 1 ? t->strides[0] : 0;
+    return *ld >= 0;
+}
+
+/* Operand `i` of the call as the kernel reads it; a column-major view is read as the row-major
+ * view of its transpose, with the transpose flag flipped. */
+static kp_status operand(kp_launch *l, const kp_call *call, int i, tc_operand *op, int *trans)
+{
+    const kp_tensor *t = &call->args[i].tensor;
+    kp_tensor tt = kp_tensor_transpose(*t, 0, 1);
+    op->t = t;
+    op->offset = t->offset;
+    if (row_major(t, &op->ld))
+        return KP_OK;
+    if (row_major(&tt, &op->ld)) {
+        *trans = !*trans;
+        return KP_OK;
+    }
+    return tc_host->fail(l, KP_ERR_UNSUPPORTED,
+                         "%s: strides [%lld, %lld]: tc.gemm needs a unit stride along one "
+                         "dimension",
+                         params[i].name, (long long)t->strides[0], (long long)t->strides[1]);
+}
+
+static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
+{
+    const kp_tensor *a = &call->args[TC_A].tensor, *b = &call->args[TC_B].tensor,
+                    *c = &call->args[TC_C].tensor;
+    int ta = call->args[TC_TRANS_A].i != 0, tb = call->args[TC_TRANS_B].i != 0;
+    const char *names[] = {"A", "B", "C"};
+    const kp_tensor *all[] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        if (all[i]->rank != 2)
+            return tc_host->fail(l, KP_ERR_INVALID_ARG, "%s: expected rank 2, got rank %d",
+                                 names[i], all[i]->rank);
+        if (kp_tensor_extent(all[i]) > INT_MAX)
+            return tc_host->fail(l, KP_ERR_UNSUPPORTED,
+                                 "%s: views reaching beyond 2^31 elements are not supported",
+                                 names[i]);
+    }
+    for (int i = TC_TRANS_A; i <= TC_TRANS_B; i++)
+        if (call->args[i].i != 0 && call->args[i].i != 1)
+            return tc_host->fail(l, KP_ERR_INVALID_ARG, "%s: %lld is not 0 or 1", params[i].name,
+                                 (long long)call->args[i].i);
+    int64_t prec = call->args[TC_PRECISION].i;
+    if (prec < 0 || prec >= KP_TC_PRECISION_COUNT)
+        return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                             "precision: %lld is none of 0 tf32, 1 tf32x3, 2 f16, 3 bf16",
+                             (long long)prec);
+    int64_t m = c->shape[0], n = c->shape[1], k = a->shape[ta ? 0 : 1];
+    if (a->shape[ta ? 1 : 0] != m)
+        return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                             "A: op(A) has %lld rows but C has %lld (shape [%lld, %lld], "
+                             "trans_a %d)",
+                             (long long)a->shape[ta ? 1 : 0], (long long)m, (long long)a->shape[0],
+                             (long long)a->shape[1], ta);
+    if (b->shape[tb ? 1 : 0] != k || b->shape[tb ? 0 : 1] != n)
+        return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                             "B: op(B) must be [K, N] = [%lld, %lld], got shape [%lld, %lld] "
+                             "with trans_b %d",
+                             (long long)k, (long long)n, (long long)b->shape[0],
+                             (long long)b->shape[1], tb);
+    int c_trans = 0;
+    tc_operand oa, ob, oc;
+    kp_status st = operand(l, call, TC_C, &oc, &c_trans);
+    if (st == KP_OK)
+        st = operand(l, call, TC_A, &oa, &ta);
+    if (st == KP_OK)
+        st = operand(l, call, TC_B, &ob, &tb);
+    if (st != KP_OK)
+        return st;
+    *p = (tc_plan){.m = m,
+                   .n = n,
+                   .k = k,
+                   .ta = ta,
+                   .tb = tb,
+                   .a = oa,
+                   .b = ob,
+                   .c = oc,
+                   .precision = (int)prec};
+    if (c_trans) {
+        /* C^T = op(B)^T op(A)^T, in row-major terms. */
+        *p = (tc_plan){.m = n,
+                       .n = m,
+                       .k = k,
+                       .ta = !tb,
+                       .tb = !ta,
+                       .a = ob,
+                       .b = oa,
+                       .c = oc,
+                       .precision = (int)prec};
+    }
+    return KP_OK;
+}
+
+static kp_status gemm_check(const kp_call *call, kp_launch *l)
+{
+    tc_plan p;
+    kp_status st = plan_gemm(call, l, &p);
+    return st == KP_OK ? tc_supported(l) : st;
+}
+
+/* ---- launch --------------------------------------------------------------------------------- */
+
+/* The tile shape the tunables give, checked against the kernel's rules and the device. */
+static kp_status tiles_valid(kp_launch *l, int prec, int64_t *wg, int ta, int tb)
+{
+    int64_t bm = tc_host->tunable_index(l, TC_TUNE_BM), bn = tc_host->tunable_index(l, TC_TUNE_BN),
+            bk = tc_host->tunable_index(l, TC_TUNE_BK), wm = tc_host->tunable_index(l, TC_TUNE_WM),
+            wn = tc_host->tunable_index(l, TC_TUNE_WN);
+    const kp_device_info *d = tc_host->device(l);
+    int kstep = prec >= KP_TC_F16 ? 16 : 8;
+    *wg = bm % wm == 0 && bn % wn == 0 ? bm / wm * (bn / wn) * 32 : 0;
+    int64_t a_floats = !ta ? bm * (bk + 4) : bk * (bm + 8),
+            b_floats = tb ? bn * (bk + 4) : bk * (bn + 8);
+    int64_t local = 2 * (a_floats + b_floats) * 4;
+    const char *why = NULL;
+    char buf[160];
+    if (*wg == 0)
+        why = "BM must be a multiple of WM and BN of WN";
+    else if ((size_t)*wg > d->max_workgroup) {
+        snprintf(buf, sizeof buf, "%lld work-items per work-group, over the device's %zu",
+                 (long long)*wg, d->max_workgroup);
+        why = buf;
+    } else if (bm * bk % (4 * *wg) != 0 || bn * bk % (4 * *wg) != 0)
+        why = "BM BK and BN BK must be multiples of 4 floats per work-item";
+    else if (bk % kstep != 0) {
+        snprintf(buf, sizeof buf, "BK must be a multiple of %d for %s", kstep,
+                 precision_names[prec]);
+        why = buf;
+    } else if ((uint64_t)local > d->local_mem) {
+        snprintf(buf, sizeof buf, "%lld bytes of local memory, over the device's %llu",
+                 (long long)local, (unsigned long long)d->local_mem);
+        why = buf;
+    }
+    if (!why)
+        return KP_OK;
+    return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                         "tuning BM=%lld BN=%lld BK=%lld WM=%lld WN=%lld: %s", (long long)bm,
+                         (long long)bn, (long long)bk, (long long)wm, (long long)wn, why);
+}
+
+static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
+{
+    tc_plan p;
+    kp_status st = plan_gemm(call, l, &p);
+    if (st != KP_OK || p.m == 0 || p.n == 0)
+        return st;
+    int64_t wg;
+    st = tiles_valid(l, p.precision, &wg, p.ta, p.tb);
+    if (st != KP_OK)
+        return st;
+    int vec = p.a.offset % 4 == 0 && p.a.ld % 4 == 0 && p.b.offset % 4 == 0 && p.b.ld % 4 == 0;
+    char options[112];
+    snprintf(options, sizeof options, "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d", p.ta, p.tb,
+             p.precision, vec);
+    kp_clkernel *k;
+    st = tc_host->cl_kernel(l, "tc_gemm", options, &k);
+    int v[] = {(int)p.m, (int)p.n, (int)p.k};
+    float scale[] = {(float)call->args[TC_ALPHA].f, (float)call->args[TC_BETA].f};
+    const tc_operand *ops[] = {&p.a, &p.b, &p.c};
+    for (uint32_t i = 0; st == KP_OK && i < 3; i++)
+        st = tc_host->arg_value(l, k, i, sizeof(int), &v[i]);
+    for (uint32_t i = 0; st == KP_OK && i < 2; i++)
+        st = tc_host->arg_value(l, k, 3 + i, sizeof(float), &scale[i]);
+    for (uint32_t i = 0; st == KP_OK && i < 3; i++) {
+        int off = (int)ops[i]->offset, ld = (int)ops[i]->ld;
+        st = tc_host->arg_buffer(l, k, 5 + 3 * i, ops[i]->t->buffer);
+        if (st == KP_OK)
+            st = tc_host->arg_value(l, k, 6 + 3 * i, sizeof off, &off);
+        if (st == KP_OK)
+            st = tc_host->arg_value(l, k, 7 + 3 * i, sizeof ld, &ld);
+    }
+    int64_t bm = tc_host->tunable_index(l, TC_TUNE_BM), bn = tc_host->tunable_index(l, TC_TUNE_BN);
+    size_t global[2] = {(size_t)((p.n + bn - 1) / bn * wg), (size_t)((p.m + bm - 1) / bm)};
+    size_t local[2] = {(size_t)wg, 1};
+    return st == KP_OK ? tc_host->enqueue_ndrange(l, k, 2, global, local) : st;
+}
+
+const kp_kernel_desc tc_gemm_desc = {
+    .struct_size = sizeof(kp_kernel_desc),
+    .name = "tc.gemm",
+    .summary = "C = alpha op(A) op(B) + beta C on NVIDIA tensor cores: tf32, tf32x3, f16, bf16 "
+               "inputs, f32 accumulation",
+    .params = params,
+    .n_params = TC_NPARAMS,
+    .n_tunables = TC_N_TUNABLES,
+    .tunables = tunables,
+    .source = kp_kernel_tc_cl,
+    .source_name = "tc.cl",
+    .entry = "tc_gemm",
+    .check = gemm_check,
+    .enqueue = gemm_enqueue,
+    .reference = tc_gemm_reference,
+    .sample = tc_gemm_sample,
+    .cost = tc_gemm_cost,
+    .verify_sizes = tc_verify_sizes,
+    .bench_sizes = tc_bench_sizes,
+    .tolerance = tc_gemm_tolerance,
+};
