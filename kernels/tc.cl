@@ -12,6 +12,9 @@
  * so the float4 loads land as float4 stores, and the pads put the fragment reads of a warp's 32
  * lanes on 32 different banks.
  *
+ * LDSM (a tunable): fragments of k-contiguous tiles through ldmatrix (one instruction per 16 x 8
+ * of A, or per two 8 x 8 tiles of B) rather than one 32-bit read per value; tf32 and tf32x3.
+ *
  * Compiled in by the host (not tunables): TC_PTX (set only where tc_supported passes: other
  * compilers must never see the PTX, which PoCL's LLVM aborts on), TA, TB (transposes), PREC (0 tf32, 1 tf32x3, 2 f16,
  * 3 bf16), VEC (1 when every operand's offset and row pitch are multiples of 4 floats, so whole
@@ -53,6 +56,9 @@
 #endif
 #ifndef VEC
 #define VEC 0
+#endif
+#ifndef LDSM
+#define LDSM 0
 #endif
 
 #define WARPS_M (BM / WM)
@@ -156,6 +162,34 @@ inline void store_group(__local float *s, const int kc, const int mn, const int 
 /* Element (row r of the tile, k) of a tile in local memory. */
 #define AT(s, kc, mn, r, k) ((kc) ? (s)[(r) * (BK + 4) + (k)] : (s)[(k) * ((mn) + 8) + (r)])
 
+/* Elements k and k + 1 of row r as a 16-bit pair; one 8-byte read where the row runs along k. */
+inline uint pair16(__local const float *s, const int kc, const int mn, const int r, const int k)
+{
+    if (kc) {
+        const float2 v = *(__local const float2 *)(s + r * (BK + 4) + k);
+        return pack16(v.x, v.y);
+    }
+    return pack16(AT(s, kc, mn, r, k), AT(s, kc, mn, r, k + 1));
+}
+
+/*
+ * ldmatrix: `count` (2 or 4) 8 x 4 blocks of 32-bit values, each lane passing the address of one
+ * block row (lanes 8m..8m+7: block m); lane 4g + t receives (row g, column t) of each block, which
+ * is the tf32 fragment layout. A __local pointer's integer value is its shared-window address.
+ */
+inline void ldsm(uint *d, __local const float *row, const int count)
+{
+    const uint addr = (uint)(size_t)row;
+    if (count == 4)
+        __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                         : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                         : "r"(addr));
+    else
+        __asm__ volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                         : "=r"(d[0]), "=r"(d[1])
+                         : "r"(addr));
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void tc_gemm(const int M, const int N, const int K, const float alpha, const float beta,
              __global const float *A, const int a_off, const int lda, __global const float *B,
@@ -236,14 +270,27 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
                 const int r = wm + i * 16 + g;
 #if PREC >= 2
                 const int k = ks + 2 * t;
-                a[i][0] = pack16(AT(as, A_KC, BM, r, k), AT(as, A_KC, BM, r, k + 1));
-                a[i][1] = pack16(AT(as, A_KC, BM, r + 8, k), AT(as, A_KC, BM, r + 8, k + 1));
-                a[i][2] = pack16(AT(as, A_KC, BM, r, k + 8), AT(as, A_KC, BM, r, k + 9));
-                a[i][3] = pack16(AT(as, A_KC, BM, r + 8, k + 8), AT(as, A_KC, BM, r + 8, k + 9));
+                a[i][0] = pair16(as, A_KC, BM, r, k);
+                a[i][1] = pair16(as, A_KC, BM, r + 8, k);
+                a[i][2] = pair16(as, A_KC, BM, r, k + 8);
+                a[i][3] = pair16(as, A_KC, BM, r + 8, k + 8);
 #else
-                const float x[4] = {AT(as, A_KC, BM, r, ks + t), AT(as, A_KC, BM, r + 8, ks + t),
-                                    AT(as, A_KC, BM, r, ks + t + 4),
-                                    AT(as, A_KC, BM, r + 8, ks + t + 4)};
+                float x[4];
+#if LDSM && A_KC
+                /* Matrix m of the four: rows + 8 (m & 1), columns + 4 (m >> 1): a0..a3. */
+                uint d[4];
+                ldsm(d, as + (wm + i * 16 + (lane / 8 & 1) * 8 + lane % 8) * (BK + 4) + ks +
+                            lane / 16 * 4,
+                     4);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    x[e] = as_float(d[e]);
+#else
+                x[0] = AT(as, A_KC, BM, r, ks + t);
+                x[1] = AT(as, A_KC, BM, r + 8, ks + t);
+                x[2] = AT(as, A_KC, BM, r, ks + t + 4);
+                x[3] = AT(as, A_KC, BM, r + 8, ks + t + 4);
+#endif
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
 #if PREC == 1
@@ -255,13 +302,32 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
                 }
 #endif
             }
+#if PREC < 2 && LDSM && B_KC
+            /* Two n-tiles per ldmatrix: matrix m is tile j + (m >> 1), columns + 4 (m & 1). */
+#pragma unroll
+            for (int j = 0; j < NI; j += 2) {
+                uint d[4];
+                ldsm(d, bs + (wn + (j + lane / 16) * 8 + lane % 8) * (BK + 4) + ks +
+                            (lane / 8 & 1) * 4,
+                     NI - j >= 2 ? 4 : 2);
+#pragma unroll
+                for (int e = 0; e < 4 && j + e / 2 < NI; e++) {
+#if PREC == 1
+                    b[j + e / 2][e % 2] = tf32(as_float(d[e]));
+                    bl[j + e / 2][e % 2] = tf32(as_float(d[e]) - as_float(b[j + e / 2][e % 2]));
+#else
+                    b[j + e / 2][e % 2] = d[e];
+#endif
+                }
+            }
+#else
 #pragma unroll
             for (int j = 0; j < NI; j++) {
                 const int c = wn + j * 8 + g;
 #if PREC >= 2
                 const int k = ks + 2 * t;
-                b[j][0] = pack16(AT(bs, B_KC, BN, c, k), AT(bs, B_KC, BN, c, k + 1));
-                b[j][1] = pack16(AT(bs, B_KC, BN, c, k + 8), AT(bs, B_KC, BN, c, k + 9));
+                b[j][0] = pair16(bs, B_KC, BN, c, k);
+                b[j][1] = pair16(bs, B_KC, BN, c, k + 8);
 #else
                 const float y0 = AT(bs, B_KC, BN, c, ks + t), y1 = AT(bs, B_KC, BN, c, ks + t + 4);
 #if PREC == 1
@@ -275,6 +341,7 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
 #endif
 #endif
             }
+#endif
 #pragma unroll
             for (int i = 0; i < MI; i++)
 #pragma unroll

@@ -57,7 +57,8 @@ static const kp_param_desc params[] = {
 
 static const int64_t tiles[] = {32, 64, 128, 256};
 static const int64_t depths[] = {8, 16, 32};
-static const int64_t warp_rows[] = {16, 32, 64};
+static const int64_t warp_rows[] = {16, 32, 64, 128};
+static const int64_t switches[] = {0, 1};
 static const int64_t warp_cols[] = {8, 16, 32, 64};
 
 /* The work-group size is (BM/WM)(BN/WN) warps, so no tunable is its size; each combination is
@@ -88,6 +89,11 @@ static const kp_tunable_desc tunables[] = {
                     .allowed = warp_cols,
                     .n_allowed = 4,
                     .doc = "columns of C per warp (multiples of the mma tile's 8)"},
+    [TC_TUNE_LDSM] = {.name = "LDSM",
+                      .default_value = 0,
+                      .allowed = switches,
+                      .n_allowed = 2,
+                      .doc = "1: tf32 fragments of k-contiguous tiles through ldmatrix"},
 };
 
 /* ---- the device test ------------------------------------------------------------------------ */
@@ -270,8 +276,8 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
         return st;
     int vec = p.a.offset % 4 == 0 && p.a.ld % 4 == 0 && p.b.offset % 4 == 0 && p.b.ld % 4 == 0;
     char options[112];
-    snprintf(options, sizeof options, "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d", p.ta, p.tb,
-             p.precision, vec);
+    snprintf(options, sizeof options, "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d", p.ta,
+             p.tb, p.precision, vec);
     kp_clkernel *k;
     st = tc_host->cl_kernel(l, "tc_gemm", options, &k);
     int v[] = {(int)p.m, (int)p.n, (int)p.k};
