@@ -3,7 +3,7 @@
 # routing when KP_TC_ROUTE=1), bench-tc, a short tune of tc.gemm with bench-tc again on the tuned
 # values, then peer-tc.py (cuBLAS through PyTorch). One tarball and one log land in $OUT.
 #   device run:  carry [".gpu"], command: bash bench/gpu-tc.sh
-# Optional: KP_TC_SWEEP="BM,BN,BK,WM,WN,LDSM ..." (tile sets timed at 4096^3 before bench-tc;
+# Optional: KP_TC_BENCH=0 (skip bench-tc and peer-tc.py), KP_TC_SWEEP="BM,BN,BK,WM,WN,LDSM ..." (tile sets timed at 4096^3 before bench-tc;
 # the first with LDSM 1 is also verified), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
 # after the start by which everything is packed, default 560).
 set -uo pipefail
@@ -51,10 +51,11 @@ if [[ -n "${KP_TC_SWEEP:-}" ]]; then
     IFS=, read -r bm bn bk wm wn ldsm <<<"$set"
     m="$res/sweep.yaml"
     {
-      printf 'kernelport: 1\ntuning:\n  - match: { vendor: nvidia }\n    kernels:\n'
+      printf 'kernelport: 1\ntuning:\n  - match: { vendor: nvidia, arch: sm_90, name: NVIDIA }\n    kernels:\n'
       printf '      tc.gemm: { BM: %s, BN: %s, BK: %s, WM: %s, WN: %s, LDSM: %s }\n' \
         "$bm" "$bn" "$bk" "$wm" "$wn" "$ldsm"
     } >"$m"
+    # More specific than the default manifest's Hopper entry, so that it wins.
     for prec in tf32 tf32x3; do
       printf '%-22s %-7s ' "$set" "$prec"
       timeout "$(cap 60)" $kp --device nvidia --manifest "$m" bench tc.gemm --size "4096-$prec" 2>&1 |
@@ -69,9 +70,11 @@ if [[ -n "${KP_TC_SWEEP:-}" ]]; then
   rm -f "$res/sweep.yaml"
 fi
 
-step "nvidia: bench-tc"
-timeout "$(cap 200)" build-gpu/bin/bench-tc --device nvidia --json "$res/bench-tc.json" ||
-  echo "bench-tc failed"
+if [[ "${KP_TC_BENCH:-1}" == 1 ]]; then
+  step "nvidia: bench-tc"
+  timeout "$(cap 200)" build-gpu/bin/bench-tc --device nvidia --json "$res/bench-tc.json" ||
+    echo "bench-tc failed"
+fi
 
 if (( budget > 0 )); then
   step "nvidia: tune tc.gemm (budget $budget s)"
@@ -91,9 +94,11 @@ if [[ "${KP_TC_CONV:-0}" == 1 ]]; then
     echo "bench-conv failed"
 fi
 
-step "peer-tc"
-PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 bench/peer-tc.py --json "$res/peer-tc-torch.json" ||
-  echo "peer-tc failed"
+if [[ "${KP_TC_BENCH:-1}" == 1 ]]; then
+  step "peer-tc"
+  PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 bench/peer-tc.py \
+    --json "$res/peer-tc-torch.json" || echo "peer-tc failed"
+fi
 
 step pack
 tar -C "$out" -czf "$out/results.tar.gz" results
