@@ -57,6 +57,7 @@ static const kp_param_desc params[] = {
 
 static const int64_t tiles[] = {32, 64, 128, 256};
 static const int64_t depths[] = {8, 16, 32};
+static const int64_t x3_depths[] = {0, 8, 16, 32};
 static const int64_t warp_rows[] = {16, 32, 64, 128};
 static const int64_t switches[] = {0, 1};
 static const int64_t warp_cols[] = {8, 16, 32, 64};
@@ -74,15 +75,24 @@ static const kp_tunable_desc tunables[] = {
                     .allowed = tiles,
                     .n_allowed = 4,
                     .doc = "columns of C per work-group"},
+    /* BK and BK_X3 reach the compiler as the one BK the call's precision uses (tc_depth). */
     [TC_TUNE_BK] = {.name = "BK",
                     .default_value = 16,
                     .allowed = depths,
                     .n_allowed = 3,
+                    .flags = KP_TUNABLE_NO_DEFINE,
                     .doc = "depth of each double-buffered slice of A and B in local memory"},
+    [TC_TUNE_BK_X3] = {.name = "BK_X3",
+                       .default_value = 0,
+                       .allowed = x3_depths,
+                       .n_allowed = 4,
+                       .flags = KP_TUNABLE_NO_DEFINE,
+                       .doc = "BK for tf32x3, whose per-slice sums double the accumulators "
+                              "(0: BK)"},
     [TC_TUNE_WM] = {.name = "WM",
                     .default_value = 64,
                     .allowed = warp_rows,
-                    .n_allowed = 3,
+                    .n_allowed = 4,
                     .doc = "rows of C per warp (multiples of the mma tile's 16)"},
     [TC_TUNE_WN] = {.name = "WN",
                     .default_value = 32,
@@ -226,11 +236,18 @@ static kp_status gemm_check(const kp_call *call, kp_launch *l)
 
 /* ---- launch --------------------------------------------------------------------------------- */
 
+/* The slice depth a precision runs with: BK, or BK_X3 for tf32x3 when set. */
+static int64_t tc_depth(kp_launch *l, int prec)
+{
+    int64_t x3 = tc_host->tunable_index(l, TC_TUNE_BK_X3);
+    return prec == KP_TC_TF32X3 && x3 > 0 ? x3 : tc_host->tunable_index(l, TC_TUNE_BK);
+}
+
 /* The tile shape the tunables give, checked against the kernel's rules and the device. */
 static kp_status tiles_valid(kp_launch *l, int prec, int64_t *wg, int ta, int tb)
 {
     int64_t bm = tc_host->tunable_index(l, TC_TUNE_BM), bn = tc_host->tunable_index(l, TC_TUNE_BN),
-            bk = tc_host->tunable_index(l, TC_TUNE_BK), wm = tc_host->tunable_index(l, TC_TUNE_WM),
+            bk = tc_depth(l, prec), wm = tc_host->tunable_index(l, TC_TUNE_WM),
             wn = tc_host->tunable_index(l, TC_TUNE_WN);
     const kp_device_info *d = tc_host->device(l);
     int kstep = prec >= KP_TC_F16 ? 16 : 8;
@@ -275,9 +292,9 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
     if (st != KP_OK)
         return st;
     int vec = p.a.offset % 4 == 0 && p.a.ld % 4 == 0 && p.b.offset % 4 == 0 && p.b.ld % 4 == 0;
-    char options[112];
-    snprintf(options, sizeof options, "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d", p.ta,
-             p.tb, p.precision, vec);
+    char options[128];
+    snprintf(options, sizeof options, "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BK=%d",
+             p.ta, p.tb, p.precision, vec, (int)tc_depth(l, p.precision));
     kp_clkernel *k;
     st = tc_host->cl_kernel(l, "tc_gemm", options, &k);
     int v[] = {(int)p.m, (int)p.n, (int)p.k};

@@ -13,7 +13,16 @@ extern const kp_host_api *tc_host;
 enum { TC_A, TC_B, TC_C, TC_ALPHA, TC_BETA, TC_TRANS_A, TC_TRANS_B, TC_PRECISION, TC_NPARAMS };
 
 /* Tunables, in the order the descriptor lists them. */
-enum { TC_TUNE_BM, TC_TUNE_BN, TC_TUNE_BK, TC_TUNE_WM, TC_TUNE_WN, TC_TUNE_LDSM, TC_N_TUNABLES };
+enum {
+    TC_TUNE_BM,
+    TC_TUNE_BN,
+    TC_TUNE_BK,
+    TC_TUNE_BK_X3,
+    TC_TUNE_WM,
+    TC_TUNE_WN,
+    TC_TUNE_LDSM,
+    TC_N_TUNABLES
+};
 
 /* One operand as the kernel reads it: row-major with row pitch ld from offset. */
 typedef struct tc_operand {
