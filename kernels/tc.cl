@@ -12,7 +12,7 @@
  * so the float4 loads land as float4 stores, and the pads put the fragment reads of a warp's 32
  * lanes on 32 different banks.
  *
- * LDSM (a tunable): fragments of k-contiguous tiles through ldmatrix (one instruction per 16 x 8
+ * LDSM and BT (tunables, below and at B_SKC): fragments of k-contiguous tiles through ldmatrix (one instruction per 16 x 8
  * of A, or per two 8 x 8 tiles of B) rather than one 32-bit read per value; tf32 and tf32x3.
  *
  * Compiled in by the host (not tunables): TC_PTX (set only where tc_supported passes: other
@@ -60,6 +60,9 @@
 #ifndef LDSM
 #define LDSM 0
 #endif
+#ifndef BT
+#define BT 0
+#endif
 
 #define WARPS_M (BM / WM)
 #define WG (WARPS_M * (BN / WN) * 32)
@@ -70,10 +73,13 @@
 /* Whether a tile's rows run along k in global memory: A [M, K] and B^T stored [N, K]. */
 #define A_KC (!TA)
 #define B_KC (TB)
+/* BT: B^T's tile (B as stored, [K, N]) is transposed on its way into local memory, so that B's
+ * fragments, too, are k-contiguous there and LDSM applies. */
+#define B_SKC (B_KC || BT)
 #define PITCH(kc, mn) ((kc) ? BK + 4 : (mn) + 8)
 #define TILE_FLOATS(kc, mn) ((kc) ? (mn) * (BK + 4) : BK * ((mn) + 8))
 #define A_FLOATS TILE_FLOATS(A_KC, BM)
-#define B_FLOATS TILE_FLOATS(B_KC, BN)
+#define B_FLOATS TILE_FLOATS(B_SKC, BN)
 /* float4 groups of a BK slice that each work-item moves. */
 #define A_GROUPS (BM * BK / 4 / WG)
 #define B_GROUPS (BN * BK / 4 / WG)
@@ -120,13 +126,25 @@ inline void mma(float *c, const uint *a, const uint b0, const uint b1)
 /*
  * float4 group v of a BK slice of an operand whose tile has `mn` rows (BM or BN) out of `rows`:
  * k-contiguous groups run along k, the others along the tile's rows. Outside the matrix reads 0.
+ * Groups that are stored transposed (`tr`) take k fastest: a warp's 32 groups are then 32 / BK
+ * runs of BK rows, and their scalar stores into a [mn][BK + 4] tile fall on few shared banks.
  */
-inline float4 load_group(__global const float *p, const int ld, const int kc, const int mn,
-                         const int rows, const int depth, const int r0, const int k0, const int v,
-                         const bool full)
+inline int group_row(const int kc, const int tr, const int mn, const int v)
 {
-    const int r = r0 + (kc ? v / (BK / 4) : v % (mn / 4) * 4);
-    const int k = k0 + (kc ? v % (BK / 4) * 4 : v / (mn / 4));
+    return kc ? v / (BK / 4) : tr ? v / BK * 4 : v % (mn / 4) * 4;
+}
+
+inline int group_k(const int kc, const int tr, const int mn, const int v)
+{
+    return kc ? v % (BK / 4) * 4 : tr ? v % BK : v / (mn / 4);
+}
+
+inline float4 load_group(__global const float *p, const int ld, const int kc, const int tr,
+                         const int mn, const int rows, const int depth, const int r0, const int k0,
+                         const int v, const bool full)
+{
+    const int r = r0 + group_row(kc, tr, mn, v);
+    const int k = k0 + group_k(kc, tr, mn, v);
     __global const float *q = p + (kc ? r * ld + k : k * ld + r);
     if (full && VEC)
         return *(__global const float4 *)q;
@@ -147,15 +165,22 @@ inline float4 load_group(__global const float *p, const int ld, const int kc, co
     return x;
 }
 
-inline void store_group(__local float *s, const int kc, const int mn, const int v, float4 x)
+inline void store_group(__local float *s, const int kc, const int tr, const int mn, const int v,
+                        float4 x)
 {
 #if PREC == 0
     /* Rounded once here rather than at every fragment read. */
     x = (float4)(as_float(tf32(x.x)), as_float(tf32(x.y)), as_float(tf32(x.z)),
                  as_float(tf32(x.w)));
 #endif
-    const int r = kc ? v / (BK / 4) : v % (mn / 4) * 4;
-    const int k = kc ? v % (BK / 4) * 4 : v / (mn / 4);
+    const int r = group_row(kc, tr, mn, v), k = group_k(kc, tr, mn, v);
+    if (!kc && tr) {
+        s[r * (BK + 4) + k] = x.x;
+        s[(r + 1) * (BK + 4) + k] = x.y;
+        s[(r + 2) * (BK + 4) + k] = x.z;
+        s[(r + 3) * (BK + 4) + k] = x.w;
+        return;
+    }
     *(__local float4 *)(s + (kc ? r * (BK + 4) + k : k * (mn + 8) + r)) = x;
 }
 
@@ -218,16 +243,16 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
         const bool full = full_mn && BK <= K;
 #pragma unroll
         for (int i = 0; i < A_GROUPS; i++)
-            ra[i] = load_group(pa, lda, A_KC, BM, M, K, m0, 0, lid + i * WG, full);
+            ra[i] = load_group(pa, lda, A_KC, 0, BM, M, K, m0, 0, lid + i * WG, full);
 #pragma unroll
         for (int i = 0; i < B_GROUPS; i++)
-            rb[i] = load_group(pb, ldb, B_KC, BN, N, K, n0, 0, lid + i * WG, full);
+            rb[i] = load_group(pb, ldb, B_KC, BT, BN, N, K, n0, 0, lid + i * WG, full);
 #pragma unroll
         for (int i = 0; i < A_GROUPS; i++)
-            store_group(As[0], A_KC, BM, lid + i * WG, ra[i]);
+            store_group(As[0], A_KC, 0, BM, lid + i * WG, ra[i]);
 #pragma unroll
         for (int i = 0; i < B_GROUPS; i++)
-            store_group(Bs[0], B_KC, BN, lid + i * WG, rb[i]);
+            store_group(Bs[0], B_KC, BT, BN, lid + i * WG, rb[i]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -239,10 +264,10 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
             const bool full = full_mn && k0 + BK <= K;
 #pragma unroll
             for (int i = 0; i < A_GROUPS; i++)
-                ra[i] = load_group(pa, lda, A_KC, BM, M, K, m0, k0, lid + i * WG, full);
+                ra[i] = load_group(pa, lda, A_KC, 0, BM, M, K, m0, k0, lid + i * WG, full);
 #pragma unroll
             for (int i = 0; i < B_GROUPS; i++)
-                rb[i] = load_group(pb, ldb, B_KC, BN, N, K, n0, k0, lid + i * WG, full);
+                rb[i] = load_group(pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
         }
         __local const float *as = As[cur], *bs = Bs[cur];
 #if PREC == 1
@@ -302,7 +327,7 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
                 }
 #endif
             }
-#if PREC < 2 && LDSM && B_KC
+#if PREC < 2 && LDSM && B_SKC
             /* Two n-tiles per ldmatrix: matrix m is tile j + (m >> 1), columns + 4 (m & 1). */
 #pragma unroll
             for (int j = 0; j < NI; j += 2) {
@@ -326,10 +351,10 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
                 const int c = wn + j * 8 + g;
 #if PREC >= 2
                 const int k = ks + 2 * t;
-                b[j][0] = pair16(bs, B_KC, BN, c, k);
-                b[j][1] = pair16(bs, B_KC, BN, c, k + 8);
+                b[j][0] = pair16(bs, B_SKC, BN, c, k);
+                b[j][1] = pair16(bs, B_SKC, BN, c, k + 8);
 #else
-                const float y0 = AT(bs, B_KC, BN, c, ks + t), y1 = AT(bs, B_KC, BN, c, ks + t + 4);
+                const float y0 = AT(bs, B_SKC, BN, c, ks + t), y1 = AT(bs, B_SKC, BN, c, ks + t + 4);
 #if PREC == 1
                 b[j][0] = tf32(y0);
                 b[j][1] = tf32(y1);
@@ -367,10 +392,10 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
         if (more) {
 #pragma unroll
             for (int i = 0; i < A_GROUPS; i++)
-                store_group(As[cur ^ 1], A_KC, BM, lid + i * WG, ra[i]);
+                store_group(As[cur ^ 1], A_KC, 0, BM, lid + i * WG, ra[i]);
 #pragma unroll
             for (int i = 0; i < B_GROUPS; i++)
-                store_group(Bs[cur ^ 1], B_KC, BN, lid + i * WG, rb[i]);
+                store_group(Bs[cur ^ 1], B_KC, BT, BN, lid + i * WG, rb[i]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }

@@ -104,6 +104,12 @@ static const kp_tunable_desc tunables[] = {
                       .allowed = switches,
                       .n_allowed = 2,
                       .doc = "1: tf32 fragments of k-contiguous tiles through ldmatrix"},
+    [TC_TUNE_BT] = {.name = "BT",
+                    .default_value = 0,
+                    .allowed = switches,
+                    .n_allowed = 2,
+                    .doc = "1: B's tile transposed into local memory (k-contiguous there, so "
+                           "LDSM reaches B too)"},
 };
 
 /* ---- the device test ------------------------------------------------------------------------ */
@@ -253,7 +259,7 @@ static kp_status tiles_valid(kp_launch *l, int prec, int64_t *wg, int ta, int tb
     int kstep = prec >= KP_TC_F16 ? 16 : 8;
     *wg = bm % wm == 0 && bn % wn == 0 ? bm / wm * (bn / wn) * 32 : 0;
     int64_t a_floats = !ta ? bm * (bk + 4) : bk * (bm + 8),
-            b_floats = tb ? bn * (bk + 4) : bk * (bn + 8);
+            b_floats = tb || tc_host->tunable_index(l, TC_TUNE_BT) ? bn * (bk + 4) : bk * (bn + 8);
     int64_t local = 2 * (a_floats + b_floats) * 4;
     const char *why = NULL;
     char buf[160];

@@ -21,6 +21,7 @@ enum {
     TC_TUNE_WM,
     TC_TUNE_WN,
     TC_TUNE_LDSM,
+    TC_TUNE_BT,
     TC_N_TUNABLES
 };
 
