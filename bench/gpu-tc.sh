@@ -92,6 +92,11 @@ if [[ "${KP_TC_CONV:-0}" == 1 ]]; then
   timeout "$(cap 120)" $kp --device nvidia verify conv | tail -2
   timeout "$(cap 150)" build-gpu/bin/bench-conv --device nvidia --json "$res/bench-conv.json" ||
     echo "bench-conv failed"
+  step "nvidia: verify conv, bench-conv with blas.gemm routed through tc.gemm in tf32x3"
+  x3=bench/manifests/tc-route-x3.yaml
+  timeout "$(cap 120)" $kp --device nvidia --manifest "$x3" verify conv | tail -2
+  timeout "$(cap 150)" build-gpu/bin/bench-conv --device nvidia --manifest "$x3" \
+    --json "$res/bench-conv-tf32x3.json" || echo "bench-conv (tf32x3) failed"
 fi
 
 if [[ "${KP_TC_BENCH:-1}" == 1 ]]; then
