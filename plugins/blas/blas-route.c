@@ -55,6 +55,11 @@ int blas_route_gemm(const kp_call *call, kp_launch *l, kp_status *st)
 
 kp_status blas_gemm_describe(kp_launch *l, char *out, size_t size)
 {
+    const kp_device_info *d = blas_host->device(l);
+    if (d && d->type == KP_DEVICE_HOST) {
+        snprintf(out, size, "the host reference in plain C (the host device runs no CLBlast)");
+        return KP_OK;
+    }
     int64_t p = blas_host->tunable_index(l, BLAS_PRECISION_TUNABLE);
     if (p <= 0) {
         snprintf(out, size, "CLBlast's FP32 GEMM (precision fp32: exact FP32 arithmetic)");
