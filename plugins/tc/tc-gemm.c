@@ -69,13 +69,16 @@ static const kp_tunable_desc tunables[] = {
                     .default_value = 128,
                     .allowed = tiles,
                     .n_allowed = 4,
+                    .flags = KP_TUNABLE_NO_DEFINE,
                     .doc = "rows of C per work-group"},
     [TC_TUNE_BN] = {.name = "BN",
                     .default_value = 128,
                     .allowed = tiles,
                     .n_allowed = 4,
+                    .flags = KP_TUNABLE_NO_DEFINE,
                     .doc = "columns of C per work-group"},
-    /* BK and BK_X3 reach the compiler as the one BK the call's precision uses (tc_depth). */
+    /* The tile sizes reach the compiler from tiles_choose, which may halve them for small
+     * products, and BK as the one depth the call's precision uses (tc_depth). */
     [TC_TUNE_BK] = {.name = "BK",
                     .default_value = 16,
                     .allowed = depths,
@@ -93,17 +96,26 @@ static const kp_tunable_desc tunables[] = {
                     .default_value = 64,
                     .allowed = warp_rows,
                     .n_allowed = 4,
+                    .flags = KP_TUNABLE_NO_DEFINE,
                     .doc = "rows of C per warp (multiples of the mma tile's 16)"},
     [TC_TUNE_WN] = {.name = "WN",
                     .default_value = 32,
                     .allowed = warp_cols,
                     .n_allowed = 4,
+                    .flags = KP_TUNABLE_NO_DEFINE,
                     .doc = "columns of C per warp (multiples of the mma tile's 8)"},
     [TC_TUNE_LDSM] = {.name = "LDSM",
                       .default_value = 0,
                       .allowed = switches,
                       .n_allowed = 2,
                       .doc = "1: tf32 fragments of k-contiguous tiles through ldmatrix"},
+    [TC_TUNE_SMALL] = {.name = "SMALL",
+                       .default_value = 1,
+                       .allowed = switches,
+                       .n_allowed = 2,
+                       .flags = KP_TUNABLE_NO_DEFINE,
+                       .doc = "1: halve the tiles of products that would leave compute units "
+                              "idle"},
     [TC_TUNE_BT] = {.name = "BT",
                     .default_value = 0,
                     .allowed = switches,
@@ -249,31 +261,49 @@ static int64_t tc_depth(kp_launch *l, int prec)
     return prec == KP_TC_TF32X3 && x3 > 0 ? x3 : tc_host->tunable_index(l, TC_TUNE_BK);
 }
 
-/* The tile shape the tunables give, checked against the kernel's rules and the device. */
-static kp_status tiles_valid(kp_launch *l, int prec, int64_t *wg, int ta, int tb)
+/* The tiles of one launch: work-group tile BM x BN, slice depth BK, warp tile WM x WN. */
+typedef struct tc_tiles {
+    int64_t bm, bn, bk, wm, wn, wg;
+} tc_tiles;
+
+/*
+ * The tunables' tiles for this call, checked against the kernel's rules and the device. With
+ * SMALL, a product that would give fewer work-groups than the device has compute units (1024^3
+ * in 128 x 128 tiles: 64 work-groups for an H200's 132) runs in halved tiles and warp tiles, as
+ * many warps, down to 32 x 32.
+ */
+static kp_status tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
 {
-    int64_t bm = tc_host->tunable_index(l, TC_TUNE_BM), bn = tc_host->tunable_index(l, TC_TUNE_BN),
-            bk = tc_depth(l, prec), wm = tc_host->tunable_index(l, TC_TUNE_WM),
-            wn = tc_host->tunable_index(l, TC_TUNE_WN);
+    t->bm = tc_host->tunable_index(l, TC_TUNE_BM);
+    t->bn = tc_host->tunable_index(l, TC_TUNE_BN);
+    t->bk = tc_depth(l, p->precision);
+    t->wm = tc_host->tunable_index(l, TC_TUNE_WM);
+    t->wn = tc_host->tunable_index(l, TC_TUNE_WN);
     const kp_device_info *d = tc_host->device(l);
-    int kstep = prec >= KP_TC_F16 ? 16 : 8;
-    *wg = bm % wm == 0 && bn % wn == 0 ? bm / wm * (bn / wn) * 32 : 0;
-    int64_t a_floats = !ta ? bm * (bk + 4) : bk * (bm + 8),
-            b_floats = tb || tc_host->tunable_index(l, TC_TUNE_BT) ? bn * (bk + 4) : bk * (bn + 8);
+    if (tc_host->tunable_index(l, TC_TUNE_SMALL))
+        while ((p->m + t->bm - 1) / t->bm * ((p->n + t->bn - 1) / t->bn) < d->compute_units &&
+               t->bm >= 64 && t->bn >= 64 && t->wm >= 32 && t->wn >= 16) {
+            t->bm /= 2, t->bn /= 2, t->wm /= 2, t->wn /= 2;
+        }
+    int kstep = p->precision >= KP_TC_F16 ? 16 : 8;
+    t->wg = t->bm % t->wm == 0 && t->bn % t->wn == 0 ? t->bm / t->wm * (t->bn / t->wn) * 32 : 0;
+    int bt = (int)tc_host->tunable_index(l, TC_TUNE_BT);
+    int64_t a_floats = !p->ta ? t->bm * (t->bk + 4) : t->bk * (t->bm + 8),
+            b_floats = p->tb || bt ? t->bn * (t->bk + 4) : t->bk * (t->bn + 8);
     int64_t local = 2 * (a_floats + b_floats) * 4;
     const char *why = NULL;
     char buf[160];
-    if (*wg == 0)
+    if (t->wg == 0)
         why = "BM must be a multiple of WM and BN of WN";
-    else if ((size_t)*wg > d->max_workgroup) {
+    else if ((size_t)t->wg > d->max_workgroup) {
         snprintf(buf, sizeof buf, "%lld work-items per work-group, over the device's %zu",
-                 (long long)*wg, d->max_workgroup);
+                 (long long)t->wg, d->max_workgroup);
         why = buf;
-    } else if (bm * bk % (4 * *wg) != 0 || bn * bk % (4 * *wg) != 0)
+    } else if (t->bm * t->bk % (4 * t->wg) != 0 || t->bn * t->bk % (4 * t->wg) != 0)
         why = "BM BK and BN BK must be multiples of 4 floats per work-item";
-    else if (bk % kstep != 0) {
+    else if (t->bk % kstep != 0) {
         snprintf(buf, sizeof buf, "BK must be a multiple of %d for %s", kstep,
-                 precision_names[prec]);
+                 precision_names[p->precision]);
         why = buf;
     } else if ((uint64_t)local > d->local_mem) {
         snprintf(buf, sizeof buf, "%lld bytes of local memory, over the device's %llu",
@@ -283,8 +313,9 @@ static kp_status tiles_valid(kp_launch *l, int prec, int64_t *wg, int ta, int tb
     if (!why)
         return KP_OK;
     return tc_host->fail(l, KP_ERR_INVALID_ARG,
-                         "tuning BM=%lld BN=%lld BK=%lld WM=%lld WN=%lld: %s", (long long)bm,
-                         (long long)bn, (long long)bk, (long long)wm, (long long)wn, why);
+                         "tuning BM=%lld BN=%lld BK=%lld WM=%lld WN=%lld: %s", (long long)t->bm,
+                         (long long)t->bn, (long long)t->bk, (long long)t->wm, (long long)t->wn,
+                         why);
 }
 
 static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
@@ -293,14 +324,16 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
     kp_status st = plan_gemm(call, l, &p);
     if (st != KP_OK || p.m == 0 || p.n == 0)
         return st;
-    int64_t wg;
-    st = tiles_valid(l, p.precision, &wg, p.ta, p.tb);
+    tc_tiles t;
+    st = tiles_choose(l, &p, &t);
     if (st != KP_OK)
         return st;
     int vec = p.a.offset % 4 == 0 && p.a.ld % 4 == 0 && p.b.offset % 4 == 0 && p.b.ld % 4 == 0;
-    char options[128];
-    snprintf(options, sizeof options, "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BK=%d",
-             p.ta, p.tb, p.precision, vec, (int)tc_depth(l, p.precision));
+    char options[192];
+    snprintf(options, sizeof options,
+             "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BM=%d -D BN=%d -D BK=%d "
+             "-D WM=%d -D WN=%d",
+             p.ta, p.tb, p.precision, vec, (int)t.bm, (int)t.bn, (int)t.bk, (int)t.wm, (int)t.wn);
     kp_clkernel *k;
     st = tc_host->cl_kernel(l, "tc_gemm", options, &k);
     int v[] = {(int)p.m, (int)p.n, (int)p.k};
@@ -318,9 +351,9 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
         if (st == KP_OK)
             st = tc_host->arg_value(l, k, 7 + 3 * i, sizeof ld, &ld);
     }
-    int64_t bm = tc_host->tunable_index(l, TC_TUNE_BM), bn = tc_host->tunable_index(l, TC_TUNE_BN);
-    size_t global[2] = {(size_t)((p.n + bn - 1) / bn * wg), (size_t)((p.m + bm - 1) / bm)};
-    size_t local[2] = {(size_t)wg, 1};
+    size_t global[2] = {(size_t)((p.n + t.bn - 1) / t.bn * t.wg),
+                        (size_t)((p.m + t.bm - 1) / t.bm)};
+    size_t local[2] = {(size_t)t.wg, 1};
     return st == KP_OK ? tc_host->enqueue_ndrange(l, k, 2, global, local) : st;
 }
 

@@ -22,6 +22,7 @@ enum {
     TC_TUNE_WN,
     TC_TUNE_LDSM,
     TC_TUNE_BT,
+    TC_TUNE_SMALL,
     TC_N_TUNABLES
 };
 
