@@ -1,6 +1,7 @@
 /* tc.gemm's host reference (inputs rounded as the tensor cores see them), tolerance and samples. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tc.h"
@@ -35,22 +36,34 @@ static double element(const kp_call *call, int arg, int trans, int64_t i, int64_
 
 kp_status tc_gemm_reference(const kp_call *call, kp_launch *l)
 {
-    (void)l;
     const kp_tensor *c = &call->args[TC_C].tensor, *a = &call->args[TC_A].tensor;
     int ta = (int)call->args[TC_TRANS_A].i, tb = (int)call->args[TC_TRANS_B].i;
     int prec = (int)call->args[TC_PRECISION].i;
     int64_t m = c->shape[0], n = c->shape[1], k = a->shape[ta ? 0 : 1];
     double alpha = call->args[TC_ALPHA].f, beta = call->args[TC_BETA].f;
     float *pc = KP_HOST_PTR(call, TC_C, float);
+    /* op(A) row-major and op(B) column-major, each rounded once. */
+    double *ra = malloc((size_t)(m * k + 1) * sizeof *ra),
+           *rb = malloc((size_t)(k * n + 1) * sizeof *rb);
+    if (!ra || !rb) {
+        free(ra), free(rb);
+        return tc_host->fail(l, KP_ERR_OUT_OF_MEMORY, "reference: out of host memory");
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++)
+            ra[i * k + p] = tc_round(prec, (float)element(call, TC_A, ta, i, p));
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t p = 0; p < k; p++)
+            rb[j * k + p] = tc_round(prec, (float)element(call, TC_B, tb, p, j));
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double sum = 0;
             for (int64_t p = 0; p < k; p++)
-                sum += tc_round(prec, (float)element(call, TC_A, ta, i, p)) *
-                       tc_round(prec, (float)element(call, TC_B, tb, p, j));
+                sum += ra[i * k + p] * rb[j * k + p];
             float *out = &pc[i * c->strides[0] + j * c->strides[1]];
             *out = (float)(beta == 0.0 ? alpha * sum : alpha * sum + beta * *out);
         }
+    free(ra), free(rb);
     return KP_OK;
 }
 
