@@ -280,9 +280,13 @@ static kp_status tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
     t->wm = tc_host->tunable_index(l, TC_TUNE_WM);
     t->wn = tc_host->tunable_index(l, TC_TUNE_WN);
     const kp_device_info *d = tc_host->device(l);
-    if (tc_host->tunable_index(l, TC_TUNE_SMALL))
+    /* Halving both tiles keeps the warp count; the halves must still give each work-item
+     * whole float4 groups of a slice. */
+    int64_t warps = t->bm % t->wm == 0 && t->bn % t->wn == 0 ? t->bm / t->wm * (t->bn / t->wn) : 0;
+    if (tc_host->tunable_index(l, TC_TUNE_SMALL) && warps > 0)
         while ((p->m + t->bm - 1) / t->bm * ((p->n + t->bn - 1) / t->bn) < d->compute_units &&
-               t->bm >= 64 && t->bn >= 64 && t->wm >= 32 && t->wn >= 16) {
+               t->bm >= 64 && t->bn >= 64 && t->wm >= 32 && t->wn >= 16 &&
+               t->bm / 2 * t->bk % (128 * warps) == 0 && t->bn / 2 * t->bk % (128 * warps) == 0) {
             t->bm /= 2, t->bn /= 2, t->wm /= 2, t->wn /= 2;
         }
     int kstep = p->precision >= KP_TC_F16 ? 16 : 8;
