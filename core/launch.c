@@ -293,3 +293,23 @@ kp_status kp_kernel_describe(kp_runtime *rt, kp_kernel *k, char *out, size_t siz
     pthread_mutex_unlock(&rt->lock);
     return st;
 }
+
+kp_status kp__kernel_supported(kp_runtime *rt, kp_kernel *k)
+{
+    const kp_kernel_desc *d = k->desc;
+    if (kp__is_host(rt) ||
+        d->struct_size < offsetof(kp_kernel_desc, supported) + sizeof d->supported || !d->supported)
+        return KP_OK;
+    kp_launch l = {.rt = rt, .kernel = k};
+    return d->supported(&l);
+}
+
+kp_status kp_kernel_supported(kp_runtime *rt, kp_kernel *k)
+{
+    if (!rt || !k)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_supported: NULL argument");
+    pthread_mutex_lock(&rt->lock);
+    kp_status st = kp__kernel_supported(rt, k);
+    pthread_mutex_unlock(&rt->lock);
+    return st;
+}

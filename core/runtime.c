@@ -214,10 +214,18 @@ kp_status kp_runtime_warmup(kp_runtime *rt, const char *pattern)
         if (!kp_kernel_name_matches(pattern, k->desc->name))
             continue;
         pthread_mutex_lock(&rt->lock);
-        kp_status st = kp__tuning_resolve(rt, k);
-        if (st == KP_OK && k->desc->warmup && !kp__is_host(rt)) {
+        /* A kernel the device cannot run has nothing to warm up (and must not be built). */
+        int runs = kp__kernel_supported(rt, k) == KP_OK;
+        kp_status st = runs ? kp__tuning_resolve(rt, k) : KP_OK;
+        if (st == KP_OK && runs && !kp__is_host(rt)) {
             kp_launch l = {.rt = rt, .kernel = k};
-            st = k->desc->warmup(&l);
+            if (k->desc->warmup)
+                st = k->desc->warmup(&l);
+            else if (k->desc->source && k->desc->entry) {
+                /* Tuning resolution builds only kernels with a workgroup tunable to bound. */
+                kp_clkernel *ck;
+                st = rt->ops->kernel_get(rt, k, k->desc->entry, NULL, &ck);
+            }
         }
         pthread_mutex_unlock(&rt->lock);
         if (st != KP_OK && first == KP_OK) {

@@ -184,6 +184,9 @@ kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int
 kp_status kp__launch_reference(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n);
 /* Nested launch from a plugin (host->launch). */
 kp_status kp__launch_nested(kp_launch *parent, const char *name, const kp_arg *args, size_t n);
+/* The kernel's `supported` hook on the runtime's device (KP_OK without one, and on the host);
+ * the caller holds rt->lock or needs no lock. */
+kp_status kp__kernel_supported(kp_runtime *rt, kp_kernel *k);
 
 /* ---- buffers (buffer.c) ---- */
 kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out);

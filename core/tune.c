@@ -295,7 +295,8 @@ kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *op
             n = range_values(t, vals, 64);
         space.start[i] = k->choices[i].value;
         /* A tunable left out of the search keeps the value it starts with. */
-        if (o.tunables && !matches_any(o.tunables, t->name)) {
+        if ((o.tunables && !matches_any(o.tunables, t->name)) ||
+            (t->flags & KP_TUNABLE_NO_SEARCH)) {
             vals[0] = space.start[i];
             n = 1;
         }

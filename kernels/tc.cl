@@ -226,7 +226,9 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
     const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
     const int g = lane / 4, t = lane % 4;
     const int wm = warp % WARPS_M * WM, wn = warp / WARPS_M * WN;
-    const int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
+    /* A 1-D range (NVIDIA caps a range's second dimension at 65535 work-groups). */
+    const int tiles_n = (N + BN - 1) / BN, tile = get_group_id(0);
+    const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
     __global const float *pa = A + a_off, *pb = B + b_off;
     const bool full_mn = m0 + BM <= M && n0 + BN <= N;
 

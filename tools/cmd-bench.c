@@ -205,6 +205,12 @@ static int run_bench(const cli_ctx *ctx)
         if (!kp_kernel_name_matches(pattern, info.name))
             continue;
         matched++;
+        /* A kernel this device cannot run is left out, with a note. */
+        if (kp_kernel_supported(rt, k) != KP_OK) {
+            if (!ctx->json)
+                fprintf(stderr, "kernelport: note: %s skipped: %s\n", info.name, kp_last_error(rt));
+            continue;
+        }
         const char *one[] = {only, NULL};
         const char *const *sizes = only ? one : kp_kernel_sample_sizes(k, 1);
         for (size_t s = 0; sizes[s]; s++) {

@@ -192,6 +192,12 @@ static int run_tune(const cli_ctx *ctx)
         kp_kernel_info_get(k, &info);
         if (!kp_kernel_name_matches(pattern, info.name) || info.n_tunables == 0)
             continue;
+        /* A kernel this device cannot run has nothing to tune here. */
+        if (kp_kernel_supported(rt, k) != KP_OK) {
+            if (!ctx->json)
+                printf("\n%s\n  skipped: %s\n", info.name, kp_last_error(rt));
+            continue;
+        }
         list = cli_realloc(list, (n + 1) * sizeof *list);
         tuned *t = &list[n++];
         memset(t, 0, sizeof *t);

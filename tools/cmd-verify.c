@@ -22,7 +22,8 @@ typedef struct kernel_run {
     kp_status status;
     char *message; /* kp_last_error when the run failed, why it was skipped, else "" */
     int skipped;
-    int error_row; /* the run failed in a way no failing check explains */
+    int unsupported; /* skipped because the device cannot run it */
+    int error_row;   /* the run failed in a way no failing check explains */
     size_t first_check, n_checks;
 } kernel_run;
 
@@ -87,16 +88,17 @@ static void run_kernel(kp_runtime *rt, kp_kernel *k, const char *name, const cha
         run->message = why;
         return;
     }
+    /* A kernel this device cannot run (tc.gemm without tensor cores) is not a failure of it. */
+    if (kp_kernel_supported(rt, k) != KP_OK) {
+        run->skipped = run->unsupported = 1;
+        run->message = cli_strdup(kp_last_error(rt));
+        return;
+    }
     run->status = kp_kernel_verify(rt, k, size, seed, collect, v);
     const char *message = run->status == KP_OK ? "" : kp_last_error(rt);
     run->message =
         cli_strdup(run->status == KP_OK || message[0] ? message : kp_status_str(run->status));
     run->n_checks = v->n_checks - run->first_check;
-    /* A kernel this device cannot run (tc.gemm without tensor cores) is not a failure of it. */
-    if (run->status == KP_ERR_UNSUPPORTED && run->n_checks == 0) {
-        run->skipped = 1;
-        return;
-    }
     int failed_check = 0;
     for (size_t i = 0; i < run->n_checks; i++)
         failed_check |= !v->checks[run->first_check + i].r.passed;
@@ -283,12 +285,13 @@ static int run_verify(const cli_ctx *ctx)
     }
     cli_progress_clear();
 
-    size_t failed = 0, skipped = 0;
+    size_t failed = 0, skipped = 0, unsupported = 0;
     for (size_t i = 0; i < v.n_checks; i++)
         failed += !v.checks[i].r.passed;
     for (size_t i = 0; i < v.n_kernels; i++) {
         failed += v.kernels[i].error_row != 0;
         skipped += v.kernels[i].skipped != 0;
+        unsupported += v.kernels[i].unsupported != 0;
     }
     size_t verified = v.n_kernels - skipped;
 
@@ -331,9 +334,12 @@ static int run_verify(const cli_ctx *ctx)
         else
             cli_error("no kernels are registered ('kernelport plugins' shows what was loaded)");
         rc = CLI_EXIT_FAILED;
+    } else if (verified == 0 && unsupported == v.n_kernels) {
+        /* Nothing to verify here is not a failure: the SKIP rows say why. */
+        rc = CLI_EXIT_OK;
     } else if (verified == 0) {
         cli_error("no kernel%s%s%s offers sample size '%s'", pattern ? " matching '" : "",
-                  pattern ? pattern : "", pattern ? "'" : "", size);
+                  pattern ? pattern : "", pattern ? "'" : "", size ? size : "(any)");
         rc = CLI_EXIT_FAILED;
     } else if (failed > 0) {
         rc = CLI_EXIT_FAILED;

@@ -455,6 +455,13 @@ KP_API kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp
 KP_API kp_status kp_kernel_describe(kp_runtime *rt, kp_kernel *k, char *out, size_t size);
 
 /*
+ * KP_OK when the runtime's device can run kernel `k` at all (always on the host device, where
+ * kernels run their references); KP_ERR_UNSUPPORTED with a message naming the device when the
+ * kernel says it cannot (tc.gemm without tensor cores). Thread-safe.
+ */
+KP_API kp_status kp_kernel_supported(kp_runtime *rt, kp_kernel *k);
+
+/*
  * Launches `k` with named arguments (any order; optional parameters may be omitted).
  * Validates before anything is enqueued: argument count, unknown or repeated names, kinds,
  * dtypes, NULL buffers, tensor extents within their buffers, outputs overlapping other

@@ -20,7 +20,7 @@ extern "C" {
  * the core: everything it needs comes through the kp_host_api table handed to `init`.
  */
 #define KP_ABI_MAJOR 1
-#define KP_ABI_MINOR 0
+#define KP_ABI_MINOR 1 /* 1: kp_kernel_desc.describe and .supported, KP_TUNABLE_NO_SEARCH */
 
 /* Opaque objects the core passes to plugin callbacks. */
 typedef struct kp_registrar kp_registrar; /* registration, valid during init */
@@ -55,6 +55,9 @@ enum {
     KP_TUNABLE_WORKGROUP = 1u << 0,
     /* Read at launch only; not passed to the OpenCL compiler as -D NAME=value. */
     KP_TUNABLE_NO_DEFINE = 1u << 1,
+    /* A choice of what is computed, not of speed (blas.gemm's precision): `kernelport tune`
+     * never searches it and keeps the value the manifest gives. */
+    KP_TUNABLE_NO_SEARCH = 1u << 2,
 };
 
 /*
@@ -144,6 +147,11 @@ typedef struct kp_kernel_desc {
      * `kernelport explain` (optional; a launch with no call, tuning resolved). Read only when
      * struct_size covers it. */
     kp_status (*describe)(kp_launch *l, char *out, size_t size);
+    /* KP_OK when this device can run the kernel at all; otherwise fails the launch with
+     * KP_ERR_UNSUPPORTED naming the device (a launch with no call). `kernelport verify`, `bench`
+     * and `warmup` skip a kernel that says no, rather than failing it. (optional; read only when
+     * struct_size covers it) */
+    kp_status (*supported)(kp_launch *l);
 } kp_kernel_desc;
 
 /* ------------------------------------------------------------------------------------------ */

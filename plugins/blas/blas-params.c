@@ -82,7 +82,7 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES + 1] = {
         .min = 0,
         .max = 4,
         .choices = blas_precisions,
-        .flags = KP_TUNABLE_NO_DEFINE,
+        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
         .doc = "fp32 (CLBlast, exact FP32), or tf32, tf32x3, f16, bf16: f32 GEMMs run through "
                "tc.gemm on tensor cores (NVIDIA sm_80+), and in fp32 with a warning elsewhere",
     },

@@ -77,14 +77,22 @@ kp_status blas_gemm_describe(kp_launch *l, char *out, size_t size)
     v[GEMM_C].tensor.offset = 2;
     kp_call call = {.struct_size = sizeof call, .n_args = GEMM_NPARAMS, .args = v};
     st = through_tc(&call, l, p);
+    /* The same rule as blas_route_gemm: only a missing kernel or device falls back. */
     if (st == KP_OK)
-        snprintf(out, size, "tc.gemm on tensor cores, precision %s (the manifest's precision)",
+        snprintf(out, size,
+                 "tc.gemm on tensor cores, precision %s (the manifest's precision; a 1 x 1 x 1 "
+                 "product ran)",
                  precisions[p]);
-    else
+    else if (st == KP_ERR_NOT_FOUND || st == KP_ERR_UNSUPPORTED)
         snprintf(out, size, "CLBlast's FP32 GEMM: the manifest asks for precision %s, but %s",
                  precisions[p],
                  st == KP_ERR_NOT_FOUND ? "no tc.gemm is loaded (the tc plugin)"
                                         : "tc.gemm cannot run on this device (kernelport verify "
                                           "tc says why)");
+    else
+        snprintf(out, size,
+                 "tc.gemm, precision %s, but a 1 x 1 x 1 product through it failed (status %d): "
+                 "blas.gemm calls will fail too",
+                 precisions[p], (int)st);
     return KP_OK;
 }

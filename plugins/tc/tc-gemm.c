@@ -221,6 +221,12 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
         st = operand(l, call, TC_B, &ob, &tb);
     if (st != KP_OK)
         return st;
+    /* Rows of C closer than a row apart would be written by several work-items at once. */
+    int64_t c_cols = c_trans ? m : n, c_rows = c_trans ? n : m;
+    if (c_rows > 1 && oc.ld < c_cols)
+        return tc_host->fail(l, KP_ERR_UNSUPPORTED,
+                             "C: strides [%lld, %lld] make its elements overlap",
+                             (long long)c->strides[0], (long long)c->strides[1]);
     *p = (tc_plan){.m = m,
                    .n = n,
                    .k = k,
@@ -322,6 +328,20 @@ static kp_status tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
                          why);
 }
 
+/* The program of a plan's variant and tiles; vec: every operand's offset and row pitch are
+ * multiples of 4 floats. */
+static kp_status tc_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, int vec,
+                            kp_clkernel **k)
+{
+    char options[192];
+    snprintf(options, sizeof options,
+             "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BM=%d -D BN=%d -D BK=%d "
+             "-D WM=%d -D WN=%d",
+             p->ta, p->tb, p->precision, vec, (int)t->bm, (int)t->bn, (int)t->bk, (int)t->wm,
+             (int)t->wn);
+    return tc_host->cl_kernel(l, "tc_gemm", options, k);
+}
+
 static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
 {
     tc_plan p;
@@ -333,13 +353,8 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
     if (st != KP_OK)
         return st;
     int vec = p.a.offset % 4 == 0 && p.a.ld % 4 == 0 && p.b.offset % 4 == 0 && p.b.ld % 4 == 0;
-    char options[192];
-    snprintf(options, sizeof options,
-             "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BM=%d -D BN=%d -D BK=%d "
-             "-D WM=%d -D WN=%d",
-             p.ta, p.tb, p.precision, vec, (int)t.bm, (int)t.bn, (int)t.bk, (int)t.wm, (int)t.wn);
     kp_clkernel *k;
-    st = tc_host->cl_kernel(l, "tc_gemm", options, &k);
+    st = tc_program(l, &p, &t, vec, &k);
     int v[] = {(int)p.m, (int)p.n, (int)p.k};
     float scale[] = {(float)call->args[TC_ALPHA].f, (float)call->args[TC_BETA].f};
     const tc_operand *ops[] = {&p.a, &p.b, &p.c};
@@ -355,10 +370,19 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
         if (st == KP_OK)
             st = tc_host->arg_value(l, k, 7 + 3 * i, sizeof ld, &ld);
     }
-    size_t global[2] = {(size_t)((p.n + t.bn - 1) / t.bn * t.wg),
-                        (size_t)((p.m + t.bm - 1) / t.bm)};
-    size_t local[2] = {(size_t)t.wg, 1};
-    return st == KP_OK ? tc_host->enqueue_ndrange(l, k, 2, global, local) : st;
+    size_t groups = (size_t)((p.m + t.bm - 1) / t.bm) * (size_t)((p.n + t.bn - 1) / t.bn);
+    size_t global = groups * (size_t)t.wg, local = (size_t)t.wg;
+    return st == KP_OK ? tc_host->enqueue_ndrange(l, k, 1, &global, &local) : st;
+}
+
+/* Builds the common variant ahead of use: row-major operands, tf32, float4 loads, full tiles. */
+static kp_status gemm_warmup(kp_launch *l)
+{
+    tc_plan p = {.m = 1 << 14, .n = 1 << 14, .k = 1 << 14, .precision = KP_TC_TF32};
+    tc_tiles t;
+    kp_clkernel *k;
+    kp_status st = tiles_choose(l, &p, &t);
+    return st == KP_OK ? tc_program(l, &p, &t, 1, &k) : st;
 }
 
 const kp_kernel_desc tc_gemm_desc = {
@@ -381,4 +405,6 @@ const kp_kernel_desc tc_gemm_desc = {
     .verify_sizes = tc_verify_sizes,
     .bench_sizes = tc_bench_sizes,
     .tolerance = tc_gemm_tolerance,
+    .warmup = gemm_warmup,
+    .supported = tc_supported,
 };

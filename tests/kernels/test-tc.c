@@ -112,6 +112,13 @@ static void test_bad_arguments(void **state)
     args[1] = KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F32, 3, 2));
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), args, 3, NULL), KP_ERR_UNSUPPORTED);
     assert_non_null(strstr(kp_last_error(rt), "A: strides [6, 2]"));
+    /* Rows of C one element apart: work-items would write the same elements. */
+    kp_tensor overlapping = kp_tensor_2d(bc, KP_F32, 2, 2);
+    overlapping.strides[0] = 1;
+    args[0] = KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F32, 2, 3));
+    args[2] = KP_ARG_TENSOR("C", overlapping);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), args, 3, NULL), KP_ERR_UNSUPPORTED);
+    assert_non_null(strstr(kp_last_error(rt), "C: strides [1, 1] make its elements overlap"));
     kp_buffer_destroy(rt, ba);
     kp_buffer_destroy(rt, bb);
     kp_buffer_destroy(rt, bc);
