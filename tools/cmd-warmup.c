@@ -17,11 +17,16 @@ static int run_warmup(const cli_ctx *ctx)
     int rc = cli_runtime_open(ctx, &rt);
     if (rc != CLI_EXIT_OK)
         return rc;
-    size_t n = 0;
+    size_t n = 0, unsupported = 0;
     for (size_t i = 0; i < kp_kernel_count(rt); i++) {
         kp_kernel_info info;
-        kp_kernel_info_get(kp_kernel_at(rt, i), &info);
-        n += kp_kernel_name_matches(pattern, info.name) != 0;
+        kp_kernel *k = kp_kernel_at(rt, i);
+        kp_kernel_info_get(k, &info);
+        if (!kp_kernel_name_matches(pattern, info.name))
+            continue;
+        n++;
+        /* kp_runtime_warmup skips these too: they are not warmed up. */
+        unsupported += kp_kernel_supported(rt, k) != KP_OK;
     }
     double t0 = now();
     kp_status st = n ? kp_runtime_warmup(rt, pattern) : KP_ERR_NOT_FOUND;
@@ -35,13 +40,18 @@ static int run_warmup(const cli_ctx *ctx)
         cli_json_begin(&w);
         kpj_begin_object(&w);
         kpj_key_string(&w, "pattern", pattern);
-        kpj_key_int(&w, "kernels", (int64_t)n);
+        kpj_key_int(&w, "kernels", (int64_t)(n - unsupported));
+        kpj_key_int(&w, "unsupported", (int64_t)unsupported);
         kpj_key_double(&w, "seconds", seconds);
         kpj_key_string(&w, "status", kp_status_name(st));
         kpj_end_object(&w);
         rc = cli_json_end(&w);
     } else if (st == KP_OK) {
-        printf("warmed up %zu kernel%s in %.3f s\n", n, n == 1 ? "" : "s", seconds);
+        printf("warmed up %zu kernel%s in %.3f s", n - unsupported, n - unsupported == 1 ? "" : "s",
+               seconds);
+        if (unsupported)
+            printf(" (%zu this device cannot run: skipped)", unsupported);
+        putchar('\n');
     }
     kp_runtime_destroy(rt);
     return st == KP_OK ? rc : CLI_EXIT_FAILED;
