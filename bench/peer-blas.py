@@ -12,12 +12,13 @@ float64 product shows which precision really ran. The JSON has the harness's "re
 (case, kernel, seconds, flops, gflops) so that bench/compare.py joins it with bench-blas by case.
 Exits 0, printing why, when PyTorch or CUDA is absent."""
 import argparse
-import json
 import platform
 import statistics
 import sys
 import time
 import warnings
+
+from peer_common import skip, write
 
 # The cases of bench-blas, named as it names them: M x N x K of row-major C[M,N] = A[M,K] B[K,N].
 SQUARES = [256, 512, 1024, 2048, 4096, 8192]
@@ -31,20 +32,6 @@ def shapes(quick):
 
 def case_name(m, n, k):
     return "%dx%dx%d" % (m, n, k)
-
-
-def write(path, doc):
-    if path:
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-
-
-def skip(path, why):
-    """No GPU to measure on: say so, leave a JSON that says so, and succeed."""
-    print("peer-blas: skipped: %s" % why)
-    write(path, {"benchmark": "peer-blas", "skipped": why, "results": []})
-    return 0
 
 
 def time_matmul(torch, a, b, c, quick):
@@ -103,9 +90,9 @@ def main():
     try:
         import torch
     except ImportError as e:
-        return skip(args.json, "PyTorch is not installed (%s)" % e)
+        return skip("peer-blas", args.json, "PyTorch is not installed (%s)" % e)
     if not torch.cuda.is_available():
-        return skip(args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
+        return skip("peer-blas", args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
 
     # PyTorch >= 2.9 warns that allow_tf32 will go away; the switch still works, and the JSON
     # records which one was used.

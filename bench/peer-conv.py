@@ -18,31 +18,16 @@ host's launch latency; the figure is the median of many calls after warm-up. The
 harness's "results" shape (case, kernel, status, seconds, flops, bytes). Exits 0, printing why,
 when PyTorch or CUDA is absent."""
 import argparse
-import json
 import platform
-import statistics
-import time
 import warnings
+
+from peer_common import skip, time_events, write
 
 # bench-conv's cases: (case, N, C, H, W, K, KH, KW, stride, pad). Pad 0 where the issue names none.
 SHAPES = [("N64 C1 28x28 K16 5x5", 64, 1, 28, 28, 16, 5, 5, 1, 0),
           ("N64 C64 56x56 K64 3x3 p1", 64, 64, 56, 56, 64, 3, 3, 1, 1),
           ("N32 C128 28x28 K128 3x3", 32, 128, 28, 28, 128, 3, 3, 1, 0),
           ("N8 C3 224x224 K64 7x7 s2", 8, 3, 224, 224, 64, 7, 7, 2, 0)]
-
-
-def write(path, doc):
-    if path:
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-
-
-def skip(path, why):
-    """No GPU to measure on: say so, leave a JSON that says so, and succeed."""
-    print("peer-conv: skipped: %s" % why)
-    write(path, {"benchmark": "peer-conv", "skipped": why, "results": []})
-    return 0
 
 
 def set_tf32_off(torch):
@@ -55,32 +40,6 @@ def set_tf32_off(torch):
         torch.backends.cuda.matmul.fp32_precision = "ieee"
         torch.backends.cudnn.conv.fp32_precision = "ieee"
         return "fp32_precision"
-
-
-def time_events(torch, fn, quick):
-    """Median, 10th and 90th percentile seconds of fn() between CUDA events."""
-    sleep = getattr(torch.cuda, "_sleep", None)
-    for _ in range(3 if quick else 10):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    one = max(time.perf_counter() - t0, 1e-6)
-    runs = max(5, min(200, int((0.05 if quick else 0.3) / one)))
-    times = []
-    for _ in range(runs):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        if sleep:
-            sleep(100000)  # the GPU is busy while the host enqueues: the span holds the call alone
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    times.sort()
-    return statistics.median(times), times[len(times) // 10], times[(len(times) * 9) // 10]
 
 
 def row(case, kernel, timing, flops, nbytes, **extra):
@@ -141,9 +100,9 @@ def main():
     try:
         import torch
     except ImportError as e:
-        return skip(args.json, "PyTorch is not installed (%s)" % e)
+        return skip("peer-conv", args.json, "PyTorch is not installed (%s)" % e)
     if not torch.cuda.is_available():
-        return skip(args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
+        return skip("peer-conv", args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
     warnings.filterwarnings("ignore", message=".*new API settings to control TF32.*")
     api = set_tf32_off(torch)
     props = torch.cuda.get_device_properties(torch.device("cuda"))

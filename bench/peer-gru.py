@@ -19,12 +19,11 @@ warm-up):
 The JSON has the harness's "results" shape (case, kernel, status, seconds, flops) for
 bench/compare-gru.py. Exits 0, printing why, when PyTorch or CUDA is absent."""
 import argparse
-import json
 import platform
-import statistics
 import sys
-import time
 import warnings
+
+from peer_common import skip, time_events, write
 
 # bench-gru's rollout sizes: (case, E, B, F, H, S, T).
 ROLLOUTS = [("seed E5 B1 H256 T50", 5, 1, 64, 256, 256, 50),
@@ -32,19 +31,6 @@ ROLLOUTS = [("seed E5 B1 H256 T50", 5, 1, 64, 256, 256, 50),
             ("h1024 E5 B1 H1024 T50", 5, 1, 64, 1024, 256, 50)]
 # gru.sequence's large sizes, named as kernelport bench names them: (size, T, B, H).
 SEQUENCES = [("big", 15, 1024, 1024), ("h2048", 15, 256, 2048)]
-
-
-def write(path, doc):
-    if path:
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-
-
-def skip(path, why):
-    print("peer-gru: skipped: %s" % why)
-    write(path, {"benchmark": "peer-gru", "skipped": why, "results": []})
-    return 0
 
 
 def set_tf32_off(torch):
@@ -57,32 +43,6 @@ def set_tf32_off(torch):
         torch.backends.cuda.matmul.fp32_precision = "ieee"
         torch.backends.cudnn.rnn.fp32_precision = "ieee"
         return "fp32_precision"
-
-
-def time_events(torch, fn, quick, sleep_first):
-    """Median, 10th and 90th percentile seconds of fn() between CUDA events."""
-    sleep = getattr(torch.cuda, "_sleep", None) if sleep_first else None
-    for _ in range(2 if quick else 5):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    one = max(time.perf_counter() - t0, 1e-6)
-    runs = max(5, min(100, int((0.05 if quick else 0.3) / one)))
-    times = []
-    for _ in range(runs):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        if sleep:
-            sleep(100000)  # the GPU is busy while the host enqueues: the span holds the call alone
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    times.sort()
-    return statistics.median(times), times[len(times) // 10], times[(len(times) * 9) // 10]
 
 
 def row(case, kernel, timing, flops, **extra):
@@ -144,17 +104,17 @@ def rollout_cases(torch, nn, quick):
             return outs
 
         out.append(row("rollout " + case, "gru_cell_loop",
-                       time_events(torch, batched, quick, False), flops,
+                       time_events(torch, batched, quick, False, 5, 2, 100), flops,
                        note="E*B rows through one nn.GRUCell + heads, multinomial draw, "
                             "Python loop over T (launch gaps included)"))
         out.append(row("rollout " + case, "gru_cell_members",
-                       time_events(torch, per_member, quick, False), flops,
+                       time_events(torch, per_member, quick, False, 5, 2, 100), flops,
                        note="E nn.GRUCell + heads of their own, Python loops over E and T"))
         gru = nn.GRU(I, H).to(dev)
         x = torch.rand((T, N, I), device=dev, generator=gen) * 2 - 1
         hx = h0.unsqueeze(0).contiguous()
         with torch.no_grad():
-            timing = time_events(torch, lambda: gru(x, hx), quick, True)
+            timing = time_events(torch, lambda: gru(x, hx), quick, True, 5, 2, 100)
         out.append(row("rollout " + case, "cudnn_gru_no_feedback", timing,
                        N * T * 2 * 3 * H * (I + H),
                        note="one nn.GRU call over T steps with the inputs given (no y/z "
@@ -176,7 +136,7 @@ def sequence_cases(torch, nn, quick):
         x = torch.rand((T, B, H), device=dev, generator=gen) * 2 - 1
         h0 = torch.rand((1, B, H), device=dev, generator=gen) - 0.5
         with torch.no_grad():
-            timing = time_events(torch, lambda: gru(x, h0), quick, True)
+            timing = time_events(torch, lambda: gru(x, h0), quick, True, 5, 2, 100)
             got = gru(x, h0)[0]
             ref = gru.double()(x.double(), h0.double())[0]
             err = float((got.double() - ref).abs().max() / ref.abs().max())
@@ -204,9 +164,9 @@ def main():
         import torch
         from torch import nn
     except ImportError as e:
-        return skip(args.json, "PyTorch is not installed (%s)" % e)
+        return skip("peer-gru", args.json, "PyTorch is not installed (%s)" % e)
     if not torch.cuda.is_available():
-        return skip(args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
+        return skip("peer-gru", args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
     warnings.filterwarnings("ignore", message=".*new API settings to control TF32.*")
     api = set_tf32_off(torch)
     torch.backends.cudnn.benchmark = False

@@ -16,10 +16,9 @@ Each call is timed with CUDA events after a short GPU sleep; the figure is the m
 warm-up. The JSON has the harness's "results" shape (case, kernel, status, seconds, bytes) plus
 gate_evals_per_s. Exits 0, printing why, when PyTorch or CUDA is absent."""
 import argparse
-import json
 import platform
-import statistics
-import time
+
+from peer_common import skip, time_events, write
 
 SIZES = [(64000, 1024), (64000, 100), (8000, 1024), (8000, 100)]
 
@@ -27,45 +26,6 @@ SIZES = [(64000, 1024), (64000, 100), (8000, 1024), (8000, 100)]
 TABLE = [(0, 0, 0, 0), (0, 0, 0, 1), (0, 1, 0, -1), (0, 1, 0, 0), (0, 0, 1, -1), (0, 0, 1, 0),
          (0, 1, 1, -2), (0, 1, 1, -1), (1, -1, -1, 1), (1, -1, -1, 2), (1, 0, -1, 0),
          (1, 0, -1, 1), (1, -1, 0, 0), (1, -1, 0, 1), (1, 0, 0, -1), (1, 0, 0, 0)]
-
-
-def write(path, doc):
-    if path:
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-
-
-def skip(path, why):
-    print("peer-logic skipped: " + why)
-    write(path, {"benchmark": "peer-logic", "skipped": why, "results": []})
-    return 0
-
-
-def time_events(torch, fn, quick):
-    """Median, 10th and 90th percentile seconds of fn() between CUDA events."""
-    sleep = getattr(torch.cuda, "_sleep", None)
-    for _ in range(3 if quick else 10):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    one = max(time.perf_counter() - t0, 1e-6)
-    runs = max(5, min(200, int((0.05 if quick else 0.3) / one)))
-    times = []
-    for _ in range(runs):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        if sleep:
-            sleep(100000)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    times.sort()
-    return statistics.median(times), times[len(times) // 10], times[(len(times) * 9) // 10]
 
 
 def soft16(torch, x, a, b, w):
@@ -166,9 +126,9 @@ def main():
     try:
         import torch
     except ImportError as e:
-        return skip(args.json, "PyTorch is not installed (%s)" % e)
+        return skip("peer-logic", args.json, "PyTorch is not installed (%s)" % e)
     if not torch.cuda.is_available():
-        return skip(args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
+        return skip("peer-logic", args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
     props = torch.cuda.get_device_properties(torch.device("cuda"))
     print("peer-logic on %s (torch %s, CUDA %s)" % (props.name, torch.__version__,
                                                      torch.version.cuda))

@@ -12,28 +12,14 @@ Each result's rel_err_vs_fp64 is max |C - C64| / max |C64| over 8 rows, C64 the 
 the same f32 inputs, as bench-tc computes it. Timed with CUDA events after a short GPU sleep;
 the median after warm-up. Exits 0, printing why, when PyTorch or CUDA is absent."""
 import argparse
-import json
 import platform
-import statistics
-import time
+
+from peer_common import skip, time_events, write
 
 SHAPES = [("square", 1024, 1024, 1024), ("square", 2048, 2048, 2048),
           ("square", 4096, 4096, 4096), ("square", 8192, 8192, 8192),
           ("gru", 1024, 3072, 1024), ("skinny", 64, 768, 256), ("edges", 1031, 2053, 1019)]
 CHECK_ROWS = 8
-
-
-def write(path, doc):
-    if path:
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-
-
-def skip(path, why):
-    print("peer-tc: skipped: %s" % why)
-    write(path, {"benchmark": "peer-tc", "skipped": why, "results": []})
-    return 0
 
 
 def set_tf32(torch, on):
@@ -42,32 +28,6 @@ def set_tf32(torch, on):
         torch.backends.cuda.matmul.allow_tf32 = on
     except (AttributeError, RuntimeError):
         torch.backends.cuda.matmul.fp32_precision = "tf32" if on else "ieee"
-
-
-def time_events(torch, fn, quick):
-    """Median, 10th and 90th percentile seconds of fn() between CUDA events."""
-    sleep = getattr(torch.cuda, "_sleep", None)
-    for _ in range(3 if quick else 10):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    one = max(time.perf_counter() - t0, 1e-6)
-    runs = max(5, min(200, int((0.05 if quick else 0.3) / one)))
-    times = []
-    for _ in range(runs):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        if sleep:
-            sleep(100000)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    times.sort()
-    return statistics.median(times), times[len(times) // 10], times[(len(times) * 9) // 10]
 
 
 def cases(torch, quick):
@@ -118,9 +78,9 @@ def main():
     try:
         import torch
     except ImportError as e:
-        return skip(args.json, "PyTorch is not installed (%s)" % e)
+        return skip("peer-tc", args.json, "PyTorch is not installed (%s)" % e)
     if not torch.cuda.is_available():
-        return skip(args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
+        return skip("peer-tc", args.json, "CUDA is not available to PyTorch %s" % torch.__version__)
     props = torch.cuda.get_device_properties(torch.device("cuda"))
     print("peer-tc on %s (torch %s, CUDA %s)" % (props.name, torch.__version__,
                                                  torch.version.cuda))

@@ -1,0 +1,48 @@
+"""What the bench/peer-*.py scripts share: the JSON they write, the skip when there is no GPU, and
+the CUDA-event timing. Imported from the scripts' own directory (python3 bench/peer-x.py puts
+bench/ first on sys.path)."""
+import json
+import statistics
+import time
+
+
+def write(path, doc):
+    if path:
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+
+
+def skip(name, path, why):
+    """No GPU to measure on: say so, leave a JSON that says so, and succeed."""
+    print("%s: skipped: %s" % (name, why))
+    write(path, {"benchmark": name, "skipped": why, "results": []})
+    return 0
+
+
+def time_events(torch, fn, quick, sleep=True, warmup=10, quick_warmup=3, max_runs=200):
+    """Median, 10th and 90th percentile seconds of fn() between CUDA events. With `sleep`, a
+    short GPU sleep before each span keeps the GPU busy while the host enqueues, so the span
+    holds the call alone and not the host's launch latency."""
+    pause = getattr(torch.cuda, "_sleep", None) if sleep else None
+    for _ in range(quick_warmup if quick else warmup):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    one = max(time.perf_counter() - t0, 1e-6)
+    runs = max(5, min(max_runs, int((0.05 if quick else 0.3) / one)))
+    times = []
+    for _ in range(runs):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        if pause:
+            pause(100000)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3)
+    times.sort()
+    return statistics.median(times), times[len(times) // 10], times[(len(times) * 9) // 10]
