@@ -262,6 +262,10 @@ static kp_status check_limits(kp_runtime *rt, kp_kernel *k)
         bounded += (d->tunables[i].flags & KP_TUNABLE_WORKGROUP) != 0;
     if (!bounded)
         return KP_OK;
+    /* Nor for a kernel this device cannot run: its launches are refused before any build, and
+     * building it may be slow or fail (gru.rollout_grid on PoCL, tc.gemm's PTX). */
+    if (kp__kernel_supported(rt, k) != KP_OK)
+        return KP_OK;
     /* Each retry drops one rejected value per workgroup tunable; the defaults end it. */
     for (uint32_t attempt = 0; attempt <= d->n_tunables + 1; attempt++) {
         kp_clkernel *ck;

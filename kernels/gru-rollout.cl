@@ -1,67 +1,12 @@
-/* gru.rollout: the ensemble world-model rollout; one work-group per (member, trajectory). */
-
-/*
- * Design (docs/kernels/gru.md, "gru.rollout", says more):
- * - One launch runs all T steps. Work-group (e, b) keeps h, r (.) h, the logits and the
- *   stochastic state in local memory (the gate sums in a scratch only it reads) and runs the
- *   steps as one loop of tasks with one barrier; the loop's trip count is the same for every
- *   work-item, and no loop inside it has a work-item-dependent trip count (PoCL, below).
- * - Matrix-vector products go in passes of WG rows. In a pass, LANES consecutive work-items read
- *   consecutive VEC-float pieces of one row (coalesced on GPUs, vector loads on CPUs), each
- *   accumulating LANES rows; the partial sums meet in local memory and work-item i returns row
- *   p + i. Two partial-sum buffers alternate so each pass needs one barrier.
- * - W_ih times the static features f is the same at every step: computed once into scratch.
- *   When z_{t-1} is one-hot (modes sample and argmax, t >= 1) the input product is two columns
- *   of W_ih (y and the drawn category) instead of a pass over 1 + S columns.
- * - Softmax statistics, the inverse-CDF draw and the norms are two-level reductions: each
- *   work-item owns a contiguous chunk of the S categories, NB work-items combine blocks of
- *   partial results, and every work-item reads the NB block results.
- */
-
-#ifndef WG
-#define WG 256
-#endif
-#ifndef LANES
-#define LANES 16
-#endif
-#ifndef VEC
-#define VEC 1
-#endif
-
-#define NG (WG / LANES)         /* row groups: rows a work-item accumulates are NG apart */
-#define RSTRIDE (LANES + 1)     /* padded stride of a row's partial sums: no bank conflicts */
-#define RED (WG * RSTRIDE)      /* floats of one partial-sum buffer */
-#define NB 32                   /* blocks of the two-level reductions (WG >= 32) */
-#define BS (WG / NB)            /* work-items per block */
+/* gru.rollout: the ensemble world-model rollout. Two kernels share this file: gru_rollout, one
+ * work-group per (member, trajectory), and gru_rollout_grid (gru.rollout_grid's), several
+ * work-groups per trajectory meeting at grid barriers. A build compiles one of them: only
+ * gru.rollout_grid has the tunable GROUPS, so its -D GROUPS picks the grid kernel (PoCL spends
+ * minutes compiling the grid kernel's loops of barriers, which gru.rollout must not pay). */
 
 #define MODE_SAMPLE 0
 #define MODE_MEAN 1
 #define MODE_ARGMAX 2
-
-#if VEC == 1
-typedef float vfloat;
-#define VLOAD(i, p) ((p)[i])
-#define HSUM(x) (x)
-#elif VEC == 2
-typedef float2 vfloat;
-#define VLOAD(i, p) vload2((i), (p))
-#define HSUM(x) ((x).s0 + (x).s1)
-#elif VEC == 4
-typedef float4 vfloat;
-#define VLOAD(i, p) vload4((i), (p))
-#define HSUM(x) (((x).s0 + (x).s1) + ((x).s2 + (x).s3))
-#elif VEC == 8
-typedef float8 vfloat;
-#define VLOAD(i, p) vload8((i), (p))
-#define HSUM(x) ((((x).s0 + (x).s1) + ((x).s2 + (x).s3)) + (((x).s4 + (x).s5) + ((x).s6 + (x).s7)))
-#elif VEC == 16
-typedef float16 vfloat;
-#define VLOAD(i, p) vload16((i), (p))
-#define HSUM8(x) ((((x).s0 + (x).s1) + ((x).s2 + (x).s3)) + (((x).s4 + (x).s5) + ((x).s6 + (x).s7)))
-#define HSUM(x) (HSUM8((x).lo) + HSUM8((x).hi))
-#else
-#error "VEC must be 1, 2, 4, 8 or 16"
-#endif
 
 /* Mirrors ro_args in plugins/gru/gru-rollout.h field for field. */
 typedef struct ro_args {
@@ -111,6 +56,76 @@ float ro_sigmoid(float x)
     return 1.0f / (1.0f + exp(-x));
 }
 
+/* (value, index) of the larger value; the lower index on ties. */
+void max_combine(float *m, int *k, float m2, int k2)
+{
+    if (m2 > *m || (m2 == *m && k2 < *k)) {
+        *m = m2;
+        *k = k2;
+    }
+}
+
+#ifndef GROUPS
+
+/*
+ * Design (docs/kernels/gru.md, "gru.rollout", says more):
+ * - One launch runs all T steps. Work-group (e, b) keeps h, r (.) h, the logits and the
+ *   stochastic state in local memory (the gate sums in a scratch only it reads) and runs the
+ *   steps as one loop of tasks with one barrier; the loop's trip count is the same for every
+ *   work-item, and no loop inside it has a work-item-dependent trip count (PoCL, below).
+ * - Matrix-vector products go in passes of WG rows. In a pass, LANES consecutive work-items read
+ *   consecutive VEC-float pieces of one row (coalesced on GPUs, vector loads on CPUs), each
+ *   accumulating LANES rows; the partial sums meet in local memory and work-item i returns row
+ *   p + i. Two partial-sum buffers alternate so each pass needs one barrier.
+ * - W_ih times the static features f is the same at every step: computed once into scratch.
+ *   When z_{t-1} is one-hot (modes sample and argmax, t >= 1) the input product is two columns
+ *   of W_ih (y and the drawn category) instead of a pass over 1 + S columns.
+ * - Softmax statistics, the inverse-CDF draw and the norms are two-level reductions: each
+ *   work-item owns a contiguous chunk of the S categories, NB work-items combine blocks of
+ *   partial results, and every work-item reads the NB block results.
+ */
+
+#ifndef WG
+#define WG 256
+#endif
+#ifndef LANES
+#define LANES 16
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+
+#define NG (WG / LANES)         /* row groups: rows a work-item accumulates are NG apart */
+#define RSTRIDE (LANES + 1)     /* padded stride of a row's partial sums: no bank conflicts */
+#define RED (WG * RSTRIDE)      /* floats of one partial-sum buffer */
+#define NB 32                   /* blocks of the two-level reductions (WG >= 32) */
+#define BS (WG / NB)            /* work-items per block */
+
+#if VEC == 1
+typedef float vfloat;
+#define VLOAD(i, p) ((p)[i])
+#define HSUM(x) (x)
+#elif VEC == 2
+typedef float2 vfloat;
+#define VLOAD(i, p) vload2((i), (p))
+#define HSUM(x) ((x).s0 + (x).s1)
+#elif VEC == 4
+typedef float4 vfloat;
+#define VLOAD(i, p) vload4((i), (p))
+#define HSUM(x) (((x).s0 + (x).s1) + ((x).s2 + (x).s3))
+#elif VEC == 8
+typedef float8 vfloat;
+#define VLOAD(i, p) vload8((i), (p))
+#define HSUM(x) ((((x).s0 + (x).s1) + ((x).s2 + (x).s3)) + (((x).s4 + (x).s5) + ((x).s6 + (x).s7)))
+#elif VEC == 16
+typedef float16 vfloat;
+#define VLOAD(i, p) vload16((i), (p))
+#define HSUM8(x) ((((x).s0 + (x).s1) + ((x).s2 + (x).s3)) + (((x).s4 + (x).s5) + ((x).s6 + (x).s7)))
+#define HSUM(x) (HSUM8((x).lo) + HSUM8((x).hi))
+#else
+#error "VEC must be 1, 2, 4, 8 or 16"
+#endif
+
 /*
  * Half of one pass of y = W v over rows [p, p + WG) of R rows (row stride ld, K columns, the
  * first at W): work-item (grp, lane) accumulates rows p + i * NG + grp for i < LANES over the
@@ -157,15 +172,6 @@ float mv_reduce(__local const float *rb, int lid)
     for (int l = 0; l < LANES; l++)
         s += rb[lid * RSTRIDE + l];
     return s;
-}
-
-/* (value, index) of the larger value; the lower index on ties. */
-void max_combine(float *m, int *k, float m2, int k2)
-{
-    if (m2 > *m || (m2 == *m && k2 < *k)) {
-        *m = m2;
-        *k = k2;
-    }
 }
 
 /* Where each phase of step t starts in its list of tasks (t = -1: the prologue), and `end`. */
@@ -512,3 +518,433 @@ void gru_rollout(const ro_args a,
         if (i < H)
             h_T[a.hT_o + e * a.hT_e + b * a.hT_b + i * a.hT_r] = hbuf[i];
 }
+
+#else
+
+/*
+ * gru_rollout_grid: G work-groups per (member, trajectory), for GPUs, where one work-group per
+ * trajectory leaves most compute units idle and streams every weight through one of them.
+ * - Work-group g of a trajectory owns hidden units [g UH, (g + 1) UH) (the r, z and n rows of
+ *   each) and prior rows [g US, (g + 1) US). It computes them, publishes them in the
+ *   trajectory's global state, meets the trajectory's other work-groups at a grid barrier, and
+ *   reads the whole vector back. A step has a barrier after h_t, one after the logits (S > 0)
+ *   and one after r (.) h_{t-1} (linear_before_reset = 0).
+ * - Every work-group then computes the softmax, the draw, y_t and the norms from the published
+ *   logits and per-group partial sums, with the same operations in the same order, so all of
+ *   them hold the same z_t and y_t without another barrier.
+ * - A grid barrier needs all of a trajectory's work-groups resident at once; the host keeps
+ *   E B G within the device's compute units. Were one never scheduled, a waiting work-group
+ *   gives up after SPIN_LIMIT polls and marks the trajectory, whose y then comes out NaN: a
+ *   wrong answer that shows, rather than a launch that never ends.
+ * - State written by other work-groups is read through volatile pointers, so that it comes from
+ *   the device's coherent level and not from a copy this compute unit cached two steps ago.
+ */
+
+#ifndef WG
+#define WG 256
+#endif
+#ifndef LANES
+#define LANES 8
+#endif
+#define GNG (WG / LANES)      /* rows of one pass of dot products */
+#define CW 32                 /* work-items sharing the categories (WG >= 64): short trees */
+#define SPIN_LIMIT (1u << 22) /* polls of a barrier before giving up: seconds on a GPU */
+
+/* Arrival `target` / G at the trajectory's barrier: returns once all G work-groups have arrived
+ * that often (or the trajectory has given up waiting). Every work-item calls it. */
+void grid_sync(volatile __global uint *sync, uint target)
+{
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+#if defined(RO_PTX) && RO_PTX
+        /* A release add and acquire polls at GPU scope, the PTX memory model's own pattern
+         * (OpenCL 1.2's mem_fence orders only a work-item's own accesses). On an H200 a barrier
+         * costs about 1.2 us, as it did with membar.gl around an atomic_inc. */
+        const ulong at = (ulong)(size_t)sync;
+        __asm__ volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(at) : "memory");
+        for (uint spins = 0;; spins++) {
+            uint seen;
+            __asm__ volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                             : "=r"(seen)
+                             : "l"(at)
+                             : "memory");
+            if (seen >= target || sync[1])
+                break;
+            if (spins == SPIN_LIMIT)
+                sync[1] = 1;
+        }
+#else
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        atomic_inc(&sync[0]);
+        for (uint spins = 0; sync[0] < target && !sync[1]; spins++)
+            if (spins == SPIN_LIMIT)
+                sync[1] = 1;
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+}
+
+/* w[c] v[c] summed over c = lane, lane + LANES, ... < k. The weights are loaded eight at a time
+ * before any is used: a load-then-use loop waits out the memory latency once per term (batching
+ * took the H 1024 rollout on an H200 from 3746 us to 2858 us). */
+float dot_lane(const __global float *w, int k, __local const float *v, int lane)
+{
+    float s = 0.0f;
+    int c = lane;
+    for (; c + 7 * LANES < k; c += 8 * LANES) {
+        float x[8];
+        for (int i = 0; i < 8; i++)
+            x[i] = w[c + i * LANES];
+        for (int i = 0; i < 8; i++)
+            s = fma(x[i], v[c + i * LANES], s);
+    }
+    for (; c < k; c += LANES)
+        s = fma(w[c], v[c], s);
+    return s;
+}
+
+/* The same over weights the work-group keeps in local memory. */
+float dot_lane_local(__local const float *w, int k, __local const float *v, int lane)
+{
+    float s = 0.0f;
+    for (int c = lane; c < k; c += LANES)
+        s = fma(w[c], v[c], s);
+    return s;
+}
+
+/* The LANES lanes' sums s1 and s2 of each row of a pass meet in r1 and r2 ([WG] each) by a tree:
+ * row i's totals end at r1[i LANES] and r2[i LANES]. Every work-item calls it. */
+void lane_sums(float s1, float s2, __local float *r1, __local float *r2, int lid)
+{
+    const int lane = lid % LANES;
+    r1[lid] = s1;
+    r2[lid] = s2;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = LANES / 2; d > 0; d /= 2) {
+        if (lane < d) {
+            r1[lid] += r1[lid + d];
+            r2[lid] += r2[lid + d];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* The sums of r1[0, n) and r2[0, n) (filled by the caller before a barrier; n a power of two, the
+ * same for the whole work-group) by a tree, in r1[0] and r2[0]. */
+void tree_sums(__local float *r1, __local float *r2, int n, int lid)
+{
+    for (int d = n / 2; d > 0; d /= 2) {
+        if (lid < d) {
+            r1[lid] += r1[lid + d];
+            r2[lid] += r2[lid + d];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* The smallest power of two >= n (n <= WG). */
+int pow2_at_least(int n)
+{
+    int p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
+}
+
+__kernel void gru_rollout_grid_reset(__global uint *sync, int n)
+{
+    const int i = get_global_id(0);
+    if (i < n)
+        sync[i] = 0;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_rollout_grid(const ro_args a, const int G, const int cache,
+                      __global const float *w_ih, __global const float *w_hh,
+                      __global const float *b_ih, __global const float *b_hh,
+                      __global const float *w_p, __global const float *b_p,
+                      __global const float *w_y, __global const float *b_y,
+                      __global const float *f, __global const float *y0,
+                      __global const float *z0, __global const float *h0,
+                      __global float *y, __global float *h_T,
+                      __global float *ent, __global float *hnorm,
+                      __global float *state, volatile __global uint *syncs, __local float *lm)
+{
+    const int lid = get_local_id(0), lane = lid % LANES;
+    const int tr = get_group_id(0) / G, g = get_group_id(0) % G;
+    const int e = tr / a.B, b = tr % a.B;
+    const int H = a.H, S = a.S, F = a.F;
+    const int UH = (H + G - 1) / G, u0 = min(H, g * UH), nu = min(H, u0 + UH) - u0;
+    const int US = (S + G - 1) / G, q0 = min(S, g * US), nq = min(S, q0 + US) - q0;
+
+    /* Local memory, carved as grid_local_bytes() in gru-rollout-grid.c sizes it. */
+    __local float *hl = lm;                  /* [H] h_{t-1}, then h_t once published */
+    __local float *rhl = hl + H;             /* [H] r (.) h_{t-1}, linear_before_reset = 0 */
+    __local float *xin = rhl + H;            /* [max(F, 1 + S)] f, then [y_{t-1}; z_{t-1}] */
+    __local float *lg = xin + max(F, 1 + S); /* [S] logits, then exp(logit - max) */
+    __local float *cfl = lg + S;             /* [3 UH] W_ih[:, :F] f + b_ih of the owned rows */
+    __local float *gx = cfl + 3 * UH;        /* [3 UH] input sides of the owned rows */
+    __local float *gh = gx + 3 * UH;         /* [3 UH] hidden sides of the owned rows */
+    __local float *parts = gh + 3 * UH;      /* [2 G] the groups' partial sums */
+    __local float *ra = parts + 2 * G;       /* [4 WG] reductions and scans */
+    __local float *rb = ra + WG, *rc = rb + WG, *rd = rc + WG;
+    /* With cache bit 1, the owned rows of W_hh ([3 UH] rows), with bit 2 those of w_p ([US] rows),
+     * copied once (row stride H + 1: the rows a warp reads at once fall in different banks). */
+    const int HP = H + 1;
+    __local float *wa = rd + WG, *wb = wa + (cache & 1 ? 3 * UH * HP : 0);
+    __local int kcat;
+
+    const __global float *Wih = w_ih + a.wih_o + e * a.wih_e;
+    const __global float *Whh = w_hh + a.whh_o + e * a.whh_e;
+    const __global float *Bih = b_ih + a.bih_o + e * a.bih_e;
+    const __global float *Bhh = b_hh + a.bhh_o + e * a.bhh_e;
+    const __global float *Wp = w_p + a.wp_o + e * a.wp_e;
+    const __global float *Bp = b_p + a.bp_o + e * a.bp_e;
+    const __global float *Wy = w_y + a.wy_o + e * a.wy_e;
+    const float by = b_y[a.by_o + e * a.by_e];
+
+    /* The trajectory's global state: h_t in two buffers by the parity of t (a work-group may
+     * publish h_{t+1} while a slower one still reads h_t), r (.) h, the logits, and each group's
+     * (|h|^2, w_y[:H] . h) partial sums, also by parity. */
+    volatile __global float *st = state + tr * (3 * H + S + 4 * G);
+    volatile __global float *rhs = st + 2 * H, *lgs = st + 3 * H, *part = lgs + S;
+    volatile __global uint *sync = syncs + 2 * tr;
+    uint arrivals = 0;
+
+    /* Prologue: f and h0 into local memory, then the owned rows' W_ih[:, :F] f + b_ih. */
+    const __global float *fp = f + a.f_o + e * a.f_e + b * a.f_b;
+    for (int i = lid; i < F; i += WG)
+        xin[i] = fp[i * a.f_r];
+    for (int i = lid; i < H; i += WG)
+        hl[i] = h0[a.h0_o + e * a.h0_e + b * a.h0_b + i * a.h0_r];
+    if (cache & 1)
+        for (int x = lid; x < 3 * nu * H; x += WG) {
+            const int i = x / H, c = x % H;
+            wa[i * HP + c] = Whh[((i / nu) * H + u0 + i % nu) * a.whh_r + c];
+        }
+    if (cache & 2)
+        for (int x = lid; x < nq * H; x += WG)
+            wb[(x / H) * HP + x % H] = Wp[(q0 + x / H) * a.wp_r + x % H];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int p = 0; p < 3 * nu; p += GNG) {
+        const int i = p + lid / LANES, j = (i / max(nu, 1)) * H + u0 + i % max(nu, 1);
+        lane_sums(dot_lane(Wih + j * a.wih_r, i < 3 * nu ? F : 0, xin, lane), 0.0f, ra, rb, lid);
+        if (lid < GNG && p + lid < 3 * nu) {
+            const int jr = ((p + lid) / nu) * H + u0 + (p + lid) % nu;
+            cfl[p + lid] = ra[lid * LANES] + (a.has_bih ? Bih[jr * a.bih_r] : 0.0f);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    /* f is no longer read: xin takes [y0; z0]. */
+    float yprev = y0[a.y0_o + b * a.y0_b];
+    int k = 0;
+    if (lid == 0)
+        xin[0] = yprev;
+    for (int i = lid; i < S; i += WG)
+        xin[1 + i] = z0[a.z0_o + e * a.z0_e + b * a.z0_b + i * a.z0_r];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (int t = 0; t < a.T; t++) {
+        const int dense = a.mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
+        volatile __global float *hs = st + (t & 1) * H;
+        volatile __global float *pt = part + (t & 1) * 2 * G;
+
+        /* The owned rows: W_hh h_{t-1} (not the n rows when linear_before_reset = 0) and, when
+         * dense, W_ih[:, F:] [y; z]; else the two columns of the one-hot input. */
+        for (int p = 0; p < 3 * nu; p += GNG) {
+            const int i = p + lid / LANES, gate = i / max(nu, 1);
+            const int j = gate * H + u0 + i % max(nu, 1);
+            const int kh = i < 3 * nu && (a.lbr || gate < 2) ? H : 0;
+            const int kx = i < 3 * nu && dense ? 1 + S : 0;
+            const float sh = cache & 1 ? dot_lane_local(wa + min(i, 3 * nu - 1) * HP, kh, hl, lane)
+                                       : dot_lane(Whh + j * a.whh_r, kh, hl, lane);
+            lane_sums(sh, dot_lane(Wih + j * a.wih_r + F, kx, xin, lane), ra, rb, lid);
+            if (lid < GNG && p + lid < 3 * nu) {
+                const int ir = p + lid, jr = (ir / nu) * H + u0 + ir % nu;
+                const __global float *wj = Wih + jr * a.wih_r + F;
+                gx[ir] =
+                    cfl[ir] + (dense ? rb[lid * LANES] : wj[0] * yprev + (S ? wj[1 + k] : 0.0f));
+                gh[ir] = ra[lid * LANES] + (a.has_bhh ? Bhh[jr * a.bhh_r] : 0.0f);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (!a.lbr) {
+            /* W_hn (r (.) h_{t-1}) needs every unit's r: publish the owned ones and meet. */
+            for (int i = lid; i < nu; i += WG)
+                rhs[u0 + i] = ro_sigmoid(gx[i] + gh[i]) * hl[u0 + i];
+            grid_sync(sync, (++arrivals) * G);
+            for (int i = lid; i < H; i += WG)
+                rhl[i] = rhs[i];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int p = 0; p < nu; p += GNG) {
+                const int i = p + lid / LANES, j = 2 * H + u0 + min(i, nu - 1), kh = i < nu ? H : 0;
+                const float sh =
+                    cache & 1 ? dot_lane_local(wa + (2 * nu + min(i, nu - 1)) * HP, kh, rhl, lane)
+                              : dot_lane(Whh + j * a.whh_r, kh, rhl, lane);
+                lane_sums(sh, 0.0f, ra, rb, lid);
+                if (lid < GNG && p + lid < nu)
+                    gh[2 * nu + p + lid] += ra[lid * LANES];
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+        }
+
+        /* h_t of the owned units, published with the group's share of |h_t|^2 and w_y . h_t. */
+        float hn2 = 0.0f, yh = 0.0f;
+        for (int i = lid; i < nu; i += WG) {
+            const float r = ro_sigmoid(gx[i] + gh[i]), z = ro_sigmoid(gx[nu + i] + gh[nu + i]);
+            const float n = tanh(gx[2 * nu + i] + (a.lbr ? r * gh[2 * nu + i] : gh[2 * nu + i]));
+            const float h = fma(z, hl[u0 + i] - n, n); /* (1 - z) n + z h */
+            hs[u0 + i] = h;
+            hn2 = fma(h, h, hn2);
+            yh = fma(Wy[(u0 + i) * a.wy_r], h, yh);
+        }
+        ra[lid] = hn2;
+        rb[lid] = yh;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        tree_sums(ra, rb, pow2_at_least(min(nu, WG)), lid);
+        if (lid == 0) {
+            pt[2 * g] = ra[0];
+            pt[2 * g + 1] = rb[0];
+        }
+        grid_sync(sync, (++arrivals) * G);
+        for (int i = lid; i < H; i += WG)
+            hl[i] = hs[i];
+        for (int i = lid; i < 2 * G; i += WG)
+            parts[i] = pt[i];
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* Every group sums the partials in the same order (from local memory: a chain of
+         * volatile global loads would pay the device's latency once per group). */
+        float HN = 0.0f, yt = by;
+        for (int i = 0; i < G; i++) {
+            HN += parts[2 * i];
+            yt += parts[2 * i + 1];
+        }
+        float entropy = 0.0f;
+        if (S) {
+            /* The owned prior rows, published; then every group reads all logits. */
+            for (int p = 0; p < nq; p += GNG) {
+                const int i = p + lid / LANES, s = q0 + min(i, nq - 1), kh = i < nq ? H : 0;
+                const float sh = cache & 2 ? dot_lane_local(wb + min(i, nq - 1) * HP, kh, hl, lane)
+                                           : dot_lane(Wp + s * a.wp_r, kh, hl, lane);
+                lane_sums(sh, 0.0f, ra, rb, lid);
+                if (lid < GNG && p + lid < nq)
+                    lgs[q0 + p + lid] = ra[lid * LANES] + Bp[(q0 + p + lid) * a.bp_r];
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+            grid_sync(sync, (++arrivals) * G);
+            for (int i = lid; i < S; i += WG)
+                lg[i] = lgs[i];
+            barrier(CLK_LOCAL_MEM_FENCE);
+
+            /* The maximum and its index (the lowest on ties) over chunks of categories, one chunk
+             * for each of the first CW work-items. */
+            const int C = (S + CW - 1) / CW, c0 = min(S, lid * C), c1 = min(S, c0 + C);
+            float m = -INFINITY;
+            int am = S;
+            for (int s = c0; s < c1; s++)
+                max_combine(&m, &am, lg[s], s);
+            ra[lid] = m;
+            rb[lid] = as_float(am);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int d = CW / 2; d > 0; d /= 2) {
+                if (lid < d) {
+                    float m1 = ra[lid];
+                    int a1 = as_int(rb[lid]);
+                    max_combine(&m1, &a1, ra[lid + d], as_int(rb[lid + d]));
+                    ra[lid] = m1;
+                    rb[lid] = as_float(a1);
+                }
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+            const float M = ra[0];
+            const int A = clamp(as_int(rb[0]), 0, S - 1); /* NaN logits leave no maximum */
+            barrier(CLK_LOCAL_MEM_FENCE);
+
+            /* exp(l - M) into lg; an inclusive scan of the chunks' sums (the CDF at chunk
+             * ends, ping-ponging ra and rb), and sums of exp(d) d (entropy) and of
+             * w_y[H + s] exp(d) (the mean state's loss term) by trees in rc and rd. */
+            float pe = 0.0f, pl = 0.0f, pw = 0.0f;
+            for (int s = c0; s < c1; s++) {
+                const float d = lg[s] - M, x = exp(d);
+                lg[s] = x;
+                pe += x;
+                pl = fma(x, d, pl);
+                pw = fma(Wy[(H + s) * a.wy_r], x, pw);
+            }
+            ra[lid] = pe;
+            rc[lid] = pl;
+            rd[lid] = pw;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            __local float *src = ra, *dst = rb;
+            for (int d = 1; d < CW; d *= 2) {
+                if (lid < CW)
+                    dst[lid] = src[lid] + (lid >= d ? src[lid - d] : 0.0f);
+                const int h2 = CW / (2 * d);
+                if (lid < h2) {
+                    rc[lid] += rc[lid + h2];
+                    rd[lid] += rd[lid + h2];
+                }
+                barrier(CLK_LOCAL_MEM_FENCE);
+                __local float *tmp = src;
+                src = dst;
+                dst = tmp;
+            }
+            const float total = src[CW - 1], TL = rc[0], TW = rd[0];
+            const float incl = src[min(lid, CW - 1)], excl = lid ? src[min(lid, CW) - 1] : 0.0f;
+            entropy = log(total) - TL / total;
+            if (a.mode == MODE_MEAN) {
+                yt += TW / total;
+                for (int s = c0; s < c1; s++)
+                    xin[1 + s] = lg[s] / total;
+            } else if (a.mode == MODE_SAMPLE) {
+                const float target = ro_uniform(a.seed_lo, a.seed_hi, e, b, t) * total;
+                /* The work-item whose interval [excl, incl) holds the target picks the first
+                 * category whose CDF passes it; rounding inside the chunk can leave none, then
+                 * the chunk's last likely one. */
+                int pick = -1, last = c0;
+                float cdf = excl;
+                for (int s = c0; s < c1; s++) {
+                    cdf += lg[s];
+                    if (lg[s] > 0.0f)
+                        last = s;
+                    if (pick < 0 && cdf > target)
+                        pick = s;
+                }
+                if (lid < CW && excl <= target && target < incl)
+                    kcat = pick >= 0 ? pick : last;
+                else if (lid == 0 && !(target < total))
+                    kcat = A; /* u * total rounded up to total: no interval holds it */
+            } else if (lid == 0) {
+                kcat = A;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (a.mode != MODE_MEAN) {
+                k = clamp(kcat, 0, S - 1);
+                yt += Wy[(H + k) * a.wy_r];
+            }
+        }
+        yprev = yt;
+        if (lid == 0) {
+            xin[0] = yt; /* read by the next step's dense pass (mode mean) */
+            if (g == 0) {
+                y[a.y_o + e * a.y_e + b * a.y_b + t * a.y_t] = yt;
+                if (a.has_ent)
+                    ent[a.en_o + e * a.en_e + b * a.en_b + t * a.en_t] = entropy;
+                if (a.has_hn)
+                    hnorm[a.hn_o + e * a.hn_e + b * a.hn_b + t * a.hn_t] = sqrt(HN);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (g == 0) {
+        for (int i = lid; i < H; i += WG)
+            h_T[a.hT_o + e * a.hT_e + b * a.hT_b + i * a.hT_r] = hl[i];
+        if (lid == 0 && sync[1])
+            for (int t = 0; t < a.T; t++)
+                y[a.y_o + e * a.y_e + b * a.y_b + t * a.y_t] = NAN;
+    }
+}
+
+#endif

@@ -2,6 +2,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "gru-kernels.h"
@@ -26,7 +27,7 @@ _Static_assert(sizeof(ro_args) == 67 * 4, "ro_args must match kernels/gru-rollou
              .int_default = def,                                                                   \
              .doc = text}
 
-static const kp_param_desc params[] = {
+const kp_param_desc gru_rollout_params[RO_NPARAMS] = {
     TENSOR(RO_W_IH, "w_ih", KP_ACCESS_IN, 0, "[E, 3H, I], I = F + 1 + S; gates r, z, n (PyTorch)"),
     TENSOR(RO_W_HH, "w_hh", KP_ACCESS_IN, 0, "[E, 3H, H]; gates r, z, n"),
     TENSOR(RO_B_IH, "b_ih", KP_ACCESS_IN, KP_PARAM_OPTIONAL, "[E, 3H]; omitted: zero"),
@@ -54,10 +55,11 @@ static const kp_param_desc params[] = {
 };
 
 /* Tunable indices, in the order of `tunables`. */
-enum { TUNE_WG, TUNE_LANES, TUNE_VEC, TUNE_COUNT };
+enum { TUNE_WG, TUNE_LANES, TUNE_VEC, TUNE_GRID, TUNE_COUNT };
 static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
 static const int64_t lanes[] = {0, 1, 2, 4, 8, 16};
 static const int64_t vecs[] = {0, 1, 2, 4, 8, 16};
+static const int64_t switches[] = {0, 1};
 /*
  * LANES and VEC default to 0, "by device type", as the cell kernels' tunables do: a CPU wants one
  * work-item per row reading 16 floats at a time, a GPU several work-items per row reading
@@ -85,6 +87,13 @@ static const kp_tunable_desc tunables[] = {
                   .n_allowed = sizeof vecs / sizeof vecs[0],
                   .flags = KP_TUNABLE_NO_DEFINE,
                   .doc = "floats each lane loads at once (vloadN); 0: 16 on CPUs, 1 on others"},
+    [TUNE_GRID] = {.name = "GRID",
+                   .default_value = 0,
+                   .allowed = switches,
+                   .n_allowed = 2,
+                   .flags = KP_TUNABLE_NO_DEFINE,
+                   .doc = "1: run as gru.rollout_grid (several work-groups per trajectory, with "
+                          "its own tunables); 0: one work-group per trajectory"},
 };
 
 /* A tunable's value, or for 0 the device type's: `cpu` on CPUs, `other` elsewhere. */
@@ -201,7 +210,7 @@ static kp_status check_heads(const kp_call *call, kp_launch *l, const ro_dims *d
     return st;
 }
 
-static kp_status check(const kp_call *call, kp_launch *l)
+kp_status gru_rollout_check_shapes(const kp_call *call, kp_launch *l)
 {
     const kp_value *a = call->args;
     const kp_tensor *whh = &a[RO_W_HH].tensor, *wy = &a[RO_W_Y].tensor, *f = &a[RO_F].tensor,
@@ -283,16 +292,27 @@ static kp_status check(const kp_call *call, kp_launch *l)
 
     /* The kernel indexes with int: every view, and the scratch of 10H floats per trajectory. */
     for (int i = 0; i < RO_NPARAMS; i++)
-        if (a[i].present && params[i].kind == KP_ARG_KIND_TENSOR &&
+        if (a[i].present && gru_rollout_params[i].kind == KP_ARG_KIND_TENSOR &&
             kp_tensor_extent(&a[i].tensor) > INT_MAX)
             return gru_host->fail(l, KP_ERR_UNSUPPORTED,
-                                  "%s: views over 2^31 elements are not supported", params[i].name);
+                                  "%s: views over 2^31 elements are not supported",
+                                  gru_rollout_params[i].name);
     if ((double)d.E * (double)d.B * SCRATCH_PER_H * (double)d.H > INT_MAX)
         return gru_host->fail(l, KP_ERR_UNSUPPORTED,
                               "E * B * 10H = %.0f floats of scratch exceed what int indexing "
                               "reaches",
                               (double)d.E * (double)d.B * SCRATCH_PER_H * (double)d.H);
+    return KP_OK;
+}
 
+static kp_status check(const kp_call *call, kp_launch *l)
+{
+    kp_status st = gru_rollout_check_shapes(call, l);
+    if (st != KP_OK ||
+        (gru_host->tunable_index(l, TUNE_GRID) && gru_rollout_grid_runs_on(gru_host->device(l))))
+        return st; /* gru.rollout_grid checks its own limits */
+    ro_dims d;
+    gru_rollout_dims(call, &d);
     const kp_device_info *dev = gru_host->device(l);
     if (dev && dev->type != KP_DEVICE_HOST && dev->local_mem > 0) {
         int64_t wg = gru_host->tunable_index(l, TUNE_WG), nl = lanes_of(l);
@@ -309,7 +329,7 @@ static kp_status check(const kp_call *call, kp_launch *l)
     return KP_OK;
 }
 
-static kp_status enqueue(const kp_call *call, kp_launch *l)
+void gru_rollout_pack(const kp_call *call, ro_args *r)
 {
     const kp_value *a = call->args;
     ro_dims d;
@@ -317,13 +337,11 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     const kp_tensor *t[RO_NPARAMS];
     for (int i = 0; i < RO_NPARAMS; i++)
         t[i] = a[i].present ? &a[i].tensor : NULL;
-    /* Absent tensors still need a buffer argument; the kernel never reads it. */
-    const kp_tensor *stand_in = &a[RO_W_HH].tensor;
 #define O(i) (int32_t)(t[i] ? t[i]->offset : 0)
 #define ST(i, dim) (int32_t)(t[i] && t[i]->rank > (dim) ? t[i]->strides[dim] : 0)
     const kp_tensor *f = t[RO_F];
     uint64_t seed = (uint64_t)a[RO_SEED].i;
-    ro_args r = {
+    *r = (ro_args){
         .E = (int32_t)d.E,
         .B = (int32_t)d.B,
         .F = (int32_t)d.F,
@@ -395,6 +413,50 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     };
 #undef O
 #undef ST
+}
+
+kp_status gru_rollout_bind(kp_launch *l, kp_clkernel *k, uint32_t first, const kp_call *call)
+{
+    static const int order[] = {RO_W_IH, RO_W_HH, RO_B_IH,    RO_B_HH, RO_W_P, RO_B_P,
+                                RO_W_Y,  RO_B_Y,  RO_F,       RO_Y0,   RO_Z0,  RO_H0,
+                                RO_Y,    RO_H_T,  RO_ENTROPY, RO_HNORM};
+    /* Absent tensors still need a buffer argument; the kernel never reads it. */
+    const kp_tensor *stand_in = &call->args[RO_W_HH].tensor;
+    kp_status st = KP_OK;
+    for (uint32_t i = 0; st == KP_OK && i < sizeof order / sizeof order[0]; i++) {
+        const kp_value *v = &call->args[order[i]];
+        st =
+            gru_host->arg_buffer(l, k, first + i, v->present ? v->tensor.buffer : stand_in->buffer);
+    }
+    return st;
+}
+
+/* GRID 1 on a device gru.rollout_grid does not run on: this kernel, with one warning a process
+ * (a manifest written for another machine is not an error here). */
+static int grid_route(kp_launch *l)
+{
+    if (!gru_host->tunable_index(l, TUNE_GRID))
+        return 0;
+    const kp_device_info *d = gru_host->device(l);
+    if (gru_rollout_grid_runs_on(d))
+        return 1;
+    static atomic_int warned;
+    if (!atomic_exchange(&warned, 1))
+        gru_host->log(l, KP_LOG_WARN,
+                      "gru.rollout: GRID 1 asked for, but gru.rollout_grid does not run on CPUs "
+                      "(%s): running one work-group per trajectory instead",
+                      d->name);
+    return 0;
+}
+
+static kp_status enqueue(const kp_call *call, kp_launch *l)
+{
+    if (grid_route(l))
+        return gru_rollout_through_grid(call, l);
+    ro_dims d;
+    gru_rollout_dims(call, &d);
+    ro_args r;
+    gru_rollout_pack(call, &r);
     size_t wg = (size_t)gru_host->tunable_index(l, TUNE_WG);
     int64_t nl = lanes_of(l);
     char options[48];
@@ -409,13 +471,8 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
         st = gru_host->cl_kernel(l, "gru_rollout", options, &k);
     if (st == KP_OK)
         st = gru_host->arg_value(l, k, 0, sizeof r, &r);
-    static const int order[] = {RO_W_IH, RO_W_HH, RO_B_IH,    RO_B_HH, RO_W_P, RO_B_P,
-                                RO_W_Y,  RO_B_Y,  RO_F,       RO_Y0,   RO_Z0,  RO_H0,
-                                RO_Y,    RO_H_T,  RO_ENTROPY, RO_HNORM};
-    for (uint32_t i = 0; st == KP_OK && i < sizeof order / sizeof order[0]; i++) {
-        const kp_tensor *ti = t[order[i]] ? t[order[i]] : stand_in;
-        st = gru_host->arg_buffer(l, k, 1 + i, ti->buffer);
-    }
+    if (st == KP_OK)
+        st = gru_rollout_bind(l, k, 1, call);
     if (st == KP_OK)
         st = gru_host->arg_buffer(l, k, 17, scratch);
     if (st == KP_OK)
@@ -425,7 +482,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     return st;
 }
 
-static void cost(const kp_call *call, kp_cost *out)
+void gru_rollout_cost(const kp_call *call, kp_cost *out)
 {
     ro_dims d;
     gru_rollout_dims(call, &d);
@@ -454,7 +511,7 @@ static void cost(const kp_call *call, kp_cost *out)
  * for a contracting GRU. Sampled categories are compared on well-separated draws only (see
  * gru_rollout_sample), so they do not enter the bound.
  */
-static void tolerance(const kp_call *call, double *atol, double *rtol)
+void gru_rollout_tolerance(const kp_call *call, double *atol, double *rtol)
 {
     ro_dims d;
     gru_rollout_dims(call, &d);
@@ -463,11 +520,34 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
     *rtol = tol;
 }
 
+static kp_status describe(kp_launch *l, char *out, size_t size)
+{
+    const kp_device_info *d = gru_host->device(l);
+    if (d && d->type == KP_DEVICE_HOST) {
+        snprintf(out, size, "the host reference in plain C (double)");
+        return KP_OK;
+    }
+    int64_t grid = gru_host->tunable_index(l, TUNE_GRID);
+    if (grid && gru_rollout_grid_runs_on(d)) {
+        snprintf(out, size,
+                 "gru.rollout_grid (GRID 1): several work-groups per trajectory; "
+                 "`kernelport explain gru.rollout_grid` shows its tunables");
+        return KP_OK;
+    }
+    snprintf(out, size,
+             "gru_rollout (GRID 0%s): one work-group of WG %lld per (member, trajectory), LANES "
+             "%lld, VEC %lld",
+             grid ? ", since GRID 1's gru.rollout_grid does not run on CPUs" : "",
+             (long long)gru_host->tunable_index(l, TUNE_WG), (long long)lanes_of(l),
+             (long long)vec_of(l));
+    return KP_OK;
+}
+
 const kp_kernel_desc gru_rollout_desc = {
     .struct_size = sizeof(kp_kernel_desc),
     .name = "gru.rollout",
     .summary = "ensemble GRU world-model rollout: E members x B trajectories x T steps, one launch",
-    .params = params,
+    .params = gru_rollout_params,
     .n_params = RO_NPARAMS,
     .tunables = tunables,
     .n_tunables = TUNE_COUNT,
@@ -478,8 +558,9 @@ const kp_kernel_desc gru_rollout_desc = {
     .enqueue = enqueue,
     .reference = gru_rollout_reference,
     .sample = gru_rollout_sample,
-    .cost = cost,
+    .cost = gru_rollout_cost,
     .verify_sizes = gru_rollout_verify_sizes,
     .bench_sizes = gru_rollout_bench_sizes,
-    .tolerance = tolerance,
+    .tolerance = gru_rollout_tolerance,
+    .describe = describe,
 };

@@ -68,6 +68,20 @@ typedef struct ro_dims {
 
 void gru_rollout_dims(const kp_call *call, ro_dims *d);
 
+/* Shared by gru.rollout and gru.rollout_grid (gru-rollout.c): the parameters, the shape checks,
+ * the kernel's argument block, its 16 buffer arguments from index `first`, cost and tolerance. */
+extern const kp_param_desc gru_rollout_params[RO_NPARAMS];
+kp_status gru_rollout_check_shapes(const kp_call *call, kp_launch *l);
+void gru_rollout_pack(const kp_call *call, ro_args *r);
+kp_status gru_rollout_bind(kp_launch *l, kp_clkernel *k, uint32_t first, const kp_call *call);
+void gru_rollout_cost(const kp_call *call, kp_cost *out);
+void gru_rollout_tolerance(const kp_call *call, double *atol, double *rtol);
+
+/* gru.rollout with GRID 1: the call, run as gru.rollout_grid (gru-rollout-grid.c), which runs on
+ * every device but CPUs (KP_ERR_UNSUPPORTED there). */
+kp_status gru_rollout_through_grid(const kp_call *call, kp_launch *l);
+int gru_rollout_grid_runs_on(const kp_device_info *d);
+
 /* The same math in double on host memory (gru-rollout-reference.c). */
 kp_status gru_rollout_reference(const kp_call *call, kp_launch *l);
 

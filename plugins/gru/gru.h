@@ -12,5 +12,6 @@ extern const kp_kernel_desc gru_step_desc;              /* gru-step.c */
 extern const kp_kernel_desc gru_sequence_desc;          /* gru-sequence.c */
 extern const kp_kernel_desc gru_sequence_backward_desc; /* gru-backward.c */
 extern const kp_kernel_desc gru_rollout_desc;           /* gru-rollout.c */
+extern const kp_kernel_desc gru_rollout_grid_desc;      /* gru-rollout-grid.c */
 
 #endif

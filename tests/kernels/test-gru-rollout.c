@@ -607,6 +607,56 @@ static void test_local_memory_limit(void **state)
     kp_buffer_destroy(pocl, outs[1]);
 }
 
+/* gru.rollout_grid is for GPUs: on PoCL it reports KP_ERR_UNSUPPORTED naming the device, and a
+ * manifest asking gru.rollout for GRID 1 runs one work-group per trajectory instead, with one
+ * warning for any number of calls, which explain's path repeats. (bench/gpu-gru.sh verifies the
+ * grid kernel on the GPU.) */
+static void test_grid_on_cpu(void **state)
+{
+    const char *manifest = test_write_tmp("grid.yaml", "kernelport: 1\n"
+                                                       "tuning:\n"
+                                                       "  - match: { type: cpu }\n"
+                                                       "    kernels:\n"
+                                                       "      gru.rollout: { GRID: 1 }\n");
+    test_log log;
+    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), NULL, &log);
+    o.log_level = KP_LOG_INFO;
+    o.manifest_path = manifest;
+    kp_runtime *rt = NULL;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+
+    problem p = make(3, 2, 3, 7, 5, 6, 0, KP_GRU_ROLLOUT_MEAN, 0, 21);
+    float *dev[P_OUT], *ref[P_OUT];
+    alloc_out(&p, dev);
+    alloc_out(&p, ref);
+    run_ok(host, &p, ref);
+    for (int call = 0; call < 2; call++) {
+        run_ok(rt, &p, dev);
+        expect_close(&p, dev, ref, tolerance(&p), "GRID 1 on PoCL");
+    }
+    const char *warning = "GRID 1 asked for, but gru.rollout_grid does not run on CPUs";
+    const char *first = strstr(log.text, warning);
+    assert_non_null(first);
+    assert_null(strstr(first + 1, warning));
+    char path[512];
+    assert_int_equal(kp_kernel_describe(rt, rollout_kernel(rt), path, sizeof path), KP_OK);
+    if (!strstr(path, "gru_rollout (GRID 0, since GRID 1's gru.rollout_grid does not run on CPUs)"))
+        fail_msg("unexpected path: %s", path);
+
+    kp_kernel *grid = NULL;
+    assert_int_equal(kp_kernel_find(rt, "gru.rollout_grid", &grid), KP_OK);
+    assert_int_equal(kp_kernel_supported(rt, grid), KP_ERR_UNSUPPORTED);
+    kp_device_info d;
+    assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
+    const char *msg = kp_last_error(rt);
+    if (!strstr(msg, "gru.rollout_grid is for GPUs, and ") || !strstr(msg, d.name))
+        fail_msg("unexpected message: %s", msg);
+    free_out(dev);
+    free_out(ref);
+    unmake(&p);
+    kp_runtime_destroy(rt);
+}
+
 static int setup(void **state)
 {
     pocl = open_runtime(NULL);
@@ -633,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_sample_frequencies),
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_local_memory_limit),
+        cmocka_unit_test(test_grid_on_cpu),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,267 @@
+/* gru.rollout_grid: the ensemble rollout with several work-groups per trajectory meeting at grid
+ * barriers (gru_rollout_grid in kernels/gru-rollout.cl); and gru.rollout's route to it. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gru-kernels.h"
+#include "gru-rollout.h"
+
+enum { TUNE_WG, TUNE_LANES, TUNE_GROUPS, TUNE_CACHE, TUNE_COUNT };
+static const int64_t workgroups[] = {64, 128, 256, 512, 1024};
+static const int64_t lanes[] = {1, 2, 4, 8, 16, 32};
+static const int64_t groups[] = {0, 1, 2, 4, 8, 12, 16, 20, 24, 26, 32, 48, 64};
+static const int64_t switches[] = {0, 1};
+/* GROUPS is a launch setting, yet defined in builds too: that define is what makes
+ * kernels/gru-rollout.cl compile its grid kernel. */
+static const kp_tunable_desc tunables[] = {
+    [TUNE_WG] = {.name = "WG",
+                 .default_value = 256,
+                 .allowed = workgroups,
+                 .n_allowed = sizeof workgroups / sizeof workgroups[0],
+                 .flags = KP_TUNABLE_WORKGROUP,
+                 .doc = "work-items per work-group"},
+    [TUNE_LANES] = {.name = "LANES",
+                    .default_value = 8,
+                    .allowed = lanes,
+                    .n_allowed = sizeof lanes / sizeof lanes[0],
+                    .doc = "work-items that share one weight row in a dot-product pass"},
+    [TUNE_GROUPS] = {.name = "GROUPS",
+                     .default_value = 0,
+                     .allowed = groups,
+                     .n_allowed = sizeof groups / sizeof groups[0],
+                     .doc = "work-groups per trajectory, at most compute units / (E B) and H; 0: "
+                            "that most"},
+    [TUNE_CACHE] = {.name = "CACHE",
+                    .default_value = 1,
+                    .allowed = switches,
+                    .n_allowed = 2,
+                    .flags = KP_TUNABLE_NO_DEFINE,
+                    .doc =
+                        "1: each work-group keeps its rows of w_hh, then of w_p, in local memory "
+                        "where they fit"},
+};
+
+/* Every work-group of a launch must be resident at once for the grid barriers: E B G work-groups
+ * within the device's compute units, one each (a work-group that fits a unit at all fits one
+ * alone). More than H groups would own no hidden unit. */
+static int64_t groups_of(kp_launch *l, const ro_dims *d)
+{
+    const kp_device_info *dev = gru_host->device(l);
+    int64_t units = dev && dev->compute_units ? dev->compute_units : 1;
+    int64_t most = units / (d->E * d->B);
+    int64_t want = gru_host->tunable_index(l, TUNE_GROUPS);
+    int64_t g = want && want < most ? want : most;
+    g = g < d->H ? g : d->H;
+    return g > 1 ? g : 1;
+}
+
+/* Floats of global state per trajectory (h_t twice, r (.) h, the logits, the partial sums) and
+ * words of barrier state (arrivals, gave-up flag). */
+static int64_t state_floats(const ro_dims *d, int64_t g)
+{
+    return 3 * d->H + d->S + 4 * g;
+}
+#define SYNC_WORDS 2
+
+/* Bytes of the local buffer the kernel carves: h, r (.) h, f or [y; z], the logits, three
+ * 3 UH arrays of the owned rows, the groups' 2 G partial sums, four WG reduction buffers, then
+ * with `cache` bit 1 the owned rows of w_hh (3 UH of them) and with bit 2 those of w_p (US), at
+ * a stride of H + 1; and its __local int. */
+static uint64_t local_bytes(const ro_dims *d, int64_t g, int64_t wg, int cache)
+{
+    int64_t uh = (d->H + g - 1) / g, us = (d->S + g - 1) / g;
+    int64_t vin = d->F > 1 + d->S ? d->F : 1 + d->S;
+    int64_t floats = 2 * d->H + vin + d->S + 9 * uh + 2 * g + 4 * wg;
+    floats += (cache & 1 ? 3 * uh * (d->H + 1) : 0) + (cache & 2 ? us * (d->H + 1) : 0);
+    return (uint64_t)floats * sizeof(float) + sizeof(int);
+}
+
+/* The weight rows that fit in local memory next to the rest, when CACHE asks for them: bit 1
+ * w_hh's, then bit 2 w_p's. */
+static int cache_of(kp_launch *l, const ro_dims *d, int64_t g, int64_t wg)
+{
+    const kp_device_info *dev = gru_host->device(l);
+    if (!gru_host->tunable_index(l, TUNE_CACHE) || !dev || !dev->local_mem)
+        return 0;
+    int cache = 0;
+    if (local_bytes(d, g, wg, 1) <= dev->local_mem)
+        cache = 1;
+    if (local_bytes(d, g, wg, cache | 2) <= dev->local_mem)
+        cache |= 2;
+    return cache;
+}
+
+static kp_status check(const kp_call *call, kp_launch *l)
+{
+    kp_status st = gru_rollout_check_shapes(call, l);
+    if (st != KP_OK)
+        return st;
+    ro_dims d;
+    gru_rollout_dims(call, &d);
+    int64_t g = groups_of(l, &d), wg = gru_host->tunable_index(l, TUNE_WG);
+    /* At most three barriers a step, each counted G times on one 32-bit word. */
+    if ((double)d.T * 3 * (double)g > UINT32_MAX)
+        return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                              "T = %lld steps with %lld work-groups per trajectory overflow the "
+                              "barrier counter; use gru.rollout with GRID 0",
+                              (long long)d.T, (long long)g);
+    if ((double)d.E * (double)d.B * (double)state_floats(&d, g) > INT_MAX)
+        return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                              "E * B * (3H + S + 4G) floats of state exceed what int indexing "
+                              "reaches");
+    const kp_device_info *dev = gru_host->device(l);
+    if (dev && dev->type != KP_DEVICE_HOST && dev->local_mem > 0 &&
+        local_bytes(&d, g, wg, 0) > dev->local_mem)
+        return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                              "H = %lld, S = %lld, F = %lld need %.1f KiB of local memory per "
+                              "work-group with WG = %lld and %lld groups per trajectory, but %s "
+                              "has %.1f KiB; set a smaller WG",
+                              (long long)d.H, (long long)d.S, (long long)d.F,
+                              (double)local_bytes(&d, g, wg, 0) / 1024, (long long)wg, (long long)g,
+                              dev->name, (double)dev->local_mem / 1024);
+    return KP_OK;
+}
+
+static kp_status enqueue(const kp_call *call, kp_launch *l)
+{
+    ro_dims d;
+    gru_rollout_dims(call, &d);
+    ro_args r;
+    gru_rollout_pack(call, &r);
+    const int32_t g = (int32_t)groups_of(l, &d);
+    const int32_t n_sync = (int32_t)(SYNC_WORDS * d.E * d.B);
+    const kp_device_info *dev = gru_host->device(l);
+    /* NVIDIA's own driver takes inline PTX, whose membar.gl is the fence the barrier wants. */
+    const char *options =
+        dev && dev->vendor == KP_VENDOR_NVIDIA && dev->arch[0] == 's' ? "-D RO_PTX=1" : NULL;
+    size_t wg = (size_t)gru_host->tunable_index(l, TUNE_WG);
+    const int32_t cache = cache_of(l, &d, g, (int64_t)wg);
+    size_t global = (size_t)(d.E * d.B * g) * wg;
+    size_t reset_local = 64, reset_global = ((size_t)n_sync + 63) / 64 * 64;
+    kp_buffer *state = NULL, *sync = NULL;
+    kp_clkernel *reset = NULL, *k = NULL;
+    kp_status st =
+        gru_host->scratch(l, 0, (size_t)(d.E * d.B * state_floats(&d, g)) * sizeof(float), &state);
+    if (st == KP_OK)
+        st = gru_host->scratch(l, 1, (size_t)n_sync * sizeof(uint32_t), &sync);
+    /* The barrier counters start at zero: a kernel of their own clears them first. */
+    if (st == KP_OK)
+        st = gru_host->cl_kernel(l, "gru_rollout_grid_reset", options, &reset);
+    if (st == KP_OK)
+        st = gru_host->arg_buffer(l, reset, 0, sync);
+    if (st == KP_OK)
+        st = gru_host->arg_value(l, reset, 1, sizeof n_sync, &n_sync);
+    if (st == KP_OK)
+        st = gru_host->enqueue_ndrange(l, reset, 1, &reset_global, &reset_local);
+    if (st == KP_OK)
+        st = gru_host->cl_kernel(l, "gru_rollout_grid", options, &k);
+    if (st == KP_OK)
+        st = gru_host->arg_value(l, k, 0, sizeof r, &r);
+    if (st == KP_OK)
+        st = gru_host->arg_value(l, k, 1, sizeof g, &g);
+    if (st == KP_OK)
+        st = gru_host->arg_value(l, k, 2, sizeof cache, &cache);
+    if (st == KP_OK)
+        st = gru_rollout_bind(l, k, 3, call);
+    if (st == KP_OK)
+        st = gru_host->arg_buffer(l, k, 19, state);
+    if (st == KP_OK)
+        st = gru_host->arg_buffer(l, k, 20, sync);
+    if (st == KP_OK)
+        st = gru_host->arg_local(l, k, 21,
+                                 (size_t)local_bytes(&d, g, (int64_t)wg, cache) - sizeof(int));
+    if (st == KP_OK)
+        st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
+    return st;
+}
+
+static kp_status describe(kp_launch *l, char *out, size_t size)
+{
+    const kp_device_info *d = gru_host->device(l);
+    if (d && d->type == KP_DEVICE_HOST) {
+        snprintf(out, size, "the host reference in plain C (double)");
+        return KP_OK;
+    }
+    if (!gru_rollout_grid_runs_on(d)) {
+        snprintf(out, size,
+                 "none: it does not run on CPUs (gru.rollout with GRID 0 is the CPU "
+                 "kernel)");
+        return KP_OK;
+    }
+    int64_t want = gru_host->tunable_index(l, TUNE_GROUPS);
+    unsigned units = d ? d->compute_units : 0;
+    char what[160];
+    if (want)
+        snprintf(what, sizeof what,
+                 "%lld work-groups per trajectory, fewer where E B of them would exceed the "
+                 "device's %u compute units or H",
+                 (long long)want, units);
+    else
+        snprintf(what, sizeof what,
+                 "as many work-groups per trajectory as the device's %u compute units hold for "
+                 "E B trajectories (at most H)",
+                 units);
+    snprintf(out, size, "%s; WG %lld, LANES %lld; 1 to 3 grid barriers a step", what,
+             (long long)gru_host->tunable_index(l, TUNE_WG),
+             (long long)gru_host->tunable_index(l, TUNE_LANES));
+    return KP_OK;
+}
+
+int gru_rollout_grid_runs_on(const kp_device_info *d)
+{
+    return !d || d->type != KP_DEVICE_CPU;
+}
+
+static kp_status supported(kp_launch *l)
+{
+    const kp_device_info *d = gru_host->device(l);
+    if (gru_rollout_grid_runs_on(d))
+        return KP_OK;
+    return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                          "gru.rollout_grid is for GPUs, and %s is a CPU: its work-groups take "
+                          "turns on a few threads, so grid barriers would wait on work-groups "
+                          "not yet started (and PoCL's compiler takes minutes over the kernel's "
+                          "loops of barriers); gru.rollout with GRID 0 is the CPU kernel",
+                          d->name);
+}
+
+kp_status gru_rollout_through_grid(const kp_call *call, kp_launch *l)
+{
+    kp_arg args[RO_NPARAMS];
+    size_t n = 0;
+    for (int i = 0; i < RO_NPARAMS; i++) {
+        const kp_value *v = &call->args[i];
+        if (!v->present)
+            continue;
+        const char *name = gru_rollout_params[i].name;
+        args[n++] = gru_rollout_params[i].kind == KP_ARG_KIND_TENSOR
+                        ? kp_arg_tensor(name, v->tensor)
+                        : kp_arg_int(name, v->i);
+    }
+    return gru_host->launch(l, "gru.rollout_grid", args, n);
+}
+
+const kp_kernel_desc gru_rollout_grid_desc = {
+    .struct_size = sizeof(kp_kernel_desc),
+    .name = "gru.rollout_grid",
+    .summary = "gru.rollout with several work-groups per trajectory meeting at grid barriers "
+               "(GPUs: latency at small E B)",
+    .params = gru_rollout_params,
+    .n_params = RO_NPARAMS,
+    .tunables = tunables,
+    .n_tunables = TUNE_COUNT,
+    .source = kp_kernel_gru_rollout_cl,
+    .source_name = "gru-rollout.cl",
+    .entry = "gru_rollout_grid",
+    .check = check,
+    .enqueue = enqueue,
+    .reference = gru_rollout_reference,
+    .sample = gru_rollout_sample,
+    .cost = gru_rollout_cost,
+    .verify_sizes = gru_rollout_verify_sizes,
+    .bench_sizes = gru_rollout_bench_sizes,
+    .tolerance = gru_rollout_tolerance,
+    .describe = describe,
+    .supported = supported,
+};
