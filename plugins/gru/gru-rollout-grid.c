@@ -1,5 +1,6 @@
-/* gru.rollout_grid: the ensemble rollout with several work-groups per trajectory meeting at grid
- * barriers (gru_rollout_grid in kernels/gru-rollout.cl); and gru.rollout's route to it. */
+/* gru.rollout_grid: the ensemble rollout with several work-groups per trajectory exchanging
+ * h_t and the logits through global memory (gru_rollout_grid in kernels/gru-rollout.cl); and
+ * gru.rollout's route to it. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,9 +43,9 @@ static const kp_tunable_desc tunables[] = {
                         "where they fit"},
 };
 
-/* Every work-group of a launch must be resident at once for the grid barriers: E B G work-groups
- * within the device's compute units, one each (a work-group that fits a unit at all fits one
- * alone). More than H groups would own no hidden unit. */
+/* Every work-group of a launch must be resident at once, since readers wait on writers: E B G
+ * work-groups within the device's compute units, one each (a work-group that fits a unit at all
+ * fits one alone). More than H groups would own no hidden unit. */
 static int64_t groups_of(kp_launch *l, const ro_dims *d)
 {
     const kp_device_info *dev = gru_host->device(l);
@@ -56,13 +57,12 @@ static int64_t groups_of(kp_launch *l, const ro_dims *d)
     return g > 1 ? g : 1;
 }
 
-/* Floats of global state per trajectory (h_t twice, r (.) h, the logits, the partial sums) and
- * words of barrier state (arrivals, gave-up flag). */
-static int64_t state_floats(const ro_dims *d, int64_t g)
+/* 64-bit words each trajectory publishes (h_t twice, r (.) h, the logits, the partial sums
+ * twice, two announcements a group), each a value and its step. */
+static int64_t state_words(const ro_dims *d, int64_t g)
 {
-    return 3 * d->H + d->S + 4 * g;
+    return 3 * d->H + d->S + 6 * g;
 }
-#define SYNC_WORDS 2
 
 /* Bytes of the local buffer the kernel carves: h, r (.) h, f or [y; z], the logits, three
  * 3 UH arrays of the owned rows, the groups' 2 G partial sums, four WG reduction buffers, then
@@ -100,15 +100,9 @@ static kp_status check(const kp_call *call, kp_launch *l)
     ro_dims d;
     gru_rollout_dims(call, &d);
     int64_t g = groups_of(l, &d), wg = gru_host->tunable_index(l, TUNE_WG);
-    /* At most three barriers a step, each counted G times on one 32-bit word. */
-    if ((double)d.T * 3 * (double)g > UINT32_MAX)
+    if ((double)d.E * (double)d.B * (double)state_words(&d, g) > INT_MAX)
         return gru_host->fail(l, KP_ERR_UNSUPPORTED,
-                              "T = %lld steps with %lld work-groups per trajectory overflow the "
-                              "barrier counter; use gru.rollout with GRID 0",
-                              (long long)d.T, (long long)g);
-    if ((double)d.E * (double)d.B * (double)state_floats(&d, g) > INT_MAX)
-        return gru_host->fail(l, KP_ERR_UNSUPPORTED,
-                              "E * B * (3H + S + 4G) floats of state exceed what int indexing "
+                              "E * B * (3H + S + 6G) words of state exceed what int indexing "
                               "reaches");
     const kp_device_info *dev = gru_host->device(l);
     if (dev && dev->type != KP_DEVICE_HOST && dev->local_mem > 0 &&
@@ -130,32 +124,32 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     ro_args r;
     gru_rollout_pack(call, &r);
     const int32_t g = (int32_t)groups_of(l, &d);
-    const int32_t n_sync = (int32_t)(SYNC_WORDS * d.E * d.B);
-    const kp_device_info *dev = gru_host->device(l);
-    /* NVIDIA's own driver takes inline PTX, whose membar.gl is the fence the barrier wants. */
-    const char *options =
-        dev && dev->vendor == KP_VENDOR_NVIDIA && dev->arch[0] == 's' ? "-D RO_PTX=1" : NULL;
+    const int32_t n_traj = (int32_t)(d.E * d.B), n_state = (int32_t)(n_traj * state_words(&d, g));
     size_t wg = (size_t)gru_host->tunable_index(l, TUNE_WG);
     const int32_t cache = cache_of(l, &d, g, (int64_t)wg);
     size_t global = (size_t)(d.E * d.B * g) * wg;
-    size_t reset_local = 64, reset_global = ((size_t)n_sync + 63) / 64 * 64;
-    kp_buffer *state = NULL, *sync = NULL;
+    size_t reset_local = 64, reset_global = ((size_t)n_state + 63) / 64 * 64;
+    kp_buffer *state = NULL, *gave_up = NULL;
     kp_clkernel *reset = NULL, *k = NULL;
-    kp_status st =
-        gru_host->scratch(l, 0, (size_t)(d.E * d.B * state_floats(&d, g)) * sizeof(float), &state);
+    kp_status st = gru_host->scratch(l, 0, (size_t)n_state * sizeof(uint64_t), &state);
     if (st == KP_OK)
-        st = gru_host->scratch(l, 1, (size_t)n_sync * sizeof(uint32_t), &sync);
-    /* The barrier counters start at zero: a kernel of their own clears them first. */
+        st = gru_host->scratch(l, 1, (size_t)n_traj * sizeof(uint32_t), &gave_up);
+    /* Published words must not carry a step number from an earlier launch, nor the trajectories
+     * a gave-up mark: a kernel of their own clears them first. */
     if (st == KP_OK)
-        st = gru_host->cl_kernel(l, "gru_rollout_grid_reset", options, &reset);
+        st = gru_host->cl_kernel(l, "gru_rollout_grid_reset", NULL, &reset);
     if (st == KP_OK)
-        st = gru_host->arg_buffer(l, reset, 0, sync);
+        st = gru_host->arg_buffer(l, reset, 0, state);
     if (st == KP_OK)
-        st = gru_host->arg_value(l, reset, 1, sizeof n_sync, &n_sync);
+        st = gru_host->arg_value(l, reset, 1, sizeof n_state, &n_state);
+    if (st == KP_OK)
+        st = gru_host->arg_buffer(l, reset, 2, gave_up);
+    if (st == KP_OK)
+        st = gru_host->arg_value(l, reset, 3, sizeof n_traj, &n_traj);
     if (st == KP_OK)
         st = gru_host->enqueue_ndrange(l, reset, 1, &reset_global, &reset_local);
     if (st == KP_OK)
-        st = gru_host->cl_kernel(l, "gru_rollout_grid", options, &k);
+        st = gru_host->cl_kernel(l, "gru_rollout_grid", NULL, &k);
     if (st == KP_OK)
         st = gru_host->arg_value(l, k, 0, sizeof r, &r);
     if (st == KP_OK)
@@ -167,7 +161,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     if (st == KP_OK)
         st = gru_host->arg_buffer(l, k, 19, state);
     if (st == KP_OK)
-        st = gru_host->arg_buffer(l, k, 20, sync);
+        st = gru_host->arg_buffer(l, k, 20, gave_up);
     if (st == KP_OK)
         st = gru_host->arg_local(l, k, 21,
                                  (size_t)local_bytes(&d, g, (int64_t)wg, cache) - sizeof(int));
@@ -202,8 +196,8 @@ static kp_status describe(kp_launch *l, char *out, size_t size)
                  "as many work-groups per trajectory as the device's %u compute units hold for "
                  "E B trajectories (at most H)",
                  units);
-    snprintf(out, size, "%s; WG %lld, LANES %lld; 1 to 3 grid barriers a step", what,
-             (long long)gru_host->tunable_index(l, TUNE_WG),
+    snprintf(out, size, "%s; WG %lld, LANES %lld; 1 to 3 exchanges through global memory a step",
+             what, (long long)gru_host->tunable_index(l, TUNE_WG),
              (long long)gru_host->tunable_index(l, TUNE_LANES));
     return KP_OK;
 }
@@ -220,7 +214,7 @@ static kp_status supported(kp_launch *l)
         return KP_OK;
     return gru_host->fail(l, KP_ERR_UNSUPPORTED,
                           "gru.rollout_grid is for GPUs, and %s is a CPU: its work-groups take "
-                          "turns on a few threads, so grid barriers would wait on work-groups "
+                          "turns on a few threads, so one would wait on values from work-groups "
                           "not yet started (and PoCL's compiler takes minutes over the kernel's "
                           "loops of barriers); gru.rollout with GRID 0 is the CPU kernel",
                           d->name);
@@ -245,8 +239,7 @@ kp_status gru_rollout_through_grid(const kp_call *call, kp_launch *l)
 const kp_kernel_desc gru_rollout_grid_desc = {
     .struct_size = sizeof(kp_kernel_desc),
     .name = "gru.rollout_grid",
-    .summary = "gru.rollout with several work-groups per trajectory meeting at grid barriers "
-               "(GPUs: latency at small E B)",
+    .summary = "gru.rollout with several work-groups per trajectory (GPUs: latency at small E B)",
     .params = gru_rollout_params,
     .n_params = RO_NPARAMS,
     .tunables = tunables,
