@@ -623,8 +623,48 @@ float dot_lane_local(__local const float *w, int k, __local const float *v, int 
     return s;
 }
 
+#if defined(RO_PTX) && RO_PTX
+/* Warp shuffles (NVIDIA, inline PTX; work-items 32 w .. 32 w + 31 are warp w, and all 32 call):
+ * the softmax's reductions and scan inside warp 0, without local memory or barriers. */
+float shfl_xor(float v, int mask)
+{
+    float r;
+    __asm__ volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
+    return r;
+}
+
+int shfl_xor_int(int v, int mask)
+{
+    int r;
+    __asm__ volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
+    return r;
+}
+
+float shfl_up(float v, int d)
+{
+    float r;
+    __asm__ volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, 0xffffffff;" : "=f"(r) : "f"(v), "r"(d));
+    return r;
+}
+
+float shfl_idx(float v, int lane)
+{
+    float r;
+    __asm__ volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(lane));
+    return r;
+}
+
+int shfl_idx_int(int v, int lane)
+{
+    int r;
+    __asm__ volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(lane));
+    return r;
+}
+#endif
+
 /* The LANES lanes' sums s1 and s2 of each row of a pass meet in r1 and r2 ([WG] each) by a tree:
- * row i's totals end at r1[i LANES] and r2[i LANES]. Every work-item calls it. */
+ * row i's totals end at r1[i LANES] and r2[i LANES]. Every work-item calls it. (Shuffles here
+ * measured no faster on the H200.) */
 void lane_sums(float s1, float s2, __local float *r1, __local float *r2, int lid)
 {
     const int lane = lid % LANES;
@@ -708,6 +748,7 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
     const int HP = H + 1;
     __local float *wa = rd + WG, *wb = wa + (cache & 1 ? 3 * UH * HP : 0);
     __local int kcat;
+    __local float mean_y;
 
     const __global float *Wih = w_ih + a.wih_o + e * a.wih_e;
     const __global float *Whh = w_hh + a.whh_o + e * a.whh_e;
@@ -858,6 +899,49 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
                 lg[i] = take(&lgs[i], tag, gave_up);
             barrier(CLK_LOCAL_MEM_FENCE);
 
+#if defined(RO_PTX) && RO_PTX
+            /* Warp 0 alone: chunks of ceil(S/32) categories per work-item, combined by shuffles;
+             * the other warps wait at the barrier after the draw. */
+            const int C = (S + CW - 1) / CW, c0 = min(S, lid * C), c1 = min(S, c0 + C);
+            float M = 0.0f, total = 0.0f, TL = 0.0f, TW = 0.0f, incl = 0.0f, excl = 0.0f;
+            int A = 0;
+            if (lid < CW) {
+                float m = -INFINITY;
+                int am = S;
+                for (int s = c0; s < c1; s++)
+                    max_combine(&m, &am, lg[s], s);
+                for (int d = CW / 2; d > 0; d /= 2) {
+                    const float m2 = shfl_xor(m, d);
+                    max_combine(&m, &am, m2, shfl_xor_int(am, d));
+                }
+                /* Lane 0's result for all: with NaN logits the lanes could disagree. */
+                M = shfl_idx(m, 0);
+                A = clamp(shfl_idx_int(am, 0), 0, S - 1);
+                float pe = 0.0f, pl = 0.0f, pw = 0.0f;
+                for (int s = c0; s < c1; s++) {
+                    const float d = lg[s] - M, x = exp(d);
+                    lg[s] = x;
+                    pe += x;
+                    pl = fma(x, d, pl);
+                    pw = fma(Wy[(H + s) * a.wy_r], x, pw);
+                }
+                incl = pe;
+                for (int d = 1; d < CW; d *= 2) {
+                    const float up = shfl_up(incl, d);
+                    if (lid >= d)
+                        incl += up;
+                }
+                const float before = shfl_up(incl, 1);
+                excl = lid ? before : 0.0f;
+                total = shfl_idx(incl, CW - 1);
+                for (int d = CW / 2; d > 0; d /= 2) {
+                    pl += shfl_xor(pl, d);
+                    pw += shfl_xor(pw, d);
+                }
+                TL = shfl_idx(pl, 0);
+                TW = shfl_idx(pw, 0);
+            }
+#else
             /* The maximum and its index (the lowest on ties) over chunks of categories, one chunk
              * for each of the first CW work-items. */
             const int C = (S + CW - 1) / CW, c0 = min(S, lid * C), c1 = min(S, c0 + C);
@@ -913,9 +997,11 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
             }
             const float total = src[CW - 1], TL = rc[0], TW = rd[0];
             const float incl = src[min(lid, CW - 1)], excl = lid ? src[min(lid, CW) - 1] : 0.0f;
+#endif
             entropy = log(total) - TL / total;
+            if (lid == 0)
+                mean_y = TW / total; /* the mean state's loss term, for every work-item */
             if (a.mode == MODE_MEAN) {
-                yt += TW / total;
                 for (int s = c0; s < c1; s++)
                     xin[1 + s] = lg[s] / total;
             } else if (a.mode == MODE_SAMPLE) {
@@ -943,6 +1029,8 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
             if (a.mode != MODE_MEAN) {
                 k = clamp(kcat, 0, S - 1);
                 yt += Wy[(H + k) * a.wy_r];
+            } else {
+                yt += mean_y;
             }
         }
         yprev = yt;

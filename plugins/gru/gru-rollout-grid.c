@@ -4,11 +4,12 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "gru-kernels.h"
 #include "gru-rollout.h"
 
-enum { TUNE_WG, TUNE_LANES, TUNE_GROUPS, TUNE_CACHE, TUNE_COUNT };
+enum { TUNE_WG, TUNE_LANES, TUNE_GROUPS, TUNE_CACHE, TUNE_SHFL, TUNE_COUNT };
 static const int64_t workgroups[] = {64, 128, 256, 512, 1024};
 static const int64_t lanes[] = {1, 2, 4, 8, 16, 32};
 static const int64_t groups[] = {0, 1, 2, 4, 8, 12, 16, 20, 24, 26, 32, 48, 64};
@@ -41,6 +42,14 @@ static const kp_tunable_desc tunables[] = {
                     .doc =
                         "1: each work-group keeps its rows of w_hh, then of w_p, in local memory "
                         "where they fit"},
+    [TUNE_SHFL] = {.name = "SHFL",
+                   .default_value = 1,
+                   .allowed = switches,
+                   .n_allowed = 2,
+                   .flags = KP_TUNABLE_NO_DEFINE,
+                   .doc =
+                       "1: on NVIDIA with the weights cached, warp shuffles (inline PTX) instead "
+                       "of local-memory trees for the softmax"},
 };
 
 /* Every work-group of a launch must be resident at once, since readers wait on writers: E B G
@@ -117,6 +126,17 @@ static kp_status check(const kp_call *call, kp_launch *l)
     return KP_OK;
 }
 
+/* Whether the kernel uses warp shuffles for the softmax: NVIDIA's own driver takes inline PTX.
+ * Only with the weights cached: on the H200 the shuffle build ran the H 1024 rollout, whose
+ * weights stay in global memory, in 7240 us against 3019 us without (at the seed size, cached:
+ * 333 us against 365 us). Why the global-weight path slows down was not found. */
+static int shuffles(kp_launch *l, int cache)
+{
+    const kp_device_info *d = gru_host->device(l);
+    return cache && gru_host->tunable_index(l, TUNE_SHFL) && d && d->vendor == KP_VENDOR_NVIDIA &&
+           strncmp(d->arch, "sm_", 3) == 0;
+}
+
 static kp_status enqueue(const kp_call *call, kp_launch *l)
 {
     ro_dims d;
@@ -149,7 +169,8 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     if (st == KP_OK)
         st = gru_host->enqueue_ndrange(l, reset, 1, &reset_global, &reset_local);
     if (st == KP_OK)
-        st = gru_host->cl_kernel(l, "gru_rollout_grid", NULL, &k);
+        st = gru_host->cl_kernel(l, "gru_rollout_grid", shuffles(l, cache) ? "-D RO_PTX=1" : NULL,
+                                 &k);
     if (st == KP_OK)
         st = gru_host->arg_value(l, k, 0, sizeof r, &r);
     if (st == KP_OK)
