@@ -625,41 +625,21 @@ float dot_lane_local(__local const float *w, int k, __local const float *v, int 
 
 #if defined(RO_PTX) && RO_PTX
 /* Warp shuffles (NVIDIA, inline PTX; work-items 32 w .. 32 w + 31 are warp w, and all 32 call):
- * the softmax's reductions and scan inside warp 0, without local memory or barriers. */
-float shfl_xor(float v, int mask)
-{
-    float r;
-    __asm__ volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(mask));
-    return r;
-}
-
-int shfl_xor_int(int v, int mask)
-{
-    int r;
-    __asm__ volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
-    return r;
-}
-
-float shfl_up(float v, int d)
-{
-    float r;
-    __asm__ volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, 0xffffffff;" : "=f"(r) : "f"(v), "r"(d));
-    return r;
-}
-
-float shfl_idx(float v, int lane)
-{
-    float r;
-    __asm__ volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(lane));
-    return r;
-}
-
-int shfl_idx_int(int v, int lane)
-{
-    int r;
-    __asm__ volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(lane));
-    return r;
-}
+ * the softmax's reductions and scan inside warp 0, without local memory or barriers. `xor`
+ * reads lane ^ x, `up` lane - x (its own value below x), `idx` lane x. */
+#define SHFL(mode, c)                                                                              \
+    int shfl_##mode(int v, int x)                                                                  \
+    {                                                                                              \
+        int r;                                                                                     \
+        __asm__ volatile("shfl.sync." #mode ".b32 %0, %1, %2, " #c ", 0xffffffff;"                 \
+                         : "=r"(r)                                                                 \
+                         : "r"(v), "r"(x));                                                        \
+        return r;                                                                                  \
+    }
+SHFL(bfly, 0x1f)
+SHFL(up, 0x0)
+SHFL(idx, 0x1f)
+#define SHFL_F(mode, v, x) as_float(shfl_##mode(as_int(v), (x)))
 #endif
 
 /* The LANES lanes' sums s1 and s2 of each row of a pass meet in r1 and r2 ([WG] each) by a tree:
@@ -911,12 +891,12 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
                 for (int s = c0; s < c1; s++)
                     max_combine(&m, &am, lg[s], s);
                 for (int d = CW / 2; d > 0; d /= 2) {
-                    const float m2 = shfl_xor(m, d);
-                    max_combine(&m, &am, m2, shfl_xor_int(am, d));
+                    const float m2 = SHFL_F(bfly, m, d);
+                    max_combine(&m, &am, m2, shfl_bfly(am, d));
                 }
                 /* Lane 0's result for all: with NaN logits the lanes could disagree. */
-                M = shfl_idx(m, 0);
-                A = clamp(shfl_idx_int(am, 0), 0, S - 1);
+                M = SHFL_F(idx, m, 0);
+                A = clamp(shfl_idx(am, 0), 0, S - 1);
                 float pe = 0.0f, pl = 0.0f, pw = 0.0f;
                 for (int s = c0; s < c1; s++) {
                     const float d = lg[s] - M, x = exp(d);
@@ -927,19 +907,19 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
                 }
                 incl = pe;
                 for (int d = 1; d < CW; d *= 2) {
-                    const float up = shfl_up(incl, d);
+                    const float up = SHFL_F(up, incl, d);
                     if (lid >= d)
                         incl += up;
                 }
-                const float before = shfl_up(incl, 1);
+                const float before = SHFL_F(up, incl, 1);
                 excl = lid ? before : 0.0f;
-                total = shfl_idx(incl, CW - 1);
+                total = SHFL_F(idx, incl, CW - 1);
                 for (int d = CW / 2; d > 0; d /= 2) {
-                    pl += shfl_xor(pl, d);
-                    pw += shfl_xor(pw, d);
+                    pl += SHFL_F(bfly, pl, d);
+                    pw += SHFL_F(bfly, pw, d);
                 }
-                TL = shfl_idx(pl, 0);
-                TW = shfl_idx(pw, 0);
+                TL = SHFL_F(idx, pl, 0);
+                TW = SHFL_F(idx, pw, 0);
             }
 #else
             /* The maximum and its index (the lowest on ties) over chunks of categories, one chunk
