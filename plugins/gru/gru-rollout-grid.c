@@ -55,15 +55,21 @@ static const kp_tunable_desc tunables[] = {
 /* Every work-group of a launch must be resident at once, since readers wait on writers: E B G
  * work-groups within the device's compute units, one each (a work-group that fits a unit at all
  * fits one alone). More than H groups would own no hidden unit. */
-static int64_t groups_of(kp_launch *l, const ro_dims *d)
+static int64_t most_groups(const kp_device_info *dev, const ro_dims *d)
 {
-    const kp_device_info *dev = gru_host->device(l);
     int64_t units = dev && dev->compute_units ? dev->compute_units : 1;
     int64_t most = units / (d->E * d->B);
+    most = most < d->H ? most : d->H;
+    return most > 1 ? most : 1;
+}
+
+/* The groups a launch uses: the most that fit, or fewer where GROUPS asks (l is a
+ * gru.rollout_grid launch: GROUPS is its tunable). */
+static int64_t groups_of(kp_launch *l, const ro_dims *d)
+{
+    int64_t most = most_groups(gru_host->device(l), d);
     int64_t want = gru_host->tunable_index(l, TUNE_GROUPS);
-    int64_t g = want && want < most ? want : most;
-    g = g < d->H ? g : d->H;
-    return g > 1 ? g : 1;
+    return want && want < most ? want : most;
 }
 
 /* 64-bit words each trajectory publishes (h_t twice, r (.) h, the logits, the partial sums
@@ -221,6 +227,14 @@ static kp_status describe(kp_launch *l, char *out, size_t size)
              what, (long long)gru_host->tunable_index(l, TUNE_WG),
              (long long)gru_host->tunable_index(l, TUNE_LANES));
     return KP_OK;
+}
+
+int gru_rollout_grid_spreads(const kp_call *call, kp_launch *l)
+{
+    ro_dims d;
+    gru_rollout_dims(call, &d);
+    const kp_device_info *dev = gru_host->device(l);
+    return gru_rollout_grid_runs_on(dev) && most_groups(dev, &d) >= 2;
 }
 
 int gru_rollout_grid_runs_on(const kp_device_info *d)

@@ -308,8 +308,7 @@ kp_status gru_rollout_check_shapes(const kp_call *call, kp_launch *l)
 static kp_status check(const kp_call *call, kp_launch *l)
 {
     kp_status st = gru_rollout_check_shapes(call, l);
-    if (st != KP_OK ||
-        (gru_host->tunable_index(l, TUNE_GRID) && gru_rollout_grid_runs_on(gru_host->device(l))))
+    if (st != KP_OK || (gru_host->tunable_index(l, TUNE_GRID) && gru_rollout_grid_spreads(call, l)))
         return st; /* gru.rollout_grid checks its own limits */
     ro_dims d;
     gru_rollout_dims(call, &d);
@@ -431,15 +430,17 @@ kp_status gru_rollout_bind(kp_launch *l, kp_clkernel *k, uint32_t first, const k
     return st;
 }
 
-/* GRID 1 on a device gru.rollout_grid does not run on: this kernel, with one warning a process
- * (a manifest written for another machine is not an error here). */
-static int grid_route(kp_launch *l)
+/* GRID 1 runs gru.rollout_grid where it spreads a trajectory over two work-groups or more. On a
+ * device it does not run on: this kernel, with one warning a process (a manifest written for
+ * another machine is not an error here); with too many trajectories for two groups each: this
+ * kernel, silently (a property of the call, documented). */
+static int grid_route(const kp_call *call, kp_launch *l)
 {
     if (!gru_host->tunable_index(l, TUNE_GRID))
         return 0;
     const kp_device_info *d = gru_host->device(l);
     if (gru_rollout_grid_runs_on(d))
-        return 1;
+        return gru_rollout_grid_spreads(call, l);
     static atomic_int warned;
     if (!atomic_exchange(&warned, 1))
         gru_host->log(l, KP_LOG_WARN,
@@ -451,7 +452,7 @@ static int grid_route(kp_launch *l)
 
 static kp_status enqueue(const kp_call *call, kp_launch *l)
 {
-    if (grid_route(l))
+    if (grid_route(call, l))
         return gru_rollout_through_grid(call, l);
     ro_dims d;
     gru_rollout_dims(call, &d);
@@ -530,8 +531,10 @@ static kp_status describe(kp_launch *l, char *out, size_t size)
     int64_t grid = gru_host->tunable_index(l, TUNE_GRID);
     if (grid && gru_rollout_grid_runs_on(d)) {
         snprintf(out, size,
-                 "gru.rollout_grid (GRID 1): several work-groups per trajectory; "
-                 "`kernelport explain gru.rollout_grid` shows its tunables");
+                 "gru.rollout_grid (GRID 1): several work-groups per trajectory where two or "
+                 "more fit (E B at most half of the %u compute units, H >= 2), else "
+                 "gru_rollout; `kernelport explain gru.rollout_grid` shows its tunables",
+                 d ? d->compute_units : 0);
         return KP_OK;
     }
     snprintf(out, size,

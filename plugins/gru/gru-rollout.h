@@ -81,6 +81,10 @@ void gru_rollout_tolerance(const kp_call *call, double *atol, double *rtol);
  * every device but CPUs (KP_ERR_UNSUPPORTED there). */
 kp_status gru_rollout_through_grid(const kp_call *call, kp_launch *l);
 int gru_rollout_grid_runs_on(const kp_device_info *d);
+/* Whether gru.rollout_grid runs on l's device and two work-groups or more per trajectory fit
+ * there (with one, it has nothing over gru.rollout's own kernel, which is tuned for that case);
+ * l may be any kernel's launch. */
+int gru_rollout_grid_spreads(const kp_call *call, kp_launch *l);
 
 /* The same math in double on host memory (gru-rollout-reference.c). */
 kp_status gru_rollout_reference(const kp_call *call, kp_launch *l);
