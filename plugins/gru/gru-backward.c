@@ -47,27 +47,14 @@ static kp_status backward_check(const kp_call *call, kp_launch *l)
 {
     const kp_value *a = call->args;
     const kp_tensor *x = &a[BWD_X].tensor, *h0 = &a[BWD_H0].tensor;
-    char got[160];
-    if (x->rank != 3)
-        return gru_host->fail(l, KP_ERR_INVALID_ARG, "x: expected [T, B, I], got %s",
-                              kp_tensor_describe(x, got, sizeof got));
-    if (x->shape[0] < 1)
-        return gru_host->fail(l, KP_ERR_INVALID_ARG,
-                              "x: T = %lld: a sequence needs at least one step (got %s)",
-                              (long long)x->shape[0], kp_tensor_describe(x, got, sizeof got));
-    if (x->shape[1] < 1 || x->shape[2] < 1)
-        return gru_host->fail(l, KP_ERR_INVALID_ARG, "x: expected B, I >= 1, got %s",
-                              kp_tensor_describe(x, got, sizeof got));
-    gru_dims d = {.T = x->shape[0], .B = x->shape[1], .I = x->shape[2]};
-    if (h0->rank != 2 || h0->shape[0] != d.B || h0->shape[1] < 1)
-        return gru_host->fail(l, KP_ERR_INVALID_ARG,
-                              "h0: expected [B, H] with B = %lld (x's) and H >= 1, got %s",
-                              (long long)d.B, kp_tensor_describe(h0, got, sizeof got));
-    d.H = h0->shape[1];
+    gru_dims d;
+    kp_status st = gru_check_sequence(l, x, h0, &d);
+    if (st != KP_OK)
+        return st;
     if (!a[BWD_DH_ALL].present && !a[BWD_DH_LAST].present)
         return gru_host->fail(l, KP_ERR_INVALID_ARG,
                               "dh_all, dh_last: give at least one upstream gradient");
-    kp_status st = gru_check_weights(l, call, BWD_W_IH, BWD_W_HH, -1, -1, BWD_LBR, &d);
+    st = gru_check_weights(l, call, BWD_W_IH, BWD_W_HH, -1, -1, BWD_LBR, &d);
     int64_t TBH[] = {d.T, d.B, d.H}, BH[] = {d.B, d.H};
     struct {
         int index, rank;

@@ -103,6 +103,29 @@ kp_status gru_expect(kp_launch *l, const char *name, const kp_tensor *t, int32_t
                           want, kp_tensor_describe(t, got, sizeof got));
 }
 
+kp_status gru_check_sequence(kp_launch *l, const kp_tensor *x, const kp_tensor *h0, gru_dims *dims)
+{
+    char got[160];
+    if (x->rank != 3)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG, "x: expected [T, B, I], got %s",
+                              kp_tensor_describe(x, got, sizeof got));
+    if (x->shape[0] < 1)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "x: T = %lld: a sequence needs at least one step (got %s)",
+                              (long long)x->shape[0], kp_tensor_describe(x, got, sizeof got));
+    if (x->shape[1] < 1 || x->shape[2] < 1)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG, "x: expected B, I >= 1, got %s",
+                              kp_tensor_describe(x, got, sizeof got));
+    gru_dims d = {.T = x->shape[0], .B = x->shape[1], .I = x->shape[2]};
+    if (h0->rank != 2 || h0->shape[0] != d.B || h0->shape[1] < 1)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "h0: expected [B, H] with B = %lld (x's) and H >= 1, got %s",
+                              (long long)d.B, kp_tensor_describe(h0, got, sizeof got));
+    d.H = h0->shape[1];
+    *dims = d;
+    return KP_OK;
+}
+
 kp_status gru_check_weights(kp_launch *l, const kp_call *call, int w_ih, int w_hh, int b_ih,
                             int b_hh, int lbr, gru_dims *d)
 {

@@ -50,6 +50,8 @@ kp_status gru_cl_kernel(kp_launch *l, const char *entry, kp_clkernel **out);
  * "w_hh: expected [3H, H] = [768, 256], got f32[768, 255]". `pattern` is the symbolic shape. */
 kp_status gru_expect(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
                      const int64_t *shape, const char *pattern);
+/* A sequence's x [T, B, I] and h0 [B, H] (T, B, I, H >= 1): fills dims' T, B, I and H. */
+kp_status gru_check_sequence(kp_launch *l, const kp_tensor *x, const kp_tensor *h0, gru_dims *dims);
 /* The weights, biases and linear_before_reset of a cell given dims->H and dims->I. */
 kp_status gru_check_weights(kp_launch *l, const kp_call *call, int w_ih, int w_hh, int b_ih,
                             int b_hh, int lbr, gru_dims *dims);

@@ -63,24 +63,11 @@ static const kp_param_desc params[] = {
 static kp_status sequence_check(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *x = &call->args[SEQ_X].tensor, *h0 = &call->args[SEQ_H0].tensor;
-    char got[160];
-    if (x->rank != 3)
-        return gru_host->fail(l, KP_ERR_INVALID_ARG, "x: expected [T, B, I], got %s",
-                              kp_tensor_describe(x, got, sizeof got));
-    if (x->shape[0] < 1)
-        return gru_host->fail(l, KP_ERR_INVALID_ARG,
-                              "x: T = %lld: a sequence needs at least one step (got %s)",
-                              (long long)x->shape[0], kp_tensor_describe(x, got, sizeof got));
-    if (x->shape[1] < 1 || x->shape[2] < 1)
-        return gru_host->fail(l, KP_ERR_INVALID_ARG, "x: expected B, I >= 1, got %s",
-                              kp_tensor_describe(x, got, sizeof got));
-    gru_dims d = {.T = x->shape[0], .B = x->shape[1], .I = x->shape[2]};
-    if (h0->rank != 2 || h0->shape[0] != d.B || h0->shape[1] < 1)
-        return gru_host->fail(l, KP_ERR_INVALID_ARG,
-                              "h0: expected [B, H] with B = %lld (x's) and H >= 1, got %s",
-                              (long long)d.B, kp_tensor_describe(h0, got, sizeof got));
-    d.H = h0->shape[1];
-    kp_status st = gru_check_weights(l, call, SEQ_W_IH, SEQ_W_HH, SEQ_B_IH, SEQ_B_HH, SEQ_LBR, &d);
+    gru_dims d;
+    kp_status st = gru_check_sequence(l, x, h0, &d);
+    if (st != KP_OK)
+        return st;
+    st = gru_check_weights(l, call, SEQ_W_IH, SEQ_W_HH, SEQ_B_IH, SEQ_B_HH, SEQ_LBR, &d);
     if (st == KP_OK)
         st = gru_expect(l, "h_all", &call->args[SEQ_H_ALL].tensor, 3, (int64_t[]){d.T, d.B, d.H},
                         "[T, B, H]");
