@@ -201,6 +201,9 @@ kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int
                    .depth = depth};
     if (st == KP_OK && k->desc->check)
         st = k->desc->check(call, &l);
+    /* After the kernel's own checks, so a bad argument is reported as such on any device. */
+    if (st == KP_OK && !reference)
+        st = kp__kernel_supported(rt, k);
     if (st == KP_OK) {
         if (reference) {
             double t0 = now_seconds();

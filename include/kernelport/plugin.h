@@ -147,10 +147,11 @@ typedef struct kp_kernel_desc {
      * `kernelport explain` (optional; a launch with no call, tuning resolved). Read only when
      * struct_size covers it. */
     kp_status (*describe)(kp_launch *l, char *out, size_t size);
-    /* KP_OK when this device can run the kernel at all; otherwise fails the launch with
-     * KP_ERR_UNSUPPORTED naming the device (a launch with no call). `kernelport verify`, `bench`
-     * and `warmup` skip a kernel that says no, rather than failing it. (optional; read only when
-     * struct_size covers it) */
+    /* KP_OK when this device can run the kernel at all; otherwise fails with
+     * KP_ERR_UNSUPPORTED naming the device (a launch with no call). The core asks it on every
+     * device launch after `check` and before `enqueue`, and never builds such a kernel's program
+     * for its limits; `kernelport verify`, `bench` and `warmup` skip a kernel that says no,
+     * rather than failing it. (optional; read only when struct_size covers it) */
     kp_status (*supported)(kp_launch *l);
 } kp_kernel_desc;
 

@@ -254,8 +254,7 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
 static kp_status gemm_check(const kp_call *call, kp_launch *l)
 {
     tc_plan p;
-    kp_status st = plan_gemm(call, l, &p);
-    return st == KP_OK ? tc_supported(l) : st;
+    return plan_gemm(call, l, &p); /* the core asks tc_supported next */
 }
 
 /* ---- launch --------------------------------------------------------------------------------- */

@@ -51,6 +51,7 @@ struct problem {
     int64_t in_n[P_IN];
     int omit[P_IN];                /* leave the input out of the call */
     const problem *shape_of[P_IN]; /* give the input that problem's shape (or NULL) */
+    const char *kernel;            /* the kernel to launch; NULL: gru.rollout */
 };
 
 static problem make(int64_t E, int64_t B, int64_t F, int64_t H, int64_t S, int64_t T, int shared_f,
@@ -133,8 +134,11 @@ static kp_status run(kp_runtime *r, const problem *p, float *out[P_OUT])
     args[n++] = kp_arg_int("mode", p->mode);
     args[n++] = kp_arg_int("seed", p->seed);
     args[n++] = kp_arg_int("linear_before_reset", p->lbr);
+    kp_kernel *k = rollout_kernel(r);
+    if (p->kernel)
+        assert_int_equal(kp_kernel_find(r, p->kernel, &k), KP_OK);
     if (st == KP_OK)
-        st = kp_kernel_launch(r, rollout_kernel(r), args, n, NULL);
+        st = kp_kernel_launch(r, k, args, n, NULL);
     for (int o = 0; o < P_OUT && st == KP_OK; o++)
         st = kp_buffer_read(r, b[P_IN + o], 0, (size_t)out_n(p, o) * sizeof(float), out[o]);
     for (int i = 0; i < P_IN + P_OUT; i++)
@@ -650,6 +654,12 @@ static void test_grid_on_cpu(void **state)
     assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
     const char *msg = kp_last_error(rt);
     if (!strstr(msg, "gru.rollout_grid is for GPUs, and ") || !strstr(msg, d.name))
+        fail_msg("unexpected message: %s", msg);
+    /* A direct launch is refused the same way, before anything is built. */
+    p.kernel = "gru.rollout_grid";
+    assert_int_equal(run(rt, &p, dev), KP_ERR_UNSUPPORTED);
+    msg = kp_last_error(rt);
+    if (!strstr(msg, "gru.rollout_grid is for GPUs, and "))
         fail_msg("unexpected message: %s", msg);
     free_out(dev);
     free_out(ref);
