@@ -221,6 +221,12 @@ static kp_status bias_check(const kp_call *call, kp_launch *l)
     kp_status st = conv_check_nchw(l, "dy", dy);
     if (st == KP_OK)
         st = conv_expect(l, "db", &call->args[BWB_DB].tensor, 1, (int64_t[]){dy->shape[1]}, "[K]");
+    /* conv_bias_grad splits positions into rows and columns as the geometry's kernels do. */
+    if (st == KP_OK && dy->shape[2] * dy->shape[3] >= 1 << 24)
+        st = conv_host->fail(l, KP_ERR_UNSUPPORTED,
+                             "dy: planes of %lld x %lld positions: at most 2^24 - 1 per plane "
+                             "are supported",
+                             (long long)dy->shape[2], (long long)dy->shape[3]);
     return st == KP_OK ? conv_check_int_range(l, call) : st;
 }
 

@@ -104,6 +104,13 @@ static void test_gradient_shapes(void **state)
                      KP_ARG_TENSOR("db", kp_tensor_1d(bufs[1], KP_F32, 3))};
     expect("conv.conv2d_backward_bias", bias, 2, KP_ERR_INVALID_ARG,
            "db: expected [K] = [4], got f32[3]");
+    /* A plane of 2^24 positions, as a broadcast view of a small buffer: refused, not misread. */
+    kp_tensor plane = t4(0, 1, 1, 4096, 4096);
+    plane.strides[2] = plane.strides[3] = 0;
+    kp_arg huge[] = {KP_ARG_TENSOR("dy", plane),
+                     KP_ARG_TENSOR("db", kp_tensor_1d(bufs[1], KP_F32, 1))};
+    expect("conv.conv2d_backward_bias", huge, 2, KP_ERR_UNSUPPORTED,
+           "dy: planes of 4096 x 4096 positions: at most 2^24 - 1 per plane are supported");
 }
 
 static void test_im2col_and_pool(void **state)
