@@ -1,8 +1,8 @@
 /* gru.rollout: the ensemble world-model rollout. Two kernels share this file: gru_rollout, one
  * work-group per (member, trajectory), and gru_rollout_grid (gru.rollout_grid's), several
- * work-groups per trajectory meeting at grid barriers. A build compiles one of them: only
- * gru.rollout_grid has the tunable GROUPS, so its -D GROUPS picks the grid kernel (PoCL spends
- * minutes compiling the grid kernel's loops of barriers, which gru.rollout must not pay). */
+ * work-groups per trajectory exchanging values through global memory. A build compiles one of
+ * them: gru.rollout_grid's build options define RO_GRID (PoCL spends minutes compiling the grid
+ * kernel's loops of barriers, which gru.rollout must not pay). */
 
 #define MODE_SAMPLE 0
 #define MODE_MEAN 1
@@ -65,7 +65,7 @@ void max_combine(float *m, int *k, float m2, int k2)
     }
 }
 
-#ifndef GROUPS
+#ifndef RO_GRID
 
 /*
  * Design (docs/kernels/gru.md, "gru.rollout", says more):
@@ -430,7 +430,9 @@ void gru_rollout(const ro_args a,
             const int i0 = min(lid, NB - 1) * BS;
             float run = 0.0f, bl = 0.0f, bw = 0.0f;
             for (int i = i0; i < i0 + BS; i++) {
-                run += red[i];
+                /* Work-items past NB read the next buffer, which no one writes here, so the
+                 * block they repeat is not read while it is scanned in place. */
+                run += red[(lid < NB ? 0 : WG) + i];
                 if (lid < NB)
                     red[i] = run; /* the inclusive scan within the block */
                 bl += red[WG + i];

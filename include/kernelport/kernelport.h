@@ -448,16 +448,20 @@ typedef struct kp_tuning_info {
 KP_API kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning_info *out);
 
 /*
- * Writes into out (size bytes) the kernel's own sentence on which implementation its launches
- * take on this device with the resolved tuning, and why ("" when the kernel gives none). It may
- * run a tiny launch to find out. Errors: KP_ERR_INVALID_ARG, the kernel's. Thread-safe.
+ * Writes into out (size bytes, the caller's; a longer sentence is truncated) the kernel's own
+ * sentence on which implementation its launches take on this device with the resolved tuning,
+ * and why ("" when the kernel gives none). It may run a tiny launch to find out, which enqueues
+ * device work and may build a program. Errors: KP_ERR_INVALID_ARG, the kernel's (message in
+ * kp_last_error). Thread-safe.
  */
 KP_API kp_status kp_kernel_describe(kp_runtime *rt, kp_kernel *k, char *out, size_t size);
 
 /*
  * KP_OK when the runtime's device can run kernel `k` at all (always on the host device, where
- * kernels run their references); KP_ERR_UNSUPPORTED with a message naming the device when the
- * kernel says it cannot (tc.gemm without tensor cores). Thread-safe.
+ * kernels run their references); KP_ERR_UNSUPPORTED, with the message naming the device in
+ * kp_last_error, when the kernel says it cannot (tc.gemm without tensor cores); launches of such
+ * a kernel fail the same way. Builds nothing. Errors: KP_ERR_INVALID_ARG (NULL rt or k).
+ * Thread-safe.
  */
 KP_API kp_status kp_kernel_supported(kp_runtime *rt, kp_kernel *k);
 

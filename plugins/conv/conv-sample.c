@@ -249,8 +249,10 @@ static kp_status sample_indices(kp_sample *s, const conv_case *c, int32_t **data
     st[3] = mul, st[2] = OW * mul, st[1] = OH * OW * mul, st[0] = c->C * OH * OW * mul;
     int64_t storage = off + c->N * st[0] + 1;
     kp_status r = conv_host->sample_tensor(s, "indices", KP_I32, 1, &storage, -1, 0, (void **)data);
+    if (r != KP_OK)
+        return r;
     *data += off;
-    return r == KP_OK ? conv_host->sample_view(s, "indices", 4, shape, off, st) : r;
+    return conv_host->sample_view(s, "indices", 4, shape, off, st);
 }
 
 kp_status conv_maxpool_sample(kp_sample *s, const char *size)

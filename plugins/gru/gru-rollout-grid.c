@@ -14,8 +14,6 @@ static const int64_t workgroups[] = {64, 128, 256, 512, 1024};
 static const int64_t lanes[] = {1, 2, 4, 8, 16, 32};
 static const int64_t groups[] = {0, 1, 2, 4, 8, 12, 16, 20, 24, 26, 32, 48, 64};
 static const int64_t switches[] = {0, 1};
-/* GROUPS is a launch setting, yet defined in builds too: that define is what makes
- * kernels/gru-rollout.cl compile its grid kernel. */
 static const kp_tunable_desc tunables[] = {
     [TUNE_WG] = {.name = "WG",
                  .default_value = 256,
@@ -32,6 +30,7 @@ static const kp_tunable_desc tunables[] = {
                      .default_value = 0,
                      .allowed = groups,
                      .n_allowed = sizeof groups / sizeof groups[0],
+                     .flags = KP_TUNABLE_NO_DEFINE,
                      .doc = "work-groups per trajectory, at most compute units / (E B) and H; 0: "
                             "that most"},
     [TUNE_CACHE] = {.name = "CACHE",
@@ -69,7 +68,11 @@ static int64_t groups_of(kp_launch *l, const ro_dims *d)
 {
     int64_t most = most_groups(gru_host->device(l), d);
     int64_t want = gru_host->tunable_index(l, TUNE_GROUPS);
-    return want && want < most ? want : most;
+    int64_t g = want && want < most ? want : most;
+    /* Groups own ceil(H / g) units each; fewer groups own the same shares with none left
+     * empty (H 33 over 22 groups is 17 groups of 2). */
+    int64_t per = (d->H + g - 1) / g;
+    return (d->H + per - 1) / per;
 }
 
 /* 64-bit words each trajectory publishes (h_t twice, r (.) h, the logits, the partial sums
@@ -79,17 +82,20 @@ static int64_t state_words(const ro_dims *d, int64_t g)
     return 3 * d->H + d->S + 6 * g;
 }
 
-/* Bytes of the local buffer the kernel carves: h, r (.) h, f or [y; z], the logits, three
- * 3 UH arrays of the owned rows, the groups' 2 G partial sums, four WG reduction buffers, then
- * with `cache` bit 1 the owned rows of w_hh (3 UH of them) and with bit 2 those of w_p (US), at
- * a stride of H + 1; and its __local int. */
+/* The kernel's own __local scalars: the drawn category and the mean state's loss term. */
+#define STATIC_LOCAL_BYTES (sizeof(int) + sizeof(float))
+
+/* Bytes of local memory a work-group uses: the buffer the kernel carves (h, r (.) h, f or
+ * [y; z], the logits, three 3 UH arrays of the owned rows, the groups' 2 G partial sums, four WG
+ * reduction buffers, then with `cache` bit 1 the owned rows of w_hh (3 UH of them) and with bit
+ * 2 those of w_p (US), at a stride of H + 1) and its own scalars. */
 static uint64_t local_bytes(const ro_dims *d, int64_t g, int64_t wg, int cache)
 {
     int64_t uh = (d->H + g - 1) / g, us = (d->S + g - 1) / g;
     int64_t vin = d->F > 1 + d->S ? d->F : 1 + d->S;
     int64_t floats = 2 * d->H + vin + d->S + 9 * uh + 2 * g + 4 * wg;
     floats += (cache & 1 ? 3 * uh * (d->H + 1) : 0) + (cache & 2 ? us * (d->H + 1) : 0);
-    return (uint64_t)floats * sizeof(float) + sizeof(int);
+    return (uint64_t)floats * sizeof(float) + STATIC_LOCAL_BYTES;
 }
 
 /* The weight rows that fit in local memory next to the rest, when CACHE asks for them: bit 1
@@ -190,8 +196,8 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     if (st == KP_OK)
         st = gru_host->arg_buffer(l, k, 20, gave_up);
     if (st == KP_OK)
-        st = gru_host->arg_local(l, k, 21,
-                                 (size_t)local_bytes(&d, g, (int64_t)wg, cache) - sizeof(int));
+        st = gru_host->arg_local(
+            l, k, 21, (size_t)local_bytes(&d, g, (int64_t)wg, cache) - STATIC_LOCAL_BYTES);
     if (st == KP_OK)
         st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
     return st;
@@ -282,6 +288,7 @@ const kp_kernel_desc gru_rollout_grid_desc = {
     .source = kp_kernel_gru_rollout_cl,
     .source_name = "gru-rollout.cl",
     .entry = "gru_rollout_grid",
+    .build_options = "-D RO_GRID=1", /* picks the grid half of gru-rollout.cl */
     .check = check,
     .enqueue = enqueue,
     .reference = gru_rollout_reference,
