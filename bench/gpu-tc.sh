@@ -3,8 +3,10 @@
 # routing when KP_TC_ROUTE=1), bench-tc, a short tune of tc.gemm with bench-tc again on the tuned
 # values, then peer-tc.py (cuBLAS through PyTorch). One tarball and one log land in $OUT.
 #   device run:  carry [".gpu"], command: bash bench/gpu-tc.sh
-# Optional: KP_TC_BENCH=0 (skip bench-tc and peer-tc.py), KP_TC_SWEEP="BM,BN,BK,WM,WN,LDSM[,BT[,BK_X3]] ..."
-# (tile sets timed at 4096^3 before bench-tc; the first with LDSM 1 and BT 1 is also verified), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
+# Optional: KP_TC_BENCH=0 (skip bench-tc and peer-tc.py),
+# KP_TC_SWEEP="BM,BN,BK,WM,WN,LDSM[,BT[,BK_X3[,STAGES[,v]]]] ..." (tile sets timed at 4096^3 before
+# bench-tc, with ptxas's register and spill counts where a ptxas is found; sets ending in ",v" are
+# also verified), KP_TC_CEILINGS=1 (bench/tc-ceilings.c: the copies and the products timed apart), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
 # after the start by which everything is packed, default 560).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,28 +48,33 @@ if [[ -f bench/manifests/tc-route.yaml ]]; then
 fi
 
 if [[ -n "${KP_TC_SWEEP:-}" ]]; then
-  step "nvidia: tc.gemm tile sets (BM,BN,BK,WM,WN,LDSM,BT,BK_X3) at 4096^3, tf32 and tf32x3"
+  step "nvidia: tc.gemm tile sets (BM,BN,BK,WM,WN,LDSM,BT,BK_X3,STAGES) at 4096^3"
   for set in $KP_TC_SWEEP; do
-    IFS=, read -r bm bn bk wm wn ldsm bt bkx3 <<<"$set"
+    IFS=, read -r bm bn bk wm wn ldsm bt bkx3 stages check <<<"$set"
     m="$res/sweep.yaml"
     {
       printf 'kernelport: 1\ntuning:\n  - match: { vendor: nvidia, arch: sm_90, name: NVIDIA }\n    kernels:\n'
-      printf '      tc.gemm: { BM: %s, BN: %s, BK: %s, WM: %s, WN: %s, LDSM: %s, BT: %s, BK_X3: %s }\n' \
-        "$bm" "$bn" "$bk" "$wm" "$wn" "$ldsm" "${bt:-0}" "${bkx3:-0}"
+      printf '      tc.gemm: { BM: %s, BN: %s, BK: %s, WM: %s, WN: %s, LDSM: %s, BT: %s, BK_X3: %s, STAGES: %s }\n' \
+        "$bm" "$bn" "$bk" "$wm" "$wn" "$ldsm" "${bt:-0}" "${bkx3:-0}" "${stages:-0}"
     } >"$m"
     # More specific than the default manifest's Hopper entry, so that it wins.
-    for prec in tf32 tf32x3; do
-      printf '%-22s %-7s ' "$set" "$prec"
+    for prec in ${KP_TC_SWEEP_PRECS:-tf32 tf32x3}; do
+      printf '%-26s %-7s ' "$set" "$prec"
       timeout "$(cap 60)" $kp --device nvidia --manifest "$m" bench tc.gemm --size "4096-$prec" 2>&1 |
         awk '/^tc.gemm/ {print $4 " us", $6 " GFLOP/s"} /rror|FAIL/ {print}' | head -3
+      python3 bench/ptx-regs.py "$XDG_CACHE_HOME" 1
     done
-    if [[ "$ldsm" == 1 && "${bt:-0}" == 1 && "${verified_ldsm:-0}" == 0 ]]; then
+    if [[ "${check:-}" == v ]]; then
       step "nvidia: verify tc with $set"
       timeout "$(cap 120)" $kp --device nvidia --manifest "$m" verify tc | tail -3
-      verified_ldsm=1
     fi
   done
   rm -f "$res/sweep.yaml"
+fi
+
+if [[ "${KP_TC_CEILINGS:-0}" == 1 ]]; then
+  step "nvidia: tc-ceilings"
+  timeout "$(cap 120)" build-gpu/bin/tc-ceilings --src . | tee "$res/tc-ceilings.txt"
 fi
 
 if [[ "${KP_TC_BENCH:-1}" == 1 ]]; then

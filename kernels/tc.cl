@@ -12,8 +12,16 @@
  * so the float4 loads land as float4 stores, and the pads put the fragment reads of a warp's 32
  * lanes on 32 different banks.
  *
+ * STAGES (tunable): 0 is the register-staged double buffering above; 2 to 4 is a ring of that many
+ * slices filled by cp.async, which copies global to local memory without passing through
+ * registers: slice s + STAGES - 1 is in flight while the warps multiply slice s, still one
+ * barrier per slice. tf32 then rounds at each fragment read instead of once at the store.
+ *
  * LDSM and BT (tunables, below and at B_SKC): fragments of k-contiguous tiles through ldmatrix (one instruction per 16 x 8
  * of A, or per two 8 x 8 tiles of B) rather than one 32-bit read per value; tf32 and tf32x3.
+ *
+ * TC_PROBE (bench/tc-ceilings only, never set by the plugin): 1 skips the copies into local memory
+ * (the products alone), 2 skips the products (the copies alone), to time each side's ceiling.
  *
  * Compiled in by the host (not tunables): TC_PTX (set only where tc_supported passes: other
  * compilers must never see the PTX, which PoCL's LLVM aborts on), TA, TB (transposes), PREC (0 tf32, 1 tf32x3, 2 f16,
@@ -63,6 +71,12 @@
 #ifndef BT
 #define BT 0
 #endif
+#ifndef STAGES
+#define STAGES 0
+#endif
+#ifndef TC_PROBE
+#define TC_PROBE 0
+#endif
 
 #define WARPS_M (BM / WM)
 #define WG (WARPS_M * (BN / WN) * 32)
@@ -83,6 +97,15 @@
 /* float4 groups of a BK slice that each work-item moves. */
 #define A_GROUPS (BM * BK / 4 / WG)
 #define B_GROUPS (BN * BK / 4 / WG)
+/* Slices of A and B held in local memory at once. */
+#define BUFS (STAGES ? STAGES : 2)
+/* tf32 rounding of a fragment value: done at the store to local memory by the register-staged
+ * path, at the read by cp.async's, which cannot touch what it copies. */
+#if PREC == 0 && STAGES
+#define FRAG32(x) tf32(x)
+#else
+#define FRAG32(x) as_uint(x)
+#endif
 
 inline uint tf32(const float x)
 {
@@ -184,6 +207,84 @@ inline void store_group(__local float *s, const int kc, const int tr, const int 
     *(__local float4 *)(s + (kc ? r * (BK + 4) + k : k * (mn + 8) + r)) = x;
 }
 
+/* A __local pointer's integer value is its shared-window address, which PTX's shared-memory
+ * instructions take. */
+inline uint shared_addr(__local const float *s)
+{
+    return (uint)(size_t)s;
+}
+
+/* cp.async of 16 (or 4) bytes from q to s, of which the first `valid` are read and the rest
+ * zero-filled: valid 0 reads nothing. */
+inline void copy16(__local float *s, __global const float *q, const uint valid)
+{
+    __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                     :
+                     : "r"(shared_addr(s)), "l"((ulong)q), "r"(valid)
+                     : "memory");
+}
+
+inline void copy4(__local float *s, __global const float *q, const uint valid)
+{
+    __asm__ volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;"
+                     :
+                     : "r"(shared_addr(s)), "l"((ulong)q), "r"(valid)
+                     : "memory");
+}
+
+/*
+ * float4 group v of a BK slice (load_group's), copied straight into the tile in local memory.
+ * The float4s' lanes outside the matrix are zero-filled and read nothing; their source address
+ * is p itself, which is always valid.
+ */
+inline void copy_group(__local float *s, __global const float *p, const int ld, const int kc,
+                       const int tr, const int mn, const int rows, const int depth, const int r0,
+                       const int k0, const int v, const bool full)
+{
+    if (TC_PROBE == 1)
+        return;
+    const int r = group_row(kc, tr, mn, v), k = group_k(kc, tr, mn, v);
+    const int gr = r0 + r, gk = k0 + k;
+    __global const float *q = p + (kc ? gr * ld + gk : gk * ld + gr);
+    /* Lanes of the group inside the matrix: it runs along k (kc) or along the rows. */
+    const int along = (kc ? gr < rows : gk < depth) ? min(kc ? depth - gk : rows - gr, 4) : 0;
+    if (!kc && tr) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            copy4(s + (r + e) * (BK + 4) + k, e < along ? q + e : p, e < along ? 4 : 0);
+        return;
+    }
+    __local float *d = s + (kc ? r * (BK + 4) + k : k * (mn + 8) + r);
+    if (VEC) {
+        if (full)
+            copy16(d, q, 16);
+        else
+            copy16(d, along > 0 ? q : p, 4 * max(along, 0));
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        copy4(d + e, e < along ? q + e : p, e < along ? 4 : 0);
+}
+
+inline void copy_commit(void)
+{
+    __asm__ volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* Waits until the oldest slice in flight has landed (this work-item's copies; a barrier then
+ * makes everyone's visible). */
+inline void copy_wait(void)
+{
+#if STAGES == 2
+    __asm__ volatile("cp.async.wait_group 0;" ::: "memory");
+#elif STAGES == 3
+    __asm__ volatile("cp.async.wait_group 1;" ::: "memory");
+#else
+    __asm__ volatile("cp.async.wait_group 2;" ::: "memory");
+#endif
+}
+
 /* Element (row r of the tile, k) of a tile in local memory. */
 #define AT(s, kc, mn, r, k) ((kc) ? (s)[(r) * (BK + 4) + (k)] : (s)[(k) * ((mn) + 8) + (r)])
 
@@ -200,11 +301,11 @@ inline uint pair16(__local const float *s, const int kc, const int mn, const int
 /*
  * ldmatrix: `count` (2 or 4) 8 x 4 blocks of 32-bit values, each lane passing the address of one
  * block row (lanes 8m..8m+7: block m); lane 4g + t receives (row g, column t) of each block, which
- * is the tf32 fragment layout. A __local pointer's integer value is its shared-window address.
+ * is the tf32 fragment layout.
  */
 inline void ldsm(uint *d, __local const float *row, const int count)
 {
-    const uint addr = (uint)(size_t)row;
+    const uint addr = shared_addr(row);
     if (count == 4)
         __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                          : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
@@ -215,14 +316,146 @@ inline void ldsm(uint *d, __local const float *row, const int count)
                          : "r"(addr));
 }
 
+/*
+ * acc += the warp's share of one BK slice of the product, from the tiles as and bs in local
+ * memory; (wm, wn) is the warp's sub-tile.
+ */
+inline void slice_product(float acc[MI][NI][4], __local const float *as, __local const float *bs,
+                          const int wm, const int wn, const int lane)
+{
+    if (TC_PROBE == 2)
+        return;
+    const int g = lane / 4, t = lane % 4;
+#if PREC == 1
+    /* The tensor cores' FP32 accumulation truncates: chained over all of K its error grows
+     * linearly with K (2.6e-4 relative at K = 8192 on an H200, twenty times cuBLAS's FP32).
+     * tf32x3 sums each slice from zero and adds it to acc with an ordinary, rounded add. */
+    float part[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+            part[i][j][0] = part[i][j][1] = part[i][j][2] = part[i][j][3] = 0.0f;
+#define SUM part
+#else
+#define SUM acc
+#endif
+#pragma unroll
+    for (int ks = 0; ks < BK; ks += KSTEP) {
+        uint a[MI][4], b[NI][2];
+#if PREC == 1
+        uint al[MI][4], bl[NI][2];
+#endif
+#pragma unroll
+        for (int i = 0; i < MI; i++) {
+            const int r = wm + i * 16 + g;
+#if PREC >= 2
+            const int k = ks + 2 * t;
+            a[i][0] = pair16(as, A_KC, BM, r, k);
+            a[i][1] = pair16(as, A_KC, BM, r + 8, k);
+            a[i][2] = pair16(as, A_KC, BM, r, k + 8);
+            a[i][3] = pair16(as, A_KC, BM, r + 8, k + 8);
+#else
+            float x[4];
+#if LDSM && A_KC
+            /* Matrix m of the four: rows + 8 (m & 1), columns + 4 (m >> 1): a0..a3. */
+            uint d[4];
+            ldsm(d, as + (wm + i * 16 + (lane / 8 & 1) * 8 + lane % 8) * (BK + 4) + ks +
+                        lane / 16 * 4,
+                 4);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                x[e] = as_float(d[e]);
+#else
+            x[0] = AT(as, A_KC, BM, r, ks + t);
+            x[1] = AT(as, A_KC, BM, r + 8, ks + t);
+            x[2] = AT(as, A_KC, BM, r, ks + t + 4);
+            x[3] = AT(as, A_KC, BM, r + 8, ks + t + 4);
+#endif
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+#if PREC == 1
+                a[i][e] = tf32(x[e]);
+                al[i][e] = tf32(x[e] - as_float(a[i][e]));
+#else
+                a[i][e] = FRAG32(x[e]);
+#endif
+            }
+#endif
+        }
+#if PREC < 2 && LDSM && B_SKC
+        /* Two n-tiles per ldmatrix: matrix m is tile j + (m >> 1), columns + 4 (m & 1). */
+#pragma unroll
+        for (int j = 0; j < NI; j += 2) {
+            uint d[4];
+            ldsm(d, bs + (wn + (j + lane / 16) * 8 + lane % 8) * (BK + 4) + ks +
+                        (lane / 8 & 1) * 4,
+                 NI - j >= 2 ? 4 : 2);
+#pragma unroll
+            for (int e = 0; e < 4 && j + e / 2 < NI; e++) {
+#if PREC == 1
+                b[j + e / 2][e % 2] = tf32(as_float(d[e]));
+                bl[j + e / 2][e % 2] = tf32(as_float(d[e]) - as_float(b[j + e / 2][e % 2]));
+#else
+                b[j + e / 2][e % 2] = FRAG32(as_float(d[e]));
+#endif
+            }
+        }
+#else
+#pragma unroll
+        for (int j = 0; j < NI; j++) {
+            const int c = wn + j * 8 + g;
+#if PREC >= 2
+            const int k = ks + 2 * t;
+            b[j][0] = pair16(bs, B_SKC, BN, c, k);
+            b[j][1] = pair16(bs, B_SKC, BN, c, k + 8);
+#else
+            const float y0 = AT(bs, B_SKC, BN, c, ks + t), y1 = AT(bs, B_SKC, BN, c, ks + t + 4);
+#if PREC == 1
+            b[j][0] = tf32(y0);
+            b[j][1] = tf32(y1);
+            bl[j][0] = tf32(y0 - as_float(b[j][0]));
+            bl[j][1] = tf32(y1 - as_float(b[j][1]));
+#else
+            b[j][0] = FRAG32(y0);
+            b[j][1] = FRAG32(y1);
+#endif
+#endif
+        }
+#endif
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NI; j++) {
+#if PREC == 1
+                /* The small products first: they are the low bits of the sum. */
+                mma(SUM[i][j], al[i], b[j][0], b[j][1]);
+                mma(SUM[i][j], a[i], bl[j][0], bl[j][1]);
+#endif
+                mma(SUM[i][j], a[i], b[j][0], b[j][1]);
+            }
+    }
+#if PREC == 1
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] += part[i][j][e];
+#endif
+#undef SUM
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void tc_gemm(const int M, const int N, const int K, const float alpha, const float beta,
              __global const float *A, const int a_off, const int lda, __global const float *B,
              const int b_off, const int ldb, __global float *C, const int c_off, const int ldc)
 {
-    /* Aligned for the float4 stores (each tile's size is a multiple of 4 floats). */
-    __local float As[2][A_FLOATS] __attribute__((aligned(16)));
-    __local float Bs[2][B_FLOATS] __attribute__((aligned(16)));
+    /* Aligned for the float4 stores and 16-byte copies (each tile's size is a multiple of 4
+     * floats). */
+    __local float As[BUFS][A_FLOATS] __attribute__((aligned(16)));
+    __local float Bs[BUFS][B_FLOATS] __attribute__((aligned(16)));
     const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
     const int g = lane / 4, t = lane % 4;
     const int wm = warp % WARPS_M * WM, wn = warp / WARPS_M * WN;
@@ -239,8 +472,46 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
         for (int j = 0; j < NI; j++)
             acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
-    float4 ra[A_GROUPS], rb[B_GROUPS];
     const int slices = (K + BK - 1) / BK;
+#if STAGES
+    /* Slices 0 .. STAGES - 2 in flight; a commit per slice, empty or not, keeps copy_wait's
+     * count of groups right. */
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < slices) {
+            const bool full = full_mn && (s + 1) * BK <= K;
+#pragma unroll
+            for (int i = 0; i < A_GROUPS; i++)
+                copy_group(As[s], pa, lda, A_KC, 0, BM, M, K, m0, s * BK, lid + i * WG, full);
+#pragma unroll
+            for (int i = 0; i < B_GROUPS; i++)
+                copy_group(Bs[s], pb, ldb, B_KC, BT, BN, N, K, n0, s * BK, lid + i * WG, full);
+        }
+        copy_commit();
+    }
+    int cur = 0, next = STAGES - 1;
+    for (int s = 0; s < slices; s++) {
+        copy_wait();
+        /* After it, slice s is everyone's, and no warp still reads the buffer that slice
+         * s + STAGES - 1 goes into (slice s - 1's). */
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int ahead = s + STAGES - 1;
+        if (ahead < slices) {
+            const int k0 = ahead * BK;
+            const bool full = full_mn && k0 + BK <= K;
+#pragma unroll
+            for (int i = 0; i < A_GROUPS; i++)
+                copy_group(As[next], pa, lda, A_KC, 0, BM, M, K, m0, k0, lid + i * WG, full);
+#pragma unroll
+            for (int i = 0; i < B_GROUPS; i++)
+                copy_group(Bs[next], pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
+        }
+        copy_commit();
+        slice_product(acc, As[cur], Bs[cur], wm, wn, lane);
+        cur = cur + 1 == STAGES ? 0 : cur + 1;
+        next = next + 1 == STAGES ? 0 : next + 1;
+    }
+#else
+    float4 ra[A_GROUPS], rb[B_GROUPS];
     if (slices > 0) {
         const bool full = full_mn && BK <= K;
 #pragma unroll
@@ -271,126 +542,7 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
             for (int i = 0; i < B_GROUPS; i++)
                 rb[i] = load_group(pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
         }
-        __local const float *as = As[cur], *bs = Bs[cur];
-#if PREC == 1
-        /* The tensor cores' FP32 accumulation truncates: chained over all of K its error grows
-         * linearly with K (2.6e-4 relative at K = 8192 on an H200, twenty times cuBLAS's FP32).
-         * tf32x3 sums each slice from zero and adds it to acc with an ordinary, rounded add. */
-        float part[MI][NI][4];
-#pragma unroll
-        for (int i = 0; i < MI; i++)
-#pragma unroll
-            for (int j = 0; j < NI; j++)
-                part[i][j][0] = part[i][j][1] = part[i][j][2] = part[i][j][3] = 0.0f;
-#define SUM part
-#else
-#define SUM acc
-#endif
-#pragma unroll
-        for (int ks = 0; ks < BK; ks += KSTEP) {
-            uint a[MI][4], b[NI][2];
-#if PREC == 1
-            uint al[MI][4], bl[NI][2];
-#endif
-#pragma unroll
-            for (int i = 0; i < MI; i++) {
-                const int r = wm + i * 16 + g;
-#if PREC >= 2
-                const int k = ks + 2 * t;
-                a[i][0] = pair16(as, A_KC, BM, r, k);
-                a[i][1] = pair16(as, A_KC, BM, r + 8, k);
-                a[i][2] = pair16(as, A_KC, BM, r, k + 8);
-                a[i][3] = pair16(as, A_KC, BM, r + 8, k + 8);
-#else
-                float x[4];
-#if LDSM && A_KC
-                /* Matrix m of the four: rows + 8 (m & 1), columns + 4 (m >> 1): a0..a3. */
-                uint d[4];
-                ldsm(d, as + (wm + i * 16 + (lane / 8 & 1) * 8 + lane % 8) * (BK + 4) + ks +
-                            lane / 16 * 4,
-                     4);
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    x[e] = as_float(d[e]);
-#else
-                x[0] = AT(as, A_KC, BM, r, ks + t);
-                x[1] = AT(as, A_KC, BM, r + 8, ks + t);
-                x[2] = AT(as, A_KC, BM, r, ks + t + 4);
-                x[3] = AT(as, A_KC, BM, r + 8, ks + t + 4);
-#endif
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-#if PREC == 1
-                    a[i][e] = tf32(x[e]);
-                    al[i][e] = tf32(x[e] - as_float(a[i][e]));
-#else
-                    a[i][e] = as_uint(x[e]);
-#endif
-                }
-#endif
-            }
-#if PREC < 2 && LDSM && B_SKC
-            /* Two n-tiles per ldmatrix: matrix m is tile j + (m >> 1), columns + 4 (m & 1). */
-#pragma unroll
-            for (int j = 0; j < NI; j += 2) {
-                uint d[4];
-                ldsm(d, bs + (wn + (j + lane / 16) * 8 + lane % 8) * (BK + 4) + ks +
-                            (lane / 8 & 1) * 4,
-                     NI - j >= 2 ? 4 : 2);
-#pragma unroll
-                for (int e = 0; e < 4 && j + e / 2 < NI; e++) {
-#if PREC == 1
-                    b[j + e / 2][e % 2] = tf32(as_float(d[e]));
-                    bl[j + e / 2][e % 2] = tf32(as_float(d[e]) - as_float(b[j + e / 2][e % 2]));
-#else
-                    b[j + e / 2][e % 2] = d[e];
-#endif
-                }
-            }
-#else
-#pragma unroll
-            for (int j = 0; j < NI; j++) {
-                const int c = wn + j * 8 + g;
-#if PREC >= 2
-                const int k = ks + 2 * t;
-                b[j][0] = pair16(bs, B_SKC, BN, c, k);
-                b[j][1] = pair16(bs, B_SKC, BN, c, k + 8);
-#else
-                const float y0 = AT(bs, B_SKC, BN, c, ks + t), y1 = AT(bs, B_SKC, BN, c, ks + t + 4);
-#if PREC == 1
-                b[j][0] = tf32(y0);
-                b[j][1] = tf32(y1);
-                bl[j][0] = tf32(y0 - as_float(b[j][0]));
-                bl[j][1] = tf32(y1 - as_float(b[j][1]));
-#else
-                b[j][0] = as_uint(y0);
-                b[j][1] = as_uint(y1);
-#endif
-#endif
-            }
-#endif
-#pragma unroll
-            for (int i = 0; i < MI; i++)
-#pragma unroll
-                for (int j = 0; j < NI; j++) {
-#if PREC == 1
-                    /* The small products first: they are the low bits of the sum. */
-                    mma(SUM[i][j], al[i], b[j][0], b[j][1]);
-                    mma(SUM[i][j], a[i], bl[j][0], bl[j][1]);
-#endif
-                    mma(SUM[i][j], a[i], b[j][0], b[j][1]);
-                }
-        }
-#if PREC == 1
-#pragma unroll
-        for (int i = 0; i < MI; i++)
-#pragma unroll
-            for (int j = 0; j < NI; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    acc[i][j][e] += part[i][j][e];
-#endif
-#undef SUM
+        slice_product(acc, As[cur], Bs[cur], wm, wn, lane);
         if (more) {
 #pragma unroll
             for (int i = 0; i < A_GROUPS; i++)
@@ -401,6 +553,7 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
 
     __global float *pc = C + c_off;
 #pragma unroll

@@ -61,6 +61,7 @@ static const int64_t x3_depths[] = {0, 8, 16, 32};
 static const int64_t warp_rows[] = {16, 32, 64, 128};
 static const int64_t switches[] = {0, 1};
 static const int64_t warp_cols[] = {8, 16, 32, 64};
+static const int64_t stage_counts[] = {0, 2, 3, 4};
 
 /* The work-group size is (BM/WM)(BN/WN) warps, so no tunable is its size; each combination is
  * checked against the device at launch (tc_tiles_valid). */
@@ -122,6 +123,12 @@ static const kp_tunable_desc tunables[] = {
                     .n_allowed = 2,
                     .doc = "1: B's tile transposed into local memory (k-contiguous there, so "
                            "LDSM reaches B too)"},
+    [TC_TUNE_STAGES] = {.name = "STAGES",
+                        .default_value = 0,
+                        .allowed = stage_counts,
+                        .n_allowed = 4,
+                        .doc = "0: slices staged through registers, two buffers; 2-4: a ring of "
+                               "that many slices filled by cp.async"},
 };
 
 /* ---- the device test ------------------------------------------------------------------------ */
@@ -299,7 +306,8 @@ static kp_status tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
     int bt = (int)tc_host->tunable_index(l, TC_TUNE_BT);
     int64_t a_floats = !p->ta ? t->bm * (t->bk + 4) : t->bk * (t->bm + 8),
             b_floats = p->tb || bt ? t->bn * (t->bk + 4) : t->bk * (t->bn + 8);
-    int64_t local = 2 * (a_floats + b_floats) * 4;
+    int64_t stages = tc_host->tunable_index(l, TC_TUNE_STAGES);
+    int64_t local = (stages ? stages : 2) * (a_floats + b_floats) * 4;
     const char *why = NULL;
     char buf[160];
     if (t->wg == 0)

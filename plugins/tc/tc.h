@@ -23,6 +23,7 @@ enum {
     TC_TUNE_LDSM,
     TC_TUNE_BT,
     TC_TUNE_SMALL,
+    TC_TUNE_STAGES,
     TC_N_TUNABLES
 };
 

@@ -1,0 +1,244 @@
+/*
+ * tc-ceilings: what bounds tc.gemm on an NVIDIA GPU. Builds kernels/tc.cl with its TC_PROBE
+ * switch to time the copies into local memory alone and the products alone, next to the whole
+ * kernel, and times mma.sync from registers only (bench/tc-mma-peak.cl). Prints each case's time,
+ * its rate in TFLOP/s of the full product, the global-to-local traffic rate, and the registers
+ * NVIDIA's compiler allotted (-cl-nv-verbose). A diagnostic run by hand on the GPU machine
+ * (bench/gpu-tc.sh with KP_TC_CEILINGS=1); not a test, and not the family's benchmark (bench-tc).
+ *
+ *   tc-ceilings [--src DIR] [--n N] [--tiles "-D BM=128 ..."]
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TILES "-D BM=128 -D BN=128 -D BK=16 -D WM=64 -D WN=64 -D LDSM=1 -D STAGES=2"
+#define REPS 10
+
+typedef struct gpu {
+    cl_device_id dev;
+    cl_context ctx;
+    cl_command_queue q;
+} gpu;
+
+static void die(const char *what, cl_int err)
+{
+    fprintf(stderr, "tc-ceilings: %s failed (OpenCL error %d)\n", what, (int)err);
+    exit(1);
+}
+
+static char *read_file(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tc-ceilings: cannot open %s\n", path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "tc-ceilings: cannot read %s\n", path);
+        exit(1);
+    }
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static int open_nvidia(gpu *g)
+{
+    cl_platform_id ps[16];
+    cl_uint np = 0;
+    if (clGetPlatformIDs(16, ps, &np) != CL_SUCCESS)
+        return 0;
+    for (cl_uint i = 0; i < np; i++) {
+        char name[256] = "";
+        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        if (strstr(name, "NVIDIA") &&
+            clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_GPU, 1, &g->dev, NULL) == CL_SUCCESS) {
+            cl_int e;
+            g->ctx = clCreateContext(NULL, 1, &g->dev, NULL, NULL, &e);
+            if (e != CL_SUCCESS)
+                die("clCreateContext", e);
+            g->q = clCreateCommandQueue(g->ctx, g->dev, CL_QUEUE_PROFILING_ENABLE, &e);
+            if (e != CL_SUCCESS)
+                die("clCreateCommandQueue", e);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The kernel `entry` of `src` built with `options`; the compiler's register count in *regs. */
+static cl_kernel build(gpu *g, const char *src, const char *options, const char *entry, int *regs)
+{
+    cl_int e;
+    cl_program p = clCreateProgramWithSource(g->ctx, 1, &src, NULL, &e);
+    if (e != CL_SUCCESS)
+        die("clCreateProgramWithSource", e);
+    char full[1024];
+    snprintf(full, sizeof full, "%s -cl-nv-verbose", options);
+    cl_int built = clBuildProgram(p, 1, &g->dev, full, NULL, NULL);
+    size_t n = 0;
+    clGetProgramBuildInfo(p, g->dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    char *log = calloc(1, n + 1);
+    if (log)
+        clGetProgramBuildInfo(p, g->dev, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+    *regs = -1;
+    const char *used = log ? strstr(log, "Used ") : NULL;
+    if (used)
+        *regs = atoi(used + 5);
+    if (built != CL_SUCCESS) {
+        fprintf(stderr, "tc-ceilings: build of %s with %s failed:\n%s\n", entry, options,
+                log ? log : "");
+        exit(1);
+    }
+    free(log);
+    cl_kernel k = clCreateKernel(p, entry, &e);
+    if (e != CL_SUCCESS)
+        die("clCreateKernel", e);
+    clReleaseProgram(p);
+    return k;
+}
+
+/* The fastest of REPS launches (after two warm-up launches), in microseconds. */
+static double time_launch(gpu *g, cl_kernel k, size_t global, size_t local)
+{
+    double best = 1e30;
+    for (int r = 0; r < REPS + 2; r++) {
+        cl_event ev;
+        cl_int e = clEnqueueNDRangeKernel(g->q, k, 1, NULL, &global, &local, 0, NULL, &ev);
+        if (e != CL_SUCCESS)
+            die("clEnqueueNDRangeKernel", e);
+        clWaitForEvents(1, &ev);
+        cl_ulong t0 = 0, t1 = 0;
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        clReleaseEvent(ev);
+        double us = (double)(t1 - t0) / 1e3;
+        if (r >= 2 && us < best)
+            best = us;
+    }
+    return best;
+}
+
+static int define_of(const char *tiles, const char *name, int fallback)
+{
+    char key[32];
+    snprintf(key, sizeof key, "-D %s=", name);
+    const char *p = strstr(tiles, key);
+    return p ? atoi(p + strlen(key)) : fallback;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = ".", *tiles = DEFAULT_TILES;
+    int n = 4096;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--src"))
+            dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--n"))
+            n = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--tiles"))
+            tiles = argv[i + 1];
+        else {
+            fprintf(stderr, "usage: tc-ceilings [--src DIR] [--n N] [--tiles DEFINES]\n");
+            return 2;
+        }
+    }
+    /* TC_PROBE acts on the cp.async path; the register-staged one (STAGES 0) would leave the
+     * compiler free to drop stores that nothing reads. */
+    if (define_of(tiles, "STAGES", 0) < 2) {
+        fprintf(stderr, "tc-ceilings: the tiles need -D STAGES=2 (or 3, 4)\n");
+        return 2;
+    }
+    gpu g;
+    if (!open_nvidia(&g)) {
+        fprintf(stderr, "tc-ceilings: no NVIDIA OpenCL GPU here\n");
+        return 1;
+    }
+    char *tc = read_file(dir, "kernels/tc.cl"), *peak = read_file(dir, "bench/tc-mma-peak.cl");
+    int bm = define_of(tiles, "BM", 128), bn = define_of(tiles, "BN", 128);
+    int wm = define_of(tiles, "WM", 64), wn = define_of(tiles, "WN", 32);
+    size_t wg = (size_t)(bm / wm) * (size_t)(bn / wn) * 32;
+    size_t groups = (size_t)((n + bm - 1) / bm) * (size_t)((n + bn - 1) / bn);
+    size_t bytes = (size_t)n * n * 4;
+    double flop = 2.0 * n * n * (double)n;
+    /* What the copies move: every work-group reads K x (BM + BN) floats. */
+    double traffic = (double)groups * n * (bm + bn) * 4.0;
+
+    cl_int e;
+    float *host = malloc(bytes);
+    for (size_t i = 0; i < bytes / 4; i++)
+        host[i] = (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f;
+    cl_mem a = clCreateBuffer(g.ctx, CL_MEM_COPY_HOST_PTR, bytes, host, &e);
+    cl_mem b = e == CL_SUCCESS ? clCreateBuffer(g.ctx, CL_MEM_COPY_HOST_PTR, bytes, host, &e) : 0;
+    cl_mem c = e == CL_SUCCESS ? clCreateBuffer(g.ctx, 0, bytes, NULL, &e) : 0;
+    if (e != CL_SUCCESS)
+        die("clCreateBuffer", e);
+    free(host);
+
+    printf("tc.gemm ceilings at %d^3 with %s\n", n, tiles);
+    printf("%-8s %-26s %10s %10s %12s %5s\n", "prec", "case", "us", "TFLOP/s", "copies TB/s",
+           "regs");
+    const char *cases[] = {"whole kernel", "products only (no copies)", "copies only"};
+    const int precs[] = {0, 2};
+    const char *prec_names[] = {"tf32", "f16"};
+    for (int pi = 0; pi < 2; pi++) {
+        for (int probe = 0; probe < 3; probe++) {
+            char options[512];
+            snprintf(options, sizeof options,
+                     "-D TC_PTX=1 -D TA=0 -D TB=0 -D VEC=1 -D PREC=%d -D TC_PROBE=%d %s", precs[pi],
+                     probe, tiles);
+            int regs;
+            cl_kernel k = build(&g, tc, options, "tc_gemm", &regs);
+            int v[] = {n, n, n}, zero = 0;
+            float scale[] = {1.0f, 0.0f};
+            for (cl_uint i = 0; i < 3; i++)
+                clSetKernelArg(k, i, sizeof(int), &v[i]);
+            clSetKernelArg(k, 3, sizeof(float), &scale[0]);
+            clSetKernelArg(k, 4, sizeof(float), &scale[1]);
+            cl_mem bufs[] = {a, b, c};
+            for (cl_uint i = 0; i < 3; i++) {
+                clSetKernelArg(k, 5 + 3 * i, sizeof(cl_mem), &bufs[i]);
+                clSetKernelArg(k, 6 + 3 * i, sizeof(int), &zero);
+                clSetKernelArg(k, 7 + 3 * i, sizeof(int), &n);
+            }
+            double us = time_launch(&g, k, groups * wg, wg);
+            char rate[32] = "-";
+            if (probe != 1)
+                snprintf(rate, sizeof rate, "%.2f", traffic / us / 1e6);
+            printf("%-8s %-26s %10.1f %10.1f %12s %5d\n", prec_names[pi], cases[probe], us,
+                   flop / us / 1e6, rate, regs);
+            clReleaseKernel(k);
+        }
+        /* The same number of products from registers: (n/128)^2 work-groups of four warps,
+         * each warp 4 x 8 tiles of 16 x 8 for n / (mma depth) rounds. */
+        char options[64];
+        snprintf(options, sizeof options, "-D PREC=%d", precs[pi]);
+        int regs, iters = n / (precs[pi] ? 16 : 8);
+        cl_kernel k = build(&g, peak, options, "mma_peak", &regs);
+        clSetKernelArg(k, 0, sizeof(cl_mem), &a);
+        clSetKernelArg(k, 1, sizeof(cl_mem), &c);
+        clSetKernelArg(k, 2, sizeof(int), &iters);
+        size_t peak_groups = (size_t)(n / 128) * (size_t)(n / 128);
+        double us = time_launch(&g, k, peak_groups * 128, 128);
+        printf("%-8s %-26s %10.1f %10.1f %12s %5d\n", prec_names[pi], "mma.sync from registers", us,
+               flop / us / 1e6, "-", regs);
+        clReleaseKernel(k);
+    }
+    clReleaseMemObject(a);
+    clReleaseMemObject(b);
+    clReleaseMemObject(c);
+    clReleaseCommandQueue(g.q);
+    clReleaseContext(g.ctx);
+    free(tc);
+    free(peak);
+    return 0;
+}
