@@ -1,15 +1,18 @@
 /*
  * tc-ceilings: what bounds tc.gemm on an NVIDIA GPU. Builds kernels/tc.cl with its TC_PROBE
  * switch to time the copies into local memory alone and the products alone, next to the whole
- * kernel, and times mma.sync from registers only (bench/tc-mma-peak.cl). Prints each case's time,
- * its rate in TFLOP/s of the full product, the global-to-local traffic rate, and the registers
- * NVIDIA's compiler allotted (-cl-nv-verbose). A diagnostic run by hand on the GPU machine
- * (bench/gpu-tc.sh with KP_TC_CEILINGS=1); not a test, and not the family's benchmark (bench-tc).
+ * kernel, times mma.sync from registers only (bench/tc-mma-peak.cl) and, on sm_90, Hopper's
+ * wgmma from local memory (bench/tc-wgmma-peak.cl, its PTX re-targeted to sm_90a). Prints each
+ * case's time, its rate in TFLOP/s of the full product, the global-to-local traffic rate, and the
+ * registers NVIDIA's compiler allotted (-cl-nv-verbose). A diagnostic run by hand on the GPU
+ * machine (bench/gpu-tc.sh with KP_TC_CEILINGS=1); not a test, and not the family's benchmark
+ * (bench-tc).
  *
  *   tc-ceilings [--src DIR] [--n N] [--tiles "-D BM=128 ..."]
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +110,82 @@ static cl_kernel build(gpu *g, const char *src, const char *options, const char 
     return k;
 }
 
+/* Source `text` with every occurrence of `from` replaced by `to` (malloc'ed). */
+static char *replace_all(const char *text, const char *from, const char *to)
+{
+    size_t count = 0, lf = strlen(from), lt = strlen(to);
+    for (const char *p = text; (p = strstr(p, from)); p += lf)
+        count++;
+    char *out = malloc(strlen(text) + count * lt + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *p = text;;) {
+        const char *q = strstr(p, from);
+        if (!q) {
+            strcpy(o, p);
+            return out;
+        }
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
+        memcpy(o, to, lt);
+        o += lt;
+        p = q + lf;
+    }
+}
+
+/*
+ * The kernel `entry` of `src` with its sm_90a instructions: NVIDIA's OpenCL compiler emits PTX for
+ * sm_90, whose assembler refuses wgmma, so the source writes them behind "//KP:" comments; the
+ * compiled PTX is re-targeted to sm_90a, the markers removed, and the result built as a binary.
+ * NULL (after a message) where the PTX is not for sm_90.
+ */
+static cl_kernel build_sm90a(gpu *g, const char *src, const char *entry)
+{
+    int regs;
+    cl_kernel k = build(g, src, "", entry, &regs);
+    cl_program p;
+    size_t size = 0;
+    clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof p, &p, NULL);
+    clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+    char *ptx = calloc(1, size + 1);
+    if (!ptx || clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof ptx, &ptx, NULL) != CL_SUCCESS)
+        die("clGetProgramInfo", CL_OUT_OF_HOST_MEMORY);
+    clReleaseKernel(k);
+    /* ".target sm_90" ends there or goes on with ", texmode_independent". */
+    const char *target = strstr(ptx, ".target sm_90");
+    if (!target || isalnum((unsigned char)target[13])) {
+        printf("(wgmma: the PTX here is not for sm_90)\n");
+        free(ptx);
+        return NULL;
+    }
+    char *retargeted = malloc(strlen(ptx) + 2);
+    if (!retargeted)
+        die("re-targeting the PTX", CL_OUT_OF_HOST_MEMORY);
+    size_t at = (size_t)(target - ptx) + 13;
+    memcpy(retargeted, ptx, at);
+    retargeted[at] = 'a';
+    strcpy(retargeted + at + 1, ptx + at);
+    char *patched = replace_all(retargeted, "//KP:", "");
+    if (!patched)
+        die("re-targeting the PTX", CL_OUT_OF_HOST_MEMORY);
+    size_t len = strlen(patched) + 1;
+    const unsigned char *bin = (const unsigned char *)patched;
+    cl_int e, status;
+    cl_program q = clCreateProgramWithBinary(g->ctx, 1, &g->dev, &len, &bin, &status, &e);
+    if (e != CL_SUCCESS || status != CL_SUCCESS)
+        die("clCreateProgramWithBinary", e != CL_SUCCESS ? e : status);
+    if ((e = clBuildProgram(q, 1, &g->dev, "", NULL, NULL)) != CL_SUCCESS)
+        die("clBuildProgram (PTX re-targeted to sm_90a)", e);
+    k = clCreateKernel(q, entry, &e);
+    if (e != CL_SUCCESS)
+        die("clCreateKernel", e);
+    clReleaseProgram(q);
+    free(ptx);
+    free(retargeted);
+    free(patched);
+    return k;
+}
+
 /* The fastest of REPS launches (after two warm-up launches), in microseconds. */
 static double time_launch(gpu *g, cl_kernel k, size_t global, size_t local)
 {
@@ -126,6 +205,15 @@ static double time_launch(gpu *g, cl_kernel k, size_t global, size_t local)
             best = us;
     }
     return best;
+}
+
+/* The register count as printed: "-" when the compiler said nothing (a program it had cached). */
+static const char *regs_text(int regs, char *buf, size_t size)
+{
+    if (regs < 0)
+        return "-";
+    snprintf(buf, size, "%d", regs);
+    return buf;
 }
 
 static int define_of(const char *tiles, const char *name, int fallback)
@@ -164,6 +252,7 @@ int main(int argc, char **argv)
         return 1;
     }
     char *tc = read_file(dir, "kernels/tc.cl"), *peak = read_file(dir, "bench/tc-mma-peak.cl");
+    char *wgmma = read_file(dir, "bench/tc-wgmma-peak.cl");
     int bm = define_of(tiles, "BM", 128), bn = define_of(tiles, "BN", 128);
     int wm = define_of(tiles, "WM", 64), wn = define_of(tiles, "WN", 32);
     size_t wg = (size_t)(bm / wm) * (size_t)(bn / wn) * 32;
@@ -214,8 +303,9 @@ int main(int argc, char **argv)
             char rate[32] = "-";
             if (probe != 1)
                 snprintf(rate, sizeof rate, "%.2f", traffic / us / 1e6);
-            printf("%-8s %-26s %10.1f %10.1f %12s %5d\n", prec_names[pi], cases[probe], us,
-                   flop / us / 1e6, rate, regs);
+            char rb[16];
+            printf("%-8s %-26s %10.1f %10.1f %12s %5s\n", prec_names[pi], cases[probe], us,
+                   flop / us / 1e6, rate, regs_text(regs, rb, sizeof rb));
             clReleaseKernel(k);
         }
         /* The same number of products from registers: (n/128)^2 work-groups of four warps,
@@ -229,8 +319,26 @@ int main(int argc, char **argv)
         clSetKernelArg(k, 2, sizeof(int), &iters);
         size_t peak_groups = (size_t)(n / 128) * (size_t)(n / 128);
         double us = time_launch(&g, k, peak_groups * 128, 128);
-        printf("%-8s %-26s %10.1f %10.1f %12s %5d\n", prec_names[pi], "mma.sync from registers", us,
-               flop / us / 1e6, "-", regs);
+        char rb[16];
+        printf("%-8s %-26s %10.1f %10.1f %12s %5s\n", prec_names[pi], "mma.sync from registers", us,
+               flop / us / 1e6, "-", regs_text(regs, rb, sizeof rb));
+        clReleaseKernel(k);
+    }
+    /* wgmma: eight work-groups of two warpgroups per compute unit, each warpgroup a 64 x 128 tile
+     * of m64n128k8 products, two a round. */
+    cl_kernel k = build_sm90a(&g, wgmma, "wgmma_peak");
+    if (k) {
+        cl_uint units = 0;
+        clGetDeviceInfo(g.dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+        int iters = 4096;
+        size_t wgs = (size_t)units * 8;
+        clSetKernelArg(k, 0, sizeof(cl_mem), &a);
+        clSetKernelArg(k, 1, sizeof(cl_mem), &c);
+        clSetKernelArg(k, 2, sizeof(int), &iters);
+        double us = time_launch(&g, k, wgs * 256, 256);
+        double wflop = (double)wgs * 2 * iters * 2 * (2.0 * 64 * 128 * 8);
+        printf("%-8s %-26s %10.1f %10.1f %12s %5s\n", "tf32", "wgmma from local memory", us,
+               wflop / us / 1e6, "-", "-");
         clReleaseKernel(k);
     }
     clReleaseMemObject(a);
@@ -240,5 +348,6 @@ int main(int argc, char **argv)
     clReleaseContext(g.ctx);
     free(tc);
     free(peak);
+    free(wgmma);
     return 0;
 }
