@@ -12,10 +12,11 @@
  * so the float4 loads land as float4 stores, and the pads put the fragment reads of a warp's 32
  * lanes on 32 different banks.
  *
- * STAGES (tunable): 0 is the register-staged double buffering above; 2 to 4 is a ring of that many
- * slices filled by cp.async, which copies global to local memory without passing through
- * registers: slice s + STAGES - 1 is in flight while the warps multiply slice s, still one
- * barrier per slice. tf32 then rounds at each fragment read instead of once at the store.
+ * STAGES (tunable; 0 for calls without VEC): 0 is the register-staged double buffering above;
+ * 2 to 4 is a ring of that many slices filled by cp.async, which copies global to local memory
+ * without passing through registers: slice s + STAGES - 1 is in flight while the warps multiply
+ * slice s, still one barrier per slice. tf32 then rounds at each fragment read instead of once
+ * at the store.
  *
  * LDSM and BT (tunables, below and at B_SKC): fragments of k-contiguous tiles through ldmatrix (one instruction per 16 x 8
  * of A, or per two 8 x 8 tiles of B) rather than one 32-bit read per value; tf32 and tf32x3.
@@ -76,6 +77,9 @@
 #endif
 #ifndef TC_PROBE
 #define TC_PROBE 0
+#endif
+#if STAGES && !VEC
+#error "cp.async's ring (STAGES) copies whole float4 groups: it needs VEC"
 #endif
 
 #define WARPS_M (BM / WM)
@@ -233,9 +237,9 @@ inline void copy4(__local float *s, __global const float *q, const uint valid)
 }
 
 /*
- * float4 group v of a BK slice (load_group's), copied straight into the tile in local memory.
- * The float4s' lanes outside the matrix are zero-filled and read nothing; their source address
- * is p itself, which is always valid.
+ * float4 group v of a BK slice (load_group's), copied straight into the tile in local memory as
+ * one 16-byte copy (four 4-byte ones where BT transposes it). The float4s' lanes outside the
+ * matrix are zero-filled and read nothing; their source address is p itself, always valid.
  */
 inline void copy_group(__local float *s, __global const float *p, const int ld, const int kc,
                        const int tr, const int mn, const int rows, const int depth, const int r0,
@@ -255,16 +259,10 @@ inline void copy_group(__local float *s, __global const float *p, const int ld, 
         return;
     }
     __local float *d = s + (kc ? r * (BK + 4) + k : k * (mn + 8) + r);
-    if (VEC) {
-        if (full)
-            copy16(d, q, 16);
-        else
-            copy16(d, along > 0 ? q : p, 4 * max(along, 0));
-        return;
-    }
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-        copy4(d + e, e < along ? q + e : p, e < along ? 4 : 0);
+    if (full)
+        copy16(d, q, 16);
+    else
+        copy16(d, along > 0 ? q : p, 4 * max(along, 0));
 }
 
 inline void copy_commit(void)
