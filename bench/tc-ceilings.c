@@ -280,6 +280,10 @@ int main(int argc, char **argv)
     const int precs[] = {0, 2};
     const char *prec_names[] = {"tf32", "f16"};
     for (int pi = 0; pi < 2; pi++) {
+        if (precs[pi] == 2 && define_of(tiles, "BK", 16) % 16 != 0) {
+            printf("(f16 needs BK 16 or 32: its mma is 16 deep)\n");
+            continue;
+        }
         for (int probe = 0; probe < 3; probe++) {
             char options[512];
             snprintf(options, sizeof options,
