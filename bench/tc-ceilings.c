@@ -78,11 +78,13 @@ static int open_nvidia(gpu *g)
     return 0;
 }
 
-/* The kernel `entry` of `src` built with `options`; the compiler's register count in *regs. */
-static cl_kernel build(gpu *g, const char *src, const char *options, const char *entry, int *regs)
+/* The kernel `entry` of the `count` sources `src`, built as one program with `options`; the
+ * compiler's register count for `entry` in *regs (-1 when it said nothing). */
+static cl_kernel build(gpu *g, cl_uint count, const char **src, const char *options,
+                       const char *entry, int *regs)
 {
     cl_int e;
-    cl_program p = clCreateProgramWithSource(g->ctx, 1, &src, NULL, &e);
+    cl_program p = clCreateProgramWithSource(g->ctx, count, src, NULL, &e);
     if (e != CL_SUCCESS)
         die("clCreateProgramWithSource", e);
     char full[1024];
@@ -94,7 +96,10 @@ static cl_kernel build(gpu *g, const char *src, const char *options, const char 
     if (log)
         clGetProgramBuildInfo(p, g->dev, CL_PROGRAM_BUILD_LOG, n, log, NULL);
     *regs = -1;
-    const char *used = log ? strstr(log, "Used ") : NULL;
+    char function[160];
+    snprintf(function, sizeof function, "entry function '%s'", entry);
+    const char *at = log ? strstr(log, function) : NULL;
+    const char *used = at ? strstr(at, "Used ") : NULL;
     if (used)
         *regs = atoi(used + 5);
     if (built != CL_SUCCESS) {
@@ -142,7 +147,7 @@ static char *replace_all(const char *text, const char *from, const char *to)
 static cl_kernel build_sm90a(gpu *g, const char *src, const char *entry)
 {
     int regs;
-    cl_kernel k = build(g, src, "", entry, &regs);
+    cl_kernel k = build(g, 1, &src, "", entry, &regs);
     cl_program p;
     size_t size = 0;
     clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof p, &p, NULL);
@@ -290,7 +295,7 @@ int main(int argc, char **argv)
                      "-D TC_PTX=1 -D TA=0 -D TB=0 -D VEC=1 -D PREC=%d -D TC_PROBE=%d %s", precs[pi],
                      probe, tiles);
             int regs;
-            cl_kernel k = build(&g, tc, options, "tc_gemm", &regs);
+            cl_kernel k = build(&g, 1, (const char **)&tc, options, "tc_gemm", &regs);
             int v[] = {n, n, n}, zero = 0;
             float scale[] = {1.0f, 0.0f};
             for (cl_uint i = 0; i < 3; i++)
@@ -315,9 +320,10 @@ int main(int argc, char **argv)
         /* The same number of products from registers: (n/128)^2 work-groups of four warps,
          * each warp 4 x 8 tiles of 16 x 8 for n / (mma depth) rounds. */
         char options[64];
-        snprintf(options, sizeof options, "-D PREC=%d", precs[pi]);
+        snprintf(options, sizeof options, "-D TC_PTX=1 -D PREC=%d", precs[pi]);
         int regs, iters = n / (precs[pi] ? 16 : 8);
-        cl_kernel k = build(&g, peak, options, "mma_peak", &regs);
+        const char *sources[] = {tc, peak}; /* tc.cl's mma() */
+        cl_kernel k = build(&g, 2, sources, options, "mma_peak", &regs);
         clSetKernelArg(k, 0, sizeof(cl_mem), &a);
         clSetKernelArg(k, 1, sizeof(cl_mem), &c);
         clSetKernelArg(k, 2, sizeof(int), &iters);

@@ -1,20 +1,6 @@
 /* bench/tc-ceilings: mma.sync's own throughput, from registers only (no memory in the loop). Each
- * warp runs `iters` rounds of 4 x 8 independent mma tiles, the fragments of a 64 x 64 warp tile. */
-inline void mma(float *c, const uint *a, const uint b0, const uint b1)
-{
-#if PREC == 0
-    __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-    __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-
+ * warp runs `iters` rounds of 4 x 8 independent mma tiles, the fragments of a 64 x 64 warp tile.
+ * Built after kernels/tc.cl, whose mma() (per PREC) it calls. */
 __kernel __attribute__((reqd_work_group_size(128, 1, 1)))
 void mma_peak(__global const uint *in, __global float *out, const int iters)
 {

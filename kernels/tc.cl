@@ -150,6 +150,9 @@ inline void mma(float *c, const uint *a, const uint b0, const uint b1)
 #endif
 }
 
+/* Element (row r of the tile, k) of a tile in local memory. */
+#define AT(s, kc, mn, r, k) (s)[(kc) ? (r) * (BK + 4) + (k) : (k) * ((mn) + 8) + (r)]
+
 /*
  * float4 group v of a BK slice of an operand whose tile has `mn` rows (BM or BN) out of `rows`:
  * k-contiguous groups run along k, the others along the tile's rows. Outside the matrix reads 0.
@@ -202,13 +205,13 @@ inline void store_group(__local float *s, const int kc, const int tr, const int 
 #endif
     const int r = group_row(kc, tr, mn, v), k = group_k(kc, tr, mn, v);
     if (!kc && tr) {
-        s[r * (BK + 4) + k] = x.x;
-        s[(r + 1) * (BK + 4) + k] = x.y;
-        s[(r + 2) * (BK + 4) + k] = x.z;
-        s[(r + 3) * (BK + 4) + k] = x.w;
+        AT(s, 1, mn, r, k) = x.x;
+        AT(s, 1, mn, r + 1, k) = x.y;
+        AT(s, 1, mn, r + 2, k) = x.z;
+        AT(s, 1, mn, r + 3, k) = x.w;
         return;
     }
-    *(__local float4 *)(s + (kc ? r * (BK + 4) + k : k * (mn + 8) + r)) = x;
+    *(__local float4 *)&AT(s, kc, mn, r, k) = x;
 }
 
 /* A __local pointer's integer value is its shared-window address, which PTX's shared-memory
@@ -255,14 +258,32 @@ inline void copy_group(__local float *s, __global const float *p, const int ld, 
     if (!kc && tr) {
 #pragma unroll
         for (int e = 0; e < 4; e++)
-            copy4(s + (r + e) * (BK + 4) + k, e < along ? q + e : p, e < along ? 4 : 0);
+            copy4(&AT(s, 1, mn, r + e, k), e < along ? q + e : p, e < along ? 4 : 0);
         return;
     }
-    __local float *d = s + (kc ? r * (BK + 4) + k : k * (mn + 8) + r);
+    __local float *d = &AT(s, kc, mn, r, k);
     if (full)
         copy16(d, q, 16);
     else
         copy16(d, along > 0 ? q : p, 4 * max(along, 0));
+}
+
+/* Slice `slice` of A and B into the tiles as and bs; nothing past the last of `slices`. */
+inline void copy_slice(__local float *as, __local float *bs, __global const float *pa,
+                       const int lda, __global const float *pb, const int ldb, const int M,
+                       const int N, const int K, const int m0, const int n0, const bool full_mn,
+                       const int slice, const int slices, const int lid)
+{
+    if (slice >= slices)
+        return;
+    const int k0 = slice * BK;
+    const bool full = full_mn && k0 + BK <= K;
+#pragma unroll
+    for (int i = 0; i < A_GROUPS; i++)
+        copy_group(as, pa, lda, A_KC, 0, BM, M, K, m0, k0, lid + i * WG, full);
+#pragma unroll
+    for (int i = 0; i < B_GROUPS; i++)
+        copy_group(bs, pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
 }
 
 inline void copy_commit(void)
@@ -282,9 +303,6 @@ inline void copy_wait(void)
     __asm__ volatile("cp.async.wait_group 2;" ::: "memory");
 #endif
 }
-
-/* Element (row r of the tile, k) of a tile in local memory. */
-#define AT(s, kc, mn, r, k) ((kc) ? (s)[(r) * (BK + 4) + (k)] : (s)[(k) * ((mn) + 8) + (r)])
 
 /* Elements k and k + 1 of row r as a 16-bit pair; one 8-byte read where the row runs along k. */
 inline uint pair16(__local const float *s, const int kc, const int mn, const int r, const int k)
@@ -475,15 +493,7 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
     /* Slices 0 .. STAGES - 2 in flight; a commit per slice, empty or not, keeps copy_wait's
      * count of groups right. */
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < slices) {
-            const bool full = full_mn && (s + 1) * BK <= K;
-#pragma unroll
-            for (int i = 0; i < A_GROUPS; i++)
-                copy_group(As[s], pa, lda, A_KC, 0, BM, M, K, m0, s * BK, lid + i * WG, full);
-#pragma unroll
-            for (int i = 0; i < B_GROUPS; i++)
-                copy_group(Bs[s], pb, ldb, B_KC, BT, BN, N, K, n0, s * BK, lid + i * WG, full);
-        }
+        copy_slice(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
         copy_commit();
     }
     int cur = 0, next = STAGES - 1;
@@ -492,17 +502,8 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
         /* After it, slice s is everyone's, and no warp still reads the buffer that slice
          * s + STAGES - 1 goes into (slice s - 1's). */
         barrier(CLK_LOCAL_MEM_FENCE);
-        const int ahead = s + STAGES - 1;
-        if (ahead < slices) {
-            const int k0 = ahead * BK;
-            const bool full = full_mn && k0 + BK <= K;
-#pragma unroll
-            for (int i = 0; i < A_GROUPS; i++)
-                copy_group(As[next], pa, lda, A_KC, 0, BM, M, K, m0, k0, lid + i * WG, full);
-#pragma unroll
-            for (int i = 0; i < B_GROUPS; i++)
-                copy_group(Bs[next], pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
-        }
+        copy_slice(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn,
+                   s + STAGES - 1, slices, lid);
         copy_commit();
         slice_product(acc, As[cur], Bs[cur], wm, wn, lane);
         cur = cur + 1 == STAGES ? 0 : cur + 1;
