@@ -6,7 +6,8 @@
 # Optional: KP_TC_BENCH=0 (skip bench-tc and peer-tc.py),
 # KP_TC_SWEEP="BM,BN,BK,WM,WN,LDSM[,BT[,BK_X3[,STAGES[,v]]]] ..." (tile sets timed at 4096^3 before
 # bench-tc, with ptxas's register and spill counts where a ptxas is found; sets ending in ",v" are
-# also verified), KP_TC_CEILINGS=1 (bench/tc-ceilings.c: the copies and the products timed apart), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
+# also verified), KP_TC_WG_SWEEP="WG_BM,WG_BN,WG_BK,WG_STAGES,WG_LAG[,v] ..." (the same for the
+# wgmma kernel, WGMMA 1, tf32 at 4096^3 and 8192^3), KP_TC_CEILINGS=1 (bench/tc-ceilings.c: the copies and the products timed apart), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
 # after the start by which everything is packed, default 560).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,6 +71,30 @@ if [[ -n "${KP_TC_SWEEP:-}" ]]; then
     fi
   done
   rm -f "$res/sweep.yaml"
+fi
+
+if [[ -n "${KP_TC_WG_SWEEP:-}" ]]; then
+  step "nvidia: tc.gemm on wgmma (WG_BM,WG_BN,WG_BK,WG_STAGES,WG_LAG), tf32"
+  for set in $KP_TC_WG_SWEEP; do
+    IFS=, read -r bm bn bk stages lag check <<<"$set"
+    m="$res/wg-sweep.yaml"
+    {
+      printf 'kernelport: 1\ntuning:\n  - match: { vendor: nvidia, arch: sm_90, name: NVIDIA }\n    kernels:\n'
+      printf '      tc.gemm: { WGMMA: 1, WG_BM: %s, WG_BN: %s, WG_BK: %s, WG_STAGES: %s, WG_LAG: %s }\n' \
+        "$bm" "$bn" "$bk" "$stages" "$lag"
+    } >"$m"
+    for size in 4096 8192; do
+      printf '%-18s %-5s ' "$set" "$size"
+      timeout "$(cap 60)" $kp --device nvidia --manifest "$m" bench tc.gemm --size "$size-tf32" 2>&1 |
+        awk '/^tc.gemm/ {print $4 " us", $6 " GFLOP/s"} /rror|FAIL/ {print}' | head -3
+    done
+    python3 bench/ptx-regs.py "$XDG_CACHE_HOME" 1
+    if [[ "${check:-}" == v ]]; then
+      step "nvidia: verify tc with WGMMA $set"
+      timeout "$(cap 120)" $kp --device nvidia --manifest "$m" verify tc | tail -12
+    fi
+  done
+  rm -f "$res/wg-sweep.yaml"
 fi
 
 if [[ "${KP_TC_CEILINGS:-0}" == 1 ]]; then

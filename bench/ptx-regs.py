@@ -48,7 +48,7 @@ def main():
                                  capture_output=True, text=True)
         lines = (run.stdout + run.stderr).splitlines()
         for line in lines:
-            if "Used" in line or "spill" in line:
+            if "Used" in line or "spill" in line or "wgmma" in line:
                 print("  ptxas:", line.split("info    :")[-1].strip())
         if run.returncode != 0:
             print("  ptxas failed:", *lines[:3], "; PTX begins", repr(ptx[:120]), sep="\n    ")

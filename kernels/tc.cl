@@ -82,8 +82,20 @@
 #error "cp.async's ring (STAGES) copies whole float4 groups: it needs VEC"
 #endif
 
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+#ifndef LAG
+#define LAG 0
+#endif
+
 #define WARPS_M (BM / WM)
+#if WGMMA
+/* One warpgroup (four warps) per 64 columns of C (see tc_gemm_wg). */
+#define WG (BN / 64 * 128)
+#else
 #define WG (WARPS_M * (BN / WN) * 32)
+#endif
 #define MI (WM / 16)
 #define NI (WN / 8)
 #define KSTEP (PREC >= 2 ? 16 : 8)
@@ -239,11 +251,29 @@ inline void copy4(__local float *s, __global const float *q, const uint valid)
                      : "memory");
 }
 
-/*
- * float4 group v of a BK slice (load_group's), copied straight into the tile in local memory as
- * one 16-byte copy (four 4-byte ones where BT transposes it). The float4s' lanes outside the
- * matrix are zero-filled and read nothing; their source address is p itself, always valid.
- */
+/* The float4 group at row gr, depth gk of an operand: its address, and in *along how many of its
+ * lanes lie inside the matrix (it runs along k where kc, along the rows otherwise). */
+inline __global const float *group_source(__global const float *p, const int ld, const int kc,
+                                          const int rows, const int depth, const int gr,
+                                          const int gk, int *along)
+{
+    *along = (kc ? gr < rows : gk < depth) ? min(kc ? depth - gk : rows - gr, 4) : 0;
+    return p + (kc ? gr * ld + gk : gk * ld + gr);
+}
+
+/* One 16-byte copy of the group at q to d: lanes outside the matrix are zero-filled and read
+ * nothing; their source address is p itself, always valid. */
+inline void copy_lanes(__local float *d, __global const float *p, __global const float *q,
+                       const int along, const bool full)
+{
+    if (full)
+        copy16(d, q, 16);
+    else
+        copy16(d, along > 0 ? q : p, 4 * max(along, 0));
+}
+
+/* float4 group v of a BK slice (load_group's), copied straight into the tile in local memory as
+ * one 16-byte copy (four 4-byte ones where BT transposes it). */
 inline void copy_group(__local float *s, __global const float *p, const int ld, const int kc,
                        const int tr, const int mn, const int rows, const int depth, const int r0,
                        const int k0, const int v, const bool full)
@@ -251,21 +281,15 @@ inline void copy_group(__local float *s, __global const float *p, const int ld, 
     if (TC_PROBE == 1)
         return;
     const int r = group_row(kc, tr, mn, v), k = group_k(kc, tr, mn, v);
-    const int gr = r0 + r, gk = k0 + k;
-    __global const float *q = p + (kc ? gr * ld + gk : gk * ld + gr);
-    /* Lanes of the group inside the matrix: it runs along k (kc) or along the rows. */
-    const int along = (kc ? gr < rows : gk < depth) ? min(kc ? depth - gk : rows - gr, 4) : 0;
+    int along;
+    __global const float *q = group_source(p, ld, kc, rows, depth, r0 + r, k0 + k, &along);
     if (!kc && tr) {
 #pragma unroll
         for (int e = 0; e < 4; e++)
             copy4(&AT(s, 1, mn, r + e, k), e < along ? q + e : p, e < along ? 4 : 0);
         return;
     }
-    __local float *d = &AT(s, kc, mn, r, k);
-    if (full)
-        copy16(d, q, 16);
-    else
-        copy16(d, along > 0 ? q : p, 4 * max(along, 0));
+    copy_lanes(&AT(s, kc, mn, r, k), p, q, along, full);
 }
 
 /* Slice `slice` of A and B into the tiles as and bs; nothing past the last of `slices`. */
@@ -463,6 +487,7 @@ inline void slice_product(float acc[MI][NI][4], __local const float *as, __local
 #undef SUM
 }
 
+#if !WGMMA
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void tc_gemm(const int M, const int N, const int K, const float alpha, const float beta,
              __global const float *A, const int a_off, const int lda, __global const float *B,
@@ -569,3 +594,210 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
                 }
             }
 }
+#endif
+
+#if WGMMA
+/*
+ * tc_gemm_wg: Hopper's warpgroup MMA (wgmma, sm_90a), tf32. Built with the core's -kp-ptx-sm90a:
+ * the sm_90a instructions sit behind "//KP:" in the asm, and the core re-targets the compiled
+ * PTX (NVIDIA's OpenCL compiler emits sm_90, whose assembler refuses them).
+ *
+ * wgmma reads its B operand, and may read A, straight from local memory, but for tf32 only in a
+ * K-major layout, and its A may instead come from registers. A row-major B is not K-major, so the
+ * kernel computes C^T = op(B)^T op(A)^T: wgmma's A is op(B)^T (64 columns of C per warpgroup,
+ * fragments read from local memory into registers), its B is op(A)^T, the A tile, which is
+ * K-major where A's rows run along k (TA 0; the host runs other calls on tc_gemm).
+ *
+ * A work-group is BN / 64 warpgroups and computes a BM x BN tile of C; each warpgroup's wgmmas
+ * (m64 n128 k8) cover its 64 columns and BM / 128 blocks of 128 rows, all accumulators in
+ * registers. K advances BK at a time through a ring of STAGES slices filled by cp.async, AHEAD
+ * slices ahead of the one multiplied; wgmma runs asynchronously, LAG (0 or 1) slices of it may
+ * still be in flight when the next slice's fragments are read.
+ */
+#if PREC != 0 || !VEC || TA || STAGES - 1 - LAG < 1
+#error "tc_gemm_wg: tf32, float4 operands, a k-contiguous A, and STAGES - 1 - LAG >= 1 slices ahead"
+#endif
+#define AHEAD (STAGES - 1 - LAG)
+#define HALVES (BM / 128)
+
+/* Element (m, k) of A's tile in wgmma's K-major layout without swizzling: 8 x 4 "core matrices"
+ * of 128 contiguous bytes, 128 bytes apart along k and 32 BK bytes apart along m. */
+#define A_CM(m, k) ((m) / 8 * (8 * BK) + (k) / 4 * 32 + (m) % 8 * 4 + (k) % 4)
+/* Element (n, k) of B's tile (rows along k, or along n where TB): XOR-swizzled in float4 steps so
+ * that a warp's fragment reads fall on 32 banks without the pads, which would not leave four
+ * slices of 256 x 8 and 128 x 8 within 48 KB. */
+#if TB
+#define B_SW(n, k) ((n) * BK + ((k) ^ (n) / (32 / BK) % (BK / 4) * 4))
+#else
+#define B_SW(n, k) ((k) * BN + ((n) ^ (k) % 4 * 8))
+#endif
+
+/* wgmma's matrix descriptor of K-major data at p: start address, the k-direction (128 bytes)
+ * and row-direction (32 BK bytes) strides, each over 16; no swizzling. */
+inline ulong wg_desc(__local const float *p)
+{
+    return (ulong)(shared_addr(p) & 0x3FFFF) >> 4 | (ulong)(128 >> 4) << 16 |
+           (ulong)(32 * BK >> 4) << 32;
+}
+
+inline void wg_copy_slice(__local float *as, __local float *bs, __global const float *pa,
+                          const int lda, __global const float *pb, const int ldb, const int M,
+                          const int N, const int K, const int m0, const int n0,
+                          const bool full_mn, const int slice, const int slices, const int lid)
+{
+    if (slice >= slices)
+        return;
+    const int k0 = slice * BK;
+    const bool full = full_mn && k0 + BK <= K;
+    int along;
+#pragma unroll
+    for (int i = 0; i < A_GROUPS; i++) {
+        const int v = lid + i * WG;
+        const int r = group_row(1, 0, BM, v), k = group_k(1, 0, BM, v);
+        __global const float *q = group_source(pa, lda, 1, M, K, m0 + r, k0 + k, &along);
+        copy_lanes(as + A_CM(r, k), pa, q, along, full);
+    }
+#pragma unroll
+    for (int i = 0; i < B_GROUPS; i++) {
+        const int v = lid + i * WG;
+        const int r = group_row(B_KC, 0, BN, v), k = group_k(B_KC, 0, BN, v);
+        __global const float *q = group_source(pb, ldb, B_KC, N, K, n0 + r, k0 + k, &along);
+        copy_lanes(bs + B_SW(r, k), pb, q, along, full);
+    }
+}
+
+/* Until this work-item's copies of the slice AHEAD - 1 commits back have landed. */
+inline void wg_copy_wait(void)
+{
+#if AHEAD == 1
+    __asm__ volatile("cp.async.wait_group 0;" ::: "memory");
+#elif AHEAD == 2
+    __asm__ volatile("cp.async.wait_group 1;" ::: "memory");
+#else
+    __asm__ volatile("cp.async.wait_group 2;" ::: "memory");
+#endif
+}
+
+/* wgmma reads A's tile unrounded (the tensor cores drop the low bits): each work-item rounds
+ * the groups it copied, as tf32 precision asks (cvt.rna). */
+inline void wg_round(__local float *as, const int lid)
+{
+#pragma unroll
+    for (int i = 0; i < A_GROUPS; i++) {
+        const int v = lid + i * WG;
+        __local float4 *x = (__local float4 *)(as + A_CM(group_row(1, 0, BM, v),
+                                                         group_k(1, 0, BM, v)));
+        const float4 y = *x;
+        *x = (float4)(as_float(tf32(y.x)), as_float(tf32(y.y)), as_float(tf32(y.z)),
+                      as_float(tf32(y.w)));
+    }
+}
+
+/* Issues this warpgroup's wgmmas for one slice: fragments f of op(B)^T (rows n, n + 8 of the
+ * tile; columns t and t + 4 of each k-step, the mma.m16n8k8 layout), op(A)^T from as. */
+__attribute__((always_inline)) inline void wg_product(float d[HALVES][64], uint f[BK / 8][4], __local const float *as)
+{
+    __asm__ volatile("//KP:wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int ks = 0; ks < BK / 8; ks++)
+#pragma unroll
+        for (int h = 0; h < HALVES; h++) {
+            const ulong desc = wg_desc(as + A_CM(h * 128, ks * 8));
+            float *c = d[h];
+            __asm__ volatile("//KP:wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, 1, 1, 1;"
+                             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]), "+f"(c[8]), "+f"(c[9]), "+f"(c[10]), "+f"(c[11]), "+f"(c[12]), "+f"(c[13]), "+f"(c[14]), "+f"(c[15]), "+f"(c[16]), "+f"(c[17]), "+f"(c[18]), "+f"(c[19]), "+f"(c[20]), "+f"(c[21]), "+f"(c[22]), "+f"(c[23]), "+f"(c[24]), "+f"(c[25]), "+f"(c[26]), "+f"(c[27]), "+f"(c[28]), "+f"(c[29]), "+f"(c[30]), "+f"(c[31]), "+f"(c[32]), "+f"(c[33]), "+f"(c[34]), "+f"(c[35]), "+f"(c[36]), "+f"(c[37]), "+f"(c[38]), "+f"(c[39]), "+f"(c[40]), "+f"(c[41]), "+f"(c[42]), "+f"(c[43]), "+f"(c[44]), "+f"(c[45]), "+f"(c[46]), "+f"(c[47]), "+f"(c[48]), "+f"(c[49]), "+f"(c[50]), "+f"(c[51]), "+f"(c[52]), "+f"(c[53]), "+f"(c[54]), "+f"(c[55]), "+f"(c[56]), "+f"(c[57]), "+f"(c[58]), "+f"(c[59]), "+f"(c[60]), "+f"(c[61]), "+f"(c[62]), "+f"(c[63])
+                             : "r"(f[ks][0]), "r"(f[ks][1]), "r"(f[ks][2]), "r"(f[ks][3]),
+                               "l"(desc)
+                             : "memory");
+        }
+    __asm__ volatile("//KP:wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/* Slice s: wait for it, make it visible to wgmma, start the copy of slice s + AHEAD into the
+ * buffer of slice s - 1 - LAG (whose wgmmas every warpgroup has waited for), multiply. Inlined
+ * (as wg_product is) so that the accumulators stay in registers. */
+__attribute__((always_inline)) inline void wg_slice(float d[HALVES][64], uint f[BK / 8][4], __local float (*As)[BM * BK],
+                     __local float (*Bs)[BN * BK], __global const float *pa, const int lda,
+                     __global const float *pb, const int ldb, const int M, const int N,
+                     const int K, const int m0, const int n0, const bool full_mn, const int s,
+                     const int slices, const int lid, const int row, const int t)
+{
+    const int cur = s % STAGES, next = (s + AHEAD) % STAGES;
+    wg_copy_wait();
+    wg_round(As[cur], lid);
+    /* Stores by work-items (cp.async's and the rounding) reach wgmma only after this fence. */
+    __asm__ volatile("//KP:fence.proxy.async.shared::cta;" ::: "memory");
+    barrier(CLK_LOCAL_MEM_FENCE);
+    wg_copy_slice(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s + AHEAD,
+                  slices, lid);
+    copy_commit();
+    __local const float *bs = Bs[cur];
+#pragma unroll
+    for (int ks = 0; ks < BK / 8; ks++) {
+        f[ks][0] = tf32(bs[B_SW(row, ks * 8 + t)]);
+        f[ks][1] = tf32(bs[B_SW(row + 8, ks * 8 + t)]);
+        f[ks][2] = tf32(bs[B_SW(row, ks * 8 + t + 4)]);
+        f[ks][3] = tf32(bs[B_SW(row + 8, ks * 8 + t + 4)]);
+    }
+    wg_product(d, f, As[cur]);
+#if LAG
+    __asm__ volatile("//KP:wgmma.wait_group.sync.aligned 1;" ::: "memory");
+#else
+    __asm__ volatile("//KP:wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void tc_gemm_wg(const int M, const int N, const int K, const float alpha, const float beta,
+                __global const float *A, const int a_off, const int lda, __global const float *B,
+                const int b_off, const int ldb, __global float *C, const int c_off,
+                const int ldc)
+{
+    __local float As[STAGES][BM * BK] __attribute__((aligned(128)));
+    __local float Bs[STAGES][BN * BK] __attribute__((aligned(128)));
+    const int lid = get_local_id(0), warp = lid / 32, g = lid % 32 / 4, t = lid % 4;
+    /* This work-item's first row of op(B)^T in the tile: warpgroup, warp of it, lane group. */
+    const int row = warp / 4 * 64 + warp % 4 * 16 + g;
+    const int tiles_n = (N + BN - 1) / BN, tile = get_group_id(0);
+    const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+    __global const float *pa = A + a_off, *pb = B + b_off;
+    const bool full_mn = m0 + BM <= M && n0 + BN <= N;
+
+    float d[HALVES][64];
+#pragma unroll
+    for (int h = 0; h < HALVES; h++)
+#pragma unroll
+        for (int i = 0; i < 64; i++)
+            d[h][i] = 0.0f;
+
+    const int slices = (K + BK - 1) / BK;
+    for (int s = 0; s < AHEAD; s++) {
+        wg_copy_slice(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
+        copy_commit();
+    }
+    /* Two sets of fragment registers, since wgmma reads them after it is issued (LAG 1). */
+    uint f0[BK / 8][4], f1[BK / 8][4];
+    for (int s = 0; s < slices; s += 2) {
+        wg_slice(d, f0, As, Bs, pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid, row,
+                 t);
+        if (s + 1 < slices)
+            wg_slice(d, f1, As, Bs, pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s + 1, slices,
+                     lid, row, t);
+    }
+    __asm__ volatile("//KP:wgmma.wait_group.sync.aligned 0;" ::: "memory");
+
+    /* d[h][4j + e] is C^T's (row + 8 (e >= 2), h 128 + 8 j + 2 t + e % 2): C's row m, column n. */
+    __global float *pc = C + c_off;
+#pragma unroll
+    for (int h = 0; h < HALVES; h++)
+#pragma unroll
+        for (int i = 0; i < 64; i++) {
+            const int n = n0 + row + (i % 4 >= 2 ? 8 : 0);
+            const int m = m0 + h * 128 + i / 4 * 8 + 2 * t + i % 2;
+            if (m < M && n < N) {
+                __global float *q = pc + m * ldc + n;
+                *q = beta == 0.0f ? alpha * d[h][i] : alpha * d[h][i] + beta * *q;
+            }
+        }
+}
+#endif

@@ -45,6 +45,51 @@ static char *build_log(cl_program p, cl_device_id d)
     return log;
 }
 
+/*
+ * SM90A_OPTION, the core's own build option: Hopper's sm_90a instructions (wgmma) are refused in
+ * the PTX NVIDIA's OpenCL compiler emits, which targets sm_90. A kernel that passes the option
+ * writes them behind SM90A_MARK, a PTX comment, inside its inline asm; the core takes the compiled
+ * PTX, raises its target to sm_90a, removes the marks and builds that as the program's binary.
+ */
+#define SM90A_OPTION "-kp-ptx-sm90a"
+#define SM90A_MARK "//KP:"
+
+/* Removes SM90A_OPTION from `options` in place; whether it was there. */
+static int take_sm90a(char *options)
+{
+    size_t n = strlen(SM90A_OPTION);
+    for (char *p = strstr(options, SM90A_OPTION); p; p = strstr(p + 1, SM90A_OPTION))
+        if ((p == options || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
+            memmove(p, p + n + (p[n] == ' '), strlen(p + n + (p[n] == ' ')) + 1);
+            return 1;
+        }
+    return 0;
+}
+
+/* PTX text with its ".target sm_90" raised to sm_90a and every SM90A_MARK removed; NULL when the
+ * text is not PTX for sm_90. */
+static char *ptx_sm90a(const char *ptx)
+{
+    const char *target = strstr(ptx, ".target sm_90");
+    if (!target || target[13] == 'a' || (target[13] >= '0' && target[13] <= '9'))
+        return NULL;
+    char *out = malloc(strlen(ptx) + 2), *o = out;
+    if (!out)
+        return NULL;
+    size_t mark = strlen(SM90A_MARK);
+    for (const char *p = ptx; *p;) {
+        if (p == target + 13)
+            *o++ = 'a';
+        if (strncmp(p, SM90A_MARK, mark) == 0) {
+            p += mark;
+            continue;
+        }
+        *o++ = *p++;
+    }
+    *o = '\0';
+    return out;
+}
+
 /* A cached binary that no longer loads is only a miss: the source build replaces it. */
 static cl_program from_binary(kp__backend *b, const void *bin, size_t size, const char *options)
 {
@@ -73,7 +118,63 @@ static void store_binary(kp__backend *b, cl_program p, const uint8_t key[32])
     free(bin);
 }
 
-static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, cl_program *out)
+static kp_status build_failed(kp_runtime *rt, kp_kernel *k, cl_program p, cl_int err,
+                              const char *what, const char *options)
+{
+    char *log = build_log(p, rt->backend->device);
+    const kp_device_info *d = kp__device(rt);
+    kp_status st = kp__fail(rt, err == CL_BUILD_PROGRAM_FAILURE ? KP_ERR_BUILD : KP_ERR_CL,
+                            "kernel %s: building %s%s failed (%s) on %s (driver %s)\n"
+                            "options: %s\nbuild log:\n%s",
+                            k->desc->name, what, k->desc->source_name ? k->desc->source_name : "?",
+                            kp__cl_error_name(err), d->name, d->driver,
+                            *options ? options : "(none)", log ? log : "");
+    free(log);
+    return st;
+}
+
+/* The program p (built from source) rebuilt from its PTX raised to sm_90a; p is released. */
+static kp_status rebuild_sm90a(kp_runtime *rt, kp_kernel *k, const char *options, cl_program *p)
+{
+    kp__backend *b = rt->backend;
+    size_t size = 0;
+    char *bin = NULL, *ptx = NULL;
+    cl_int err = clGetProgramInfo(*p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+    if (err == CL_SUCCESS && size > 0 && (bin = calloc(1, size + 1)) != NULL)
+        err = clGetProgramInfo(*p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+    clReleaseProgram(*p);
+    *p = NULL;
+    if (err == CL_SUCCESS && bin)
+        ptx = ptx_sm90a(bin);
+    free(bin);
+    if (!ptx) {
+        const kp_device_info *d = kp__device(rt);
+        return kp__fail(rt, err != CL_SUCCESS ? KP_ERR_CL : KP_ERR_UNSUPPORTED,
+                        "kernel %s: %s asks for sm_90a instructions (" SM90A_OPTION "), which "
+                        "need a compiler that emits PTX for sm_90; %s (%s, driver %s) did not",
+                        k->desc->name, k->desc->source_name ? k->desc->source_name : "the source",
+                        d->name, d->platform, d->driver);
+    }
+    size_t len = strlen(ptx) + 1;
+    const unsigned char *text = (const unsigned char *)ptx;
+    cl_int status;
+    cl_program q = clCreateProgramWithBinary(b->context, 1, &b->device, &len, &text, &status, &err);
+    free(ptx);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(rt, err, "clCreateProgramWithBinary", "kernel %s (sm_90a PTX)",
+                           k->desc->name);
+    err = clBuildProgram(q, 1, &b->device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        kp_status st = build_failed(rt, k, q, err, "the sm_90a PTX of ", options);
+        clReleaseProgram(q);
+        return st;
+    }
+    *p = q;
+    return KP_OK;
+}
+
+static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, int sm90a,
+                             cl_program *out)
 {
     kp__backend *b = rt->backend;
     const char *src = kernel_source(k);
@@ -83,17 +184,14 @@ static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, 
         return kp__cl_fail(rt, err, "clCreateProgramWithSource", "kernel %s", k->desc->name);
     err = clBuildProgram(p, 1, &b->device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
-        char *log = build_log(p, b->device);
-        const kp_device_info *d = kp__device(rt);
-        kp_status st = kp__fail(rt, err == CL_BUILD_PROGRAM_FAILURE ? KP_ERR_BUILD : KP_ERR_CL,
-                                "kernel %s: building %s failed (%s) on %s (driver %s)\n"
-                                "options: %s\nbuild log:\n%s",
-                                k->desc->name, k->desc->source_name ? k->desc->source_name : "?",
-                                kp__cl_error_name(err), d->name, d->driver,
-                                *options ? options : "(none)", log ? log : "");
-        free(log);
+        kp_status st = build_failed(rt, k, p, err, "", options);
         clReleaseProgram(p);
         return st;
+    }
+    if (sm90a) {
+        kp_status st = rebuild_sm90a(rt, k, options, &p);
+        if (st != KP_OK)
+            return st;
     }
     *out = p;
     return KP_OK;
@@ -109,22 +207,30 @@ static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, 
             *out = p->program;
             return KP_OK;
         }
+    /* The key keeps SM90A_OPTION; the OpenCL compiler never sees it. */
+    char *cl_options = kp__strdup(options);
+    if (!cl_options)
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    int sm90a = take_sm90a(cl_options);
     cl_program prog = NULL;
     void *bin = NULL;
     size_t size = 0;
     if (kp__disk_cache_get(&b->disk, key, &bin, &size)) {
-        prog = from_binary(b, bin, size, options);
+        prog = from_binary(b, bin, size, cl_options);
         free(bin);
         if (prog)
             kp__log(rt, KP_LOG_DEBUG, "kernel %s: program loaded from the disk cache",
                     k->desc->name);
     }
     if (!prog) {
-        kp_status st = from_source(rt, k, options, &prog);
-        if (st != KP_OK)
+        kp_status st = from_source(rt, k, cl_options, sm90a, &prog);
+        if (st != KP_OK) {
+            free(cl_options);
             return st;
+        }
         store_binary(b, prog, key);
     }
+    free(cl_options);
     kp__cl_program *entry = calloc(1, sizeof *entry);
     if (!entry) {
         clReleaseProgram(prog);

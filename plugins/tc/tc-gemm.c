@@ -62,6 +62,9 @@ static const int64_t warp_rows[] = {16, 32, 64, 128};
 static const int64_t switches[] = {0, 1};
 static const int64_t warp_cols[] = {8, 16, 32, 64};
 static const int64_t stage_counts[] = {0, 2, 3, 4};
+static const int64_t wg_rows[] = {128, 256};
+static const int64_t wg_cols[] = {64, 128, 192, 256};
+static const int64_t wg_stages[] = {2, 3, 4};
 
 /* The work-group size is (BM/WM)(BN/WN) warps, so no tunable is its size; each combination is
  * checked against the device at launch (tc_tiles_valid). */
@@ -133,6 +136,45 @@ static const kp_tunable_desc tunables[] = {
                         .doc = "0: slices staged through registers, two buffers; 2-4: a ring of "
                                "that many slices filled by cp.async (where the operands allow "
                                "float4 loads)"},
+    /* The WG_ tunables shape tc_gemm_wg and reach the compiler from wg_program. */
+    [TC_TUNE_WGMMA] = {.name = "WGMMA",
+                       .default_value = 0,
+                       .allowed = switches,
+                       .n_allowed = 2,
+                       .flags = KP_TUNABLE_NO_DEFINE,
+                       .doc = "1: tf32 calls with a k-contiguous A and float4 operands run on "
+                              "Hopper's wgmma (sm_90 only); the rest as before"},
+    [TC_TUNE_WG_BM] = {.name = "WG_BM",
+                       .default_value = 256,
+                       .allowed = wg_rows,
+                       .n_allowed = 2,
+                       .flags = KP_TUNABLE_NO_DEFINE,
+                       .doc = "wgmma: rows of C per work-group"},
+    [TC_TUNE_WG_BN] = {.name = "WG_BN",
+                       .default_value = 128,
+                       .allowed = wg_cols,
+                       .n_allowed = 4,
+                       .flags = KP_TUNABLE_NO_DEFINE,
+                       .doc = "wgmma: columns of C per work-group, 64 per warpgroup"},
+    [TC_TUNE_WG_BK] = {.name = "WG_BK",
+                       .default_value = 8,
+                       .allowed = depths,
+                       .n_allowed = 3,
+                       .flags = KP_TUNABLE_NO_DEFINE,
+                       .doc = "wgmma: depth of each slice in local memory"},
+    [TC_TUNE_WG_STAGES] = {.name = "WG_STAGES",
+                           .default_value = 4,
+                           .allowed = wg_stages,
+                           .n_allowed = 3,
+                           .flags = KP_TUNABLE_NO_DEFINE,
+                           .doc = "wgmma: slices in the cp.async ring"},
+    [TC_TUNE_WG_LAG] = {.name = "WG_LAG",
+                        .default_value = 1,
+                        .allowed = switches,
+                        .n_allowed = 2,
+                        .flags = KP_TUNABLE_NO_DEFINE,
+                        .doc = "wgmma: slices whose products may still run while the next is "
+                               "read (the ring copies WG_STAGES - 1 - WG_LAG ahead)"},
 };
 
 /* ---- the device test ------------------------------------------------------------------------ */
@@ -277,10 +319,25 @@ static int64_t tc_depth(kp_launch *l, int prec)
     return prec == KP_TC_TF32X3 && x3 > 0 ? x3 : tc_host->tunable_index(l, TC_TUNE_BK);
 }
 
-/* The tiles of one launch: work-group tile BM x BN, slice depth BK, warp tile WM x WN. */
+/* The tiles of one launch: work-group tile BM x BN, slice depth BK, warp tile WM x WN (mma.sync);
+ * lag: wgmma's slices in flight. */
 typedef struct tc_tiles {
-    int64_t bm, bn, bk, wm, wn, wg, stages;
+    int64_t bm, bn, bk, wm, wn, wg, stages, lag;
 } tc_tiles;
+
+static kp_status tiles_refuse(kp_launch *l, const tc_tiles *t, int wgmma, const char *why)
+{
+    if (wgmma)
+        return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                             "tuning WG_BM=%lld WG_BN=%lld WG_BK=%lld WG_STAGES=%lld WG_LAG=%lld "
+                             "(tiles after SMALL): %s",
+                             (long long)t->bm, (long long)t->bn, (long long)t->bk,
+                             (long long)t->stages, (long long)t->lag, why);
+    return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                         "tuning BM=%lld BN=%lld BK=%lld WM=%lld WN=%lld: %s", (long long)t->bm,
+                         (long long)t->bn, (long long)t->bk, (long long)t->wm, (long long)t->wn,
+                         why);
+}
 
 /*
  * The tunables' tiles for this call, checked against the kernel's rules and the device. With
@@ -331,12 +388,59 @@ static kp_status tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
                  (long long)local, (unsigned long long)d->local_mem);
         why = buf;
     }
-    if (!why)
-        return KP_OK;
-    return tc_host->fail(l, KP_ERR_INVALID_ARG,
-                         "tuning BM=%lld BN=%lld BK=%lld WM=%lld WN=%lld: %s", (long long)t->bm,
-                         (long long)t->bn, (long long)t->bk, (long long)t->wm, (long long)t->wn,
-                         why);
+    return why ? tiles_refuse(l, t, 0, why) : KP_OK;
+}
+
+/* Whether a plan runs on tc_gemm_wg: WGMMA asked for, an sm_90 device (wgmma is sm_90a's; later
+ * architectures lack it), tf32, A's rows along k (K-major for wgmma) and float4 operands. */
+static int wgmma_fits(kp_launch *l, const tc_plan *p, int vec)
+{
+    const kp_device_info *d = tc_host->device(l);
+    return tc_host->tunable_index(l, TC_TUNE_WGMMA) && d->vendor == KP_VENDOR_NVIDIA &&
+           strcmp(d->arch, "sm_90") == 0 && p->precision == KP_TC_TF32 && !p->ta && vec;
+}
+
+/* tc_gemm_wg's tiles, checked like tiles_choose's. With SMALL, products that would leave compute
+ * units idle run in 128-row, then narrower, tiles. */
+static kp_status wg_tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
+{
+    const kp_device_info *d = tc_host->device(l);
+    *t = (tc_tiles){.bm = tc_host->tunable_index(l, TC_TUNE_WG_BM),
+                    .bn = tc_host->tunable_index(l, TC_TUNE_WG_BN),
+                    .bk = tc_host->tunable_index(l, TC_TUNE_WG_BK),
+                    .wm = 64,
+                    .wn = 64,
+                    .stages = tc_host->tunable_index(l, TC_TUNE_WG_STAGES),
+                    .lag = tc_host->tunable_index(l, TC_TUNE_WG_LAG)};
+    if (tc_host->tunable_index(l, TC_TUNE_SMALL))
+        while ((p->m + t->bm - 1) / t->bm * ((p->n + t->bn - 1) / t->bn) < d->compute_units) {
+            /* Fewer rows must still give each work-item whole float4 groups of A's slice;
+             * fewer warpgroups always do. */
+            if (t->bm > 128 && 128 * t->bk / 4 % (t->bn / 64 * 128) == 0)
+                t->bm = 128;
+            else if (t->bn > 64)
+                t->bn = t->bn / 128 * 64;
+            else
+                break;
+        }
+    t->wg = t->bn / 64 * 128;
+    int64_t local = t->stages * (t->bm + t->bn) * t->bk * 4;
+    const char *why = NULL;
+    char buf[160];
+    if ((size_t)t->wg > d->max_workgroup) {
+        snprintf(buf, sizeof buf, "%lld work-items per work-group, over the device's %zu",
+                 (long long)t->wg, d->max_workgroup);
+        why = buf;
+    } else if (t->bm * t->bk % (4 * t->wg) != 0)
+        why = "WG_BM WG_BK must be a multiple of 4 floats per work-item";
+    else if (t->stages - 1 - t->lag < 1)
+        why = "WG_STAGES - 1 - WG_LAG must leave a slice to copy ahead";
+    else if ((uint64_t)local > d->local_mem) {
+        snprintf(buf, sizeof buf, "%lld bytes of local memory, over the device's %llu",
+                 (long long)local, (unsigned long long)d->local_mem);
+        why = buf;
+    }
+    return why ? tiles_refuse(l, t, 1, why) : KP_OK;
 }
 
 /* The program of a plan's variant and tiles; vec: every operand's offset and row pitch are
@@ -354,19 +458,37 @@ static kp_status tc_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, i
     return tc_host->cl_kernel(l, "tc_gemm", options, k);
 }
 
+static kp_status wg_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, kp_clkernel **k)
+{
+    char options[224];
+    snprintf(options, sizeof options,
+             "-kp-ptx-sm90a -D TC_PTX=1 -D WGMMA=1 -D TB=%d -D PREC=%d -D VEC=1 -D BM=%d -D BN=%d "
+             "-D BK=%d -D STAGES=%d -D LAG=%d",
+             p->tb, p->precision, (int)t->bm, (int)t->bn, (int)t->bk, (int)t->stages, (int)t->lag);
+    return tc_host->cl_kernel(l, "tc_gemm_wg", options, k);
+}
+
+/* The kernel, built, and the tiles a plan runs with. */
+static kp_status variant_choose(kp_launch *l, const tc_plan *p, int vec, tc_tiles *t,
+                                kp_clkernel **k)
+{
+    int wg = wgmma_fits(l, p, vec);
+    kp_status st = wg ? wg_tiles_choose(l, p, t) : tiles_choose(l, p, t);
+    if (st != KP_OK)
+        return st;
+    return wg ? wg_program(l, p, t, k) : tc_program(l, p, t, vec, k);
+}
+
 static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
 {
     tc_plan p;
     kp_status st = plan_gemm(call, l, &p);
     if (st != KP_OK || p.m == 0 || p.n == 0)
         return st;
-    tc_tiles t;
-    st = tiles_choose(l, &p, &t);
-    if (st != KP_OK)
-        return st;
     int vec = p.a.offset % 4 == 0 && p.a.ld % 4 == 0 && p.b.offset % 4 == 0 && p.b.ld % 4 == 0;
+    tc_tiles t;
     kp_clkernel *k;
-    st = tc_program(l, &p, &t, vec, &k);
+    st = variant_choose(l, &p, vec, &t, &k);
     int v[] = {(int)p.m, (int)p.n, (int)p.k};
     float scale[] = {(float)call->args[TC_ALPHA].f, (float)call->args[TC_BETA].f};
     const tc_operand *ops[] = {&p.a, &p.b, &p.c};
@@ -393,8 +515,7 @@ static kp_status gemm_warmup(kp_launch *l)
     tc_plan p = {.m = 1 << 14, .n = 1 << 14, .k = 1 << 14, .precision = KP_TC_TF32};
     tc_tiles t;
     kp_clkernel *k;
-    kp_status st = tiles_choose(l, &p, &t);
-    return st == KP_OK ? tc_program(l, &p, &t, 1, &k) : st;
+    return variant_choose(l, &p, 1, &t, &k);
 }
 
 const kp_kernel_desc tc_gemm_desc = {

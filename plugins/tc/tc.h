@@ -24,6 +24,12 @@ enum {
     TC_TUNE_BT,
     TC_TUNE_SMALL,
     TC_TUNE_STAGES,
+    TC_TUNE_WGMMA,
+    TC_TUNE_WG_BM,
+    TC_TUNE_WG_BN,
+    TC_TUNE_WG_BK,
+    TC_TUNE_WG_STAGES,
+    TC_TUNE_WG_LAG,
     TC_N_TUNABLES
 };
 

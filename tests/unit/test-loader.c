@@ -254,6 +254,17 @@ static void test_build_failure_leaves_runtime_usable(void **state)
         assert_non_null(strstr(m, "\noptions: (none)\nbuild log:\n"));
         assert_non_null(strstr(m, "undeclared_variable"));
     }
+    /* sm_90a PTX asked for on a device whose compiler emits none: unsupported, and the core's
+     * option never reaches PoCL's compiler (which would refuse it as a build error). */
+    kp_kernel *sm90a;
+    assert_int_equal(kp_kernel_find(rt, "broken.sm90a", &sm90a), KP_OK);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        assert_int_equal(kp_kernel_launch(rt, sm90a, args, 1, NULL), KP_ERR_UNSUPPORTED);
+        const char *m = kp_last_error(rt);
+        assert_non_null(strstr(m, "kernel broken.sm90a: fine.cl asks for sm_90a instructions "
+                                  "(-kp-ptx-sm90a), which need a compiler that emits PTX for "
+                                  "sm_90; "));
+    }
     /* The runtime still runs the other plugin's kernels. */
     assert_int_equal(kp_kernel_find(rt, "example.axpy", &axpy), KP_OK);
     float x[64], y[64], y0[64];
