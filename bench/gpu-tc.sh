@@ -101,6 +101,15 @@ if [[ "${KP_TC_CEILINGS:-0}" == 1 ]]; then
   step "nvidia: tc-ceilings"
   timeout "$(cap 120)" build-gpu/bin/tc-ceilings --src . | tee "$res/tc-ceilings.txt"
 fi
+# KP_TC_WG_CEILINGS="-D BM=256 -D BN=128 -D BK=8 -D STAGES=4 -D LAG=1;...": tc_gemm_wg's probes.
+if [[ -n "${KP_TC_WG_CEILINGS:-}" ]]; then
+  step "nvidia: tc-ceilings --wgmma"
+  IFS=';' read -ra wg_sets <<<"$KP_TC_WG_CEILINGS"
+  for set in "${wg_sets[@]}"; do
+    timeout "$(cap 120)" build-gpu/bin/tc-ceilings --src . --wgmma "$set" |
+      tee -a "$res/tc-ceilings-wgmma.txt"
+  done
+fi
 
 if [[ "${KP_TC_BENCH:-1}" == 1 ]]; then
   step "nvidia: bench-tc"

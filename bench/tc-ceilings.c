@@ -144,10 +144,10 @@ static char *replace_all(const char *text, const char *from, const char *to)
  * compiled PTX is re-targeted to sm_90a, the markers removed, and the result built as a binary.
  * NULL (after a message) where the PTX is not for sm_90.
  */
-static cl_kernel build_sm90a(gpu *g, const char *src, const char *entry)
+static cl_kernel build_sm90a(gpu *g, const char *src, const char *options, const char *entry)
 {
     int regs;
-    cl_kernel k = build(g, 1, &src, "", entry, &regs);
+    cl_kernel k = build(g, 1, &src, options, entry, &regs);
     cl_program p;
     size_t size = 0;
     clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof p, &p, NULL);
@@ -179,7 +179,7 @@ static cl_kernel build_sm90a(gpu *g, const char *src, const char *entry)
     cl_program q = clCreateProgramWithBinary(g->ctx, 1, &g->dev, &len, &bin, &status, &e);
     if (e != CL_SUCCESS || status != CL_SUCCESS)
         die("clCreateProgramWithBinary", e != CL_SUCCESS ? e : status);
-    if ((e = clBuildProgram(q, 1, &g->dev, "", NULL, NULL)) != CL_SUCCESS)
+    if ((e = clBuildProgram(q, 1, &g->dev, options, NULL, NULL)) != CL_SUCCESS)
         die("clBuildProgram (PTX re-targeted to sm_90a)", e);
     k = clCreateKernel(q, entry, &e);
     if (e != CL_SUCCESS)
@@ -229,9 +229,75 @@ static int define_of(const char *tiles, const char *name, int fallback)
     return p ? atoi(p + strlen(key)) : fallback;
 }
 
+/* n^3 tf32 operands, row-major, for the kernel k of tc.cl (tc_gemm's arguments). */
+static void set_gemm_args(cl_kernel k, int n, cl_mem a, cl_mem b, cl_mem c)
+{
+    int v[] = {n, n, n}, zero = 0;
+    float scale[] = {1.0f, 0.0f};
+    for (cl_uint i = 0; i < 3; i++)
+        clSetKernelArg(k, i, sizeof(int), &v[i]);
+    clSetKernelArg(k, 3, sizeof(float), &scale[0]);
+    clSetKernelArg(k, 4, sizeof(float), &scale[1]);
+    cl_mem bufs[] = {a, b, c};
+    for (cl_uint i = 0; i < 3; i++) {
+        clSetKernelArg(k, 5 + 3 * i, sizeof(cl_mem), &bufs[i]);
+        clSetKernelArg(k, 6 + 3 * i, sizeof(int), &zero);
+        clSetKernelArg(k, 7 + 3 * i, sizeof(int), &n);
+    }
+}
+
+/* tc_gemm_wg (tf32) with each TC_PROBE: whole, no copies, no products, no tf32 rounding of A. */
+static int wgmma_ceilings(const char *dir, int n, const char *tiles)
+{
+    gpu g;
+    if (!open_nvidia(&g)) {
+        fprintf(stderr, "tc-ceilings: no NVIDIA OpenCL GPU here\n");
+        return 1;
+    }
+    char *tc = read_file(dir, "kernels/tc.cl");
+    int bm = define_of(tiles, "BM", 256), bn = define_of(tiles, "BN", 128);
+    size_t wg = (size_t)bn / 64 * 128;
+    size_t groups = (size_t)((n + bm - 1) / bm) * (size_t)((n + bn - 1) / bn);
+    size_t bytes = (size_t)n * n * 4;
+    double flop = 2.0 * n * n * (double)n, traffic = (double)groups * n * (bm + bn) * 4.0;
+    cl_int e;
+    cl_mem a = clCreateBuffer(g.ctx, 0, bytes, NULL, &e);
+    cl_mem b = e == CL_SUCCESS ? clCreateBuffer(g.ctx, 0, bytes, NULL, &e) : 0;
+    cl_mem c = e == CL_SUCCESS ? clCreateBuffer(g.ctx, 0, bytes, NULL, &e) : 0;
+    const float half = 0.5f;
+    for (int i = 0; e == CL_SUCCESS && i < 2; i++)
+        e = clEnqueueFillBuffer(g.q, i ? b : a, &half, sizeof half, 0, bytes, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        die("clCreateBuffer", e);
+    printf("tc_gemm_wg ceilings at %d^3 with %s\n", n, tiles);
+    printf("%-28s %10s %10s %12s\n", "case", "us", "TFLOP/s", "copies TB/s");
+    const char *cases[] = {"whole kernel", "no copies", "no products", "no rounding of A"};
+    for (int probe = 0; probe < 4; probe++) {
+        char options[512];
+        snprintf(options, sizeof options,
+                 "-D TC_PTX=1 -D WGMMA=1 -D TA=0 -D TB=0 -D VEC=1 -D PREC=0 -D TC_PROBE=%d %s",
+                 probe, tiles);
+        cl_kernel k = build_sm90a(&g, tc, options, "tc_gemm_wg");
+        if (!k)
+            return 1;
+        set_gemm_args(k, n, a, b, c);
+        double us = time_launch(&g, k, groups * wg, wg);
+        printf("%-28s %10.1f %10.1f %12.2f\n", cases[probe], us, flop / us / 1e6,
+               probe == 1 ? 0.0 : traffic / us / 1e6);
+        clReleaseKernel(k);
+    }
+    clReleaseMemObject(a);
+    clReleaseMemObject(b);
+    clReleaseMemObject(c);
+    clReleaseCommandQueue(g.q);
+    clReleaseContext(g.ctx);
+    free(tc);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir = ".", *tiles = DEFAULT_TILES;
+    const char *dir = ".", *tiles = DEFAULT_TILES, *wg_tiles = NULL;
     int n = 4096;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--src"))
@@ -240,11 +306,16 @@ int main(int argc, char **argv)
             n = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--tiles"))
             tiles = argv[i + 1];
+        else if (!strcmp(argv[i], "--wgmma"))
+            wg_tiles = argv[i + 1];
         else {
-            fprintf(stderr, "usage: tc-ceilings [--src DIR] [--n N] [--tiles DEFINES]\n");
+            fprintf(stderr, "usage: tc-ceilings [--src DIR] [--n N] [--tiles DEFINES] "
+                            "[--wgmma DEFINES]\n");
             return 2;
         }
     }
+    if (wg_tiles)
+        return wgmma_ceilings(dir, n, wg_tiles);
     /* TC_PROBE acts on the cp.async path; the register-staged one (STAGES 0) would leave the
      * compiler free to drop stores that nothing reads. */
     if (define_of(tiles, "STAGES", 0) < 2) {
@@ -296,18 +367,7 @@ int main(int argc, char **argv)
                      probe, tiles);
             int regs;
             cl_kernel k = build(&g, 1, (const char **)&tc, options, "tc_gemm", &regs);
-            int v[] = {n, n, n}, zero = 0;
-            float scale[] = {1.0f, 0.0f};
-            for (cl_uint i = 0; i < 3; i++)
-                clSetKernelArg(k, i, sizeof(int), &v[i]);
-            clSetKernelArg(k, 3, sizeof(float), &scale[0]);
-            clSetKernelArg(k, 4, sizeof(float), &scale[1]);
-            cl_mem bufs[] = {a, b, c};
-            for (cl_uint i = 0; i < 3; i++) {
-                clSetKernelArg(k, 5 + 3 * i, sizeof(cl_mem), &bufs[i]);
-                clSetKernelArg(k, 6 + 3 * i, sizeof(int), &zero);
-                clSetKernelArg(k, 7 + 3 * i, sizeof(int), &n);
-            }
+            set_gemm_args(k, n, a, b, c);
             double us = time_launch(&g, k, groups * wg, wg);
             char rate[32] = "-";
             if (probe != 1)
@@ -336,7 +396,7 @@ int main(int argc, char **argv)
     }
     /* wgmma: eight work-groups of two warpgroups per compute unit, each warpgroup a 64 x 128 tile
      * of m64n128k8 products, two a round. */
-    cl_kernel k = build_sm90a(&g, wgmma, "wgmma_peak");
+    cl_kernel k = build_sm90a(&g, wgmma, "", "wgmma_peak");
     if (k) {
         cl_uint units = 0;
         clGetDeviceInfo(g.dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);

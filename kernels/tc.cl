@@ -22,7 +22,8 @@
  * of A, or per two 8 x 8 tiles of B) rather than one 32-bit read per value; tf32 and tf32x3.
  *
  * TC_PROBE (bench/tc-ceilings only, never set by the plugin): 1 skips the copies into local memory
- * (the products alone), 2 skips the products (the copies alone), to time each side's ceiling.
+ * (the products alone), 2 skips the products (the copies alone), to time each side's ceiling;
+ * 3 skips tc_gemm_wg's rounding of A's tile.
  *
  * Compiled in by the host (not tunables): TC_PTX (set only where tc_supported passes: other
  * compilers must never see the PTX, which PoCL's LLVM aborts on), TA, TB (transposes), PREC (0 tf32, 1 tf32x3, 2 f16,
@@ -645,7 +646,7 @@ inline void wg_copy_slice(__local float *as, __local float *bs, __global const f
                           const int N, const int K, const int m0, const int n0,
                           const bool full_mn, const int slice, const int slices, const int lid)
 {
-    if (slice >= slices)
+    if (slice >= slices || TC_PROBE == 1)
         return;
     const int k0 = slice * BK;
     const bool full = full_mn && k0 + BK <= K;
@@ -673,8 +674,16 @@ inline void wg_copy_wait(void)
     __asm__ volatile("cp.async.wait_group 0;" ::: "memory");
 #elif AHEAD == 2
     __asm__ volatile("cp.async.wait_group 1;" ::: "memory");
-#else
+#elif AHEAD == 3
     __asm__ volatile("cp.async.wait_group 2;" ::: "memory");
+#elif AHEAD == 4
+    __asm__ volatile("cp.async.wait_group 3;" ::: "memory");
+#elif AHEAD == 5
+    __asm__ volatile("cp.async.wait_group 4;" ::: "memory");
+#elif AHEAD == 6
+    __asm__ volatile("cp.async.wait_group 5;" ::: "memory");
+#else
+#error "tc_gemm_wg copies at most 6 slices ahead"
 #endif
 }
 
@@ -682,6 +691,8 @@ inline void wg_copy_wait(void)
  * the groups it copied, as tf32 precision asks (cvt.rna). */
 inline void wg_round(__local float *as, const int lid)
 {
+    if (TC_PROBE == 3)
+        return;
 #pragma unroll
     for (int i = 0; i < A_GROUPS; i++) {
         const int v = lid + i * WG;
@@ -697,6 +708,15 @@ inline void wg_round(__local float *as, const int lid)
  * tile; columns t and t + 4 of each k-step, the mma.m16n8k8 layout), op(A)^T from as. */
 __attribute__((always_inline)) inline void wg_product(float d[HALVES][64], uint f[BK / 8][4], __local const float *as)
 {
+    /* The fragments are computed before the wgmmas start: an instruction that defines one of
+     * their inputs among them makes ptxas serialise the wgmmas. */
+#pragma unroll
+    for (int ks = 0; ks < BK / 8; ks++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            __asm__ volatile("" : "+r"(f[ks][e])::"memory");
+    if (TC_PROBE == 2)
+        return;
     __asm__ volatile("//KP:wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
     for (int ks = 0; ks < BK / 8; ks++)
@@ -785,6 +805,12 @@ void tc_gemm_wg(const int M, const int N, const int K, const float alpha, const 
                      lid, row, t);
     }
     __asm__ volatile("//KP:wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    /* No read of the accumulators may move above the wait. */
+#pragma unroll
+    for (int h = 0; h < HALVES; h++)
+#pragma unroll
+        for (int i = 0; i < 64; i++)
+            __asm__ volatile("" : "+f"(d[h][i])::"memory");
 
     /* d[h][4j + e] is C^T's (row + 8 (e >= 2), h 128 + 8 j + 2 t + e % 2): C's row m, column n. */
     __global float *pc = C + c_off;

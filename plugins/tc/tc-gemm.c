@@ -64,7 +64,7 @@ static const int64_t warp_cols[] = {8, 16, 32, 64};
 static const int64_t stage_counts[] = {0, 2, 3, 4};
 static const int64_t wg_rows[] = {128, 256};
 static const int64_t wg_cols[] = {64, 128, 192, 256};
-static const int64_t wg_stages[] = {2, 3, 4};
+static const int64_t wg_stages[] = {2, 3, 4, 5, 6, 7};
 
 /* The work-group size is (BM/WM)(BN/WN) warps, so no tunable is its size; each combination is
  * checked against the device at launch (tc_tiles_valid). */
@@ -165,7 +165,7 @@ static const kp_tunable_desc tunables[] = {
     [TC_TUNE_WG_STAGES] = {.name = "WG_STAGES",
                            .default_value = 4,
                            .allowed = wg_stages,
-                           .n_allowed = 3,
+                           .n_allowed = 6,
                            .flags = KP_TUNABLE_NO_DEFINE,
                            .doc = "wgmma: slices in the cp.async ring"},
     [TC_TUNE_WG_LAG] = {.name = "WG_LAG",
