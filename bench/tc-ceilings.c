@@ -246,7 +246,8 @@ static void set_gemm_args(cl_kernel k, int n, cl_mem a, cl_mem b, cl_mem c)
     }
 }
 
-/* tc_gemm_wg (tf32) with each TC_PROBE: whole, no copies, no products, no tf32 rounding of A. */
+/* tc_gemm_wg (tf32) with each TC_PROBE: whole, no copies, no products, no tf32 rounding of A, no
+ * proxy fence. */
 static int wgmma_ceilings(const char *dir, int n, const char *tiles)
 {
     gpu g;
@@ -271,8 +272,9 @@ static int wgmma_ceilings(const char *dir, int n, const char *tiles)
         die("clCreateBuffer", e);
     printf("tc_gemm_wg ceilings at %d^3 with %s\n", n, tiles);
     printf("%-28s %10s %10s %12s\n", "case", "us", "TFLOP/s", "copies TB/s");
-    const char *cases[] = {"whole kernel", "no copies", "no products", "no rounding of A"};
-    for (int probe = 0; probe < 4; probe++) {
+    const char *cases[] = {"whole kernel", "no copies", "no products", "no rounding of A",
+                           "no proxy fence"};
+    for (int probe = 0; probe < 5; probe++) {
         char options[512];
         snprintf(options, sizeof options,
                  "-D TC_PTX=1 -D WGMMA=1 -D TA=0 -D TB=0 -D VEC=1 -D PREC=0 -D TC_PROBE=%d %s",

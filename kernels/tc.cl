@@ -23,7 +23,7 @@
  *
  * TC_PROBE (bench/tc-ceilings only, never set by the plugin): 1 skips the copies into local memory
  * (the products alone), 2 skips the products (the copies alone), to time each side's ceiling;
- * 3 skips tc_gemm_wg's rounding of A's tile.
+ * 3 skips tc_gemm_wg's rounding of A's tile, 4 its proxy fence (wrong results; timing only).
  *
  * Compiled in by the host (not tunables): TC_PTX (set only where tc_supported passes: other
  * compilers must never see the PTX, which PoCL's LLVM aborts on), TA, TB (transposes), PREC (0 tf32, 1 tf32x3, 2 f16,
@@ -646,7 +646,9 @@ inline void wg_copy_slice(__local float *as, __local float *bs, __global const f
                           const int N, const int K, const int m0, const int n0,
                           const bool full_mn, const int slice, const int slices, const int lid)
 {
-    if (slice >= slices || TC_PROBE == 1)
+    if (TC_PROBE == 1)
+        return;
+    if (slice >= slices)
         return;
     const int k0 = slice * BK;
     const bool full = full_mn && k0 + BK <= K;
@@ -733,23 +735,33 @@ __attribute__((always_inline)) inline void wg_product(float d[HALVES][64], uint 
     __asm__ volatile("//KP:wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
-/* Slice s: wait for it, make it visible to wgmma, start the copy of slice s + AHEAD into the
- * buffer of slice s - 1 - LAG (whose wgmmas every warpgroup has waited for), multiply. Inlined
- * (as wg_product is) so that the accumulators stay in registers. */
-__attribute__((always_inline)) inline void wg_slice(float d[HALVES][64], uint f[BK / 8][4], __local float (*As)[BM * BK],
-                     __local float (*Bs)[BN * BK], __global const float *pa, const int lda,
-                     __global const float *pb, const int ldb, const int M, const int N,
-                     const int K, const int m0, const int n0, const bool full_mn, const int s,
-                     const int slices, const int lid, const int row, const int t)
+/* Waits for this work-item's copies of the slice in `as` and rounds them; they reach wgmma (the
+ * async proxy) after the fence and the next barrier. */
+inline void wg_land(__local float *as, const int lid)
 {
-    const int cur = s % STAGES, next = (s + AHEAD) % STAGES;
     wg_copy_wait();
-    wg_round(As[cur], lid);
-    /* Stores by work-items (cp.async's and the rounding) reach wgmma only after this fence. */
-    __asm__ volatile("//KP:fence.proxy.async.shared::cta;" ::: "memory");
+    wg_round(as, lid);
+    if (TC_PROBE != 4)
+        __asm__ volatile("//KP:fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/*
+ * Slice s, which every work-item has landed: start the copy of slice s + AHEAD into the buffer
+ * of slice s - 1 - LAG (whose wgmmas every warpgroup has waited for), issue slice s's wgmmas,
+ * and land slice s + 1 while they run. Inlined (as wg_product is) so that the accumulators stay
+ * in registers.
+ */
+__attribute__((always_inline)) inline void
+wg_slice(float d[HALVES][64], uint f[BK / 8][4], __local float (*As)[BM * BK],
+         __local float (*Bs)[BN * BK], __global const float *pa, const int lda,
+         __global const float *pb, const int ldb, const int M, const int N, const int K,
+         const int m0, const int n0, const bool full_mn, const int s, const int slices,
+         const int lid, const int row, const int t)
+{
+    const int cur = s % STAGES;
     barrier(CLK_LOCAL_MEM_FENCE);
-    wg_copy_slice(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s + AHEAD,
-                  slices, lid);
+    wg_copy_slice(As[(s + AHEAD) % STAGES], Bs[(s + AHEAD) % STAGES], pa, lda, pb, ldb, M, N, K,
+                  m0, n0, full_mn, s + AHEAD, slices, lid);
     copy_commit();
     __local const float *bs = Bs[cur];
 #pragma unroll
@@ -760,6 +772,8 @@ __attribute__((always_inline)) inline void wg_slice(float d[HALVES][64], uint f[
         f[ks][3] = tf32(bs[B_SW(row + 8, ks * 8 + t + 4)]);
     }
     wg_product(d, f, As[cur]);
+    if (s + 1 < slices)
+        wg_land(As[(s + 1) % STAGES], lid);
 #if LAG
     __asm__ volatile("//KP:wgmma.wait_group.sync.aligned 1;" ::: "memory");
 #else
@@ -795,6 +809,7 @@ void tc_gemm_wg(const int M, const int N, const int K, const float alpha, const 
         wg_copy_slice(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
         copy_commit();
     }
+    wg_land(As[0], lid);
     /* Two sets of fragment registers, since wgmma reads them after it is issued (LAG 1). */
     uint f0[BK / 8][4], f1[BK / 8][4];
     for (int s = 0; s < slices; s += 2) {
