@@ -145,7 +145,7 @@ static const kp_tunable_desc tunables[] = {
                        .doc = "1: tf32 calls with a k-contiguous A and float4 operands run on "
                               "Hopper's wgmma (sm_90 only); the rest as before"},
     [TC_TUNE_WG_BM] = {.name = "WG_BM",
-                       .default_value = 256,
+                       .default_value = 128,
                        .allowed = wg_rows,
                        .n_allowed = 2,
                        .flags = KP_TUNABLE_NO_DEFINE,
@@ -163,7 +163,7 @@ static const kp_tunable_desc tunables[] = {
                        .flags = KP_TUNABLE_NO_DEFINE,
                        .doc = "wgmma: depth of each slice in local memory"},
     [TC_TUNE_WG_STAGES] = {.name = "WG_STAGES",
-                           .default_value = 4,
+                           .default_value = 6,
                            .allowed = wg_stages,
                            .n_allowed = 6,
                            .flags = KP_TUNABLE_NO_DEFINE,

@@ -111,9 +111,9 @@ void tc_gemm_cost(const kp_call *call, kp_cost *out)
 
 #define PRECISIONS(shape) shape "-tf32", shape "-tf32x3", shape "-f16", shape "-bf16"
 const char *const tc_verify_sizes[] = {
-    PRECISIONS("one"),   PRECISIONS("prime"), PRECISIONS("edges"),
-    PRECISIONS("trans"), PRECISIONS("views"), PRECISIONS("colmajor"),
-    PRECISIONS("small"), PRECISIONS("large"), NULL};
+    PRECISIONS("one"),      PRECISIONS("prime"), PRECISIONS("edges"), PRECISIONS("edges4"),
+    PRECISIONS("transb4"),  PRECISIONS("mid4"),  PRECISIONS("trans"), PRECISIONS("views"),
+    PRECISIONS("colmajor"), PRECISIONS("small"), PRECISIONS("large"), NULL};
 const char *const tc_bench_sizes[] = {"4096-tf32",   "1024-tf32", "2048-tf32", "8192-tf32",
                                       "4096-tf32x3", "4096-f16",  "4096-bf16", "gru-tf32",
                                       "skinny-tf32", NULL};
@@ -186,6 +186,14 @@ kp_status tc_gemm_sample(kp_sample *s, const char *size)
     /* Every edge of the default 128 x 128 x 16 tiles: partial tiles in M, N and K at once. */
     if (strcmp(shape, "edges") == 0)
         return plain(s, 131, 259, 67, 0, 0, 1.0, 0.0, prec);
+    /* The same with row pitches of whole float4 groups, which the cp.async and wgmma paths need:
+     * partial tiles and a partial last slice. */
+    if (strcmp(shape, "edges4") == 0)
+        return plain(s, 131, 260, 68, 0, 0, 1.0, 0.0, prec);
+    if (strcmp(shape, "transb4") == 0)
+        return plain(s, 67, 132, 44, 0, 1, -1.0, 0.5, prec);
+    if (strcmp(shape, "mid4") == 0)
+        return plain(s, 517, 772, 260, 0, 0, 1.0, 0.0, prec);
     if (strcmp(shape, "trans") == 0)
         return plain(s, 97, 133, 149, 1, 1, 0.5, -1.0, prec);
     if (strcmp(shape, "views") == 0) {
