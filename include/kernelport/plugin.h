@@ -180,7 +180,11 @@ typedef struct kp_host_api {
 
     /* Gets the OpenCL kernel `entry` of this kernel's program, built for this device with the
      * resolved tunables as -D and `extra_options` (may be NULL); cached by the core. Errors:
-     * KP_ERR_BUILD with the build log, KP_ERR_NOT_FOUND for a missing entry. */
+     * KP_ERR_BUILD with the build log, KP_ERR_NOT_FOUND for a missing entry.
+     * The core's own option `-kp-ptx-sm90a` (never passed to the compiler) takes the compiled
+     * PTX, raises its `.target sm_90` to sm_90a and deletes every "//KP:" in it, so that inline
+     * asm can hold Hopper's sm_90a instructions (wgmma) behind that comment mark; where the
+     * program is not PTX for sm_90 it fails with KP_ERR_UNSUPPORTED. */
     kp_status (*cl_kernel)(kp_launch *l, const char *entry, const char *extra_options,
                            kp_clkernel **out);
     /* Sets argument `index` to a tensor's buffer (the cl_mem; pass offsets as separate ints), a
