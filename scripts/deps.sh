@@ -8,9 +8,10 @@ kp_packages=(
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
   libclblast-dev libyaml-dev libcmocka-dev libopenblas-dev
 )
-# Extra tools the test command uses: the style check and the OpenCL simulator.
+# Extra tools the test command uses: the style check, the OpenCL simulator, and clang (tc.cl's
+# compile for NVIDIA's target).
 if [[ "${KP_DEPS_TEST:-0}" == 1 ]]; then
-  kp_packages+=(clang-format oclgrind)
+  kp_packages+=(clang-format oclgrind clang)
 fi
 
 missing=()

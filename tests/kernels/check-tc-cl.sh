@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# kernels/tc.cl compiled to PTX by clang for NVIDIA's OpenCL target, in one variant per path (the
+# precisions, transposes, register and cp.async staging, ldmatrix, BT, and both wgmma layouts):
+# CI has no NVIDIA compiler, and this catches what it would refuse (types, lvalues, asm operands).
+#   check-tc-cl.sh CLANG SOURCE
+set -euo pipefail
+clang=$1 src=$2
+variants=(
+  "-D TA=0 -D TB=0 -D PREC=0 -D VEC=0"
+  "-D TA=1 -D TB=1 -D PREC=1 -D VEC=1 -D STAGES=2 -D LDSM=1 -D BK=8"
+  "-D TA=0 -D TB=0 -D PREC=2 -D VEC=1 -D STAGES=3 -D BT=1 -D LDSM=1"
+  "-D TA=0 -D TB=1 -D PREC=3 -D VEC=1 -D STAGES=4 -D WM=32 -D WN=64"
+  "-D WGMMA=1 -D TB=0 -D PREC=0 -D VEC=1 -D BM=128 -D BN=128 -D BK=8 -D STAGES=6 -D LAG=1"
+  "-D WGMMA=1 -D TB=1 -D PREC=0 -D VEC=1 -D BM=256 -D BN=128 -D BK=16 -D STAGES=2 -D LAG=0"
+)
+for v in "${variants[@]}"; do
+  # shellcheck disable=SC2086 (each variant is a list of options)
+  if ! "$clang" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -Werror -O1 -S -o /dev/null \
+      -D TC_PTX=1 $v "$src"; then
+    echo "check-tc-cl: $src does not compile with: $v" >&2
+    exit 1
+  fi
+done
+echo "check-tc-cl: ${#variants[@]} variants compile"
