@@ -269,6 +269,73 @@ static void test_s0_and_omitted(void **state)
     unmake(&p);
 }
 
+/* kp_gru_rollout (kernelport/ops/gru.h) makes the same call as the named arguments: bitwise the
+ * same outputs; a NULL buffer leaves an optional tensor out (entropy here, whose output buffer
+ * must stay as written). */
+static void test_typed_helper(void **state)
+{
+    (void)state;
+    problem p = make(2, 3, 2, 5, 3, 4, 0, KP_GRU_ROLLOUT_ARGMAX, 1, 5);
+    float *want[P_OUT], *got[P_OUT];
+    alloc_out(&p, want);
+    alloc_out(&p, got);
+    run_ok(pocl, &p, want);
+    kp_buffer *b[P_IN + P_OUT] = {0};
+    kp_tensor t[P_IN + P_OUT];
+    for (int i = 0; i < P_IN; i++) {
+        size_t bytes = (size_t)p.in_n[i] * sizeof(float);
+        assert_int_equal(kp_buffer_create(pocl, bytes, &b[i]), KP_OK);
+        assert_int_equal(kp_buffer_write(pocl, b[i], 0, bytes, p.in[i]), KP_OK);
+        t[i] = in_tensor(&p, i, b[i]);
+    }
+    const float marker = -7.0f;
+    for (int o = 0; o < P_OUT; o++) {
+        size_t bytes = (size_t)out_n(&p, o) * sizeof(float);
+        assert_int_equal(kp_buffer_create(pocl, bytes, &b[P_IN + o]), KP_OK);
+        for (int64_t i = 0; i < out_n(&p, o); i++)
+            got[o][i] = marker;
+        assert_int_equal(kp_buffer_write(pocl, b[P_IN + o], 0, bytes, got[o]), KP_OK);
+        const int64_t shape[3] = {p.E, p.B, o == O_HT ? p.H : p.T};
+        t[P_IN + o] = kp_tensor_nd(b[P_IN + o], KP_F32, 3, shape);
+    }
+    kp_gru_rollout_args a = {.w_ih = t[P_W_IH],
+                             .w_hh = t[P_W_HH],
+                             .b_ih = t[P_B_IH],
+                             .b_hh = t[P_B_HH],
+                             .w_p = t[P_W_P],
+                             .b_p = t[P_B_P],
+                             .w_y = t[P_W_Y],
+                             .b_y = t[P_B_Y],
+                             .f = t[P_F],
+                             .y0 = t[P_Y0],
+                             .z0 = t[P_Z0],
+                             .h0 = t[P_H0],
+                             .y = t[P_IN + O_Y],
+                             .h_T = t[P_IN + O_HT],
+                             .hnorm = t[P_IN + O_HN],
+                             .T = p.T,
+                             .mode = p.mode,
+                             .seed = p.seed,
+                             .linear_before_reset = p.lbr};
+    kp_status st = kp_gru_rollout(pocl, &a, NULL);
+    if (st != KP_OK)
+        fail_msg("kp_gru_rollout: %s", kp_last_error(pocl));
+    for (int o = 0; o < P_OUT; o++)
+        assert_int_equal(
+            kp_buffer_read(pocl, b[P_IN + o], 0, (size_t)out_n(&p, o) * sizeof(float), got[o]),
+            KP_OK);
+    for (int64_t i = 0; i < out_n(&p, O_ENT); i++) {
+        assert_true(got[O_ENT][i] == marker);
+        got[O_ENT][i] = want[O_ENT][i];
+    }
+    expect_close(&p, got, want, 0, "kp_gru_rollout against named arguments");
+    for (int i = 0; i < P_IN + P_OUT; i++)
+        kp_buffer_destroy(pocl, b[i]);
+    free_out(want);
+    free_out(got);
+    unmake(&p);
+}
+
 /* Views: w_ih with padded rows at an offset, h0 stored [B, E, H], y stored [T, E, B] with the
  * rest of its buffer left alone, w_p with padded rows. PoCL against the host on the same views. */
 static kp_status run_views(kp_runtime *r, const problem *p, float *y_store, size_t y_n, float *ht)
@@ -687,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_verify_sizes_and_tunables),
         cmocka_unit_test(test_modes_and_variants),
         cmocka_unit_test(test_s0_and_omitted),
+        cmocka_unit_test(test_typed_helper),
         cmocka_unit_test(test_strided_views),
         cmocka_unit_test(test_same_seed_same_rollout),
         cmocka_unit_test(test_sample_categories_match),
