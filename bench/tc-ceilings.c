@@ -229,6 +229,15 @@ static int define_of(const char *tiles, const char *name, int fallback)
     return p ? atoi(p + strlen(key)) : fallback;
 }
 
+static void release(gpu *g, cl_mem a, cl_mem b, cl_mem c)
+{
+    clReleaseMemObject(a);
+    clReleaseMemObject(b);
+    clReleaseMemObject(c);
+    clReleaseCommandQueue(g->q);
+    clReleaseContext(g->ctx);
+}
+
 /* n^3 tf32 operands, row-major, for the kernel k of tc.cl (tc_gemm's arguments). */
 static void set_gemm_args(cl_kernel k, int n, cl_mem a, cl_mem b, cl_mem c)
 {
@@ -288,11 +297,7 @@ static int wgmma_ceilings(const char *dir, int n, const char *tiles)
                probe == 1 ? 0.0 : traffic / us / 1e6);
         clReleaseKernel(k);
     }
-    clReleaseMemObject(a);
-    clReleaseMemObject(b);
-    clReleaseMemObject(c);
-    clReleaseCommandQueue(g.q);
-    clReleaseContext(g.ctx);
+    release(&g, a, b, c);
     free(tc);
     return 0;
 }
@@ -413,11 +418,7 @@ int main(int argc, char **argv)
                wflop / us / 1e6, "-", "-");
         clReleaseKernel(k);
     }
-    clReleaseMemObject(a);
-    clReleaseMemObject(b);
-    clReleaseMemObject(c);
-    clReleaseCommandQueue(g.q);
-    clReleaseContext(g.ctx);
+    release(&g, a, b, c);
     free(tc);
     free(peak);
     free(wgmma);
