@@ -12,10 +12,11 @@
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cl-ptx.h"
 
 #define DEFAULT_TILES "-D BM=128 -D BN=128 -D BK=16 -D WM=64 -D WN=64 -D LDSM=1 -D STAGES=2"
 #define REPS 10
@@ -115,33 +116,10 @@ static cl_kernel build(gpu *g, cl_uint count, const char **src, const char *opti
     return k;
 }
 
-/* Source `text` with every occurrence of `from` replaced by `to` (malloc'ed). */
-static char *replace_all(const char *text, const char *from, const char *to)
-{
-    size_t count = 0, lf = strlen(from), lt = strlen(to);
-    for (const char *p = text; (p = strstr(p, from)); p += lf)
-        count++;
-    char *out = malloc(strlen(text) + count * lt + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (const char *p = text;;) {
-        const char *q = strstr(p, from);
-        if (!q) {
-            strcpy(o, p);
-            return out;
-        }
-        memcpy(o, p, (size_t)(q - p));
-        o += q - p;
-        memcpy(o, to, lt);
-        o += lt;
-        p = q + lf;
-    }
-}
-
 /*
  * The kernel `entry` of `src` with its sm_90a instructions: NVIDIA's OpenCL compiler emits PTX for
  * sm_90, whose assembler refuses wgmma, so the source writes them behind "//KP:" comments; the
- * compiled PTX is re-targeted to sm_90a, the markers removed, and the result built as a binary.
+ * compiled PTX is re-targeted as the core does it (kp__ptx_sm90a) and built as a binary.
  * NULL (after a message) where the PTX is not for sm_90.
  */
 static cl_kernel build_sm90a(gpu *g, const char *src, const char *options, const char *entry)
@@ -156,23 +134,12 @@ static cl_kernel build_sm90a(gpu *g, const char *src, const char *options, const
     if (!ptx || clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof ptx, &ptx, NULL) != CL_SUCCESS)
         die("clGetProgramInfo", CL_OUT_OF_HOST_MEMORY);
     clReleaseKernel(k);
-    /* ".target sm_90" ends there or goes on with ", texmode_independent". */
-    const char *target = strstr(ptx, ".target sm_90");
-    if (!target || isalnum((unsigned char)target[13])) {
+    char *patched = kp__ptx_sm90a(ptx);
+    if (!patched) {
         printf("(wgmma: the PTX here is not for sm_90)\n");
         free(ptx);
         return NULL;
     }
-    char *retargeted = malloc(strlen(ptx) + 2);
-    if (!retargeted)
-        die("re-targeting the PTX", CL_OUT_OF_HOST_MEMORY);
-    size_t at = (size_t)(target - ptx) + 13;
-    memcpy(retargeted, ptx, at);
-    retargeted[at] = 'a';
-    strcpy(retargeted + at + 1, ptx + at);
-    char *patched = replace_all(retargeted, "//KP:", "");
-    if (!patched)
-        die("re-targeting the PTX", CL_OUT_OF_HOST_MEMORY);
     size_t len = strlen(patched) + 1;
     const unsigned char *bin = (const unsigned char *)patched;
     cl_int e, status;
@@ -186,7 +153,6 @@ static cl_kernel build_sm90a(gpu *g, const char *src, const char *options, const
         die("clCreateKernel", e);
     clReleaseProgram(q);
     free(ptx);
-    free(retargeted);
     free(patched);
     return k;
 }

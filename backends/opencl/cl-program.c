@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cl-internal.h"
+#include "cl-ptx.h"
 #include "sha256.h"
 
 #define CACHE_FORMAT "kernelport-program-v1"
@@ -48,11 +49,10 @@ static char *build_log(cl_program p, cl_device_id d)
 /*
  * SM90A_OPTION, the core's own build option: Hopper's sm_90a instructions (wgmma) are refused in
  * the PTX NVIDIA's OpenCL compiler emits, which targets sm_90. A kernel that passes the option
- * writes them behind SM90A_MARK, a PTX comment, inside its inline asm; the core takes the compiled
- * PTX, raises its target to sm_90a, removes the marks and builds that as the program's binary.
+ * writes them behind KP_PTX_SM90A_MARK inside its inline asm; the core takes the compiled PTX,
+ * re-targets it (kp__ptx_sm90a) and builds that as the program's binary.
  */
 #define SM90A_OPTION "-kp-ptx-sm90a"
-#define SM90A_MARK "//KP:"
 
 /* Removes SM90A_OPTION from `options` in place; whether it was there. */
 static int take_sm90a(char *options)
@@ -64,30 +64,6 @@ static int take_sm90a(char *options)
             return 1;
         }
     return 0;
-}
-
-/* PTX text with its ".target sm_90" raised to sm_90a and every SM90A_MARK removed; NULL when the
- * text is not PTX for sm_90. */
-static char *ptx_sm90a(const char *ptx)
-{
-    const char *target = strstr(ptx, ".target sm_90");
-    if (!target || target[13] == 'a' || (target[13] >= '0' && target[13] <= '9'))
-        return NULL;
-    char *out = malloc(strlen(ptx) + 2), *o = out;
-    if (!out)
-        return NULL;
-    size_t mark = strlen(SM90A_MARK);
-    for (const char *p = ptx; *p;) {
-        if (p == target + 13)
-            *o++ = 'a';
-        if (strncmp(p, SM90A_MARK, mark) == 0) {
-            p += mark;
-            continue;
-        }
-        *o++ = *p++;
-    }
-    *o = '\0';
-    return out;
 }
 
 /* A cached binary that no longer loads is only a miss: the source build replaces it. */
@@ -145,7 +121,7 @@ static kp_status rebuild_sm90a(kp_runtime *rt, kp_kernel *k, const char *options
     clReleaseProgram(*p);
     *p = NULL;
     if (err == CL_SUCCESS && bin)
-        ptx = ptx_sm90a(bin);
+        ptx = kp__ptx_sm90a(bin);
     free(bin);
     if (!ptx) {
         const kp_device_info *d = kp__device(rt);
