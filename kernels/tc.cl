@@ -90,6 +90,10 @@
 #define LAG 0
 #endif
 
+/* Slices a cp.async ring (STAGES >= 2) has in flight ahead of the one multiplied; tc_gemm_wg's
+ * LAG slices of wgmma still reading hold their buffers. */
+#define AHEAD (STAGES - 1 - LAG)
+
 #define WARPS_M (BM / WM)
 #if WGMMA
 /* One warpgroup (four warps) per 64 columns of C (see tc_gemm_wg). */
@@ -316,16 +320,24 @@ inline void copy_commit(void)
     __asm__ volatile("cp.async.commit_group;" ::: "memory");
 }
 
-/* Waits until the oldest slice in flight has landed (this work-item's copies; a barrier then
- * makes everyone's visible). */
+/* Waits until this work-item's copies of the slice AHEAD - 1 commits back (the oldest in flight)
+ * have landed; a barrier then makes everyone's visible. */
 inline void copy_wait(void)
 {
-#if STAGES == 2
+#if AHEAD == 1
     __asm__ volatile("cp.async.wait_group 0;" ::: "memory");
-#elif STAGES == 3
+#elif AHEAD == 2
     __asm__ volatile("cp.async.wait_group 1;" ::: "memory");
-#else
+#elif AHEAD == 3
     __asm__ volatile("cp.async.wait_group 2;" ::: "memory");
+#elif AHEAD == 4
+    __asm__ volatile("cp.async.wait_group 3;" ::: "memory");
+#elif AHEAD == 5
+    __asm__ volatile("cp.async.wait_group 4;" ::: "memory");
+#elif AHEAD == 6
+    __asm__ volatile("cp.async.wait_group 5;" ::: "memory");
+#elif AHEAD > 6
+#error "the cp.async rings copy at most 6 slices ahead"
 #endif
 }
 
@@ -618,7 +630,6 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
 #if PREC != 0 || !VEC || TA || STAGES - 1 - LAG < 1
 #error "tc_gemm_wg: tf32, float4 operands, a k-contiguous A, and STAGES - 1 - LAG >= 1 slices ahead"
 #endif
-#define AHEAD (STAGES - 1 - LAG)
 #define HALVES (BM / 128)
 
 /* Element (m, k) of A's tile in wgmma's K-major layout without swizzling: 8 x 4 "core matrices"
@@ -667,26 +678,6 @@ inline void wg_copy_slice(__local float *as, __local float *bs, __global const f
         __global const float *q = group_source(pb, ldb, B_KC, N, K, n0 + r, k0 + k, &along);
         copy_lanes(bs + B_SW(r, k), pb, q, along, full);
     }
-}
-
-/* Until this work-item's copies of the slice AHEAD - 1 commits back have landed. */
-inline void wg_copy_wait(void)
-{
-#if AHEAD == 1
-    __asm__ volatile("cp.async.wait_group 0;" ::: "memory");
-#elif AHEAD == 2
-    __asm__ volatile("cp.async.wait_group 1;" ::: "memory");
-#elif AHEAD == 3
-    __asm__ volatile("cp.async.wait_group 2;" ::: "memory");
-#elif AHEAD == 4
-    __asm__ volatile("cp.async.wait_group 3;" ::: "memory");
-#elif AHEAD == 5
-    __asm__ volatile("cp.async.wait_group 4;" ::: "memory");
-#elif AHEAD == 6
-    __asm__ volatile("cp.async.wait_group 5;" ::: "memory");
-#else
-#error "tc_gemm_wg copies at most 6 slices ahead"
-#endif
 }
 
 /* wgmma reads A's tile unrounded (the tensor cores drop the low bits): each work-item rounds
@@ -739,7 +730,7 @@ __attribute__((always_inline)) inline void wg_product(float d[HALVES][64], uint 
  * async proxy) after the fence and the next barrier. */
 inline void wg_land(__local float *as, const int lid)
 {
-    wg_copy_wait();
+    copy_wait();
     wg_round(as, lid);
     if (TC_PROBE != 4)
         __asm__ volatile("//KP:fence.proxy.async.shared::cta;" ::: "memory");

@@ -409,8 +409,6 @@ static kp_status wg_tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
     *t = (tc_tiles){.bm = tc_host->tunable_index(l, TC_TUNE_WG_BM),
                     .bn = tc_host->tunable_index(l, TC_TUNE_WG_BN),
                     .bk = tc_host->tunable_index(l, TC_TUNE_WG_BK),
-                    .wm = 64,
-                    .wn = 64,
                     .stages = tc_host->tunable_index(l, TC_TUNE_WG_STAGES),
                     .lag = tc_host->tunable_index(l, TC_TUNE_WG_LAG)};
     if (tc_host->tunable_index(l, TC_TUNE_SMALL))
