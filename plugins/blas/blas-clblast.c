@@ -5,6 +5,7 @@
 
 #include <clblast_c.h>
 
+#include "blas-gemm-temp.h"
 #include "blas.h"
 
 /* ---- parameter overrides ----------------------------------------------------------------- */
@@ -68,6 +69,17 @@ static kp_status load_original(kp_launch *l, override_state *s, const blas_clker
     return KP_OK;
 }
 
+/* CLBlast's own set when it can be read, without failing the launch when it cannot (a call that
+ * only wants to know a value runs without it). */
+static const size_t *peek_original(override_state *s, const blas_clkernel *k)
+{
+    char why[512];
+    if (!s->has_original && blas_retrieve_parameters(s->device, k->name, s->precision, k->n_params,
+                                                     k->params, s->original, why, sizeof why) == 0)
+        s->has_original = 1;
+    return s->has_original ? s->original : NULL;
+}
+
 static void describe_set(const blas_clkernel *k, const size_t *v, char *out, size_t size)
 {
     size_t used = 0;
@@ -100,14 +112,43 @@ static kp_status override(kp_launch *l, override_state *s, const blas_clkernel *
     return KP_OK;
 }
 
+/* What a GEMM call will run with, once prepare() has applied the launch's parameters. */
+typedef struct gemm_setup {
+    size_t min_indirect; /* XGEMM_MIN_INDIRECT_SIZE; 0 when unknown */
+    int gemmk;           /* Xgemm's GEMMK; -1 when unknown */
+} gemm_setup;
+
+static size_t param_of(const blas_clkernel *k, const size_t *values, const char *name)
+{
+    for (uint32_t p = 0; p < k->n_params; p++)
+        if (strcmp(k->params[p], name) == 0)
+            return values[p];
+    return 0;
+}
+
+static int sets_up(const blas_clkernel *k)
+{
+    return strcmp(k->name, "GemmRoutine") == 0 || strcmp(k->name, "Xgemm") == 0;
+}
+
+static void note_setup(gemm_setup *setup, const blas_clkernel *k, const size_t *values)
+{
+    if (!setup || !values)
+        return;
+    if (strcmp(k->name, "GemmRoutine") == 0)
+        setup->min_indirect = param_of(k, values, "XGEMM_MIN_INDIRECT_SIZE");
+    else if (strcmp(k->name, "Xgemm") == 0)
+        setup->gemmk = (int)param_of(k, values, "GEMMK");
+}
+
 /*
  * Makes CLBlast use, for each kernel in `ks`, the tuning values of this launch merged over
  * CLBlast's own set (or its own set when no value is given). Every merged set is validated
  * before any is applied, so a rejected manifest leaves CLBlast as it was. Caller holds `lock`.
- * `min_indirect` (may be NULL) receives the XGEMM_MIN_INDIRECT_SIZE CLBlast will use.
+ * `setup` (may be NULL) receives the GEMM parameters CLBlast will use.
  */
 static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int32_t dtype,
-                         size_t *min_indirect)
+                         gemm_setup *setup)
 {
     void *device = blas_host->cl_device(l);
     int precision = precision_of(dtype);
@@ -130,16 +171,17 @@ static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int3
                                    "clblast.%s: more than %d (device, kernel, precision) "
                                    "parameter sets in one process",
                                    k->name, MAX_STATES);
-        int wants_min = min_indirect && strcmp(k->name, "GemmRoutine") == 0;
-        if (!given && !st[i]->overridden && !wants_min)
-            continue; /* CLBlast's own set stays */
+        if (!given && !st[i]->overridden) { /* CLBlast's own set stays */
+            if (setup && sets_up(k))
+                note_setup(setup, k, peek_original(st[i], k));
+            continue;
+        }
         kp_status rc = load_original(l, st[i], k);
         if (rc != KP_OK)
             return rc;
         for (uint32_t p = 0; p < k->n_params; p++)
             target[i][p] = (given >> p) & 1 ? (size_t)v[p] : st[i]->original[p];
-        if (wants_min)
-            *min_indirect = target[i][0];
+        note_setup(setup, k, target[i]);
         const size_t *current = st[i]->overridden ? st[i]->applied : st[i]->original;
         change[i] = memcmp(target[i], current, k->n_params * sizeof(size_t)) != 0;
         /* The set CLBlast holds was validated when it was applied (or is CLBlast's own): only a
@@ -259,28 +301,47 @@ static CLBlastTranspose transpose(int t)
     return t ? CLBlastTransposeYes : CLBlastTransposeNo;
 }
 
-/* One GEMM of the plan, for batch `b`. */
+/* Whether CLBlast runs a product on its indirect path (padding and transposing copies around
+ * Xgemm) rather than XgemmDirect. */
+static int indirect(const blas_gemm_plan *p, size_t min_indirect)
+{
+    double mnk = (double)p->m * (double)p->n * (double)p->k, mi = (double)min_indirect;
+    return mnk >= mi * mi * mi;
+}
+
+/* One GEMM of the plan, for batch `b`. An indirect one gets its temporary matrices in scratch
+ * slot 1, which stays allocated, rather than a buffer CLBlast creates and releases per call. */
 static kp_status gemm_one(const ctx *c, const blas_gemm_plan *p, const cl_mem *mems, int64_t b,
-                          double alpha, double beta)
+                          double alpha, double beta, int on_indirect)
 {
     cl_command_queue q = c->queue;
     size_t ao = (size_t)(p->a.offset + b * p->stride_a),
            bo = (size_t)(p->b.offset + b * p->stride_b);
     size_t co = (size_t)(p->c.offset + b * p->stride_c);
-    int rc;
-    if (c->dtype == KP_F16)
-        rc = CLBlastHgemm(layout(p->col_major), transpose(p->trans_a), transpose(p->trans_b),
-                          (size_t)p->m, (size_t)p->n, (size_t)p->k, half(alpha), mems[0], ao,
-                          (size_t)p->a.ld, mems[1], bo, (size_t)p->b.ld, half(beta), mems[2], co,
-                          (size_t)p->c.ld, &q, event_slot(c));
-    else
-        rc = CLBlastSgemm(layout(p->col_major), transpose(p->trans_a), transpose(p->trans_b),
-                          (size_t)p->m, (size_t)p->n, (size_t)p->k, (float)alpha, mems[0], ao,
-                          (size_t)p->a.ld, mems[1], bo, (size_t)p->b.ld, (float)beta, mems[2], co,
-                          (size_t)p->c.ld, &q, event_slot(c));
-    return rc == CLBlastSuccess
-               ? KP_OK
-               : blas_clblast_fail(c->l, c->dtype == KP_F16 ? "CLBlastHgemm" : "CLBlastSgemm", rc);
+    int lay = layout(p->col_major), ta = transpose(p->trans_a), tb = transpose(p->trans_b);
+    int f16 = c->dtype == KP_F16;
+    size_t m = (size_t)p->m, n = (size_t)p->n, k = (size_t)p->k;
+    size_t lda = (size_t)p->a.ld, ldb = (size_t)p->b.ld, ldc = (size_t)p->c.ld;
+    const char *name = f16 ? "CLBlastHgemm" : "CLBlastSgemm";
+    cl_mem temp = NULL;
+    if (on_indirect) {
+        size_t bytes = 0;
+        int rc =
+            blas_gemm_temp_bytes(lay, ta, tb, m, n, k, ao, lda, bo, ldb, co, ldc, f16, &q, &bytes);
+        if (rc != CLBlastSuccess)
+            return blas_clblast_fail(c->l, "GemmTempBufferSize", rc);
+        kp_buffer *buf;
+        kp_status st = bytes ? blas_host->scratch(c->l, 1, bytes, &buf) : KP_OK;
+        if (st != KP_OK)
+            return st;
+        temp = bytes ? (cl_mem)blas_host->cl_mem(buf) : NULL;
+    }
+    float af = (float)alpha, bf = (float)beta;
+    cl_half ah = half(alpha), bh = half(beta);
+    int rc = blas_gemm_with_temp(lay, ta, tb, m, n, k, f16 ? (const void *)&ah : &af, mems[0], ao,
+                                 lda, mems[1], bo, ldb, f16 ? (const void *)&bh : &bf, mems[2], co,
+                                 ldc, f16, &q, event_slot(c), temp);
+    return rc == CLBlastSuccess ? KP_OK : blas_clblast_fail(c->l, name, rc);
 }
 
 static kp_status gemm_strided(const ctx *c, const blas_gemm_plan *p, const cl_mem *mems,
@@ -320,8 +381,7 @@ static kp_status gemm_strided(const ctx *c, const blas_gemm_plan *p, const cl_me
  */
 static int unsafe_for_strided(const blas_gemm_plan *p, size_t min_indirect)
 {
-    double mnk = (double)p->m * (double)p->n * (double)p->k, mi = (double)min_indirect;
-    if (mnk < mi * mi * mi)
+    if (!indirect(p, min_indirect))
         return 0;
     const blas_matrix *ms[] = {&p->a, &p->b, &p->c};
     const int64_t strides[] = {p->stride_a, p->stride_b, p->stride_c};
@@ -349,14 +409,24 @@ kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan 
     if (p->k == 0) { /* BLAS: C = beta * C; CLBlast refuses k = 0 */
         st = scale_matrices(&c, p, mems[2], beta);
     } else {
-        size_t min_indirect = 0;
-        st = prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, p->dtype,
-                     batched && p->batch > 1 ? &min_indirect : NULL);
-        if (st == KP_OK && (!batched || p->batch == 1 || unsafe_for_strided(p, min_indirect)))
-            for (int64_t b = 0; b < p->batch && st == KP_OK; b++)
-                st = gemm_one(&c, p, mems, b, alpha, beta);
+        gemm_setup setup = {.min_indirect = 0, .gemmk = -1};
+        st = prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, p->dtype, &setup);
+        /* Xgemm keeps C column-major with GEMMK 0 and row-major with GEMMK 1. C in the other
+         * layout costs a transposed copy of C after the product (and one before it when beta is
+         * not 0); C^T = op(B)^T op(A)^T in Xgemm's layout makes the same sums without them. */
+        blas_gemm_plan q = *p;
+        int on_indirect = indirect(p, setup.min_indirect);
+        if (on_indirect && setup.gemmk >= 0 && q.col_major != (setup.gemmk == 0)) {
+            blas_plan_swap(&q);
+            cl_mem a = mems[0];
+            mems[0] = mems[1];
+            mems[1] = a;
+        }
+        if (st == KP_OK && (!batched || q.batch == 1 || unsafe_for_strided(&q, setup.min_indirect)))
+            for (int64_t b = 0; b < q.batch && st == KP_OK; b++)
+                st = gemm_one(&c, &q, mems, b, alpha, beta, on_indirect);
         else if (st == KP_OK)
-            st = gemm_strided(&c, p, mems, alpha, beta);
+            st = gemm_strided(&c, &q, mems, alpha, beta);
     }
     pthread_mutex_unlock(&lock);
     return st;
@@ -463,11 +533,10 @@ static kp_status warm_precision(kp_launch *l, int which, int32_t dtype, cl_mem t
              .dtype = dtype,
              .esize = kp_dtype_size((kp_dtype)dtype)};
     int f16 = dtype == KP_F16;
-    size_t min_indirect = 0;
-    kp_status st =
-        which == BLAS_WARM_GEMV
-            ? prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, dtype, NULL)
-            : prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, dtype, &min_indirect);
+    gemm_setup setup = {.min_indirect = 0, .gemmk = -1};
+    kp_status st = which == BLAS_WARM_GEMV
+                       ? prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, dtype, NULL)
+                       : prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, dtype, &setup);
     static const char *const calls[][2] = {
         {"CLBlastSgemm", "CLBlastHgemm"},
         {"CLBlastSgemmStridedBatched", "CLBlastHgemmStridedBatched"},
@@ -482,7 +551,7 @@ static kp_status warm_precision(kp_launch *l, int which, int32_t dtype, cl_mem t
             st = blas_clblast_fail(l, calls[which][f16], rc);
     }
     if (st == KP_OK && which != BLAS_WARM_GEMV) {
-        int rc = warm_indirect(&c, which, min_indirect);
+        int rc = warm_indirect(&c, which, setup.min_indirect);
         if (rc != CLBlastSuccess)
             st = blas_clblast_fail(l, calls[which][f16], rc);
     }

@@ -227,6 +227,22 @@ kp_status blas_plan_gemm(const kp_call *call, kp_launch *l, int batched, blas_ge
     return KP_OK;
 }
 
+void blas_plan_swap(blas_gemm_plan *p)
+{
+    blas_matrix a = p->a;
+    int64_t m = p->m, stride_a = p->stride_a, trans_a = p->trans_a;
+    p->a = transposed(p->b);
+    p->b = transposed(a);
+    p->c = transposed(p->c);
+    p->m = p->n;
+    p->n = m;
+    p->trans_a = p->trans_b;
+    p->trans_b = (int)trans_a;
+    p->stride_a = p->stride_b;
+    p->stride_b = stride_a;
+    p->col_major = !p->col_major;
+}
+
 static kp_status vector_inc(kp_launch *l, const char *name, const kp_tensor *t, int64_t len,
                             const char *why, int64_t *inc)
 {

@@ -321,9 +321,21 @@ static kp_status gemm_sample(kp_sample *s, const char *size)
         return sample_gemm_dense(s, 64, 768, 256, 1.0, 0.0);
     if (strcmp(size, "conv") == 0)
         return sample_gemm_dense(s, 16, 200704, 27, 1.0, 0.0);
-    if (sscanf(size, "%lldx%lldx%lld", &m, &n, &k) == 3 && m >= 0 && n >= 0 && k >= 0)
-        return sample_gemm_dense(s, m, n, k, 1.0, 0.0);
-    return KP_ERR_NOT_FOUND;
+    /* "MxNxK", or "MxNxK:nt" and the like: op(A) op(B) with A stored [K, M] for t first, B
+     * stored [N, K] for t second (a layer's x W^T is "B x OUT x IN:nt"). */
+    int used = 0;
+    if (sscanf(size, "%lldx%lldx%lld%n", &m, &n, &k, &used) != 3 || m < 0 || n < 0 || k < 0)
+        return KP_ERR_NOT_FOUND;
+    const char *ops = size[used] ? size + used : ":nn";
+    if (strlen(ops) != 3 || ops[0] != ':' || !strchr("nt", ops[1]) || !strchr("nt", ops[2]))
+        return KP_ERR_NOT_FOUND;
+    int ta = ops[1] == 't', tb = ops[2] == 't';
+    st = sample_dense(s, "A", 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k});
+    if (st == KP_OK)
+        st = sample_dense(s, "B", 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n});
+    if (st == KP_OK)
+        st = sample_dense(s, "C", 2, (int64_t[]){m, n});
+    return st == KP_OK ? sample_scalars(s, 1.0, 0.0, ta, tb) : st;
 }
 
 static kp_status gemm_batched_sample(kp_sample *s, const char *size)

@@ -1,4 +1,5 @@
-/* The blas plugin's one C++ function, declared for C and C++ alike (no Kernelport headers). */
+/* One of the blas plugin's C++ functions (blas-gemm-temp.h has the others), declared for C and
+ * C++ alike (no Kernelport headers). */
 #ifndef KP_BLAS_RETRIEVE_H
 #define KP_BLAS_RETRIEVE_H
 

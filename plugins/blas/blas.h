@@ -49,6 +49,8 @@ typedef struct blas_gemv_plan {
 /* Validate a call and fill the plan; report through host->fail naming the argument. */
 kp_status blas_plan_gemm(const kp_call *call, kp_launch *l, int batched, blas_gemm_plan *plan);
 kp_status blas_plan_gemv(const kp_call *call, kp_launch *l, blas_gemv_plan *plan);
+/* The same product in the other layout: C^T = op(B)^T op(A)^T, over the same memory. */
+void blas_plan_swap(blas_gemm_plan *plan);
 
 /* ---- blas-params.c: CLBlast parameter tables and constraints ------------------------------ */
 

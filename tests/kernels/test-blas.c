@@ -626,6 +626,56 @@ static void test_override_partial_set_applied(void **state)
     check_batched(tuned, 3, 64, 64, 64, 64 * 64, 1, 73);
 }
 
+/*
+ * CLBlast's indirect path in every layout combination, for both Xgemm variants. The plugin hands
+ * CLBlast the product in the layout that Xgemm keeps C in (GEMMK 0: column-major, 1: row-major),
+ * as C^T = op(B)^T op(A)^T when C is in the other one, and keeps the temporary matrices in a
+ * buffer of its own: the sizes change from call to call, so that buffer grows and is reused.
+ */
+static void test_indirect_layouts(void **state)
+{
+    if (!tuned)
+        tuned = open_runtime(test_write_tmp("tuned.yaml", tuned_manifest), &tuned_log);
+    kp_kernel *k = find(tuned, "blas.gemm");
+    for (int gemmk = 0; gemmk < 2; gemmk++) {
+        assert_int_equal(kp_kernel_tunable_set(tuned, k, "clblast.Xgemm.GEMMK", gemmk), KP_OK);
+        /* The GEMMK 1 kernel tiles K in registers and reads global memory only. */
+        static const char *const gemmk1[][2] = {
+            {"KREG", "2"}, {"KWG", "1"},   {"KWI", "1"},   {"SA", "0"},    {"SB", "0"},
+            {"VWM", "2"},  {"VWN", "2"},   {"MDIMA", "8"}, {"MDIMC", "8"}, {"NDIMB", "8"},
+            {"NDIMC", "8"}};
+        for (size_t i = 0; gemmk && i < sizeof gemmk1 / sizeof gemmk1[0]; i++) {
+            char name[48];
+            snprintf(name, sizeof name, "clblast.Xgemm.%s", gemmk1[i][0]);
+            assert_int_equal(kp_kernel_tunable_set(tuned, k, name, atoi(gemmk1[i][1])), KP_OK);
+        }
+        for (int combo = 0; combo < 32; combo++) {
+            int a_view = combo & 1, ta = (combo >> 1) & 1, b_view = (combo >> 2) & 1;
+            int tb = (combo >> 3) & 1, c_col = (combo >> 4) & 1;
+            /* m n k >= 64^3 (the indirect path here), none a multiple of the 64 tiles. */
+            int64_t m = 67 + 29 * (combo % 3), n = 71 + 13 * (combo % 5), kk = 65 + combo;
+            int64_t ar = ta ? kk : m, ac = ta ? m : kk, br = tb ? n : kk, bc = tb ? kk : n;
+            gemm_case g = {.a = a_view ? col_major(ar, ac) : row_major(ar, ac),
+                           .b = b_view ? col_major(br, bc) : row_major(br, bc),
+                           .c = c_col ? col_major(m, n) : row_major(m, n),
+                           .ta = ta,
+                           .tb = tb,
+                           .alpha = combo % 2 ? 0.75 : 1.0,
+                           .beta = combo % 3 ? 0.0 : -1.25,
+                           .pass_scalars = 1};
+            if (combo % 4 == 3) {
+                g.a = padded(g.a, 3, 5);
+                g.c = padded(g.c, 2, 1);
+            }
+            char what[112];
+            snprintf(what, sizeof what, "GEMMK %d: A %s trans_a %d, B %s trans_b %d, C %s", gemmk,
+                     a_view ? "col" : "row", ta, b_view ? "col" : "row", tb, c_col ? "col" : "row");
+            check_gemm(tuned, &g, 900 + (unsigned)combo, what);
+        }
+    }
+    assert_int_equal(kp_kernel_tuning_reset(tuned, k), KP_OK);
+}
+
 /* Back on the first runtime, CLBlast's own parameters return; set through the API they apply
  * again, and kp_kernel_tuning_reset restores CLBlast's own once more. */
 static void test_override_restore(void **state)
@@ -689,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_override_not_allowed_is_refused),
         cmocka_unit_test(test_override_inconsistent_set_fails_launch),
         cmocka_unit_test(test_override_partial_set_applied),
+        cmocka_unit_test(test_indirect_layouts),
         cmocka_unit_test(test_override_restore),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
