@@ -11,7 +11,7 @@
 # ratio base / new (above 1: the new build is faster). Everything lands in $OUT.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
+cd "$top" || exit 1
 out=${OUT:-/tmp/kp-ab-out}
 mkdir -p "$out"
 exec > >(tee "$out/gpu-ab.log") 2>&1
@@ -40,7 +40,7 @@ manifest=()
 
 for pattern in ${KP_AB_VERIFY:-}; do
   step "verify $pattern (new)"
-  timeout 300 ${kp[new]} --device nvidia "${manifest[@]}" verify "$pattern" | tail -25
+  timeout 300 "${kp[new]}" --device nvidia "${manifest[@]}" verify "$pattern" | tail -25
 done
 
 step "bench"
@@ -49,7 +49,7 @@ for round in $(seq "${KP_AB_ROUNDS:-2}"); do
   for item in ${KP_AB_BENCH:-}; do
     kernel=${item%%:*} size=${item#*:}
     for which in base new; do
-      us=$(timeout 120 ${kp[$which]} --device nvidia "${manifest[@]}" bench "$kernel" --size "$size" 2>&1 |
+      us=$(timeout 120 "${kp[$which]}" --device nvidia "${manifest[@]}" bench "$kernel" --size "$size" 2>&1 |
         awk -v k="$kernel" -v s="$size" '$1 == k && $2 == s {print $4; exit} /rror/ {print "err"; exit}')
       printf 'round %s  %-4s %-16s %-22s %s us\n' "$round" "$which" "$kernel" "$size" "${us:-none}"
       key="$which $item"
@@ -72,4 +72,4 @@ for peer in ${KP_AB_PEERS:-}; do
   step "peer-$peer.py"
   PYTHONUNBUFFERED=1 timeout 240 python3 "bench/peer-$peer.py" --json "$out/peer-$peer.json" || true
 done
-step done
+step finished
