@@ -319,6 +319,17 @@ void gru_matmul(const int M, const int N, const int K, const float alpha, const 
     }
 }
 
+/* out = in^T for in [rows, cols], one work-item per element: reads run along in's rows. Used
+ * once per sequence, to hand blas.gemm W_hh^T as stored (see gru-sequence.c). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_transpose(const int rows, const int cols, __global const float *in, const int4 iv,
+                   __global float *out, const int4 ov)
+{
+    const int c = get_global_id(0), r = get_global_id(1);
+    if (c < cols)
+        out[AT(ov, c, r)] = in[AT(iv, r, c)];
+}
+
 /* out[j] = sum over rows of G[row, j]: the bias gradients, one work-item per column. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gru_colsum(const int rows, const int N, __global const float *G, const int4 gv,

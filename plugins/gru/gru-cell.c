@@ -284,6 +284,25 @@ static kp_status matmul(kp_launch *l, const kp_tensor *a, const kp_tensor *b, co
     return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
 }
 
+kp_status gru_transpose(kp_launch *l, const kp_tensor *in, const kp_tensor *out)
+{
+    size_t wg = gru_wg(l);
+    int rows = (int)in->shape[0], cols = (int)in->shape[1];
+    kp_clkernel *k;
+    uint32_t i = 0;
+    kp_status st = gru_cl_kernel(l, "gru_transpose", &k);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, rows);
+    if (st == KP_OK)
+        st = gru_arg_int(l, k, &i, cols);
+    if (st == KP_OK)
+        st = gru_arg_view(l, k, &i, in, NULL);
+    if (st == KP_OK)
+        st = gru_arg_view(l, k, &i, out, NULL);
+    size_t global[2] = {gru_round_up(cols, wg), (size_t)rows}, local[2] = {wg, 1};
+    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+}
+
 kp_status gru_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
                    double beta, int use_blas)
 {
@@ -371,9 +390,8 @@ kp_status gru_cell_gemm(kp_launch *l, const gru_cell *c, uint32_t slot)
 {
     int64_t B = c->B, H = c->H;
     kp_tensor w_ih_t = kp_tensor_transpose(c->w_ih, 0, 1);
-    kp_tensor w_rz_t = kp_tensor_transpose(gru_sub(&c->w_hh, 0, 2 * H, 0, H), 0, 1);
-    kp_tensor w_n_t = kp_tensor_transpose(gru_sub(&c->w_hh, 2 * H, H, 0, H), 0, 1);
-    kp_tensor w_hh_t = kp_tensor_transpose(c->w_hh, 0, 1);
+    kp_tensor w_hh_t = gru_present(&c->w_hh_t) ? c->w_hh_t : kp_tensor_transpose(c->w_hh, 0, 1);
+    kp_tensor w_rz_t = gru_sub(&w_hh_t, 0, H, 0, 2 * H), w_n_t = gru_sub(&w_hh_t, 0, H, 2 * H, H);
     /* Decide before enqueueing anything, so that a refusal leaves nothing half done. */
     if ((!gru_present(&c->gx) && (!gru_blas_layout(&c->x) || !gru_blas_layout(&w_ih_t))) ||
         !gru_blas_layout(&c->h) || !gru_blas_layout(&w_rz_t) || !gru_blas_layout(&w_n_t))

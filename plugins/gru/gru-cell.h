@@ -78,6 +78,7 @@ typedef struct gru_cell {
     int64_t B, I, H;
     int lbr;
     kp_tensor x, gx, h, w_ih, w_hh, b_ih, b_hh, h_out, ws;
+    kp_tensor w_hh_t; /* optional: W_hh^T stored [H, 3H], for the GEMM path */
 } gru_cell;
 
 /* The fused small-batch path (scratch slot `slot` holds linear_before_reset = 0's [B, 3H]). */
@@ -93,6 +94,8 @@ kp_status gru_blas_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, co
 /* Whether blas.gemm can take this view as a matrix (one unit stride, a long enough ld). */
 int gru_blas_layout(const kp_tensor *m);
 /* C = A B + beta C: blas.gemm when `use_blas` and it can, else the plugin's own gru_matmul. */
+/* out = in^T, both [rows, cols] views of their own (out [cols, rows]). */
+kp_status gru_transpose(kp_launch *l, const kp_tensor *in, const kp_tensor *out);
 kp_status gru_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
                    double beta, int use_blas);
 

@@ -115,6 +115,16 @@ static kp_status sequence_enqueue(const kp_call *call, kp_launch *l)
             st = KP_OK;
         }
     }
+    /* CLBlast's GEMM kernel reads the weight operand of h W_hh^T as W_hh^T stored, and would copy
+     * it transposed on every step (48 MB a step at H 2048): one copy serves all T steps. */
+    if (st == KP_OK && have_blas && B >= batch_gemm && T > 1) {
+        kp_buffer *buf;
+        st = gru_host->scratch(l, 4, (size_t)(3 * H * H) * sizeof(float), &buf);
+        if (st == KP_OK) {
+            c.w_hh_t = gru_scratch_matrix(buf, 0, H, 3 * H);
+            st = gru_transpose(l, &c.w_hh, &c.w_hh_t);
+        }
+    }
     for (int64_t t = 0; st == KP_OK && t < T; t++) {
         c.x = gru_step_of(x, t);
         c.h = t ? gru_step_of(h_all, t - 1) : a[SEQ_H0].tensor;
