@@ -145,10 +145,12 @@ static void note_setup(gemm_setup *setup, const blas_clkernel *k, const size_t *
  * Makes CLBlast use, for each kernel in `ks`, the tuning values of this launch merged over
  * CLBlast's own set (or its own set when no value is given). Every merged set is validated
  * before any is applied, so a rejected manifest leaves CLBlast as it was. Caller holds `lock`.
- * `setup` (may be NULL) receives the GEMM parameters CLBlast will use.
+ * `setup` (may be NULL) receives the GEMM parameters CLBlast will use. `alt` (may be NULL) is
+ * a second set of tunables for one of the kernels (blas_narrow_xgemm): its values win, and
+ * where it has none the kernel's own tunables apply.
  */
 static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int32_t dtype,
-                         gemm_setup *setup)
+                         gemm_setup *setup, const blas_clkernel *alt)
 {
     void *device = blas_host->cl_device(l);
     int precision = precision_of(dtype);
@@ -158,11 +160,15 @@ static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int3
     override_state *st[BLAS_MAX_CLKERNELS];
     for (uint32_t i = 0; i < n && i < BLAS_MAX_CLKERNELS; i++) {
         const blas_clkernel *k = &ks[i];
+        const blas_clkernel *a = alt && strcmp(alt->name, k->name) == 0 ? alt : NULL;
         uint32_t given = 0;
         int64_t v[BLAS_MAX_PARAMS];
         for (uint32_t p = 0; p < k->n_params; p++) {
             const kp_tunable_desc *t = &k->tunables[k->first_tunable + p];
             v[p] = blas_host->tunable_index(l, k->first_tunable + p);
+            int64_t w = a ? blas_host->tunable_index(l, a->first_tunable + p) : t->default_value;
+            if (w != t->default_value)
+                v[p] = w;
             given |= (uint32_t)(v[p] != t->default_value) << p;
         }
         st[i] = state_for(device, precision, k->name);
@@ -189,14 +195,17 @@ static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int3
         char why[512];
         if (change[i] && given &&
             !blas_params_valid(k, target[i], given, dtype == KP_F16 ? 2 : 4, dev, why, sizeof why))
-            return blas_host->fail(l, KP_ERR_INVALID_ARG, "clblast.%s: %s", k->name, why);
+            return blas_host->fail(l, KP_ERR_INVALID_ARG, "%s.%s: %s", a ? a->prefix : k->prefix,
+                                   k->name, why);
     }
     for (uint32_t i = 0; i < n && i < BLAS_MAX_CLKERNELS; i++) {
         if (!change[i])
             continue;
         int is_original = memcmp(target[i], st[i]->original, ks[i].n_params * sizeof(size_t)) == 0;
+        int is_narrow = alt && strcmp(alt->name, ks[i].name) == 0;
         kp_status rc = override(l, st[i], &ks[i], target[i],
                                 is_original ? "restored CLBlast's own parameters"
+                                : is_narrow ? "the manifest's narrow set over CLBlast's own"
                                             : "the manifest's parameters over CLBlast's own");
         if (rc != KP_OK)
             return rc;
@@ -394,6 +403,29 @@ static int unsafe_for_strided(const blas_gemm_plan *p, size_t min_indirect)
     return 0;
 }
 
+/* XGEMM_MIN_INDIRECT_SIZE as this launch will set it (before prepare() applies it). */
+static size_t min_indirect_of(kp_launch *l, int32_t dtype)
+{
+    const blas_clkernel *k = blas_gemm_clkernels;
+    while (strcmp(k->name, "GemmRoutine") != 0)
+        k++;
+    int64_t v = blas_host->tunable_index(l, k->first_tunable);
+    if (v != k->tunables[k->first_tunable].default_value)
+        return (size_t)v;
+    override_state *s = state_for(blas_host->cl_device(l), precision_of(dtype), k->name);
+    const size_t *own = s ? peek_original(s, k) : NULL;
+    return own ? own[0] : 0;
+}
+
+/* Whether a blas.gemm call takes the narrow Xgemm set: C has a side of at most narrow.max_dim,
+ * and CLBlast runs the product on its indirect path, the one Xgemm serves. Caller holds `lock`. */
+static int narrow(kp_launch *l, const blas_gemm_plan *p)
+{
+    int64_t max_dim = blas_host->tunable_index(l, BLAS_NARROW_MAX_DIM);
+    return max_dim > 0 && (p->m <= max_dim || p->n <= max_dim) &&
+           indirect(p, min_indirect_of(l, p->dtype));
+}
+
 kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan *p, int batched)
 {
     double alpha = call->args[GEMM_ALPHA].f, beta = call->args[GEMM_BETA].f;
@@ -410,7 +442,8 @@ kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan 
         st = scale_matrices(&c, p, mems[2], beta);
     } else {
         gemm_setup setup = {.min_indirect = 0, .gemmk = -1};
-        st = prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, p->dtype, &setup);
+        const blas_clkernel *alt = !batched && narrow(l, p) ? &blas_narrow_xgemm : NULL;
+        st = prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, p->dtype, &setup, alt);
         /* Xgemm keeps C column-major with GEMMK 0 and row-major with GEMMK 1. C in the other
          * layout costs a transposed copy of C after the product (and one before it when beta is
          * not 0); C^T = op(B)^T op(A)^T in Xgemm's layout makes the same sums without them. */
@@ -447,7 +480,7 @@ kp_status blas_run_gemv(const kp_call *call, kp_launch *l, const blas_gemv_plan 
     if (p->len_x == 0) {
         st = scale(&c, y, (size_t)p->y_offset, (size_t)p->len_y, (size_t)p->y_inc, beta);
     } else {
-        st = prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, p->dtype, NULL);
+        st = prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, p->dtype, NULL, NULL);
         cl_command_queue q = c.queue;
         int rc = CLBlastSuccess;
         if (st == KP_OK && p->dtype == KP_F16)
@@ -534,9 +567,10 @@ static kp_status warm_precision(kp_launch *l, int which, int32_t dtype, cl_mem t
              .esize = kp_dtype_size((kp_dtype)dtype)};
     int f16 = dtype == KP_F16;
     gemm_setup setup = {.min_indirect = 0, .gemmk = -1};
-    kp_status st = which == BLAS_WARM_GEMV
-                       ? prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, dtype, NULL)
-                       : prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, dtype, &setup);
+    kp_status st =
+        which == BLAS_WARM_GEMV
+            ? prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, dtype, NULL, NULL)
+            : prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, dtype, &setup, NULL);
     static const char *const calls[][2] = {
         {"CLBlastSgemm", "CLBlastHgemm"},
         {"CLBlastSgemmStridedBatched", "CLBlastHgemmStridedBatched"},

@@ -13,18 +13,23 @@
  */
 #define LIST(...) ((const int64_t[]){__VA_ARGS__})
 #define COUNT(...) ((uint32_t)(sizeof LIST(__VA_ARGS__) / sizeof(int64_t)))
-#define TUNABLE(kernel, param, ...)                                                                \
+#define TUNABLE_AS(prefix, own, kernel, param, ...)                                                \
     {                                                                                              \
-        .name = "clblast." kernel "." param, .default_value = 0, .allowed = LIST(0, __VA_ARGS__),  \
+        .name = prefix "." kernel "." param, .default_value = 0, .allowed = LIST(0, __VA_ARGS__),  \
         .n_allowed = COUNT(0, __VA_ARGS__), .flags = KP_TUNABLE_NO_DEFINE,                         \
-        .doc = "CLBlast " kernel " parameter " param "; 0 keeps CLBlast's own value",              \
+        .doc = "CLBlast " kernel " parameter " param "; 0 keeps " own,                             \
     }
-#define SWITCH(kernel, param)                                                                      \
+#define SWITCH_AS(prefix, own, kernel, param)                                                      \
     {                                                                                              \
-        .name = "clblast." kernel "." param, .default_value = -1, .allowed = LIST(-1, 0, 1),       \
+        .name = prefix "." kernel "." param, .default_value = -1, .allowed = LIST(-1, 0, 1),       \
         .n_allowed = 3, .flags = KP_TUNABLE_NO_DEFINE,                                             \
-        .doc = "CLBlast " kernel " parameter " param " (0 or 1); -1 keeps CLBlast's own value",    \
+        .doc = "CLBlast " kernel " parameter " param " (0 or 1); -1 keeps " own,                   \
     }
+#define TUNABLE(kernel, ...) TUNABLE_AS("clblast", "CLBlast's own value", kernel, __VA_ARGS__)
+#define SWITCH(kernel, param) SWITCH_AS("clblast", "CLBlast's own value", kernel, param)
+/* The narrow set: each value unset falls back to clblast.Xgemm's (blas-clblast.c). */
+#define NARROW(...) TUNABLE_AS("narrow", "clblast.Xgemm's value", "Xgemm", __VA_ARGS__)
+#define NARROW_SWITCH(param) SWITCH_AS("narrow", "clblast.Xgemm's value", "Xgemm", param)
 #define DIMS 2, 4, 8, 16, 32
 #define MIN_INDIRECT                                                                               \
     64, 128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960, 1024, 1088, 1152,    \
@@ -32,7 +37,7 @@
 
 /* The order within each kernel is CLBlast's (alphabetical) order of its database entries;
  * blas_gemm_clkernels below names the same parameters in the same order (init checks it). */
-const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES + 1] = {
+const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES] = {
     SWITCH("Xgemm", "GEMMK"),
     TUNABLE("Xgemm", "KREG", 1, 2, 4, 8, 16),
     TUNABLE("Xgemm", "KWG", 1, 16, 32),
@@ -86,6 +91,35 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES + 1] = {
         .doc = "fp32 (CLBlast, exact FP32), or tf32, tf32x3, f16, bf16: f32 GEMMs run through "
                "tc.gemm on tensor cores (NVIDIA sm_80+), and in fp32 with a warning elsewhere",
     },
+    /* CLBlast takes one Xgemm set per device; tiles that fill the GPU for a square product
+     * leave most of it idle when C has a short side (a GRU step's batch, a convolution's
+     * output channels). The plugin switches sets per call; CLBlast keeps a compiled program per
+     * set, so a switch back costs no compile. */
+    NARROW_SWITCH("GEMMK"),
+    NARROW("KREG", 1, 2, 4, 8, 16),
+    NARROW("KWG", 1, 16, 32),
+    NARROW("KWI", 1, 2),
+    NARROW("MDIMA", DIMS),
+    NARROW("MDIMC", DIMS),
+    NARROW("MWG", 8, 16, 32, 64, 128),
+    NARROW("NDIMB", DIMS),
+    NARROW("NDIMC", DIMS),
+    NARROW("NWG", 8, 16, 32, 64, 128),
+    NARROW_SWITCH("SA"),
+    NARROW_SWITCH("SB"),
+    NARROW_SWITCH("STRM"),
+    NARROW_SWITCH("STRN"),
+    NARROW("VWM", 1, 2, 4, 8),
+    NARROW("VWN", 1, 2, 4, 8),
+    {
+        .name = "narrow.max_dim",
+        .default_value = 0,
+        .allowed = LIST(0, 16, 32, 64, 128, 256, 512, 1024),
+        .n_allowed = 8,
+        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
+        .doc = "a product on CLBlast's indirect path whose C has at most this many rows or "
+               "columns runs with the narrow.Xgemm set; 0: never",
+    },
 };
 
 const char *const blas_precisions[] = {"fp32", "tf32", "tf32x3", "f16", "bf16", NULL};
@@ -106,7 +140,7 @@ const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES] = {
     {                                                                                              \
         .name = kname, .params = NAMES(__VA_ARGS__), .tunables = table,                            \
         .n_params = (uint32_t)(sizeof NAMES(__VA_ARGS__) / sizeof(const char *)),                  \
-        .first_tunable = first,                                                                    \
+        .first_tunable = first, .prefix = "clblast",                                               \
     }
 
 #define GEMM blas_gemm_tunables
@@ -123,6 +157,15 @@ const blas_clkernel blas_gemm_clkernels[] = {
     KERNEL("GemmRoutine", GEMM, 41, "XGEMM_MIN_INDIRECT_SIZE"),
 };
 const uint32_t blas_n_gemm_clkernels = sizeof blas_gemm_clkernels / sizeof blas_gemm_clkernels[0];
+const blas_clkernel blas_narrow_xgemm = {
+    .name = "Xgemm",
+    .params = NAMES("GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC", "NWG",
+                    "SA", "SB", "STRM", "STRN", "VWM", "VWN"),
+    .tunables = GEMM,
+    .n_params = 16,
+    .first_tunable = BLAS_NARROW_FIRST,
+    .prefix = "narrow",
+};
 
 const blas_clkernel blas_gemv_clkernels[] = {
     KERNEL("Xgemv", GEMV, 0, "WGS1", "WPT1"),

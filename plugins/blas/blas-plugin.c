@@ -437,7 +437,7 @@ static const kp_kernel_desc kernels[] = {
         .summary = "C = alpha op(A) op(B) + beta C through CLBlast (f32; f16 with cl_khr_fp16)",
         .params = gemm_params,
         .n_params = GEMM_NPARAMS,
-        .n_tunables = BLAS_N_GEMM_TUNABLES + 1,
+        .n_tunables = BLAS_N_GEMM_ALL_TUNABLES,
         .tunables = blas_gemm_tunables,
         .check = gemm_check,
         .enqueue = gemm_enqueue,
@@ -491,17 +491,17 @@ static const kp_kernel_desc kernels[] = {
 /* The tunable tables and the CLBlast kernel tables name each parameter twice; a drift between
  * them would override the wrong parameter, so init refuses it. */
 static kp_status check_tables(const kp_host_api *api, const blas_clkernel *ks, uint32_t n,
-                              uint32_t n_tunables)
+                              uint32_t first, uint32_t end)
 {
     uint32_t covered = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (n > BLAS_MAX_CLKERNELS || ks[i].n_params > BLAS_MAX_PARAMS ||
-            ks[i].first_tunable + ks[i].n_params > n_tunables)
+            ks[i].first_tunable < first || ks[i].first_tunable + ks[i].n_params > end)
             return api->fail(NULL, KP_ERR_PLUGIN, "blas: table of clblast.%s is out of range",
                              ks[i].name);
         for (uint32_t p = 0; p < ks[i].n_params; p++) {
-            char want[96];
-            snprintf(want, sizeof want, "clblast.%s.%s", ks[i].name, ks[i].params[p]);
+            char want[112];
+            snprintf(want, sizeof want, "%s.%s.%s", ks[i].prefix, ks[i].name, ks[i].params[p]);
             if (strcmp(ks[i].tunables[ks[i].first_tunable + p].name, want) != 0)
                 return api->fail(NULL, KP_ERR_PLUGIN, "blas: tunable %u is %s, expected %s",
                                  ks[i].first_tunable + p,
@@ -509,19 +509,21 @@ static kp_status check_tables(const kp_host_api *api, const blas_clkernel *ks, u
         }
         covered += ks[i].n_params;
     }
-    return covered == n_tunables
+    return covered == end - first
                ? KP_OK
                : api->fail(NULL, KP_ERR_PLUGIN, "blas: %u tunables but %u CLBlast parameters",
-                           n_tunables, covered);
+                           end - first, covered);
 }
 
 static kp_status blas_init(const kp_host_api *api, kp_registrar *reg)
 {
     blas_host = api;
     kp_status st =
-        check_tables(api, blas_gemm_clkernels, blas_n_gemm_clkernels, BLAS_N_GEMM_TUNABLES);
+        check_tables(api, blas_gemm_clkernels, blas_n_gemm_clkernels, 0, BLAS_N_GEMM_TUNABLES);
+    if (st == KP_OK) /* the narrow set: Xgemm's parameters again, after `precision` */
+        st = check_tables(api, &blas_narrow_xgemm, 1, BLAS_NARROW_FIRST, BLAS_NARROW_MAX_DIM);
     if (st == KP_OK)
-        st = check_tables(api, blas_gemv_clkernels, blas_n_gemv_clkernels, BLAS_N_GEMV_TUNABLES);
+        st = check_tables(api, blas_gemv_clkernels, blas_n_gemv_clkernels, 0, BLAS_N_GEMV_TUNABLES);
     for (size_t i = 0; st == KP_OK && i < sizeof kernels / sizeof kernels[0]; i++) {
         st = api->register_kernel(reg, &kernels[i]);
     }

@@ -64,6 +64,7 @@ typedef struct blas_clkernel {
     const kp_tunable_desc *tunables; /* the descriptor's table; default_value means "unset" */
     uint32_t n_params;
     uint32_t first_tunable; /* parameter i is tunables[first_tunable + i] */
+    const char *prefix;     /* of the tunables' names: "clblast" ("clblast.Xgemm.MWG") */
 } blas_clkernel;
 
 /* The CLBlast kernels behind GEMM (plain and strided batched) and behind GEMV. */
@@ -73,9 +74,14 @@ extern const blas_clkernel blas_gemv_clkernels[];
 extern const uint32_t blas_n_gemv_clkernels;
 #define BLAS_N_GEMM_TUNABLES 42
 #define BLAS_N_GEMV_TUNABLES 8
-/* CLBlast's parameters, then blas.gemm's `precision` (index BLAS_PRECISION_TUNABLE). */
-extern const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_TUNABLES + 1];
+/* CLBlast's parameters, then blas.gemm's own: `precision`, the narrow Xgemm set (narrow.Xgemm.*,
+ * blas_narrow_xgemm) and `narrow.max_dim`, which says which products take it. */
 #define BLAS_PRECISION_TUNABLE BLAS_N_GEMM_TUNABLES
+#define BLAS_NARROW_FIRST (BLAS_PRECISION_TUNABLE + 1)
+#define BLAS_NARROW_MAX_DIM (BLAS_NARROW_FIRST + 16)
+#define BLAS_N_GEMM_ALL_TUNABLES (BLAS_NARROW_MAX_DIM + 1)
+extern const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES];
+extern const blas_clkernel blas_narrow_xgemm;
 extern const char *const blas_precisions[]; /* "fp32", "tf32", "tf32x3", "f16", "bf16" */
 extern const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES];
 

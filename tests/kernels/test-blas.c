@@ -640,10 +640,10 @@ static void test_indirect_layouts(void **state)
     for (int gemmk = 0; gemmk < 2; gemmk++) {
         assert_int_equal(kp_kernel_tunable_set(tuned, k, "clblast.Xgemm.GEMMK", gemmk), KP_OK);
         /* The GEMMK 1 kernel tiles K in registers and reads global memory only. */
-        static const char *const gemmk1[][2] = {
-            {"KREG", "2"}, {"KWG", "1"},   {"KWI", "1"},   {"SA", "0"},    {"SB", "0"},
-            {"VWM", "2"},  {"VWN", "2"},   {"MDIMA", "8"}, {"MDIMC", "8"}, {"NDIMB", "8"},
-            {"NDIMC", "8"}};
+        static const char *const gemmk1[][2] = {{"KREG", "2"},  {"KWG", "1"},   {"KWI", "1"},
+                                                {"SA", "0"},    {"SB", "0"},    {"VWM", "2"},
+                                                {"VWN", "2"},   {"MDIMA", "8"}, {"MDIMC", "8"},
+                                                {"NDIMB", "8"}, {"NDIMC", "8"}};
         for (size_t i = 0; gemmk && i < sizeof gemmk1 / sizeof gemmk1[0]; i++) {
             char name[48];
             snprintf(name, sizeof name, "clblast.Xgemm.%s", gemmk1[i][0]);
@@ -671,6 +671,45 @@ static void test_indirect_layouts(void **state)
             snprintf(what, sizeof what, "GEMMK %d: A %s trans_a %d, B %s trans_b %d, C %s", gemmk,
                      a_view ? "col" : "row", ta, b_view ? "col" : "row", tb, c_col ? "col" : "row");
             check_gemm(tuned, &g, 900 + (unsigned)combo, what);
+        }
+    }
+    assert_int_equal(kp_kernel_tuning_reset(tuned, k), KP_OK);
+}
+
+/* narrow.max_dim sends products whose C has a short side to the narrow.Xgemm set, merged over
+ * clblast.Xgemm's values; the others keep clblast.Xgemm's. Calls alternate, so each switches. */
+static void test_narrow_set(void **state)
+{
+    if (!tuned)
+        tuned = open_runtime(test_write_tmp("tuned.yaml", tuned_manifest), &tuned_log);
+    kp_kernel *k = find(tuned, "blas.gemm");
+    assert_int_equal(kp_kernel_tunable_set(tuned, k, "narrow.max_dim", 64), KP_OK);
+    assert_int_equal(kp_kernel_tunable_set(tuned, k, "narrow.Xgemm.NWG", 128), KP_OK);
+    for (int round = 0; round < 2; round++) {
+        /* 41 x 100 x 90 (C's 41 rows <= 64) and 100 x 37: narrow; 70 x 70 and 66 x 80: not.
+         * All reach the indirect path (m n k >= 64^3). */
+        static const int64_t sizes[][3] = {
+            {41, 100, 90}, {70, 70, 70}, {100, 37, 80}, {66, 80, 70}};
+        for (int i = 0; i < 4; i++) {
+            int64_t m = sizes[i][0], n = sizes[i][1], kk = sizes[i][2];
+            gemm_case g = {.a = row_major(m, kk),
+                           .b = i == 2 ? col_major(kk, n) : row_major(kk, n),
+                           .c = row_major(m, n),
+                           .alpha = 1.0,
+                           .beta = round ? 0.5 : 0.0,
+                           .pass_scalars = 1};
+            tuned_log.used = 0;
+            tuned_log.text[0] = '\0';
+            char what[64];
+            snprintf(what, sizeof what, "%lldx%lldx%lld, round %d", (long long)m, (long long)n,
+                     (long long)kk, round);
+            check_gemm(tuned, &g, 950 + (unsigned)(4 * round + i), what);
+            const char *applied = strstr(tuned_log.text, "clblast.Xgemm for");
+            assert_non_null(applied); /* every call here switches sets */
+            int is_narrow = i % 2 == 0;
+            assert_int_equal(strstr(applied, "narrow set") != NULL, is_narrow);
+            assert_non_null(strstr(applied, is_narrow ? " NWG=128 " : " NWG=64 "));
+            assert_non_null(strstr(applied, " MWG=64 ")); /* clblast.Xgemm's, in both */
         }
     }
     assert_int_equal(kp_kernel_tuning_reset(tuned, k), KP_OK);
@@ -740,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_override_inconsistent_set_fails_launch),
         cmocka_unit_test(test_override_partial_set_applied),
         cmocka_unit_test(test_indirect_layouts),
+        cmocka_unit_test(test_narrow_set),
         cmocka_unit_test(test_override_restore),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
