@@ -187,6 +187,7 @@ typedef enum rule_kind {
     MULTIPLE_DIV, /* b * c must split into d (KDIMA = (MDIMC*NDIMC)/MDIMA) and a % that == 0 */
     AT_LEAST,     /* a >= b */
     IS_ONE,       /* a == 1 (a parameter the kernel variant does not take) */
+    NOT_BOTH,     /* a and b are not both 1 */
     WORKGROUP,    /* a * b work-items (b may be NULL) fit the device */
 } rule_kind;
 
@@ -206,6 +207,9 @@ static const rule rules[] = {
     {"Xgemm", MULTIPLE_DIV, "KWG", "MDIMC", "NDIMC", "MDIMA", 0},
     {"Xgemm", MULTIPLE_DIV, "KWG", "MDIMC", "NDIMC", "NDIMB", 0},
     {"Xgemm", MULTIPLE, "KREG", "VWN", NULL, NULL, 1},
+    /* CLBlast 1.5.3's GEMMK 1 kernel with both operands in local memory does not compile ("use
+     * of undeclared identifier 'idk'"); on NVIDIA the failed build then broke the context. */
+    {"Xgemm", NOT_BOTH, "SA", "SB", NULL, NULL, 1},
     /* The GEMMK 0 kernel has no register tiling in K; another KREG makes it fault on NVIDIA. */
     {"Xgemm", IS_ONE, "KREG", NULL, NULL, NULL, 0},
     {"Xgemm", WORKGROUP, "MDIMC", "NDIMC", NULL, NULL, -1},
@@ -300,6 +304,14 @@ static int check_rule(const set *s, const rule *r, const kp_device_info *dev, ch
             return 1;
         snprintf(why, size, "%s=%zu must be 1 with this kernel variant (GEMMK = 0)%s", r->a, a,
                  from);
+        return 0;
+    case NOT_BOTH:
+        if (a != 1 || b != 1)
+            return 1;
+        snprintf(why, size,
+                 "%s=1 with %s=1 does not compile in CLBlast 1.5.3's GEMMK = 1 kernel (its "
+                 "source uses an undeclared 'idk')%s",
+                 r->a, r->b, from);
         return 0;
     case AT_LEAST:
         if (a >= b)

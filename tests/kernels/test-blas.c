@@ -626,6 +626,22 @@ static void test_override_partial_set_applied(void **state)
     check_batched(tuned, 3, 64, 64, 64, 64 * 64, 1, 73);
 }
 
+/* A launch that must fail with `message`, leaving C as it was. */
+static void expect_refused(kp_runtime *r, const gemm_case *g, const char *message)
+{
+    size_t na = storage(&g->a), nb = storage(&g->b), nc = storage(&g->c);
+    float *a = random_storage(na, 1), *b = random_storage(nb, 2), *c = random_storage(nc, 3);
+    kp_buffer *ba = upload(r, a, na), *bb = upload(r, b, nb), *bc = upload(r, c, nc);
+    kp_arg args[] = {KP_ARG_TENSOR("A", tensor(ba, &g->a)), KP_ARG_TENSOR("B", tensor(bb, &g->b)),
+                     KP_ARG_TENSOR("C", tensor(bc, &g->c))};
+    assert_int_equal(kp_kernel_launch(r, find(r, "blas.gemm"), args, 3, NULL), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(r), message);
+    float *got = download(r, bc, nc);
+    assert_memory_equal(got, c, nc * sizeof *c);
+    destroy_all(r, ba, bb, bc, NULL);
+    free_all(a, b, c, got, NULL);
+}
+
 /*
  * CLBlast's indirect path in every layout combination, for both Xgemm variants. The plugin hands
  * CLBlast the product in the layout that Xgemm keeps C in (GEMMK 0: column-major, 1: row-major),
@@ -648,6 +664,20 @@ static void test_indirect_layouts(void **state)
             char name[48];
             snprintf(name, sizeof name, "clblast.Xgemm.%s", gemmk1[i][0]);
             assert_int_equal(kp_kernel_tunable_set(tuned, k, name, atoi(gemmk1[i][1])), KP_OK);
+        }
+        if (gemmk) { /* the one GEMMK 1 set CLBlast cannot compile is refused before it tries */
+            assert_int_equal(kp_kernel_tunable_set(tuned, k, "clblast.Xgemm.SA", 1), KP_OK);
+            assert_int_equal(kp_kernel_tunable_set(tuned, k, "clblast.Xgemm.SB", 1), KP_OK);
+            gemm_case bad = {.a = row_major(70, 70),
+                             .b = row_major(70, 70),
+                             .c = row_major(70, 70),
+                             .alpha = 1.0,
+                             .pass_scalars = 1};
+            expect_refused(tuned, &bad,
+                           "kernel blas.gemm: clblast.Xgemm: SA=1 with SB=1 does not compile in "
+                           "CLBlast 1.5.3's GEMMK = 1 kernel (its source uses an undeclared "
+                           "'idk') (set by the manifest: SA, SB)");
+            assert_int_equal(kp_kernel_tunable_set(tuned, k, "clblast.Xgemm.SB", 0), KP_OK);
         }
         for (int combo = 0; combo < 32; combo++) {
             int a_view = combo & 1, ta = (combo >> 1) & 1, b_view = (combo >> 2) & 1;
