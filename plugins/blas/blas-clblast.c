@@ -51,13 +51,21 @@ static override_state *state_for(void *device, int precision, const char *kernel
     return s;
 }
 
+/* Reads CLBlast's own set into s->original once; returns blas_retrieve_parameters' status. */
+static int read_original(override_state *s, const blas_clkernel *k, char *why, size_t why_size)
+{
+    int rc = s->has_original
+                 ? 0
+                 : blas_retrieve_parameters(s->device, k->name, s->precision, k->n_params,
+                                            k->params, s->original, why, why_size);
+    s->has_original = rc == 0;
+    return rc;
+}
+
 static kp_status load_original(kp_launch *l, override_state *s, const blas_clkernel *k)
 {
-    if (s->has_original)
-        return KP_OK;
     char why[512] = "";
-    int rc = blas_retrieve_parameters(s->device, k->name, s->precision, k->n_params, k->params,
-                                      s->original, why, sizeof why);
+    int rc = read_original(s, k, why, sizeof why);
     if (rc == BLAS_RETRIEVE_MISMATCH)
         return blas_host->fail(l, KP_ERR_PLUGIN, "clblast.%s: %s", k->name, why);
     if (rc != 0) {
@@ -65,7 +73,6 @@ static kp_status load_original(kp_launch *l, override_state *s, const blas_clker
         snprintf(call, sizeof call, "RetrieveParameters(%s)", k->name);
         return blas_clblast_fail(l, call, rc);
     }
-    s->has_original = 1;
     return KP_OK;
 }
 
@@ -74,10 +81,7 @@ static kp_status load_original(kp_launch *l, override_state *s, const blas_clker
 static const size_t *peek_original(override_state *s, const blas_clkernel *k)
 {
     char why[512];
-    if (!s->has_original && blas_retrieve_parameters(s->device, k->name, s->precision, k->n_params,
-                                                     k->params, s->original, why, sizeof why) == 0)
-        s->has_original = 1;
-    return s->has_original ? s->original : NULL;
+    return read_original(s, k, why, sizeof why) == 0 ? s->original : NULL;
 }
 
 static void describe_set(const blas_clkernel *k, const size_t *v, char *out, size_t size)
@@ -112,12 +116,6 @@ static kp_status override(kp_launch *l, override_state *s, const blas_clkernel *
     return KP_OK;
 }
 
-/* What a GEMM call will run with, once prepare() has applied the launch's parameters. */
-typedef struct gemm_setup {
-    size_t min_indirect; /* XGEMM_MIN_INDIRECT_SIZE; 0 when unknown */
-    int gemmk;           /* Xgemm's GEMMK; -1 when unknown */
-} gemm_setup;
-
 static size_t param_of(const blas_clkernel *k, const size_t *values, const char *name)
 {
     for (uint32_t p = 0; p < k->n_params; p++)
@@ -126,32 +124,26 @@ static size_t param_of(const blas_clkernel *k, const size_t *values, const char 
     return 0;
 }
 
-static int sets_up(const blas_clkernel *k)
+/* The GEMMK of Xgemm's set `values` into *gemmk (when asked, and the set is known). */
+static void note_gemmk(int *gemmk, const blas_clkernel *k, const size_t *values)
 {
-    return strcmp(k->name, "GemmRoutine") == 0 || strcmp(k->name, "Xgemm") == 0;
-}
-
-static void note_setup(gemm_setup *setup, const blas_clkernel *k, const size_t *values)
-{
-    if (!setup || !values)
-        return;
-    if (strcmp(k->name, "GemmRoutine") == 0)
-        setup->min_indirect = param_of(k, values, "XGEMM_MIN_INDIRECT_SIZE");
-    else if (strcmp(k->name, "Xgemm") == 0)
-        setup->gemmk = (int)param_of(k, values, "GEMMK");
+    if (gemmk && values && strcmp(k->name, "Xgemm") == 0)
+        *gemmk = (int)param_of(k, values, "GEMMK");
 }
 
 /*
  * Makes CLBlast use, for each kernel in `ks`, the tuning values of this launch merged over
  * CLBlast's own set (or its own set when no value is given). Every merged set is validated
  * before any is applied, so a rejected manifest leaves CLBlast as it was. Caller holds `lock`.
- * `setup` (may be NULL) receives the GEMM parameters CLBlast will use. `alt` (may be NULL) is
+ * `gemmk` (may be NULL) receives the GEMMK CLBlast will use, -1 if unknown. `alt` (may be NULL) is
  * a second set of tunables for one of the kernels (blas_narrow_xgemm): its values win, and
  * where it has none the kernel's own tunables apply.
  */
 static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int32_t dtype,
-                         gemm_setup *setup, const blas_clkernel *alt)
+                         int *gemmk, const blas_clkernel *alt)
 {
+    if (gemmk)
+        *gemmk = -1;
     void *device = blas_host->cl_device(l);
     int precision = precision_of(dtype);
     const kp_device_info *dev = blas_host->device(l);
@@ -178,8 +170,8 @@ static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int3
                                    "parameter sets in one process",
                                    k->name, MAX_STATES);
         if (!given && !st[i]->overridden) { /* CLBlast's own set stays */
-            if (setup && sets_up(k))
-                note_setup(setup, k, peek_original(st[i], k));
+            if (gemmk && strcmp(k->name, "Xgemm") == 0)
+                note_gemmk(gemmk, k, peek_original(st[i], k));
             continue;
         }
         kp_status rc = load_original(l, st[i], k);
@@ -187,7 +179,7 @@ static kp_status prepare(kp_launch *l, const blas_clkernel *ks, uint32_t n, int3
             return rc;
         for (uint32_t p = 0; p < k->n_params; p++)
             target[i][p] = (given >> p) & 1 ? (size_t)v[p] : st[i]->original[p];
-        note_setup(setup, k, target[i]);
+        note_gemmk(gemmk, k, target[i]);
         const size_t *current = st[i]->overridden ? st[i]->applied : st[i]->original;
         change[i] = memcmp(target[i], current, k->n_params * sizeof(size_t)) != 0;
         /* The set CLBlast holds was validated when it was applied (or is CLBlast's own): only a
@@ -319,7 +311,8 @@ static int indirect(const blas_gemm_plan *p, size_t min_indirect)
 }
 
 /* One GEMM of the plan, for batch `b`. An indirect one gets its temporary matrices in scratch
- * slot 1, which stays allocated, rather than a buffer CLBlast creates and releases per call. */
+ * slot 2 (slot 1 is the warm-up's), which stays allocated, rather than in a buffer CLBlast
+ * creates and releases on every call. */
 static kp_status gemm_one(const ctx *c, const blas_gemm_plan *p, const cl_mem *mems, int64_t b,
                           double alpha, double beta, int on_indirect)
 {
@@ -340,7 +333,7 @@ static kp_status gemm_one(const ctx *c, const blas_gemm_plan *p, const cl_mem *m
         if (rc != CLBlastSuccess)
             return blas_clblast_fail(c->l, "GemmTempBufferSize", rc);
         kp_buffer *buf;
-        kp_status st = bytes ? blas_host->scratch(c->l, 1, bytes, &buf) : KP_OK;
+        kp_status st = bytes ? blas_host->scratch(c->l, 2, bytes, &buf) : KP_OK;
         if (st != KP_OK)
             return st;
         temp = bytes ? (cl_mem)blas_host->cl_mem(buf) : NULL;
@@ -403,7 +396,8 @@ static int unsafe_for_strided(const blas_gemm_plan *p, size_t min_indirect)
     return 0;
 }
 
-/* XGEMM_MIN_INDIRECT_SIZE as this launch will set it (before prepare() applies it). */
+/* XGEMM_MIN_INDIRECT_SIZE as this launch sets it; 0 when CLBlast's own cannot be read. Caller
+ * holds `lock`. */
 static size_t min_indirect_of(kp_launch *l, int32_t dtype)
 {
     const blas_clkernel *k = blas_gemm_clkernels;
@@ -418,12 +412,11 @@ static size_t min_indirect_of(kp_launch *l, int32_t dtype)
 }
 
 /* Whether a blas.gemm call takes the narrow Xgemm set: C has a side of at most narrow.max_dim,
- * and CLBlast runs the product on its indirect path, the one Xgemm serves. Caller holds `lock`. */
-static int narrow(kp_launch *l, const blas_gemm_plan *p)
+ * and CLBlast runs the product on its indirect path, the one Xgemm serves. */
+static int narrow(kp_launch *l, const blas_gemm_plan *p, int on_indirect)
 {
     int64_t max_dim = blas_host->tunable_index(l, BLAS_NARROW_MAX_DIM);
-    return max_dim > 0 && (p->m <= max_dim || p->n <= max_dim) &&
-           indirect(p, min_indirect_of(l, p->dtype));
+    return on_indirect && max_dim > 0 && (p->m <= max_dim || p->n <= max_dim);
 }
 
 kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan *p, int batched)
@@ -441,21 +434,22 @@ kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan 
     if (p->k == 0) { /* BLAS: C = beta * C; CLBlast refuses k = 0 */
         st = scale_matrices(&c, p, mems[2], beta);
     } else {
-        gemm_setup setup = {.min_indirect = 0, .gemmk = -1};
-        const blas_clkernel *alt = !batched && narrow(l, p) ? &blas_narrow_xgemm : NULL;
-        st = prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, p->dtype, &setup, alt);
+        size_t min_indirect = min_indirect_of(l, p->dtype);
+        int on_indirect = indirect(p, min_indirect), gemmk = -1;
+        const blas_clkernel *alt =
+            !batched && narrow(l, p, on_indirect) ? &blas_narrow_xgemm : NULL;
+        st = prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, p->dtype, &gemmk, alt);
         /* Xgemm keeps C column-major with GEMMK 0 and row-major with GEMMK 1. C in the other
          * layout costs a transposed copy of C after the product (and one before it when beta is
          * not 0); C^T = op(B)^T op(A)^T in Xgemm's layout makes the same sums without them. */
         blas_gemm_plan q = *p;
-        int on_indirect = indirect(p, setup.min_indirect);
-        if (on_indirect && setup.gemmk >= 0 && q.col_major != (setup.gemmk == 0)) {
+        if (on_indirect && gemmk >= 0 && q.col_major != (gemmk == 0)) {
             blas_plan_swap(&q);
             cl_mem a = mems[0];
             mems[0] = mems[1];
             mems[1] = a;
         }
-        if (st == KP_OK && (!batched || q.batch == 1 || unsafe_for_strided(&q, setup.min_indirect)))
+        if (st == KP_OK && (!batched || q.batch == 1 || unsafe_for_strided(&q, min_indirect)))
             for (int64_t b = 0; b < q.batch && st == KP_OK; b++)
                 st = gemm_one(&c, &q, mems, b, alpha, beta, on_indirect);
         else if (st == KP_OK)
@@ -566,11 +560,9 @@ static kp_status warm_precision(kp_launch *l, int which, int32_t dtype, cl_mem t
              .dtype = dtype,
              .esize = kp_dtype_size((kp_dtype)dtype)};
     int f16 = dtype == KP_F16;
-    gemm_setup setup = {.min_indirect = 0, .gemmk = -1};
-    kp_status st =
-        which == BLAS_WARM_GEMV
-            ? prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, dtype, NULL, NULL)
-            : prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, dtype, &setup, NULL);
+    kp_status st = which == BLAS_WARM_GEMV
+                       ? prepare(l, blas_gemv_clkernels, blas_n_gemv_clkernels, dtype, NULL, NULL)
+                       : prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, dtype, NULL, NULL);
     static const char *const calls[][2] = {
         {"CLBlastSgemm", "CLBlastHgemm"},
         {"CLBlastSgemmStridedBatched", "CLBlastHgemmStridedBatched"},
@@ -585,7 +577,7 @@ static kp_status warm_precision(kp_launch *l, int which, int32_t dtype, cl_mem t
             st = blas_clblast_fail(l, calls[which][f16], rc);
     }
     if (st == KP_OK && which != BLAS_WARM_GEMV) {
-        int rc = warm_indirect(&c, which, setup.min_indirect);
+        int rc = warm_indirect(&c, which, min_indirect_of(l, dtype));
         if (rc != CLBlastSuccess)
             st = blas_clblast_fail(l, calls[which][f16], rc);
     }

@@ -35,25 +35,21 @@
     64, 128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960, 1024, 1088, 1152,    \
         1216, 1280, 1344, 1408, 1472, 1536, 1600, 1664, 1728, 1792, 1856, 1920, 1984, 2048
 
+/* Xgemm's parameters, for its two sets (clblast.Xgemm.* and narrow.Xgemm.*): T(param, values)
+ * or S(param) for a 0/1 switch. */
+#define XGEMM_TUNABLES(T, S)                                                                       \
+    S("GEMMK"), T("KREG", 1, 2, 4, 8, 16), T("KWG", 1, 16, 32), T("KWI", 1, 2), T("MDIMA", DIMS),  \
+        T("MDIMC", DIMS), T("MWG", 8, 16, 32, 64, 128), T("NDIMB", DIMS), T("NDIMC", DIMS),        \
+        T("NWG", 8, 16, 32, 64, 128), S("SA"), S("SB"), S("STRM"), S("STRN"),                      \
+        T("VWM", 1, 2, 4, 8), T("VWN", 1, 2, 4, 8)
+#define XGEMM_NAME(param, ...) param
+#define XGEMM(...) TUNABLE("Xgemm", __VA_ARGS__)
+#define XGEMM_SWITCH(param) SWITCH("Xgemm", param)
+
 /* The order within each kernel is CLBlast's (alphabetical) order of its database entries;
  * blas_gemm_clkernels below names the same parameters in the same order (init checks it). */
 const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES] = {
-    SWITCH("Xgemm", "GEMMK"),
-    TUNABLE("Xgemm", "KREG", 1, 2, 4, 8, 16),
-    TUNABLE("Xgemm", "KWG", 1, 16, 32),
-    TUNABLE("Xgemm", "KWI", 1, 2),
-    TUNABLE("Xgemm", "MDIMA", DIMS),
-    TUNABLE("Xgemm", "MDIMC", DIMS),
-    TUNABLE("Xgemm", "MWG", 8, 16, 32, 64, 128),
-    TUNABLE("Xgemm", "NDIMB", DIMS),
-    TUNABLE("Xgemm", "NDIMC", DIMS),
-    TUNABLE("Xgemm", "NWG", 8, 16, 32, 64, 128),
-    SWITCH("Xgemm", "SA"),
-    SWITCH("Xgemm", "SB"),
-    SWITCH("Xgemm", "STRM"),
-    SWITCH("Xgemm", "STRN"),
-    TUNABLE("Xgemm", "VWM", 1, 2, 4, 8),
-    TUNABLE("Xgemm", "VWN", 1, 2, 4, 8),
+    XGEMM_TUNABLES(XGEMM, XGEMM_SWITCH),
     TUNABLE("XgemmDirect", "KWID", 2, 8, 16),
     TUNABLE("XgemmDirect", "MDIMAD", 8, 16, 32),
     TUNABLE("XgemmDirect", "MDIMCD", 8, 16, 32),
@@ -95,22 +91,7 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES] = {
      * leave most of it idle when C has a short side (a GRU step's batch, a convolution's
      * output channels). The plugin switches sets per call; CLBlast keeps a compiled program per
      * set, so a switch back costs no compile. */
-    NARROW_SWITCH("GEMMK"),
-    NARROW("KREG", 1, 2, 4, 8, 16),
-    NARROW("KWG", 1, 16, 32),
-    NARROW("KWI", 1, 2),
-    NARROW("MDIMA", DIMS),
-    NARROW("MDIMC", DIMS),
-    NARROW("MWG", 8, 16, 32, 64, 128),
-    NARROW("NDIMB", DIMS),
-    NARROW("NDIMC", DIMS),
-    NARROW("NWG", 8, 16, 32, 64, 128),
-    NARROW_SWITCH("SA"),
-    NARROW_SWITCH("SB"),
-    NARROW_SWITCH("STRM"),
-    NARROW_SWITCH("STRN"),
-    NARROW("VWM", 1, 2, 4, 8),
-    NARROW("VWN", 1, 2, 4, 8),
+    XGEMM_TUNABLES(NARROW, NARROW_SWITCH),
     {
         .name = "narrow.max_dim",
         .default_value = 0,
@@ -146,8 +127,7 @@ const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES] = {
 #define GEMM blas_gemm_tunables
 #define GEMV blas_gemv_tunables
 const blas_clkernel blas_gemm_clkernels[] = {
-    KERNEL("Xgemm", GEMM, 0, "GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB",
-           "NDIMC", "NWG", "SA", "SB", "STRM", "STRN", "VWM", "VWN"),
+    KERNEL("Xgemm", GEMM, 0, XGEMM_TUNABLES(XGEMM_NAME, XGEMM_NAME)),
     KERNEL("XgemmDirect", GEMM, 16, "KWID", "MDIMAD", "MDIMCD", "NDIMBD", "NDIMCD", "PADA", "PADB",
            "VWMD", "VWND", "WGD"),
     KERNEL("Copy", GEMM, 26, "COPY_DIMX", "COPY_DIMY", "COPY_VW", "COPY_WPT"),
@@ -159,10 +139,9 @@ const blas_clkernel blas_gemm_clkernels[] = {
 const uint32_t blas_n_gemm_clkernels = sizeof blas_gemm_clkernels / sizeof blas_gemm_clkernels[0];
 const blas_clkernel blas_narrow_xgemm = {
     .name = "Xgemm",
-    .params = NAMES("GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC", "NWG",
-                    "SA", "SB", "STRM", "STRN", "VWM", "VWN"),
+    .params = NAMES(XGEMM_TUNABLES(XGEMM_NAME, XGEMM_NAME)),
     .tunables = GEMM,
-    .n_params = 16,
+    .n_params = (uint32_t)(sizeof NAMES(XGEMM_TUNABLES(XGEMM_NAME, XGEMM_NAME)) / sizeof(char *)),
     .first_tunable = BLAS_NARROW_FIRST,
     .prefix = "narrow",
 };
