@@ -340,6 +340,121 @@ void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
 }
 
 /*
+ * Winograd F(2x2, 3x3) for 3x3, stride-1, undilated convolutions (docs/kernels/conv.md):
+ * an output tile of 2x2 positions is Y = A^T [(G g G^T) .* (B^T d B)] A, with d the 4x4 input
+ * patch under it and g the 3x3 kernel. Summed over channels, the elementwise product is 16
+ * independent GEMMs, M[xi] = U[xi] V[xi] (xi = 4 i + j), with a quarter of im2col's products per
+ * output: 16 C K instead of 36 C K per tile.
+ *   U [16][K][C/groups]: the transformed kernels (conv_wino_filter),
+ *   V [16][C][P]:        the transformed input tiles of a chunk, P = images x tiles,
+ *                        tile p = n TH TW + th TW + tw (conv_wino_input),
+ *   M [16][K][P]:        the GEMMs' products, turned into outputs by conv_wino_output.
+ * A work-item handles one tile (or one kernel) of one channel; the tile index runs along the
+ * first dimension, so each of the 16 rows of V or M is read and written in coalesced runs.
+ */
+#define WINO_ROWS(x0, x1, x2, x3, y0, y1, y2, y3)                                                 \
+    do {                                                                                           \
+        y0 = x0 - x2;                                                                              \
+        y1 = x1 + x2;                                                                              \
+        y2 = x2 - x1;                                                                              \
+        y3 = x1 - x3;                                                                              \
+    } while (0)
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_wino_filter(const int K, const int Cg, __global const float *w, const int2 wv,
+                      __global float *u)
+{
+    const int c = get_global_id(0), k = get_global_id(1);
+    if (c >= Cg)
+        return;
+    __global const float *p = w + wv.x + k * wv.y + c * 9;
+    float t[4][3];
+    for (int j = 0; j < 3; j++) {
+        const float g0 = p[j], g1 = p[3 + j], g2 = p[6 + j];
+        t[0][j] = g0;
+        t[1][j] = 0.5f * (g0 + g1 + g2);
+        t[2][j] = 0.5f * (g0 - g1 + g2);
+        t[3][j] = g2;
+    }
+    const int stride = K * Cg;
+    __global float *out = u + k * Cg + c;
+    for (int i = 0; i < 4; i++) {
+        out[(4 * i) * stride] = t[i][0];
+        out[(4 * i + 1) * stride] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        out[(4 * i + 2) * stride] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        out[(4 * i + 3) * stride] = t[i][2];
+    }
+}
+
+/* Range (tiles of one image TH TW, images x channels); v's rows are P = nb TH TW long. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_wino_input(const int16 g, __global const float *im, const int8 iv, __global float *v,
+                     const int TW, const int T, const int P)
+{
+    const int t = get_global_id(0), nc = get_global_id(1);
+    if (t >= T)
+        return;
+    const int n = nc / GC, c = nc - n * GC;
+    const int th = quot(t, TW, 1.0f / (float)TW), tw = t - th * TW;
+    const int h0 = 2 * th - GPH, w0 = 2 * tw - GPW;
+    __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;
+    float d[4][4];
+    for (int i = 0; i < 4; i++) {
+        const int h = h0 + i;
+        const bool row_in = h >= 0 && h < GH;
+        for (int j = 0; j < 4; j++) {
+            const int x = w0 + j;
+            d[i][j] = row_in && x >= 0 && x < GW ? plane[h * iv.s3 + x * iv.s4] : 0.0f;
+        }
+    }
+    float e[4][4];
+    for (int j = 0; j < 4; j++)
+        WINO_ROWS(d[0][j], d[1][j], d[2][j], d[3][j], e[0][j], e[1][j], e[2][j], e[3][j]);
+    const int stride = GC * P;
+    __global float *out = v + c * P + n * T + t;
+    for (int i = 0; i < 4; i++) {
+        float r0, r1, r2, r3;
+        WINO_ROWS(e[i][0], e[i][1], e[i][2], e[i][3], r0, r1, r2, r3);
+        out[(4 * i) * stride] = r0;
+        out[(4 * i + 1) * stride] = r1;
+        out[(4 * i + 2) * stride] = r2;
+        out[(4 * i + 3) * stride] = r3;
+    }
+}
+
+/* Range (tiles of one image T, images x K); y[n][k][2 th + a][2 tw + b] for the a, b inside
+ * OH x OW, plus bias[k] (bv: offset, stride, present). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_wino_output(const int K, const int OH, const int OW, const int TW, const int T,
+                      __global const float *m, const int P, __global const float *bias,
+                      const int4 bv, __global float *y, const int8 yv)
+{
+    const int t = get_global_id(0), nk = get_global_id(1);
+    if (t >= T)
+        return;
+    const int n = nk / K, k = nk - n * K;
+    const int th = quot(t, TW, 1.0f / (float)TW), tw = t - th * TW;
+    const int stride = K * P;
+    __global const float *in = m + k * P + n * T + t;
+    float s[2][4];
+    for (int j = 0; j < 4; j++) {
+        const float m0 = in[j * stride], m1 = in[(4 + j) * stride];
+        const float m2 = in[(8 + j) * stride], m3 = in[(12 + j) * stride];
+        s[0][j] = m0 + m1 + m2;
+        s[1][j] = m1 - m2 - m3;
+    }
+    const float b = bv.z ? bias[bv.x + k * bv.y] : 0.0f;
+    __global float *out = y + yv.s0 + n * yv.s1 + k * yv.s2;
+    const int oh = 2 * th, ow = 2 * tw;
+    for (int a = 0; a < 2 && oh + a < OH; a++) {
+        const float y0 = s[a][0] + s[a][1] + s[a][2], y1 = s[a][1] - s[a][2] - s[a][3];
+        out[(oh + a) * yv.s3 + ow * yv.s4] = y0 + b;
+        if (ow + 1 < OW)
+            out[(oh + a) * yv.s3 + (ow + 1) * yv.s4] = y1 + b;
+    }
+}
+
+/*
  * db[k] = the sum of dy[n][k][oh][ow] over n, oh, ow: one work-group per channel (the range is
  * WG x K). Work-item i sums positions i, i + WG, ... of every image in order, then a tree in
  * local memory adds the WG partial sums (a fixed order: deterministic). The barriers sit outside

@@ -82,6 +82,8 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
     const kp_tensor *x = &call->args[FWD_X].tensor, *w = &call->args[FWD_W].tensor;
     const kp_tensor *bias = call->args[FWD_B].present ? &call->args[FWD_B].tensor : NULL;
     const kp_tensor *y = &call->args[FWD_Y].tensor;
+    if (conv_winograd_chosen(l, &g))
+        return conv_winograd_forward(l, &g, x, w, bias, y);
     int64_t L = g.OH * g.OW, Cg = g.C / g.groups, Kg = g.K / g.groups, R = Cg * g.KH * g.KW;
     int point = conv_is_pointwise(&g) && conv_plane_matrix(x);
     double rows = (double)(point ? 0 : g.C * g.KH * g.KW) + (double)g.K;
@@ -126,9 +128,9 @@ static void forward_cost(const kp_call *call, kp_cost *out)
                         (call->args[FWD_B].present ? (double)g.K : 0.0));
 }
 
-static const char *const verify_sizes[] = {"one",        "prime", "groups",     "depthwise",
-                                           "pointwise",  "views", "pointviews", "stride1x1",
-                                           "fullkernel", NULL};
+static const char *const verify_sizes[] = {"one",        "prime",    "groups",     "depthwise",
+                                           "pointwise",  "views",    "pointviews", "stride1x1",
+                                           "fullkernel", "winograd", "winogroups", NULL};
 static const char *const bench_sizes[] = {"mnist", "56x56", "28x28", "stem", NULL};
 
 const kp_kernel_desc conv_conv2d_desc = {

@@ -24,6 +24,10 @@ static const conv_case conv_cases[] = {
     {"dilated", 2, 3, 11, 10, 2, 3, 3, 1, 2, 2, 1, 3, 2, 1, 0, 0},
     /* More positions than a work-group, and a tail. */
     {"wide", 1, 2, 9, 70, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+    /* Winograd under ALGO auto on GPUs (16+ channels per group): odd OH and OW (a clipped last
+     * tile), uneven padding, strided views; then groups and a padding of 2. */
+    {"winograd", 3, 17, 9, 13, 19, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1},
+    {"winogroups", 2, 32, 6, 5, 48, 3, 3, 1, 1, 2, 2, 1, 1, 2, 0, 0},
     /* The benchmark shapes. */
     {"mnist", 64, 1, 28, 28, 16, 5, 5, 1, 1, 0, 0, 1, 1, 1, 1, 0},
     {"56x56", 64, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0},

@@ -121,12 +121,24 @@ void conv_col2im_tolerance(const kp_call *call, double *atol, double *rtol)
     bound(n, n * max_abs(call, C2I_COL), atol, rtol);
 }
 
-/* An output sums C/groups KH KW products w x and the bias: S <= max_k sum |w_k| max|x| + |b|. */
+/*
+ * An output sums C/groups KH KW products w x and the bias: S <= max_k sum |w_k| max|x| + |b|.
+ * Where Winograd F(2x2, 3x3) may run (ALGO picks it; the bound covers either path), an output is
+ * A^T [sum_c U .* V] A with U = G g G^T and V = B^T d B. Each |V| is at most 4 max|x| (two
+ * +-1 terms per row of B^T), and |A^T| |G| has entries at most 2, so the terms' magnitudes sum
+ * to at most 16 max_k sum |w_k| max|x|. The roundings along a path: 2 in V, 4 in U, C/groups in
+ * the GEMM, 4 in the output transform: n = C/groups + 10.
+ */
 void conv_forward_tolerance(const kp_call *call, double *atol, double *rtol)
 {
     conv_geom g = conv_geom_of(call);
-    double s = max_sum(call, FWD_W, 0) * max_abs(call, FWD_X) + max_abs(call, FWD_B);
-    bound((double)(g.C / g.groups * g.KH * g.KW + 1), s, atol, rtol);
+    double wx = max_sum(call, FWD_W, 0) * max_abs(call, FWD_X), b = max_abs(call, FWD_B);
+    bound((double)(g.C / g.groups * g.KH * g.KW + 1), wx + b, atol, rtol);
+    if (conv_winograd_fits(&g)) {
+        double wa, wr;
+        bound((double)(g.C / g.groups + 10), 16.0 * wx + b, &wa, &wr);
+        *atol = fmax(*atol, wa);
+    }
 }
 
 /* dx sums, over its at most KH KW taps, K/groups-term products w dy (the GEMM, then col2im):

@@ -7,6 +7,7 @@
 static const int64_t workgroups[] = {16, 32, 64, 128, 256};
 static const char *const shapes[] = {"auto", "rows", "elements", NULL};
 static const char *const gemm_kinds[] = {"auto", "blas", "tiled", NULL};
+static const char *const algos[] = {"auto", "im2col", "winograd", NULL};
 static const int64_t col_limits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
 
 const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
@@ -47,6 +48,17 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                                "row-major, or narrower than 32 columns, still use blas.gemm), or "
                                "auto (tiled on CPUs, blas elsewhere); without blas.gemm, "
                                "conv.cl's kernels either way"},
+    [CONV_TUNE_ALGO] = {.name = "ALGO",
+                        .default_value = 0,
+                        .min = 0,
+                        .max = 2,
+                        .choices = algos,
+                        .flags = KP_TUNABLE_NO_DEFINE,
+                        .doc = "conv.conv2d's algorithm: im2col (columns, one GEMM per group), "
+                               "winograd (F(2x2, 3x3): 16 GEMMs on transformed tiles, a quarter "
+                               "of the products; 3x3, stride-1, undilated convolutions only, the "
+                               "others take im2col), or auto (winograd on GPUs where it applies "
+                               "with at least 16 channels in and out per group, else im2col)"},
 };
 
 /* ---- checks ---------------------------------------------------------------------------------- */

@@ -35,8 +35,15 @@ enum { MP_X, MP_Y, MP_IDX, MP_KH, MP_KW, MP_GEO, MP_N = MP_GEO + GEO_N };
 enum { MPB_DY, MPB_IDX, MPB_DX, MPB_KH, MPB_KW, MPB_GEO, MPB_N = MPB_GEO + GEO_N };
 
 /* The tunables, in this order: WG (every kernel), ROWS (the kernels that run im2col, col2im or a
- * pool), COL_MAX_MB and GEMM (the kernels that go through GEMMs). */
-enum { CONV_TUNE_WG, CONV_TUNE_ROWS, CONV_TUNE_COL_MAX_MB, CONV_TUNE_GEMM, CONV_N_TUNABLES };
+ * pool), COL_MAX_MB and GEMM (the kernels that go through GEMMs), ALGO (conv.conv2d). */
+enum {
+    CONV_TUNE_WG,
+    CONV_TUNE_ROWS,
+    CONV_TUNE_COL_MAX_MB,
+    CONV_TUNE_GEMM,
+    CONV_TUNE_ALGO,
+    CONV_N_TUNABLES
+};
 extern const kp_tunable_desc conv_tunables[CONV_N_TUNABLES];
 
 /* ---- conv-util.c: geometry, checks, views, launches ------------------------------------------ */
@@ -157,6 +164,21 @@ kp_status conv_pack_chunk(kp_launch *l, const conv_geom *g, const kp_tensor *dy,
                           int64_t nb, kp_buffer *t);
 /* A 4-D view narrowed to images [n0, n0 + nb). */
 kp_tensor conv_images(const kp_tensor *t, int64_t n0, int64_t nb);
+
+/* ---- conv-winograd.c: conv.conv2d's Winograd F(2x2, 3x3) path ------------------------------- */
+
+/* ALGO auto takes Winograd only with at least this many input and output channels per group. */
+#define CONV_WINOGRAD_MIN_CHANNELS 16
+
+/* Whether the geometry allows Winograd F(2x2, 3x3): a 3x3 kernel, stride 1, dilation 1 (any
+ * padding, groups), and one image's transformed blocks indexable with int. */
+int conv_winograd_fits(const conv_geom *g);
+/* Whether conv.conv2d runs this call through Winograd: it fits, and ALGO says winograd, or auto
+ * on a GPU with enough channels per group. */
+int conv_winograd_chosen(kp_launch *l, const conv_geom *g);
+/* y = conv(x, w) + bias through Winograd; scratch slots 0 (V), 1 (M) and 2 (U). */
+kp_status conv_winograd_forward(kp_launch *l, const conv_geom *g, const kp_tensor *x,
+                                const kp_tensor *w, const kp_tensor *bias, const kp_tensor *y);
 
 /* ---- conv-reference.c: double-precision host math -------------------------------------------- */
 

@@ -343,6 +343,77 @@ static void test_forward_direct(void **state)
     set_gemm(without_blas(), "auto");
 }
 
+/* conv.conv2d's GEMM kind (as set_gemm), ALGO (0 auto, 1 im2col, 2 winograd) and COL_MAX_MB
+ * (MiB) when mb > 0. */
+static void set_algo(kp_runtime *r, const char *gemm, int algo, int mb)
+{
+    kp_kernel *k = find(r, "conv.conv2d");
+    assert_int_equal(kp_kernel_tuning_reset(r, k), KP_OK);
+    if (strcmp(gemm, "auto") != 0)
+        assert_int_equal(kp_kernel_tunable_set(r, k, "GEMM", 1), KP_OK);
+    if (algo)
+        assert_int_equal(kp_kernel_tunable_set(r, k, "ALGO", algo), KP_OK);
+    if (mb)
+        assert_int_equal(kp_kernel_tunable_set(r, k, "COL_MAX_MB", mb), KP_OK);
+}
+
+/* 3x3, stride-1, undilated: one clipped tile (H = W = 1), odd OH and OW, no padding, a padding of
+ * 2 with groups, 1 channel, and more tiles than a work-group. */
+static const geo winos[] = {
+    {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1},     {2, 5, 7, 9, 3, 3, 3, 1, 1, 1, 0, 1, 1, 1},
+    {3, 4, 8, 11, 13, 3, 3, 1, 1, 0, 0, 1, 1, 1},   {2, 6, 5, 6, 4, 3, 3, 1, 1, 2, 1, 1, 1, 2},
+    {2, 20, 33, 35, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+};
+
+/* Winograd against the direct host sum and against im2col on every GEMM path, and chunked (4 +
+ * 3 images, COL_MAX_MB 1) against unchunked: with conv.cl's GEMMs, which sum each output alone,
+ * the same bits. */
+static void check_winograd(kp_runtime *r, const char *gemm, int exact)
+{
+    for (size_t i = 0; i < sizeof winos / sizeof winos[0]; i++) {
+        const geo *g = &winos[i];
+        double *x = doubles(nx(g), 70 + (unsigned)i), *w = doubles(nw(g), 80 + (unsigned)i);
+        double *b = doubles((size_t)g->K, 90), *want = malloc(ny(g) * sizeof *want);
+        assert_non_null(want);
+        host_conv(g, x, w, i % 2 ? NULL : b, want);
+        set_algo(r, gemm, 2, 0);
+        float *y = run_forward(r, g, x, w, i % 2 ? NULL : b);
+        set_algo(r, gemm, 1, 0);
+        float *yi = run_forward(r, g, x, w, i % 2 ? NULL : b);
+        char what[96];
+        snprintf(what, sizeof what, "winograd case %zu (%s)", i, gemm);
+        expect_close(what, y, want, ny(g), 1e-5);
+        snprintf(what, sizeof what, "im2col case %zu (%s)", i, gemm);
+        expect_close(what, yi, want, ny(g), 1e-5);
+        free(x), free(w), free(b), free(want), free(y), free(yi);
+    }
+    const geo g = {7, 16, 20, 22, 18, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    double *x = doubles(nx(&g), 95), *w = doubles(nw(&g), 96), *b = doubles((size_t)g.K, 97);
+    double *want = malloc(ny(&g) * sizeof *want);
+    assert_non_null(want);
+    host_conv(&g, x, w, b, want);
+    set_algo(r, gemm, 2, 0);
+    float *y0 = run_forward(r, &g, x, w, b);
+    set_algo(r, gemm, 2, 1);
+    float *y1 = run_forward(r, &g, x, w, b);
+    set_gemm(r, gemm);
+    expect_close("winograd unchunked", y0, want, ny(&g), 1e-5);
+    expect_close("winograd chunked", y1, want, ny(&g), 1e-5);
+    if (exact)
+        assert_memory_equal(y0, y1, ny(&g) * sizeof *y0);
+    free(x), free(w), free(b), free(want), free(y0), free(y1);
+}
+
+static void test_winograd(void **state)
+{
+    (void)state;
+    check_winograd(rt, "auto", 1);
+    check_winograd(rt, "blas", 0);
+    check_winograd(without_blas(), "blas", 1);
+    set_gemm(rt, "auto");
+    set_gemm(without_blas(), "auto");
+}
+
 /*
  * The loss sum(G * (conv(x, w) + b)) in double on a tiny problem with groups, a non-square
  * kernel, stride, padding and dilation. It is linear in each of x, w and b, so central
@@ -520,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_im2col_col2im),
         cmocka_unit_test(test_im2col_group_view),
         cmocka_unit_test(test_forward_direct),
+        cmocka_unit_test(test_winograd),
         cmocka_unit_test(test_backward_differences),
         cmocka_unit_test(test_chunked_equals_unchunked),
         cmocka_unit_test(test_deterministic),

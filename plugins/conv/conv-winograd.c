@@ -1,0 +1,126 @@
+/* conv.conv2d's Winograd F(2x2, 3x3) path: transforms in conv.cl, 16 GEMMs per group between. */
+#include <limits.h>
+
+#include "conv.h"
+
+/* Tiles of 2x2 outputs per image, and the 16 (C + K) transformed values per tile a chunk holds. */
+static int64_t tiles_of(const conv_geom *g, int64_t *TH, int64_t *TW)
+{
+    *TH = (g->OH + 1) / 2;
+    *TW = (g->OW + 1) / 2;
+    return *TH * *TW;
+}
+
+int conv_winograd_fits(const conv_geom *g)
+{
+    int64_t TH, TW, T = tiles_of(g, &TH, &TW);
+    int shape = g->KH == 3 && g->KW == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1;
+    /* One image's V and M blocks must be indexable with int (a chunk holds at least one). */
+    return shape && 16.0 * (double)(g->C + g->K) * (double)T <= (double)INT_MAX;
+}
+
+int conv_winograd_chosen(kp_launch *l, const conv_geom *g)
+{
+    if (!conv_winograd_fits(g))
+        return 0;
+    int64_t algo = conv_host->tunable_index(l, CONV_TUNE_ALGO);
+    if (algo != 0)
+        return algo == 2;
+    /* Under auto: GPUs only (on PoCL the 16 thin GEMMs ran slower than im2col's one: 211 against
+     * 140 ms at N64 C64 56x56 K64), and with few channels per group the GEMMs are too thin to pay
+     * for the transforms' memory traffic. */
+    const kp_device_info *d = conv_host->device(l);
+    return d && d->type != KP_DEVICE_CPU && g->C / g->groups >= CONV_WINOGRAD_MIN_CHANNELS &&
+           g->K / g->groups >= CONV_WINOGRAD_MIN_CHANNELS;
+}
+
+static kp_status filter_transform(kp_launch *l, const conv_geom *g, const kp_tensor *w,
+                                  kp_buffer *u)
+{
+    int64_t Cg = g->C / g->groups;
+    int32_t wv[2] = {(int32_t)w->offset, (int32_t)(g->K > 1 ? w->strides[0] : Cg * 9)};
+    conv_args a = conv_args_begin(l, "conv_wino_filter");
+    conv_arg_int(&a, (int)g->K);
+    conv_arg_int(&a, (int)Cg);
+    conv_arg_buffer(&a, w->buffer);
+    conv_arg_ints(&a, wv, 2);
+    conv_arg_buffer(&a, u);
+    return conv_args_run(&a, Cg, g->K);
+}
+
+static kp_status input_transform(kp_launch *l, const conv_geom *g, const kp_tensor *x, int64_t n0,
+                                 int64_t nb, kp_buffer *v)
+{
+    int64_t TH, TW, T = tiles_of(g, &TH, &TW);
+    kp_tensor xs = conv_images(x, n0, nb);
+    conv_geom gc = *g;
+    gc.N = nb;
+    conv_args a = conv_args_begin(l, "conv_wino_input");
+    conv_arg_geom(&a, &gc);
+    conv_arg_view4(&a, &xs);
+    conv_arg_buffer(&a, v);
+    conv_arg_int(&a, (int)TW);
+    conv_arg_int(&a, (int)T);
+    conv_arg_int(&a, (int)(nb * T));
+    return conv_args_run(&a, T, nb * g->C);
+}
+
+static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m,
+                                  const kp_tensor *bias, const kp_tensor *y, int64_t n0, int64_t nb)
+{
+    int64_t TH, TW, T = tiles_of(g, &TH, &TW);
+    kp_tensor ys = conv_images(y, n0, nb);
+    int32_t bv[4] = {0, 0, 0, 0};
+    if (bias) {
+        bv[0] = (int32_t)bias->offset;
+        bv[1] = (int32_t)bias->strides[0];
+        bv[2] = 1;
+    }
+    conv_args a = conv_args_begin(l, "conv_wino_output");
+    conv_arg_int(&a, (int)g->K);
+    conv_arg_int(&a, (int)g->OH);
+    conv_arg_int(&a, (int)g->OW);
+    conv_arg_int(&a, (int)TW);
+    conv_arg_int(&a, (int)T);
+    conv_arg_buffer(&a, m);
+    conv_arg_int(&a, (int)(nb * T));
+    conv_arg_buffer(&a, bias ? bias->buffer : m);
+    conv_arg_ints(&a, bv, 4);
+    conv_arg_view4(&a, &ys);
+    return conv_args_run(&a, T, nb * g->K);
+}
+
+/*
+ * The kernels are transformed once per launch; then, a chunk of nb images at a time (as many as
+ * COL_MAX_MB holds of V and M), the input tiles, one GEMM per (xi, group), M[xi]_q [K/groups, P] =
+ * U[xi]_q [K/groups, C/groups] V[xi]_q [C/groups, P], and the output pass.
+ */
+kp_status conv_winograd_forward(kp_launch *l, const conv_geom *g, const kp_tensor *x,
+                                const kp_tensor *w, const kp_tensor *bias, const kp_tensor *y)
+{
+    int64_t TH, TW, T = tiles_of(g, &TH, &TW);
+    int64_t Cg = g->C / g->groups, Kg = g->K / g->groups;
+    int64_t nb = conv_chunk(l, g->N, 4.0 * 16.0 * (double)(g->C + g->K) * (double)T);
+    kp_buffer *u = NULL, *v = NULL, *m = NULL;
+    kp_status st = conv_host->scratch(l, 2, (size_t)(16 * g->K * Cg) * sizeof(float), &u);
+    if (st == KP_OK)
+        st = conv_host->scratch(l, 0, (size_t)(16 * g->C * nb * T) * sizeof(float), &v);
+    if (st == KP_OK)
+        st = conv_host->scratch(l, 1, (size_t)(16 * g->K * nb * T) * sizeof(float), &m);
+    if (st == KP_OK)
+        st = filter_transform(l, g, w, u);
+    for (int64_t n0 = 0; st == KP_OK && n0 < g->N; n0 += nb) {
+        int64_t cur = g->N - n0 < nb ? g->N - n0 : nb, P = cur * T;
+        st = input_transform(l, g, x, n0, cur, v);
+        for (int64_t xi = 0; st == KP_OK && xi < 16; xi++)
+            for (int64_t q = 0; st == KP_OK && q < g->groups; q++) {
+                kp_tensor a = conv_matrix(u, (xi * g->K + q * Kg) * Cg, Kg, Cg, Cg);
+                kp_tensor b = conv_matrix(v, (xi * g->C + q * Cg) * P, Cg, P, P);
+                kp_tensor c = conv_matrix(m, (xi * g->K + q * Kg) * P, Kg, P, P);
+                st = conv_matmul(l, &a, &b, &c, 0.0);
+            }
+        if (st == KP_OK)
+            st = output_transform(l, g, m, bias, y, n0, cur);
+    }
+    return st;
+}
