@@ -90,6 +90,44 @@ static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m
     return conv_args_run(&a, T, nb * g->K);
 }
 
+/* 16 matrices [rows, cols], row-major with row stride ld, `stride` apart from `offset` on. */
+static kp_tensor batch_of(kp_buffer *buf, int64_t offset, int64_t stride, int64_t rows,
+                          int64_t cols, int64_t ld)
+{
+    kp_tensor t = kp_tensor_3d(buf, KP_F32, 16, rows, cols);
+    t.offset = offset;
+    t.strides[0] = stride;
+    t.strides[1] = ld;
+    return t;
+}
+
+/* Group q's 16 products M[xi]_q = U[xi]_q V[xi]_q: one blas.gemm_batched call where the GEMM
+ * tunable picks blas.gemm (one launch instead of 16), else (or without the blas plugin) one
+ * conv_matmul each. */
+static kp_status products(kp_launch *l, const conv_geom *g, int64_t q, kp_buffer *u, kp_buffer *v,
+                          kp_buffer *m, int64_t P)
+{
+    int64_t Cg = g->C / g->groups, Kg = g->K / g->groups;
+    if (!conv_gemm_is_tiled(l)) {
+        kp_arg args[] = {KP_ARG_TENSOR("A", batch_of(u, q * Kg * Cg, g->K * Cg, Kg, Cg, Cg)),
+                         KP_ARG_TENSOR("B", batch_of(v, q * Cg * P, g->C * P, Cg, P, P)),
+                         KP_ARG_TENSOR("C", batch_of(m, q * Kg * P, g->K * P, Kg, P, P)),
+                         KP_ARG_FLOAT("beta", 0.0)};
+        kp_status st =
+            conv_host->launch(l, "blas.gemm_batched", args, sizeof args / sizeof args[0]);
+        if (st != KP_ERR_NOT_FOUND)
+            return st;
+    }
+    kp_status st = KP_OK;
+    for (int64_t xi = 0; st == KP_OK && xi < 16; xi++) {
+        kp_tensor a = conv_matrix(u, (xi * g->K + q * Kg) * Cg, Kg, Cg, Cg);
+        kp_tensor b = conv_matrix(v, (xi * g->C + q * Cg) * P, Cg, P, P);
+        kp_tensor c = conv_matrix(m, (xi * g->K + q * Kg) * P, Kg, P, P);
+        st = conv_matmul(l, &a, &b, &c, 0.0);
+    }
+    return st;
+}
+
 /*
  * The kernels are transformed once per launch; then, a chunk of nb images at a time (as many as
  * COL_MAX_MB holds of V and M), the input tiles, one GEMM per (xi, group), M[xi]_q [K/groups, P] =
@@ -98,8 +136,7 @@ static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m
 kp_status conv_winograd_forward(kp_launch *l, const conv_geom *g, const kp_tensor *x,
                                 const kp_tensor *w, const kp_tensor *bias, const kp_tensor *y)
 {
-    int64_t TH, TW, T = tiles_of(g, &TH, &TW);
-    int64_t Cg = g->C / g->groups, Kg = g->K / g->groups;
+    int64_t TH, TW, T = tiles_of(g, &TH, &TW), Cg = g->C / g->groups;
     int64_t nb = conv_chunk(l, g->N, 4.0 * 16.0 * (double)(g->C + g->K) * (double)T);
     kp_buffer *u = NULL, *v = NULL, *m = NULL;
     kp_status st = conv_host->scratch(l, 2, (size_t)(16 * g->K * Cg) * sizeof(float), &u);
@@ -112,13 +149,8 @@ kp_status conv_winograd_forward(kp_launch *l, const conv_geom *g, const kp_tenso
     for (int64_t n0 = 0; st == KP_OK && n0 < g->N; n0 += nb) {
         int64_t cur = g->N - n0 < nb ? g->N - n0 : nb, P = cur * T;
         st = input_transform(l, g, x, n0, cur, v);
-        for (int64_t xi = 0; st == KP_OK && xi < 16; xi++)
-            for (int64_t q = 0; st == KP_OK && q < g->groups; q++) {
-                kp_tensor a = conv_matrix(u, (xi * g->K + q * Kg) * Cg, Kg, Cg, Cg);
-                kp_tensor b = conv_matrix(v, (xi * g->C + q * Cg) * P, Cg, P, P);
-                kp_tensor c = conv_matrix(m, (xi * g->K + q * Kg) * P, Kg, P, P);
-                st = conv_matmul(l, &a, &b, &c, 0.0);
-            }
+        for (int64_t q = 0; st == KP_OK && q < g->groups; q++)
+            st = products(l, g, q, u, v, m, P);
         if (st == KP_OK)
             st = output_transform(l, g, m, bias, y, n0, cur);
     }
