@@ -346,7 +346,7 @@ void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
  * independent GEMMs, M[xi] = U[xi] V[xi] (xi = 4 i + j), with a quarter of im2col's products per
  * output: 16 C K instead of 36 C K per tile.
  *   U [16][K][C/groups]: the transformed kernels (conv_wino_filter),
- *   V [16][C][P]:        the transformed input tiles of a chunk, P = images x tiles,
+ *   V [16][C][P]:        the transformed input tiles of a chunk, P >= images x tiles,
  *                        tile p = n TH TW + th TW + tw (conv_wino_input),
  *   M [16][K][P]:        the GEMMs' products, turned into outputs by conv_wino_output.
  * A work-item handles one tile (or one kernel) of one channel; the tile index runs along the
@@ -386,7 +386,8 @@ void conv_wino_filter(const int K, const int Cg, __global const float *w, const 
     }
 }
 
-/* Range (tiles of one image TH TW, images x channels); v's rows are P = nb TH TW long. */
+/* Range (tiles of one image T = TH TW, images x channels); v's rows are P long: nb T tiles, then
+ * the host's padding, which is left alone. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void conv_wino_input(const int16 g, __global const float *im, const int8 iv, __global float *v,
                      const int TW, const int T, const int P)

@@ -436,8 +436,7 @@ kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan 
     } else {
         size_t min_indirect = min_indirect_of(l, p->dtype);
         int on_indirect = indirect(p, min_indirect), gemmk = -1;
-        const blas_clkernel *alt =
-            !batched && narrow(l, p, on_indirect) ? &blas_narrow_xgemm : NULL;
+        const blas_clkernel *alt = narrow(l, p, on_indirect) ? &blas_narrow_xgemm : NULL;
         st = prepare(l, blas_gemm_clkernels, blas_n_gemm_clkernels, p->dtype, &gemmk, alt);
         /* Xgemm keeps C column-major with GEMMK 0 and row-major with GEMMK 1. C in the other
          * layout costs a transposed copy of C after the product (and one before it when beta is
@@ -449,7 +448,15 @@ kp_status blas_run_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan 
             mems[0] = mems[1];
             mems[1] = a;
         }
-        if (st == KP_OK && (!batched || q.batch == 1 || unsafe_for_strided(&q, min_indirect)))
+        int loop = !batched || q.batch == 1 || unsafe_for_strided(&q, min_indirect);
+        blas_host->log(
+            l, KP_LOG_DEBUG,
+            "blas: %lld x %lld x %lld (batch %lld) as CLBlast's %s-major %s%s, %s path%s%s",
+            (long long)q.m, (long long)q.n, (long long)q.k, (long long)q.batch,
+            q.col_major ? "column" : "row", q.trans_a ? "A^T" : "A", q.trans_b ? " B^T" : " B",
+            on_indirect ? "indirect" : "direct", alt ? ", narrow set" : "",
+            batched && loop ? ", one call per batch" : "");
+        if (st == KP_OK && loop)
             for (int64_t b = 0; b < q.batch && st == KP_OK; b++)
                 st = gemm_one(&c, &q, mems, b, alpha, beta, on_indirect);
         else if (st == KP_OK)

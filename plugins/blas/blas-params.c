@@ -76,17 +76,6 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES] = {
     TUNABLE("Padtranspose", "PADTRA_TILE", 8, 16, 32, 64),
     TUNABLE("Padtranspose", "PADTRA_WPT", 1, 2, 4, 8, 16),
     TUNABLE("GemmRoutine", "XGEMM_MIN_INDIRECT_SIZE", MIN_INDIRECT),
-    /* blas.gemm only (blas.gemm_batched lists the ones above): blas-route.c. */
-    {
-        .name = "precision",
-        .default_value = 0,
-        .min = 0,
-        .max = 4,
-        .choices = blas_precisions,
-        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
-        .doc = "fp32 (CLBlast, exact FP32), or tf32, tf32x3, f16, bf16: f32 GEMMs run through "
-               "tc.gemm on tensor cores (NVIDIA sm_80+), and in fp32 with a warning elsewhere",
-    },
     /* CLBlast takes one Xgemm set per device; tiles that fill the GPU for a square product
      * leave most of it idle when C has a short side (a GRU step's batch, a convolution's
      * output channels). The plugin switches sets per call; CLBlast keeps a compiled program per
@@ -100,6 +89,17 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES] = {
         .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
         .doc = "a product on CLBlast's indirect path whose C has at most this many rows or "
                "columns runs with the narrow.Xgemm set; 0: never",
+    },
+    /* blas.gemm only (blas.gemm_batched lists the ones above): blas-route.c. */
+    {
+        .name = "precision",
+        .default_value = 0,
+        .min = 0,
+        .max = 4,
+        .choices = blas_precisions,
+        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
+        .doc = "fp32 (CLBlast, exact FP32), or tf32, tf32x3, f16, bf16: f32 GEMMs run through "
+               "tc.gemm on tensor cores (NVIDIA sm_80+), and in fp32 with a warning elsewhere",
     },
 };
 

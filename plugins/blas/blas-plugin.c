@@ -456,7 +456,7 @@ static const kp_kernel_desc kernels[] = {
         .summary = "strided batched GEMM, C[b] = alpha op(A[b]) op(B[b]) + beta C[b], CLBlast",
         .params = gemm_batched_params,
         .n_params = GEMM_NPARAMS,
-        .n_tunables = BLAS_N_GEMM_TUNABLES,
+        .n_tunables = BLAS_N_BATCHED_TUNABLES,
         .tunables = blas_gemm_tunables,
         .check = gemm_batched_check,
         .enqueue = gemm_batched_enqueue,

@@ -74,12 +74,14 @@ extern const blas_clkernel blas_gemv_clkernels[];
 extern const uint32_t blas_n_gemv_clkernels;
 #define BLAS_N_GEMM_TUNABLES 42
 #define BLAS_N_GEMV_TUNABLES 8
-/* CLBlast's parameters, then blas.gemm's own: `precision`, the narrow Xgemm set (narrow.Xgemm.*,
- * blas_narrow_xgemm) and `narrow.max_dim`, which says which products take it. */
-#define BLAS_PRECISION_TUNABLE BLAS_N_GEMM_TUNABLES
-#define BLAS_NARROW_FIRST (BLAS_PRECISION_TUNABLE + 1)
+/* CLBlast's parameters, then the narrow Xgemm set (narrow.Xgemm.*, blas_narrow_xgemm) and
+ * `narrow.max_dim`, which says which products take it (blas.gemm_batched's list ends here), then
+ * blas.gemm's `precision`. */
+#define BLAS_NARROW_FIRST BLAS_N_GEMM_TUNABLES
 #define BLAS_NARROW_MAX_DIM (BLAS_NARROW_FIRST + 16)
-#define BLAS_N_GEMM_ALL_TUNABLES (BLAS_NARROW_MAX_DIM + 1)
+#define BLAS_N_BATCHED_TUNABLES (BLAS_NARROW_MAX_DIM + 1)
+#define BLAS_PRECISION_TUNABLE BLAS_N_BATCHED_TUNABLES
+#define BLAS_N_GEMM_ALL_TUNABLES (BLAS_PRECISION_TUNABLE + 1)
 extern const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES];
 extern const blas_clkernel blas_narrow_xgemm;
 extern const char *const blas_precisions[]; /* "fp32", "tf32", "tf32x3", "f16", "bf16" */

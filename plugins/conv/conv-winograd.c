@@ -3,7 +3,18 @@
 
 #include "conv.h"
 
-/* Tiles of 2x2 outputs per image, and the 16 (C + K) transformed values per tile a chunk holds. */
+/* Rows of V and M are padded to a multiple of this many columns: a GEMM whose sides are
+ * multiples of its tiles runs on CLBlast's indirect path without padded copies. The padding
+ * columns hold garbage, which only ever reaches M's padding columns (a product's column depends
+ * on its own column alone), which the output pass never reads. */
+#define ROW_ALIGN 128
+
+static int64_t padded(int64_t P)
+{
+    return (P + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
+}
+
+/* Tiles of 2x2 outputs per image. */
 static int64_t tiles_of(const conv_geom *g, int64_t *TH, int64_t *TW)
 {
     *TH = (g->OH + 1) / 2;
@@ -16,7 +27,7 @@ int conv_winograd_fits(const conv_geom *g)
     int64_t TH, TW, T = tiles_of(g, &TH, &TW);
     int shape = g->KH == 3 && g->KW == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1;
     /* One image's V and M blocks must be indexable with int (a chunk holds at least one). */
-    return shape && 16.0 * (double)(g->C + g->K) * (double)T <= (double)INT_MAX;
+    return shape && 16.0 * (double)(g->C + g->K) * (double)padded(T) <= (double)INT_MAX;
 }
 
 int conv_winograd_chosen(kp_launch *l, const conv_geom *g)
@@ -49,7 +60,7 @@ static kp_status filter_transform(kp_launch *l, const conv_geom *g, const kp_ten
 }
 
 static kp_status input_transform(kp_launch *l, const conv_geom *g, const kp_tensor *x, int64_t n0,
-                                 int64_t nb, kp_buffer *v)
+                                 int64_t nb, kp_buffer *v, int64_t ld)
 {
     int64_t TH, TW, T = tiles_of(g, &TH, &TW);
     kp_tensor xs = conv_images(x, n0, nb);
@@ -61,11 +72,11 @@ static kp_status input_transform(kp_launch *l, const conv_geom *g, const kp_tens
     conv_arg_buffer(&a, v);
     conv_arg_int(&a, (int)TW);
     conv_arg_int(&a, (int)T);
-    conv_arg_int(&a, (int)(nb * T));
+    conv_arg_int(&a, (int)ld);
     return conv_args_run(&a, T, nb * g->C);
 }
 
-static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m,
+static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m, int64_t ld,
                                   const kp_tensor *bias, const kp_tensor *y, int64_t n0, int64_t nb)
 {
     int64_t TH, TW, T = tiles_of(g, &TH, &TW);
@@ -83,7 +94,7 @@ static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m
     conv_arg_int(&a, (int)TW);
     conv_arg_int(&a, (int)T);
     conv_arg_buffer(&a, m);
-    conv_arg_int(&a, (int)(nb * T));
+    conv_arg_int(&a, (int)ld);
     conv_arg_buffer(&a, bias ? bias->buffer : m);
     conv_arg_ints(&a, bv, 4);
     conv_arg_view4(&a, &ys);
@@ -101,9 +112,9 @@ static kp_tensor batch_of(kp_buffer *buf, int64_t offset, int64_t stride, int64_
     return t;
 }
 
-/* Group q's 16 products M[xi]_q = U[xi]_q V[xi]_q: one blas.gemm_batched call where the GEMM
- * tunable picks blas.gemm (one launch instead of 16), else (or without the blas plugin) one
- * conv_matmul each. */
+/* Group q's 16 products M[xi]_q = U[xi]_q V[xi]_q over rows of P columns: one blas.gemm_batched
+ * call where the GEMM tunable picks blas.gemm (one launch instead of 16), else (or without the
+ * blas plugin) one conv_matmul each. */
 static kp_status products(kp_launch *l, const conv_geom *g, int64_t q, kp_buffer *u, kp_buffer *v,
                           kp_buffer *m, int64_t P)
 {
@@ -138,21 +149,22 @@ kp_status conv_winograd_forward(kp_launch *l, const conv_geom *g, const kp_tenso
 {
     int64_t TH, TW, T = tiles_of(g, &TH, &TW), Cg = g->C / g->groups;
     int64_t nb = conv_chunk(l, g->N, 4.0 * 16.0 * (double)(g->C + g->K) * (double)T);
+    int64_t most = padded(nb * T);
     kp_buffer *u = NULL, *v = NULL, *m = NULL;
     kp_status st = conv_host->scratch(l, 2, (size_t)(16 * g->K * Cg) * sizeof(float), &u);
     if (st == KP_OK)
-        st = conv_host->scratch(l, 0, (size_t)(16 * g->C * nb * T) * sizeof(float), &v);
+        st = conv_host->scratch(l, 0, (size_t)(16 * g->C * most) * sizeof(float), &v);
     if (st == KP_OK)
-        st = conv_host->scratch(l, 1, (size_t)(16 * g->K * nb * T) * sizeof(float), &m);
+        st = conv_host->scratch(l, 1, (size_t)(16 * g->K * most) * sizeof(float), &m);
     if (st == KP_OK)
         st = filter_transform(l, g, w, u);
     for (int64_t n0 = 0; st == KP_OK && n0 < g->N; n0 += nb) {
-        int64_t cur = g->N - n0 < nb ? g->N - n0 : nb, P = cur * T;
-        st = input_transform(l, g, x, n0, cur, v);
+        int64_t cur = g->N - n0 < nb ? g->N - n0 : nb, P = padded(cur * T);
+        st = input_transform(l, g, x, n0, cur, v, P);
         for (int64_t q = 0; st == KP_OK && q < g->groups; q++)
             st = products(l, g, q, u, v, m, P);
         if (st == KP_OK)
-            st = output_transform(l, g, m, bias, y, n0, cur);
+            st = output_transform(l, g, m, P, bias, y, n0, cur);
     }
     return st;
 }

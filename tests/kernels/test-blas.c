@@ -707,7 +707,8 @@ static void test_indirect_layouts(void **state)
 }
 
 /* narrow.max_dim sends products whose C has a short side to the narrow.Xgemm set, merged over
- * clblast.Xgemm's values; the others keep clblast.Xgemm's. Calls alternate, so each switches. */
+ * clblast.Xgemm's values; the others keep clblast.Xgemm's. Calls alternate, so each switches;
+ * blas.gemm_batched likewise. */
 static void test_narrow_set(void **state)
 {
     if (!tuned)
@@ -743,6 +744,22 @@ static void test_narrow_set(void **state)
         }
     }
     assert_int_equal(kp_kernel_tuning_reset(tuned, k), KP_OK);
+    /* blas.gemm_batched has the same two sets: 3 batches of 41 x 100 x 90 (narrow), then of
+     * 70 x 70 x 70 (not), each checked against the host. */
+    kp_kernel *kb = find(tuned, "blas.gemm_batched");
+    assert_int_equal(kp_kernel_tunable_set(tuned, kb, "narrow.max_dim", 64), KP_OK);
+    assert_int_equal(kp_kernel_tunable_set(tuned, kb, "narrow.Xgemm.NWG", 128), KP_OK);
+    for (int i = 0; i < 2; i++) {
+        tuned_log.used = 0;
+        tuned_log.text[0] = '\0';
+        int64_t m = i ? 70 : 41, n = i ? 70 : 100, kk = i ? 70 : 90;
+        check_batched(tuned, 3, m, n, kk, m * kk, 0, 970 + (unsigned)i);
+        const char *applied = strstr(tuned_log.text, "clblast.Xgemm for");
+        assert_non_null(applied);
+        assert_int_equal(strstr(applied, "narrow set") != NULL, i == 0);
+        assert_non_null(strstr(applied, i == 0 ? " NWG=128 " : " NWG=64 "));
+    }
+    assert_int_equal(kp_kernel_tuning_reset(tuned, kb), KP_OK);
 }
 
 /* Back on the first runtime, CLBlast's own parameters return; set through the API they apply
