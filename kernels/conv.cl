@@ -345,7 +345,9 @@ void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
  * patch under it and g the 3x3 kernel. Summed over channels, the elementwise product is 16
  * independent GEMMs, M[xi] = U[xi] V[xi] (xi = 4 i + j), with a quarter of im2col's products per
  * output: 16 C K instead of 36 C K per tile.
- *   U [16][K][C/groups]: the transformed kernels (conv_wino_filter),
+ *   U [16][C/groups][K]: the transformed kernels, stored transposed (conv_wino_filter): a
+ *                        column-major [K, C/groups] operand, which CLBlast's indirect GEMM
+ *                        (C^T = V^T U^T, column-major) then reads without a transposed copy,
  *   V [16][C][P]:        the transformed input tiles of a chunk, P >= images x tiles,
  *                        tile p = n TH TW + th TW + tw (conv_wino_input),
  *   M [16][K][P]:        the GEMMs' products, turned into outputs by conv_wino_output.
@@ -377,7 +379,7 @@ void conv_wino_filter(const int K, const int Cg, __global const float *w, const 
         t[3][j] = g2;
     }
     const int stride = K * Cg;
-    __global float *out = u + k * Cg + c;
+    __global float *out = u + c * K + k;
     for (int i = 0; i < 4; i++) {
         out[(4 * i) * stride] = t[i][0];
         out[(4 * i + 1) * stride] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);

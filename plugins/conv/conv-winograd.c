@@ -101,14 +101,16 @@ static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m
     return conv_args_run(&a, T, nb * g->K);
 }
 
-/* 16 matrices [rows, cols], row-major with row stride ld, `stride` apart from `offset` on. */
+/* 16 matrices [rows, cols], row-major with row stride ld (or, with `col`, column-major with
+ * column stride ld), `stride` apart from `offset` on. */
 static kp_tensor batch_of(kp_buffer *buf, int64_t offset, int64_t stride, int64_t rows,
-                          int64_t cols, int64_t ld)
+                          int64_t cols, int64_t ld, int col)
 {
     kp_tensor t = kp_tensor_3d(buf, KP_F32, 16, rows, cols);
     t.offset = offset;
     t.strides[0] = stride;
-    t.strides[1] = ld;
+    t.strides[1] = col ? 1 : ld;
+    t.strides[2] = col ? ld : 1;
     return t;
 }
 
@@ -120,9 +122,9 @@ static kp_status products(kp_launch *l, const conv_geom *g, int64_t q, kp_buffer
 {
     int64_t Cg = g->C / g->groups, Kg = g->K / g->groups;
     if (!conv_gemm_is_tiled(l)) {
-        kp_arg args[] = {KP_ARG_TENSOR("A", batch_of(u, q * Kg * Cg, g->K * Cg, Kg, Cg, Cg)),
-                         KP_ARG_TENSOR("B", batch_of(v, q * Cg * P, g->C * P, Cg, P, P)),
-                         KP_ARG_TENSOR("C", batch_of(m, q * Kg * P, g->K * P, Kg, P, P)),
+        kp_arg args[] = {KP_ARG_TENSOR("A", batch_of(u, q * Kg, g->K * Cg, Kg, Cg, g->K, 1)),
+                         KP_ARG_TENSOR("B", batch_of(v, q * Cg * P, g->C * P, Cg, P, P, 0)),
+                         KP_ARG_TENSOR("C", batch_of(m, q * Kg * P, g->K * P, Kg, P, P, 0)),
                          KP_ARG_FLOAT("beta", 0.0)};
         kp_status st =
             conv_host->launch(l, "blas.gemm_batched", args, sizeof args / sizeof args[0]);
@@ -131,7 +133,8 @@ static kp_status products(kp_launch *l, const conv_geom *g, int64_t q, kp_buffer
     }
     kp_status st = KP_OK;
     for (int64_t xi = 0; st == KP_OK && xi < 16; xi++) {
-        kp_tensor a = conv_matrix(u, (xi * g->K + q * Kg) * Cg, Kg, Cg, Cg);
+        kp_tensor a = conv_matrix(u, xi * g->K * Cg + q * Kg, Kg, Cg, 1);
+        a.strides[1] = g->K; /* column-major: U is stored [C/groups][K] */
         kp_tensor b = conv_matrix(v, (xi * g->C + q * Cg) * P, Cg, P, P);
         kp_tensor c = conv_matrix(m, (xi * g->K + q * Kg) * P, Kg, P, P);
         st = conv_matmul(l, &a, &b, &c, 0.0);
