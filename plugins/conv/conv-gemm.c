@@ -177,17 +177,21 @@ kp_status conv_col2im_chunk(kp_launch *l, const conv_geom *g, kp_buffer *col, co
     return conv_col2im_launch(l, &gc, col, cv, &xs);
 }
 
+void conv_bias_view(const kp_tensor *bias, int32_t bv[4])
+{
+    bv[0] = bias ? (int32_t)bias->offset : 0;
+    bv[1] = bias ? (int32_t)bias->strides[0] : 0;
+    bv[2] = bias != NULL;
+    bv[3] = 0;
+}
+
 kp_status conv_unpack_chunk(kp_launch *l, const conv_geom *g, kp_buffer *t, const kp_tensor *bias,
                             const kp_tensor *y, int64_t n0, int64_t nb)
 {
     kp_tensor ys = conv_images(y, n0, nb);
     int64_t L = g->OH * g->OW;
-    int32_t bv[4] = {0, 0, 0, 0};
-    if (bias) {
-        bv[0] = (int32_t)bias->offset;
-        bv[1] = (int32_t)bias->strides[0];
-        bv[2] = 1;
-    }
+    int32_t bv[4];
+    conv_bias_view(bias, bv);
     conv_args a = conv_args_begin(l, "conv_unpack");
     conv_arg_int(&a, (int)g->K);
     conv_arg_int(&a, (int)L);

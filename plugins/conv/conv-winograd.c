@@ -14,17 +14,16 @@ static int64_t padded(int64_t P)
     return (P + ROW_ALIGN - 1) / ROW_ALIGN * ROW_ALIGN;
 }
 
-/* Tiles of 2x2 outputs per image. */
-static int64_t tiles_of(const conv_geom *g, int64_t *TH, int64_t *TW)
+/* Tiles of 2x2 outputs per image; *TW of them per row. */
+static int64_t tiles_of(const conv_geom *g, int64_t *TW)
 {
-    *TH = (g->OH + 1) / 2;
     *TW = (g->OW + 1) / 2;
-    return *TH * *TW;
+    return (g->OH + 1) / 2 * *TW;
 }
 
 int conv_winograd_fits(const conv_geom *g)
 {
-    int64_t TH, TW, T = tiles_of(g, &TH, &TW);
+    int64_t TW, T = tiles_of(g, &TW);
     int shape = g->KH == 3 && g->KW == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1;
     /* One image's V and M blocks must be indexable with int (a chunk holds at least one). */
     return shape && 16.0 * (double)(g->C + g->K) * (double)padded(T) <= (double)INT_MAX;
@@ -62,7 +61,7 @@ static kp_status filter_transform(kp_launch *l, const conv_geom *g, const kp_ten
 static kp_status input_transform(kp_launch *l, const conv_geom *g, const kp_tensor *x, int64_t n0,
                                  int64_t nb, kp_buffer *v, int64_t ld)
 {
-    int64_t TH, TW, T = tiles_of(g, &TH, &TW);
+    int64_t TW, T = tiles_of(g, &TW);
     kp_tensor xs = conv_images(x, n0, nb);
     conv_geom gc = *g;
     gc.N = nb;
@@ -79,14 +78,10 @@ static kp_status input_transform(kp_launch *l, const conv_geom *g, const kp_tens
 static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m, int64_t ld,
                                   const kp_tensor *bias, const kp_tensor *y, int64_t n0, int64_t nb)
 {
-    int64_t TH, TW, T = tiles_of(g, &TH, &TW);
+    int64_t TW, T = tiles_of(g, &TW);
     kp_tensor ys = conv_images(y, n0, nb);
-    int32_t bv[4] = {0, 0, 0, 0};
-    if (bias) {
-        bv[0] = (int32_t)bias->offset;
-        bv[1] = (int32_t)bias->strides[0];
-        bv[2] = 1;
-    }
+    int32_t bv[4];
+    conv_bias_view(bias, bv);
     conv_args a = conv_args_begin(l, "conv_wino_output");
     conv_arg_int(&a, (int)g->K);
     conv_arg_int(&a, (int)g->OH);
@@ -150,7 +145,7 @@ static kp_status products(kp_launch *l, const conv_geom *g, int64_t q, kp_buffer
 kp_status conv_winograd_forward(kp_launch *l, const conv_geom *g, const kp_tensor *x,
                                 const kp_tensor *w, const kp_tensor *bias, const kp_tensor *y)
 {
-    int64_t TH, TW, T = tiles_of(g, &TH, &TW), Cg = g->C / g->groups;
+    int64_t TW, T = tiles_of(g, &TW), Cg = g->C / g->groups;
     int64_t nb = conv_chunk(l, g->N, 4.0 * 16.0 * (double)(g->C + g->K) * (double)T);
     int64_t most = padded(nb * T);
     kp_buffer *u = NULL, *v = NULL, *m = NULL;

@@ -162,6 +162,9 @@ kp_status conv_unpack_chunk(kp_launch *l, const conv_geom *g, kp_buffer *t, cons
                             const kp_tensor *y, int64_t n0, int64_t nb);
 kp_status conv_pack_chunk(kp_launch *l, const conv_geom *g, const kp_tensor *dy, int64_t n0,
                           int64_t nb, kp_buffer *t);
+/* The int4 the output passes take for an optional bias [K]: offset, stride, present (bias NULL:
+ * all 0). */
+void conv_bias_view(const kp_tensor *bias, int32_t bv[4]);
 /* A 4-D view narrowed to images [n0, n0 + nb). */
 kp_tensor conv_images(const kp_tensor *t, int64_t n0, int64_t nb);
 

@@ -348,9 +348,7 @@ static void test_forward_direct(void **state)
 static void set_algo(kp_runtime *r, const char *gemm, int algo, int mb)
 {
     kp_kernel *k = find(r, "conv.conv2d");
-    assert_int_equal(kp_kernel_tuning_reset(r, k), KP_OK);
-    if (strcmp(gemm, "auto") != 0)
-        assert_int_equal(kp_kernel_tunable_set(r, k, "GEMM", 1), KP_OK);
+    set_gemm(r, gemm);
     if (algo)
         assert_int_equal(kp_kernel_tunable_set(r, k, "ALGO", algo), KP_OK);
     if (mb)
@@ -407,6 +405,21 @@ static void check_winograd(kp_runtime *r, const char *gemm, int exact)
 static void test_winograd(void **state)
 {
     (void)state;
+    /* ALGO winograd where Winograd does not apply (stride 2, dilation 2, 5x5): im2col runs. */
+    const geo others[] = {{2, 3, 7, 8, 4, 3, 3, 2, 1, 1, 1, 1, 1, 1},
+                          {1, 2, 9, 9, 3, 3, 3, 1, 1, 2, 2, 2, 2, 1},
+                          {2, 2, 8, 7, 3, 5, 5, 1, 1, 2, 2, 1, 1, 1}};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        const geo *g = &others[i];
+        double *x = doubles(nx(g), 60 + (unsigned)i), *w = doubles(nw(g), 65 + (unsigned)i);
+        double *want = malloc(ny(g) * sizeof *want);
+        assert_non_null(want);
+        host_conv(g, x, w, NULL, want);
+        set_algo(rt, "auto", 2, 0);
+        float *y = run_forward(rt, g, x, w, NULL);
+        expect_close("ALGO winograd, not applicable", y, want, ny(g), 1e-5);
+        free(x), free(w), free(want), free(y);
+    }
     check_winograd(rt, "auto", 1);
     check_winograd(rt, "blas", 0);
     check_winograd(without_blas(), "blas", 1);
