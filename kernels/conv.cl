@@ -48,13 +48,20 @@ inline int quot(const int a, const int b, const float inv)
 
 /*
  * col[n][(c KH + kh) KW + kw][oh OW + ow] = im[n][c][oh SH - PH + kh DH][ow SW - PW + kw DW], zero
- * outside the image. Two shapes of the same copy, chosen by the ROWS tunable:
+ * outside the image. Three shapes of the same copy, chosen by the ROWS tunable:
  *
- * conv_im2col (GPUs): one work-item per output position l of one image channel (n, c), looping
- * over the KH KW taps. The range is (positions l, (n, c)): a work-group's (n, c) is uniform, its
- * work-items store consecutive columns of each tap's row, which GPUs coalesce, and the integer
- * divisions that place l and (n, c) are paid once for KH KW stores (one work-item per column entry
- * spent more time dividing than storing: 16% of the bandwidth on an H200).
+ * conv_im2col_tiles (GPUs): a work-group per block of `rows` output rows of one image channel. It
+ * copies the input rows the block reads, zero padding included, into local memory once, then
+ * stores the block's columns from there: consecutive work-items store consecutive columns of
+ * each tap's row, which GPUs coalesce, with no bounds test and no division per store. On an
+ * H200 the element kernel below ran the 3x3 windows at two thirds of the bandwidth, and every
+ * variant that spent more instructions placing each value (a work-item per kernel row, per
+ * run of a column row) ran slower still. The host picks `rows` (conv-util.c) and the tile's
+ * size.
+ *
+ * conv_im2col (GPUs, where a block's tile does not fit in local memory): one work-item per output
+ * position l of one image channel (n, c), looping over the KH KW taps, over a range of N C OH OW
+ * work-items (a range per channel would idle work-items at the end of each).
  *
  * conv_im2col_rows (CPUs): one work-item per column row (n, c, kh, kw), OH runs of OW values.
  * PoCL runs each work-group as a loop over its work-items, with a cost per work-group that the
@@ -63,13 +70,53 @@ inline int quot(const int a, const int b, const float inv)
  * compiler vectorises them.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_im2col(const int16 g, __global const float *im, const int8 iv, __global float *col,
-                 const int4 cv)
+void conv_im2col_tiles(const int16 g, __global const float *restrict im, const int8 iv,
+                       __global float *restrict col, const int4 cv, const int rows,
+                       __local float *tile)
 {
-    const int l = get_global_id(0), nc = get_global_id(1);
-    if (l >= GOH * GOW)
+    const int nc = get_global_id(1), n = nc / GC, c = nc - n * GC, lid = get_local_id(0);
+    const int oh0 = get_group_id(0) * rows, nr = min(rows, GOH - oh0), h0 = oh0 * GSH - GPH;
+    /* The tile: input rows h0 .. h0 + th - 1, columns -PW .. tw - PW - 1. */
+    const int th = (nr - 1) * GSH + (GKH - 1) * GDH + 1;
+    const int tw = (GOW - 1) * GSW + (GKW - 1) * GDW + 1, te = th * tw;
+    __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;
+    /* Four loads at a time per work-item, so that their latencies overlap. */
+    const float inv_tw = 1.0f / (float)tw;
+    for (int e0 = lid; e0 < te; e0 += 4 * WG) {
+        float v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int e = e0 + k * WG, r = quot(e, tw, inv_tw), h = h0 + r, w = e - r * tw - GPW;
+            v[k] = 0.0f;
+            if (e < te && h >= 0 && h < GH && w >= 0 && w < GW)
+                v[k] = plane[h * iv.s3 + w * iv.s4];
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (e0 + k * WG < te)
+                tile[e0 + k * WG] = v[k];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global float *out = col + cv.x + n * cv.y + c * GKH * GKW * cv.z + oh0 * GOW * cv.w;
+    const float inv_ow = 1.0f / (float)GOW;
+    for (int p = lid; p < nr * GOW; p += WG) {
+        const int oh = quot(p, GOW, inv_ow), ow = p - oh * GOW;
+        __local const float *t = tile + oh * GSH * tw + ow * GSW;
+        __global float *o = out + p * cv.w;
+        for (int kh = 0; kh < GKH; kh++)
+            for (int kw = 0; kw < GKW; kw++)
+                o[(kh * GKW + kw) * cv.z] = t[kh * GDH * tw + kw * GDW];
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_im2col(const int16 g, __global const float *restrict im, const int8 iv,
+                 __global float *restrict col, const int4 cv)
+{
+    const int L = GOH * GOW, i = get_global_id(0);
+    if (i >= GN * GC * L)
         return;
-    const int n = nc / GC, c = nc - n * GC, taps = GKH * GKW;
+    const int nc = i / L, l = i - nc * L, n = nc / GC, c = nc - n * GC, taps = GKH * GKW;
     const int oh = quot(l, GOW, 1.0f / (float)GOW), ow = l - oh * GOW;
     const int h0 = oh * GSH - GPH, w0 = ow * GSW - GPW;
     __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;

@@ -5,7 +5,7 @@
 #include "conv.h"
 
 static const int64_t workgroups[] = {16, 32, 64, 128, 256};
-static const char *const shapes[] = {"auto", "rows", "elements", NULL};
+static const char *const shapes[] = {"auto", "rows", "elements", "tiles", NULL};
 static const char *const gemm_kinds[] = {"auto", "blas", "tiled", NULL};
 static const char *const algos[] = {"auto", "im2col", "winograd", NULL};
 static const int64_t col_limits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
@@ -22,12 +22,15 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
     [CONV_TUNE_ROWS] = {.name = "ROWS",
                         .default_value = 0,
                         .min = 0,
-                        .max = 2,
+                        .max = 3,
                         .choices = shapes,
                         .flags = KP_TUNABLE_NO_DEFINE,
                         .doc = "the kernels of im2col, col2im and the pools: rows (a work-item "
                                "per row, in vectorisable runs: CPUs), elements (a work-item per "
-                               "value: GPUs), or auto (rows on CPUs, elements elsewhere)"},
+                               "value), tiles (im2col only, the others take elements: a "
+                               "work-group per block of output rows, its input rows staged in "
+                               "local memory; elements where one row's would not fit in 16 "
+                               "KiB), or auto (rows on CPUs, tiles elsewhere)"},
     [CONV_TUNE_COL_MAX_MB] = {.name = "COL_MAX_MB",
                               .default_value = 256,
                               .allowed = col_limits,
@@ -293,18 +296,63 @@ int conv_row_kernels(kp_launch *l)
     return kind == 1;
 }
 
+/*
+ * Output rows per work-group of conv_im2col_tiles, or 0 where one row's tile would not fit in
+ * 16 KiB (or half the device's local memory). Among the row counts whose tile fits, the one whose
+ * work-items idle least in their last pass over the block's positions, scaled down where it
+ * leaves fewer than 4 work-groups per compute unit; ties go to the larger blocks (less of the
+ * input read twice). On an H200 at WG 256, 56x56 and 26x26 outputs take whole channels, the 7x7
+ * stride-2 stem (24 channels of 112 rows) blocks of 2 rows. (Several small channels per
+ * work-group idled less but placed each position at a higher cost: 26x26 went from 36.8 to
+ * 42.6 us.)
+ */
+static int64_t tile_rows(const kp_device_info *d, const conv_geom *g, int64_t wg)
+{
+    int64_t budget = d ? (int64_t)(d->local_mem / 2) : 0;
+    budget = (budget < 16384 ? budget : 16384) / (int64_t)sizeof(float);
+    int64_t tw = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1, halo = (g->KH - 1) * g->dh + 1;
+    if (budget / tw < halo)
+        return 0;
+    int64_t fit = (budget / tw - halo) / g->sh + 1, rows = 0;
+    double want = 4.0 * (double)(d->compute_units ? d->compute_units : 1), top = -1.0;
+    for (int64_t r = fit < g->OH ? fit : g->OH; r >= 1; r--) {
+        int64_t blocks = (g->OH + r - 1) / r, even = (g->OH + blocks - 1) / blocks;
+        int64_t passes = (even * g->OW + wg - 1) / wg;
+        double all = (double)(g->N * g->C * blocks);
+        double score = (double)(g->OH * g->OW) / (double)(blocks * passes * wg) *
+                       (all < want ? all / want : 1.0);
+        if (score > top + 1e-9)
+            top = score, rows = even;
+    }
+    return rows;
+}
+
 kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *im, kp_buffer *col,
                              const int32_t cv[4])
 {
-    int rows = conv_row_kernels(l);
-    conv_args a = conv_args_begin(l, rows ? "conv_im2col_rows" : "conv_im2col");
+    int64_t kind = conv_host->tunable_index(l, CONV_TUNE_ROWS);
+    const kp_device_info *d = conv_host->device(l);
+    if (kind == 0)
+        kind = d && d->type == KP_DEVICE_CPU ? 1 : 3;
+    int64_t wg = conv_host->tunable_index(l, CONV_TUNE_WG);
+    int64_t rows = kind == 3 ? tile_rows(d, g, wg) : 0;
+    const char *entry = kind == 1 ? "conv_im2col_rows" : rows ? "conv_im2col_tiles" : "conv_im2col";
+    conv_args a = conv_args_begin(l, entry);
     conv_arg_geom(&a, g);
     conv_arg_view4(&a, im);
     conv_arg_buffer(&a, col);
     conv_arg_ints(&a, cv, 4);
-    if (rows)
+    if (kind == 1)
         return conv_args_run(&a, g->C * g->KH * g->KW, g->N);
-    return conv_args_run(&a, g->OH * g->OW, g->N * g->C);
+    if (!rows)
+        return conv_args_run(&a, g->N * g->C * g->OH * g->OW, 1);
+    conv_host->log(l, KP_LOG_DEBUG, "conv: im2col in tiles of %lld rows", (long long)rows);
+    int64_t th = (rows - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+    int64_t tw = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+    conv_arg_int(&a, (int)rows);
+    if (a.st == KP_OK)
+        a.st = conv_host->arg_local(l, a.k, a.i++, (size_t)(th * tw) * sizeof(float));
+    return conv_args_run(&a, (g->OH + rows - 1) / rows * wg, g->N * g->C);
 }
 
 kp_status conv_col2im_launch(kp_launch *l, const conv_geom *g, kp_buffer *col, const int32_t cv[4],

@@ -119,8 +119,8 @@ void conv_arg_geom(conv_args *a, const conv_geom *g);
 void conv_arg_view4(conv_args *a, const kp_tensor *t);
 /* Enqueues a (rows rounded up to WG) x cols range with local size (WG, 1). */
 kp_status conv_args_run(conv_args *a, int64_t rows, int64_t cols);
-/* Whether the ROWS tunable picks the row kernels (1; CPUs under auto) over the element kernels
- * (2; GPUs under auto). */
+/* For col2im and the pools: whether the ROWS tunable picks the row kernels (1; CPUs under auto)
+ * over the element kernels (2, and 3 which only im2col has in a shape of its own). */
 int conv_row_kernels(kp_launch *l);
 /* im2col of g->N images `im` (a 4-D view) into `col` (buffer and int4 view (offset, image, row,
  * column strides)) with the kernel the ROWS tunable picks. */

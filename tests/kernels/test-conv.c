@@ -126,7 +126,8 @@ static const geo windows[] = {
     {2, 2, 11, 10, 0, 3, 3, 1, 2, 2, 1, 3, 2, 1},
 };
 
-/* IM2COL for conv.im2col and conv.col2im: 1 their row kernels, 2 their element kernels. */
+/* ROWS for conv.im2col and conv.col2im: 1 their row kernels, 2 their element kernels, 3 im2col's
+ * tiled kernel (col2im's element kernel). */
 static void set_im2col(kp_runtime *r, int kind)
 {
     const char *names[] = {"conv.im2col", "conv.col2im"};
@@ -152,7 +153,7 @@ static float *check_pair(kp_runtime *r, const geo *g, const char *mode)
     host_im2col(g, xf, want);
     kp_buffer *bx = upload(r, x, nx(g)), *bc = garbage(r, ncol), *bcin = upload(r, c, ncol);
     kp_buffer *bim = garbage(r, nx(g));
-    set_im2col(r, strcmp(mode, "rows") == 0 ? 1 : 2);
+    set_im2col(r, strcmp(mode, "rows") == 0 ? 1 : strcmp(mode, "elements") == 0 ? 2 : 3);
     kp_arg args[12] = {KP_ARG_TENSOR("im", t4(bx, g->N, g->C, g->H, g->W)),
                        KP_ARG_TENSOR("col", kp_tensor_3d(bc, KP_F32, g->N, R, L)),
                        KP_ARG_INT("kernel_h", g->KH), KP_ARG_INT("kernel_w", g->KW)};
@@ -194,16 +195,63 @@ static float *check_pair(kp_runtime *r, const geo *g, const char *mode)
     return back;
 }
 
-/* Both kernels of each; col2im's two add the same terms in the same order: the same bits. */
+/* Every kernel of each; col2im's two add the same terms in the same order: the same bits. The
+ * last window's rows are too wide for the tiled kernel (one output row reads 3 x 4100 floats,
+ * past its 16 KiB): it takes the element kernel there. */
 static void test_im2col_col2im(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
-        float *rows = check_pair(rt, &windows[i], "rows");
-        float *elements = check_pair(rt, &windows[i], "elements");
-        assert_memory_equal(rows, elements, nx(&windows[i]) * sizeof *rows);
-        free(rows), free(elements);
+    static const geo wide = {1, 2, 3, 4098, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    for (size_t i = 0; i <= sizeof windows / sizeof windows[0]; i++) {
+        const geo *g = i < sizeof windows / sizeof windows[0] ? &windows[i] : &wide;
+        float *rows = check_pair(rt, g, "rows");
+        float *elements = check_pair(rt, g, "elements");
+        float *tiles = check_pair(rt, g, "tiles");
+        assert_memory_equal(rows, elements, nx(g) * sizeof *rows);
+        assert_memory_equal(rows, tiles, nx(g) * sizeof *rows);
+        free(rows), free(elements), free(tiles);
     }
+}
+
+/* conv.im2col in tiles on a runtime that logs how it blocks them: one channel of 40 output rows
+ * in blocks of a few rows (PoCL's 2 compute units want 8 work-groups), the last block shorter;
+ * exact against the host. */
+static void test_im2col_tile_blocks(void **state)
+{
+    (void)state;
+    static test_log log;
+    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), NULL, &log);
+    o.log_level = KP_LOG_DEBUG;
+    kp_runtime *r = NULL;
+    assert_int_equal(kp_runtime_create(&o, &r), KP_OK);
+    static const geo one = {1, 1, 40, 40, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+    const geo *g = &one;
+    int64_t L = oh_of(g) * ow_of(g), R = g->C * g->KH * g->KW;
+    size_t ncol = (size_t)(g->N * R * L);
+    double *x = doubles(nx(g), 5);
+    float *xf = malloc(nx(g) * sizeof *xf), *want = malloc(ncol * sizeof *want);
+    assert_true(xf && want);
+    for (size_t j = 0; j < nx(g); j++)
+        xf[j] = (float)x[j];
+    host_im2col(g, xf, want);
+    kp_buffer *bx = upload(r, x, nx(g)), *bc = garbage(r, ncol);
+    set_im2col(r, 3);
+    kp_arg args[12] = {KP_ARG_TENSOR("im", t4(bx, g->N, g->C, g->H, g->W)),
+                       KP_ARG_TENSOR("col", kp_tensor_3d(bc, KP_F32, g->N, R, L)),
+                       KP_ARG_INT("kernel_h", g->KH), KP_ARG_INT("kernel_w", g->KW)};
+    log.used = 0;
+    log.text[0] = '\0';
+    launch(r, "conv.im2col", args, window_args(g, args, 4, 0));
+    long long rows = 0;
+    const char *line = strstr(log.text, "im2col in tiles of ");
+    assert_non_null(line);
+    assert_int_equal(sscanf(line, "im2col in tiles of %lld rows", &rows), 1);
+    assert_true(rows > 1 && rows < oh_of(g) && oh_of(g) % rows != 0);
+    float *got = download(r, bc, ncol);
+    assert_memory_equal(got, want, ncol * sizeof *got);
+    kp_buffer_destroy(r, bx), kp_buffer_destroy(r, bc);
+    free(x), free(xf), free(want), free(got);
+    kp_runtime_destroy(r);
 }
 
 /* A group's columns are im2col of its channels: a channel-slice view, offset into the batch. */
@@ -602,6 +650,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_im2col_col2im),
+        cmocka_unit_test(test_im2col_tile_blocks),
         cmocka_unit_test(test_im2col_group_view),
         cmocka_unit_test(test_forward_direct),
         cmocka_unit_test(test_winograd),
