@@ -54,9 +54,9 @@ inline int quot(const int a, const int b, const float inv)
  * copies the input rows the block reads, zero padding included, into local memory once, then
  * stores the block's columns from there: consecutive work-items store consecutive columns of
  * each tap's row, which GPUs coalesce, with no bounds test and no division per store. On an
- * H200 the element kernel below ran the 3x3 windows at two thirds of the bandwidth, and every
- * variant that spent more instructions placing each value (a work-item per kernel row, per
- * run of a column row) ran slower still. The host picks `rows` (conv-util.c) and the tile's
+ * H200 the element kernel below ran the 3x3 windows at two thirds of the bandwidth, and on
+ * those windows every variant that spent more instructions placing each value (a work-item per
+ * kernel row, per run of a column row) ran slower still. The host picks `rows` (conv-util.c) and the tile's
  * size.
  *
  * conv_im2col (GPUs, where a block's tile does not fit in local memory): one work-item per output
