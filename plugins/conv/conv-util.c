@@ -302,7 +302,7 @@ int conv_row_kernels(kp_launch *l)
  * work-items idle least in their last pass over the block's positions, scaled down where it
  * leaves fewer than 4 work-groups per compute unit; ties go to the larger blocks (less of the
  * input read twice). On an H200 at WG 256, 56x56 and 26x26 outputs take whole channels, the 7x7
- * stride-2 stem (24 channels of 112 rows) blocks of 2 rows. (Several small channels per
+ * stride-2 stem (24 channels of 109 rows) blocks of 2 rows. (Several small channels per
  * work-group idled less but placed each position at a higher cost: 26x26 went from 36.8 to
  * 42.6 us.)
  */
