@@ -56,8 +56,8 @@ inline int quot(const int a, const int b, const float inv)
  * each tap's row, which GPUs coalesce, with no bounds test and no division per store. On an
  * H200 the element kernel below ran the 3x3 windows at two thirds of the bandwidth, and on
  * those windows every variant that spent more instructions placing each value (a work-item per
- * kernel row, per run of a column row) ran slower still. The host picks `rows` (conv-util.c) and the tile's
- * size.
+ * kernel row, per run of a column row) ran slower still. The host picks `rows` (conv-util.c)
+ * and the tile's size.
  *
  * conv_im2col (GPUs, where a block's tile does not fit in local memory): one work-item per output
  * position l of one image channel (n, c), looping over the KH KW taps, over a range of N C OH OW
@@ -166,7 +166,7 @@ void conv_im2col_rows(const int16 g, __global const float *im, const int8 iv, __
                     cp[ow] = plane[ip + ow];
             if (step == 2) {
                 /* Stride 2 over contiguous rows: eight outputs from the even lanes of sixteen
-                 * contiguous inputs, while all sixteen lie in the row (PoCL: 3.84 -> 2.75 ms on
+                 * contiguous inputs, while all sixteen lie in the row (PoCL: 3.84 -> 2.72 ms on
                  * the 7x7 stride-2 stem, the strided loads alone vectorised poorly). */
                 int ow = lo;
                 for (; GSW == 2 && ow + 8 <= hi && w0 + 2 * ow + 15 < GW; ow += 8)

@@ -286,14 +286,31 @@ void conv_arg_view4(conv_args *a, const kp_tensor *t)
     conv_arg_ints(a, v, 8);
 }
 
-int conv_row_kernels(kp_launch *l)
+/* ROWS with auto resolved: 1 rows (CPUs), 2 elements, 3 tiles (other devices). */
+static int64_t kernel_shape(kp_launch *l)
 {
     int64_t kind = conv_host->tunable_index(l, CONV_TUNE_ROWS);
     if (kind == 0) {
         const kp_device_info *d = conv_host->device(l);
-        kind = d && d->type == KP_DEVICE_CPU ? 1 : 2;
+        kind = d && d->type == KP_DEVICE_CPU ? 1 : 3;
     }
-    return kind == 1;
+    return kind;
+}
+
+int conv_row_kernels(kp_launch *l)
+{
+    return kernel_shape(l) == 1;
+}
+
+/* conv_im2col_tiles' tile of `rows` output rows: its width and height in input values. */
+static int64_t tile_width(const conv_geom *g)
+{
+    return (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+}
+
+static int64_t tile_height(const conv_geom *g, int64_t rows)
+{
+    return (rows - 1) * g->sh + (g->KH - 1) * g->dh + 1;
 }
 
 /*
@@ -310,10 +327,10 @@ static int64_t tile_rows(const kp_device_info *d, const conv_geom *g, int64_t wg
 {
     int64_t budget = d ? (int64_t)(d->local_mem / 2) : 0;
     budget = (budget < 16384 ? budget : 16384) / (int64_t)sizeof(float);
-    int64_t tw = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1, halo = (g->KH - 1) * g->dh + 1;
-    if (budget / tw < halo)
+    int64_t tw = tile_width(g);
+    if (budget / tw < tile_height(g, 1))
         return 0;
-    int64_t fit = (budget / tw - halo) / g->sh + 1, rows = 0;
+    int64_t fit = (budget / tw - tile_height(g, 1)) / g->sh + 1, rows = 0;
     double want = 4.0 * (double)(d->compute_units ? d->compute_units : 1), top = -1.0;
     for (int64_t r = fit < g->OH ? fit : g->OH; r >= 1; r--) {
         int64_t blocks = (g->OH + r - 1) / r, even = (g->OH + blocks - 1) / blocks;
@@ -330,12 +347,8 @@ static int64_t tile_rows(const kp_device_info *d, const conv_geom *g, int64_t wg
 kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *im, kp_buffer *col,
                              const int32_t cv[4])
 {
-    int64_t kind = conv_host->tunable_index(l, CONV_TUNE_ROWS);
-    const kp_device_info *d = conv_host->device(l);
-    if (kind == 0)
-        kind = d && d->type == KP_DEVICE_CPU ? 1 : 3;
-    int64_t wg = conv_host->tunable_index(l, CONV_TUNE_WG);
-    int64_t rows = kind == 3 ? tile_rows(d, g, wg) : 0;
+    int64_t kind = kernel_shape(l), wg = conv_host->tunable_index(l, CONV_TUNE_WG);
+    int64_t rows = kind == 3 ? tile_rows(conv_host->device(l), g, wg) : 0;
     const char *entry = kind == 1 ? "conv_im2col_rows" : rows ? "conv_im2col_tiles" : "conv_im2col";
     conv_args a = conv_args_begin(l, entry);
     conv_arg_geom(&a, g);
@@ -347,11 +360,10 @@ kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *
     if (!rows)
         return conv_args_run(&a, g->N * g->C * g->OH * g->OW, 1);
     conv_host->log(l, KP_LOG_DEBUG, "conv: im2col in tiles of %lld rows", (long long)rows);
-    int64_t th = (rows - 1) * g->sh + (g->KH - 1) * g->dh + 1;
-    int64_t tw = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
     conv_arg_int(&a, (int)rows);
     if (a.st == KP_OK)
-        a.st = conv_host->arg_local(l, a.k, a.i++, (size_t)(th * tw) * sizeof(float));
+        a.st = conv_host->arg_local(l, a.k, a.i++,
+                                    (size_t)(tile_height(g, rows) * tile_width(g)) * sizeof(float));
     return conv_args_run(&a, (g->OH + rows - 1) / rows * wg, g->N * g->C);
 }
 
