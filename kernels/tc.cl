@@ -79,7 +79,10 @@
 #ifndef TC_PROBE
 #define TC_PROBE 0
 #endif
-#if STAGES && !VEC
+#ifndef HALF
+#define HALF 0
+#endif
+#if STAGES && !VEC && !HALF
 #error "cp.async's ring (STAGES) copies whole float4 groups: it needs VEC"
 #endif
 
@@ -501,6 +504,29 @@ inline void slice_product(float acc[MI][NI][4], __local const float *as, __local
 }
 
 #if !WGMMA
+/* C = alpha acc + beta C for a warp's sub-tile, whose first row and column are r0 and c0. */
+inline void store_tile(float acc[MI][NI][4], __global float *pc, const int ldc, const int M,
+                       const int N, const int r0, const int c0, const int lane, const float alpha,
+                       const float beta)
+{
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = r0 + i * 16 + g + (e >= 2 ? 8 : 0);
+                const int c = c0 + j * 8 + 2 * t + (e & 1);
+                if (r < M && c < N) {
+                    __global float *q = pc + r * ldc + c;
+                    *q = beta == 0.0f ? alpha * acc[i][j][e] : alpha * acc[i][j][e] + beta * *q;
+                }
+            }
+}
+#endif
+
+#if !WGMMA && !HALF
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void tc_gemm(const int M, const int N, const int K, const float alpha, const float beta,
              __global const float *A, const int a_off, const int lda, __global const float *B,
@@ -511,7 +537,6 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
     __local float As[BUFS][A_FLOATS] __attribute__((aligned(16)));
     __local float Bs[BUFS][B_FLOATS] __attribute__((aligned(16)));
     const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
-    const int g = lane / 4, t = lane % 4;
     const int wm = warp % WARPS_M * WM, wn = warp / WARPS_M * WN;
     /* A 1-D range (NVIDIA caps a range's second dimension at 65535 work-groups). */
     const int tiles_n = (N + BN - 1) / BN, tile = get_group_id(0);
@@ -592,20 +617,7 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
     }
 #endif
 
-    __global float *pc = C + c_off;
-#pragma unroll
-    for (int i = 0; i < MI; i++)
-#pragma unroll
-        for (int j = 0; j < NI; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = m0 + wm + i * 16 + g + (e >= 2 ? 8 : 0);
-                const int c = n0 + wn + j * 8 + 2 * t + (e & 1);
-                if (r < M && c < N) {
-                    __global float *q = pc + r * ldc + c;
-                    *q = beta == 0.0f ? alpha * acc[i][j][e] : alpha * acc[i][j][e] + beta * *q;
-                }
-            }
+    store_tile(acc, C + c_off, ldc, M, N, m0 + wm, n0 + wn, lane, alpha, beta);
 }
 #endif
 
@@ -831,5 +843,181 @@ void tc_gemm_wg(const int M, const int N, const int K, const float alpha, const 
                 *q = beta == 0.0f ? alpha * d[h][i] : alpha * d[h][i] + beta * *q;
             }
         }
+}
+#endif
+
+#if HALF
+/*
+ * tc_gemm_h: the product of 16-bit tensors (HALF; PREC 2 f16 or 3 bf16), C f32. The tiles hold
+ * the operands' own 16-bit values, so a slice costs half the bytes of the f32 kernel's at the
+ * same depth, where the copies into local memory are what bounds tc_gemm. A ring of STAGES slices
+ * (at least 2), each tile stored along the dimension it runs along in global memory with a pad
+ * of 8 values, which puts the 8 rows of each ldmatrix on distinct banks. Fragments come through
+ * ldmatrix, .trans where the tile runs along m or n. VEC here: offsets and row pitches are
+ * multiples of 8 values, so a group of 8 is one 16-byte cp.async; otherwise the work-items load
+ * the groups value by value and store them themselves (slower, same ring).
+ */
+#if PREC < 2
+#error "16-bit tensors run in f16 or bf16"
+#endif
+#if STAGES < 2
+#error "tc_gemm_h runs a ring of at least two slices"
+#endif
+#define H_TILE(kc, mn) ((kc) ? (mn) * (BK + 8) : BK * ((mn) + 8))
+#define HT(s, kc, mn, r, k) (s)[(kc) ? (r) * (BK + 8) + (k) : (k) * ((mn) + 8) + (r)]
+/* Groups of 8 values of a BK slice that each work-item moves. */
+#define HA_GROUPS (BM * BK / 8 / WG)
+#define HB_GROUPS (BN * BK / 8 / WG)
+
+inline uint shared_addr16(__local const ushort *s)
+{
+    return (uint)(size_t)s;
+}
+
+/* Group v of a BK slice of an operand (tile rows mn of `rows`, depth `depth`): 8 values along
+ * k where kc, along the rows otherwise; zero outside the matrix. */
+inline void h_copy_group(__local ushort *s, __global const ushort *p, const int ld, const int kc,
+                         const int mn, const int rows, const int depth, const int r0, const int k0,
+                         const int v, const bool full)
+{
+    const int r = kc ? v / (BK / 8) : v % (mn / 8) * 8;
+    const int k = kc ? v % (BK / 8) * 8 : v / (mn / 8);
+    const int gr = r0 + r, gk = k0 + k;
+    __global const ushort *q = p + (kc ? gr * ld + gk : gk * ld + gr);
+    __local ushort *d = &HT(s, kc, mn, r, k);
+    const int along = (kc ? gr < rows : gk < depth) ? min(kc ? depth - gk : rows - gr, 8) : 0;
+#if VEC
+    /* Lanes outside the matrix read nothing and are zero-filled; their source is p, valid. */
+    __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                     :
+                     : "r"(shared_addr16(d)), "l"((ulong)(along > 0 ? q : p)),
+                       "r"(full ? 16 : 2 * max(along, 0))
+                     : "memory");
+#else
+    uint x[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const uint lo = 2 * e < along ? q[2 * e] : 0, hi = 2 * e + 1 < along ? q[2 * e + 1] : 0;
+        x[e] = lo | hi << 16;
+    }
+    *(__local uint4 *)d = (uint4)(x[0], x[1], x[2], x[3]);
+#endif
+}
+
+inline void h_copy_slice(__local ushort *as, __local ushort *bs, __global const ushort *pa,
+                         const int lda, __global const ushort *pb, const int ldb, const int M,
+                         const int N, const int K, const int m0, const int n0, const bool full_mn,
+                         const int slice, const int slices, const int lid)
+{
+    if (slice >= slices)
+        return;
+    const int k0 = slice * BK;
+    const bool full = full_mn && k0 + BK <= K;
+#pragma unroll
+    for (int i = 0; i < HA_GROUPS; i++)
+        h_copy_group(as, pa, lda, A_KC, BM, M, K, m0, k0, lid + i * WG, full);
+#pragma unroll
+    for (int i = 0; i < HB_GROUPS; i++)
+        h_copy_group(bs, pb, ldb, B_KC, BN, N, K, n0, k0, lid + i * WG, full);
+}
+
+/* ldmatrix of `count` (2 or 4) 8 x 8 matrices of 16-bit values, transposed (tr) or not: lane
+ * 4 g + t receives row g, columns 2t and 2t + 1 of each (of its transpose with tr). */
+inline void ldsm16(uint *d, __local const ushort *row, const int count, const bool tr)
+{
+    const uint a = shared_addr16(row);
+    if (count == 4 && tr)
+        __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                         : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                         : "r"(a));
+    else if (count == 4)
+        __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                         : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                         : "r"(a));
+    else if (tr)
+        __asm__ volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+                         : "=r"(d[0]), "=r"(d[1])
+                         : "r"(a));
+    else
+        __asm__ volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                         : "=r"(d[0]), "=r"(d[1])
+                         : "r"(a));
+}
+
+/*
+ * acc += the warp's share of one BK slice. Lane 8 q + i passes row i of matrix q. A's four
+ * matrices are a0..a3: rows + 8 (q & 1), k + 8 (q >> 1). B's, per two n-tiles: tile j + (q >> 1),
+ * k + 8 (q & 1), so d0 d1 are tile j's b0 b1 and d2 d3 tile j + 1's.
+ */
+inline void h_slice_product(float acc[MI][NI][4], __local const ushort *as,
+                            __local const ushort *bs, const int wm, const int wn, const int lane)
+{
+    const int q = lane / 8, i8 = lane % 8;
+#pragma unroll
+    for (int ks = 0; ks < BK; ks += 16) {
+        uint a[MI][4], b[NI][2];
+#pragma unroll
+        for (int i = 0; i < MI; i++) {
+            const int r = wm + i * 16 + (q & 1) * 8, k = ks + (q >> 1) * 8;
+            ldsm16(a[i], A_KC ? &HT(as, 1, BM, r + i8, k) : &HT(as, 0, BM, r, k + i8), 4, !A_KC);
+        }
+#pragma unroll
+        for (int j = 0; j < NI; j += 2) {
+            uint d[4];
+            const int c = wn + (j + (q >> 1)) * 8, k = ks + (q & 1) * 8;
+            ldsm16(d, B_KC ? &HT(bs, 1, BN, c + i8, k) : &HT(bs, 0, BN, c, k + i8),
+                   NI - j >= 2 ? 4 : 2, !B_KC);
+#pragma unroll
+            for (int e = 0; e < 4 && j + e / 2 < NI; e++)
+                b[j + e / 2][e % 2] = d[e];
+        }
+#pragma unroll
+        for (int i = 0; i < MI; i++)
+#pragma unroll
+            for (int j = 0; j < NI; j++)
+                mma(acc[i][j], a[i], b[j][0], b[j][1]);
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void tc_gemm_h(const int M, const int N, const int K, const float alpha, const float beta,
+               __global const ushort *A, const int a_off, const int lda, __global const ushort *B,
+               const int b_off, const int ldb, __global float *C, const int c_off, const int ldc)
+{
+    __local ushort As[STAGES][H_TILE(A_KC, BM)] __attribute__((aligned(16)));
+    __local ushort Bs[STAGES][H_TILE(B_KC, BN)] __attribute__((aligned(16)));
+    const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
+    const int wm = warp % WARPS_M * WM, wn = warp / WARPS_M * WN;
+    const int tiles_n = (N + BN - 1) / BN, tile = get_group_id(0);
+    const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+    __global const ushort *pa = A + a_off, *pb = B + b_off;
+    const bool full_mn = m0 + BM <= M && n0 + BN <= N;
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+    /* As tc_gemm's ring. Without VEC the stores are the work-items' own, into the buffer that
+     * the barrier has just freed, and the next barrier publishes them. */
+    const int slices = (K + BK - 1) / BK;
+    for (int s = 0; s < STAGES - 1; s++) {
+        h_copy_slice(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
+        copy_commit();
+    }
+    int cur = 0, next = STAGES - 1;
+    for (int s = 0; s < slices; s++) {
+        copy_wait();
+        barrier(CLK_LOCAL_MEM_FENCE);
+        h_copy_slice(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn,
+                     s + STAGES - 1, slices, lid);
+        copy_commit();
+        h_slice_product(acc, As[cur], Bs[cur], wm, wn, lane);
+        cur = cur + 1 == STAGES ? 0 : cur + 1;
+        next = next + 1 == STAGES ? 0 : next + 1;
+    }
+    store_tile(acc, C + c_off, ldc, M, N, m0 + wm, n0 + wn, lane, alpha, beta);
 }
 #endif

@@ -13,13 +13,15 @@ static const kp_param_desc params[] = {
     [TC_A] = {.name = "A",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
-              .doc = "[M, K] ([K, M] with trans_a); row- or column-major, any ld and offset"},
+              .dtypes = KP_DT(KP_F32) | KP_DT(KP_F16),
+              .doc = "[M, K] ([K, M] with trans_a); row- or column-major, any ld and offset; f16 "
+                     "with B f16 and precision 2"},
     [TC_B] = {.name = "B",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
-              .doc = "[K, N] ([N, K] with trans_b); row- or column-major, any ld and offset"},
+              .dtypes = KP_DT(KP_F32) | KP_DT(KP_F16),
+              .doc = "[K, N] ([N, K] with trans_b); row- or column-major, any ld and offset; "
+                     "A's dtype"},
     [TC_C] = {.name = "C",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_INOUT,
@@ -65,6 +67,8 @@ static const int64_t stage_counts[] = {0, 2, 3, 4};
 static const int64_t wg_rows[] = {128, 256};
 static const int64_t wg_cols[] = {64, 128, 192, 256};
 static const int64_t wg_stages[] = {2, 3, 4, 5, 6, 7};
+static const int64_t half_depths[] = {16, 32};
+static const int64_t half_stages[] = {2, 3, 4};
 
 /* The work-group size is (BM/WM)(BN/WN) warps, so no tunable is its size; each combination is
  * checked against the device at launch (tc_tiles_valid). */
@@ -176,6 +180,19 @@ static const kp_tunable_desc tunables[] = {
                         .flags = KP_TUNABLE_NO_DEFINE,
                         .doc = "wgmma: slices whose products may still run while the next is "
                                "read (the ring copies WG_STAGES - 1 - WG_LAG ahead)"},
+    /* The H_ tunables shape tc_gemm_h (16-bit tensors) and reach the compiler from tc_program. */
+    [TC_TUNE_H_BK] = {.name = "H_BK",
+                      .default_value = 32,
+                      .allowed = half_depths,
+                      .n_allowed = 2,
+                      .flags = KP_TUNABLE_NO_DEFINE,
+                      .doc = "f16 tensors: depth of each slice in local memory"},
+    [TC_TUNE_H_STAGES] = {.name = "H_STAGES",
+                          .default_value = 2,
+                          .allowed = half_stages,
+                          .n_allowed = 3,
+                          .flags = KP_TUNABLE_NO_DEFINE,
+                          .doc = "f16 tensors: slices in the cp.async ring"},
 };
 
 /* ---- the device test ------------------------------------------------------------------------ */
@@ -253,6 +270,16 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
         return tc_host->fail(l, KP_ERR_INVALID_ARG,
                              "precision: %lld is none of 0 tf32, 1 tf32x3, 2 f16, 3 bf16",
                              (long long)prec);
+    if (b->dtype != a->dtype)
+        return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                             "B: dtype %s, but A is %s: both must be f32 or both f16",
+                             kp_dtype_name(b->dtype), kp_dtype_name(a->dtype));
+    int half = a->dtype == KP_F16;
+    if (half && prec != KP_TC_F16)
+        return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                             "precision: %s takes f32 inputs; f16 tensors A and B run only with "
+                             "precision 2 (f16)",
+                             precision_names[prec]);
     int64_t m = c->shape[0], n = c->shape[1], k = a->shape[ta ? 0 : 1];
     if (a->shape[ta ? 1 : 0] != m)
         return tc_host->fail(l, KP_ERR_INVALID_ARG,
@@ -289,7 +316,8 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
                    .a = oa,
                    .b = ob,
                    .c = oc,
-                   .precision = (int)prec};
+                   .precision = (int)prec,
+                   .half = half};
     if (c_trans) {
         /* C^T = op(B)^T op(A)^T, in row-major terms. */
         *p = (tc_plan){.m = n,
@@ -300,7 +328,8 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
                        .a = ob,
                        .b = oa,
                        .c = oc,
-                       .precision = (int)prec};
+                       .precision = (int)prec,
+                       .half = half};
     }
     return KP_OK;
 }
@@ -350,26 +379,31 @@ static kp_status tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
 {
     t->bm = tc_host->tunable_index(l, TC_TUNE_BM);
     t->bn = tc_host->tunable_index(l, TC_TUNE_BN);
-    t->bk = tc_depth(l, p->precision);
+    t->bk = p->half ? tc_host->tunable_index(l, TC_TUNE_H_BK) : tc_depth(l, p->precision);
     t->wm = tc_host->tunable_index(l, TC_TUNE_WM);
     t->wn = tc_host->tunable_index(l, TC_TUNE_WN);
     const kp_device_info *d = tc_host->device(l);
+    /* Values per group a work-item moves: a float4, or 8 halves (16 bytes either way). */
+    int64_t group = p->half ? 8 : 4;
     /* Halving both tiles keeps the warp count; the halves must still give each work-item
-     * whole float4 groups of a slice. */
+     * whole groups of a slice. */
     int64_t warps = t->bm % t->wm == 0 && t->bn % t->wn == 0 ? t->bm / t->wm * (t->bn / t->wn) : 0;
     if (tc_host->tunable_index(l, TC_TUNE_SMALL) && warps > 0)
         while ((p->m + t->bm - 1) / t->bm * ((p->n + t->bn - 1) / t->bn) < d->compute_units &&
                t->bm >= 64 && t->bn >= 64 && t->wm >= 32 && t->wn >= 16 &&
-               t->bm / 2 * t->bk % (128 * warps) == 0 && t->bn / 2 * t->bk % (128 * warps) == 0) {
+               t->bm / 2 * t->bk % (group * 32 * warps) == 0 &&
+               t->bn / 2 * t->bk % (group * 32 * warps) == 0) {
             t->bm /= 2, t->bn /= 2, t->wm /= 2, t->wn /= 2;
         }
     int kstep = p->precision >= KP_TC_F16 ? 16 : 8;
     t->wg = t->bm % t->wm == 0 && t->bn % t->wn == 0 ? t->bm / t->wm * (t->bn / t->wn) * 32 : 0;
-    int bt = (int)tc_host->tunable_index(l, TC_TUNE_BT);
-    int64_t a_floats = !p->ta ? t->bm * (t->bk + 4) : t->bk * (t->bm + 8),
-            b_floats = p->tb || bt ? t->bn * (t->bk + 4) : t->bk * (t->bn + 8);
-    t->stages = tc_host->tunable_index(l, TC_TUNE_STAGES);
-    int64_t local = (t->stages ? t->stages : 2) * (a_floats + b_floats) * 4;
+    /* The tiles' sizes in values, pads included (tc.cl: TILE_FLOATS, H_TILE). */
+    int bt = !p->half && tc_host->tunable_index(l, TC_TUNE_BT);
+    int64_t kpad = p->half ? 8 : 4;
+    int64_t a_values = !p->ta ? t->bm * (t->bk + kpad) : t->bk * (t->bm + 8),
+            b_values = p->tb || bt ? t->bn * (t->bk + kpad) : t->bk * (t->bn + 8);
+    t->stages = tc_host->tunable_index(l, p->half ? TC_TUNE_H_STAGES : TC_TUNE_STAGES);
+    int64_t local = (t->stages ? t->stages : 2) * (a_values + b_values) * (p->half ? 2 : 4);
     const char *why = NULL;
     char buf[160];
     if (t->wg == 0)
@@ -378,8 +412,9 @@ static kp_status tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
         snprintf(buf, sizeof buf, "%lld work-items per work-group, over the device's %zu",
                  (long long)t->wg, d->max_workgroup);
         why = buf;
-    } else if (t->bm * t->bk % (4 * t->wg) != 0 || t->bn * t->bk % (4 * t->wg) != 0)
-        why = "BM BK and BN BK must be multiples of 4 floats per work-item";
+    } else if (t->bm * t->bk % (group * t->wg) != 0 || t->bn * t->bk % (group * t->wg) != 0)
+        why = p->half ? "BM H_BK and BN H_BK must be multiples of 8 values per work-item"
+                      : "BM BK and BN BK must be multiples of 4 floats per work-item";
     else if (t->bk % kstep != 0) {
         snprintf(buf, sizeof buf, "BK must be a multiple of %d for %s", kstep,
                  precision_names[p->precision]);
@@ -397,7 +432,7 @@ static kp_status tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
 static int wgmma_fits(kp_launch *l, const tc_plan *p, int vec)
 {
     const kp_device_info *d = tc_host->device(l);
-    return tc_host->tunable_index(l, TC_TUNE_WGMMA) && d->vendor == KP_VENDOR_NVIDIA &&
+    return !p->half && tc_host->tunable_index(l, TC_TUNE_WGMMA) && d->vendor == KP_VENDOR_NVIDIA &&
            strcmp(d->arch, "sm_90") == 0 && p->precision == KP_TC_TF32 && !p->ta && vec;
 }
 
@@ -443,18 +478,19 @@ static kp_status wg_tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
 }
 
 /* The program of a plan's variant and tiles; vec: every operand's offset and row pitch are
- * multiples of 4 floats. Without vec the slices stage through registers (STAGES 0): on the H200
- * cp.async's 4-byte copies made 1031 x 2053 x 1019 1-9% slower. */
+ * multiples of 4 floats (8 halves). Without vec f32 slices stage through registers (STAGES 0):
+ * on the H200 cp.async's 4-byte copies made 1031 x 2053 x 1019 1-9% slower. 16-bit tensors
+ * always run tc_gemm_h's ring. */
 static kp_status tc_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, int vec,
                             kp_clkernel **k)
 {
     char options[224];
     snprintf(options, sizeof options,
-             "-D TC_PTX=1 -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BM=%d -D BN=%d -D BK=%d "
-             "-D WM=%d -D WN=%d -D STAGES=%d",
-             p->ta, p->tb, p->precision, vec, (int)t->bm, (int)t->bn, (int)t->bk, (int)t->wm,
-             (int)t->wn, vec ? (int)t->stages : 0);
-    return tc_host->cl_kernel(l, "tc_gemm", options, k);
+             "-D TC_PTX=1 -D HALF=%d -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BM=%d -D BN=%d "
+             "-D BK=%d -D WM=%d -D WN=%d -D STAGES=%d",
+             p->half, p->ta, p->tb, p->precision, vec, (int)t->bm, (int)t->bn, (int)t->bk,
+             (int)t->wm, (int)t->wn, vec || p->half ? (int)t->stages : 0);
+    return tc_host->cl_kernel(l, p->half ? "tc_gemm_h" : "tc_gemm", options, k);
 }
 
 static kp_status wg_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, kp_clkernel **k)
@@ -484,7 +520,9 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
     kp_status st = plan_gemm(call, l, &p);
     if (st != KP_OK || p.m == 0 || p.n == 0)
         return st;
-    int vec = p.a.offset % 4 == 0 && p.a.ld % 4 == 0 && p.b.offset % 4 == 0 && p.b.ld % 4 == 0;
+    int64_t group = p.half ? 8 : 4;
+    int vec = p.a.offset % group == 0 && p.a.ld % group == 0 && p.b.offset % group == 0 &&
+              p.b.ld % group == 0;
     tc_tiles t;
     kp_clkernel *k;
     st = variant_choose(l, &p, vec, &t, &k);

@@ -29,9 +29,11 @@ double tc_round(int precision, float x)
 static double element(const kp_call *call, int arg, int trans, int64_t i, int64_t j)
 {
     const kp_tensor *t = &call->args[arg].tensor;
-    const float *p = KP_HOST_PTR(call, arg, float);
-    return trans ? p[j * t->strides[0] + i * t->strides[1]]
-                 : p[i * t->strides[0] + j * t->strides[1]];
+    int64_t e =
+        trans ? j * t->strides[0] + i * t->strides[1] : i * t->strides[0] + j * t->strides[1];
+    if (t->dtype == KP_F16)
+        return kp_half_to_float(KP_HOST_PTR(call, arg, uint16_t)[e]);
+    return KP_HOST_PTR(call, arg, float)[e];
 }
 
 kp_status tc_gemm_reference(const kp_call *call, kp_launch *l)
@@ -104,21 +106,25 @@ void tc_gemm_cost(const kp_call *call, kp_cost *out)
     int ta = (int)call->args[TC_TRANS_A].i;
     double m = (double)c->shape[0], n = (double)c->shape[1], k = (double)a->shape[ta ? 0 : 1];
     out->flops = 2 * m * n * k;
-    out->bytes = 4 * (m * k + k * n + (call->args[TC_BETA].f != 0.0 ? 2 : 1) * m * n);
+    double in = call->args[TC_A].tensor.dtype == KP_F16 ? 2 : 4;
+    out->bytes = in * (m * k + k * n) + 4 * (call->args[TC_BETA].f != 0.0 ? 2 : 1) * m * n;
 }
 
 /* ---- samples -------------------------------------------------------------------------------- */
 
-#define PRECISIONS(shape) shape "-tf32", shape "-tf32x3", shape "-f16", shape "-bf16"
-const char *const tc_verify_sizes[] = {
-    PRECISIONS("one"),      PRECISIONS("prime"), PRECISIONS("edges"), PRECISIONS("edges4"),
-    PRECISIONS("transb4"),  PRECISIONS("mid4"),  PRECISIONS("trans"), PRECISIONS("views"),
-    PRECISIONS("colmajor"), PRECISIONS("small"), PRECISIONS("large"), NULL};
-const char *const tc_bench_sizes[] = {"4096-tf32",   "1024-tf32", "2048-tf32", "8192-tf32",
-                                      "4096-tf32x3", "4096-f16",  "4096-bf16", "gru-tf32",
-                                      "skinny-tf32", NULL};
+#define PRECISIONS(shape) shape "-tf32", shape "-tf32x3", shape "-f16", shape "-bf16", shape "-half"
+const char *const tc_verify_sizes[] = {PRECISIONS("one"),      PRECISIONS("prime"),
+                                       PRECISIONS("edges"),    PRECISIONS("edges4"),
+                                       PRECISIONS("edges8"),   PRECISIONS("trans8"),
+                                       PRECISIONS("transb4"),  PRECISIONS("mid4"),
+                                       PRECISIONS("trans"),    PRECISIONS("views"),
+                                       PRECISIONS("colmajor"), PRECISIONS("small"),
+                                       PRECISIONS("large"),    NULL};
+const char *const tc_bench_sizes[] = {"4096-tf32",   "1024-tf32", "2048-tf32",   "8192-tf32",
+                                      "4096-tf32x3", "4096-f16",  "4096-bf16",   "4096-half",
+                                      "8192-half",   "gru-tf32",  "skinny-tf32", NULL};
 
-static kp_status strided(kp_sample *s, const char *name, const int64_t *shape,
+static kp_status strided(kp_sample *s, const char *name, kp_dtype dt, const int64_t *shape,
                          const int64_t *strides, int64_t offset)
 {
     kp_tensor t = {.rank = 2, .offset = offset};
@@ -127,14 +133,13 @@ static kp_status strided(kp_sample *s, const char *name, const int64_t *shape,
         t.strides[d] = strides[d];
     }
     int64_t numel = kp_tensor_extent(&t) + 2; /* a little beyond the view, to see stray writes */
-    kp_status st = tc_host->sample_tensor(s, name, KP_F32, 1, &numel, -1.0, 1.0, NULL);
+    kp_status st = tc_host->sample_tensor(s, name, dt, 1, &numel, -1.0, 1.0, NULL);
     return st == KP_OK ? tc_host->sample_view(s, name, 2, shape, offset, strides) : st;
 }
 
-static kp_status dense(kp_sample *s, const char *name, int64_t rows, int64_t cols)
+static kp_status dense(kp_sample *s, const char *name, kp_dtype dt, int64_t rows, int64_t cols)
 {
-    return tc_host->sample_tensor(s, name, KP_F32, 2, (const int64_t[]){rows, cols}, -1.0, 1.0,
-                                  NULL);
+    return tc_host->sample_tensor(s, name, dt, 2, (const int64_t[]){rows, cols}, -1.0, 1.0, NULL);
 }
 
 static kp_status scalars(kp_sample *s, double alpha, double beta, int ta, int tb, int prec)
@@ -150,25 +155,29 @@ static kp_status scalars(kp_sample *s, double alpha, double beta, int ta, int tb
 }
 
 /* Row-major A [m, k] (or [k, m] with ta), B [k, n] (or [n, k] with tb), C [m, n]. */
-static kp_status plain(kp_sample *s, int64_t m, int64_t n, int64_t k, int ta, int tb, double alpha,
-                       double beta, int prec)
+static kp_status plain(kp_sample *s, kp_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb,
+                       double alpha, double beta, int prec)
 {
-    kp_status st = ta ? dense(s, "A", k, m) : dense(s, "A", m, k);
+    kp_status st = ta ? dense(s, "A", dt, k, m) : dense(s, "A", dt, m, k);
     if (st == KP_OK)
-        st = tb ? dense(s, "B", n, k) : dense(s, "B", k, n);
+        st = tb ? dense(s, "B", dt, n, k) : dense(s, "B", dt, k, n);
     if (st == KP_OK)
-        st = dense(s, "C", m, n);
+        st = dense(s, "C", KP_F32, m, n);
     return st == KP_OK ? scalars(s, alpha, beta, ta, tb, prec) : st;
 }
 
 kp_status tc_gemm_sample(kp_sample *s, const char *size)
 {
+    /* "half": f16 tensors A and B (tc_gemm_h); the others convert f32 tensors. */
     static const char *const names[] = {"tf32", "tf32x3", "f16", "bf16"};
     const char *dash = strrchr(size, '-');
     int prec = -1;
+    kp_dtype dt = KP_F32;
     for (int i = 0; dash && i < KP_TC_PRECISION_COUNT; i++)
         if (strcmp(dash + 1, names[i]) == 0)
             prec = i;
+    if (dash && strcmp(dash + 1, "half") == 0)
+        prec = KP_TC_F16, dt = KP_F16;
     if (prec < 0)
         return KP_ERR_NOT_FOUND;
     size_t len = (size_t)(dash - size);
@@ -180,54 +189,60 @@ kp_status tc_gemm_sample(kp_sample *s, const char *size)
     long long n;
     kp_status st;
     if (strcmp(shape, "one") == 0)
-        return plain(s, 1, 1, 1, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, 1, 1, 1, 0, 0, 1.0, 0.0, prec);
     if (strcmp(shape, "prime") == 0)
-        return plain(s, 31, 37, 41, 0, 0, -1.25, 0.5, prec);
+        return plain(s, dt, 31, 37, 41, 0, 0, -1.25, 0.5, prec);
     /* Every edge of the default 128 x 128 x 16 tiles: partial tiles in M, N and K at once. */
     if (strcmp(shape, "edges") == 0)
-        return plain(s, 131, 259, 67, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, 131, 259, 67, 0, 0, 1.0, 0.0, prec);
     /* The same with row pitches of whole float4 groups, which the cp.async and wgmma paths need:
      * partial tiles and a partial last slice. */
     if (strcmp(shape, "edges4") == 0)
-        return plain(s, 131, 260, 68, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, 131, 260, 68, 0, 0, 1.0, 0.0, prec);
+    /* Pitches of whole 16-byte groups for 16-bit tensors too (cp.async in tc_gemm_h), with
+     * partial tiles and a partial last slice; then the same with both operands transposed. */
+    if (strcmp(shape, "edges8") == 0)
+        return plain(s, dt, 131, 264, 72, 0, 0, 1.0, 0.0, prec);
+    if (strcmp(shape, "trans8") == 0)
+        return plain(s, dt, 104, 136, 152, 1, 1, -0.5, 0.25, prec);
     if (strcmp(shape, "transb4") == 0)
-        return plain(s, 67, 132, 44, 0, 1, -1.0, 0.5, prec);
+        return plain(s, dt, 67, 132, 44, 0, 1, -1.0, 0.5, prec);
     if (strcmp(shape, "mid4") == 0)
-        return plain(s, 517, 772, 260, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, 517, 772, 260, 0, 0, 1.0, 0.0, prec);
     if (strcmp(shape, "trans") == 0)
-        return plain(s, 97, 133, 149, 1, 1, 0.5, -1.0, prec);
+        return plain(s, dt, 97, 133, 149, 1, 1, 0.5, -1.0, prec);
     if (strcmp(shape, "views") == 0) {
         /* A [53, 37] with ld 41 at offset 3 (no float4 loads), B^T stored [29, 37] with ld 40 at
          * offset 1, C [53, 29] with ld 32 at offset 2. */
-        st = strided(s, "A", (const int64_t[]){53, 37}, (const int64_t[]){41, 1}, 3);
+        st = strided(s, "A", dt, (const int64_t[]){53, 37}, (const int64_t[]){41, 1}, 3);
         if (st == KP_OK)
-            st = strided(s, "B", (const int64_t[]){29, 37}, (const int64_t[]){40, 1}, 1);
+            st = strided(s, "B", dt, (const int64_t[]){29, 37}, (const int64_t[]){40, 1}, 1);
         if (st == KP_OK)
-            st = strided(s, "C", (const int64_t[]){53, 29}, (const int64_t[]){32, 1}, 2);
+            st = strided(s, "C", KP_F32, (const int64_t[]){53, 29}, (const int64_t[]){32, 1}, 2);
         return st == KP_OK ? scalars(s, 0.75, 1.5, 0, 1, prec) : st;
     }
     if (strcmp(shape, "colmajor") == 0) {
         /* C column-major [45, 38] with ld 48 (run as C^T), A column-major [45, 70], B row-major
          * [70, 38] used as is. */
-        st = strided(s, "A", (const int64_t[]){45, 70}, (const int64_t[]){1, 45}, 0);
+        st = strided(s, "A", dt, (const int64_t[]){45, 70}, (const int64_t[]){1, 45}, 0);
         if (st == KP_OK)
-            st = dense(s, "B", 70, 38);
+            st = dense(s, "B", dt, 70, 38);
         if (st == KP_OK)
-            st = strided(s, "C", (const int64_t[]){45, 38}, (const int64_t[]){1, 48}, 0);
+            st = strided(s, "C", KP_F32, (const int64_t[]){45, 38}, (const int64_t[]){1, 48}, 0);
         return st == KP_OK ? scalars(s, 1.0, 0.25, 0, 0, prec) : st;
     }
     if (strcmp(shape, "small") == 0)
-        return plain(s, 256, 384, 320, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, 256, 384, 320, 0, 0, 1.0, 0.0, prec);
     /* Enough work-groups that SMALL keeps the tuned tiles (9 x 17 of 128 x 128), edges in all
      * three dimensions. */
     if (strcmp(shape, "large") == 0)
-        return plain(s, 1031, 2053, 1019, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, 1031, 2053, 1019, 0, 0, 1.0, 0.0, prec);
     /* The GRU's input projection and recurrent GEMMs of issue #8. */
     if (strcmp(shape, "gru") == 0)
-        return plain(s, 1024, 3072, 1024, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, 1024, 3072, 1024, 0, 0, 1.0, 0.0, prec);
     if (strcmp(shape, "skinny") == 0)
-        return plain(s, 64, 768, 256, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, 64, 768, 256, 0, 0, 1.0, 0.0, prec);
     if (sscanf(shape, "%lld", &n) == 1 && n > 0 && n <= 16384)
-        return plain(s, n, n, n, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, n, n, n, 0, 0, 1.0, 0.0, prec);
     return KP_ERR_NOT_FOUND;
 }

@@ -30,6 +30,8 @@ enum {
     TC_TUNE_WG_BK,
     TC_TUNE_WG_STAGES,
     TC_TUNE_WG_LAG,
+    TC_TUNE_H_BK,
+    TC_TUNE_H_STAGES,
     TC_N_TUNABLES
 };
 
@@ -46,6 +48,7 @@ typedef struct tc_plan {
     int ta, tb;
     tc_operand a, b, c;
     int precision;
+    int half; /* A and B are f16 tensors (tc_gemm_h) */
 } tc_plan;
 
 /* ---- tc-gemm.c ------------------------------------------------------------------------------ */

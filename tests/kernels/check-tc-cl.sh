@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kernels/tc.cl compiled to PTX by clang for NVIDIA's OpenCL target, in one variant per path (the
-# precisions, transposes, register and cp.async staging, ldmatrix, BT, and both wgmma layouts):
+# precisions, transposes, register and cp.async staging, ldmatrix, BT, 16-bit tensors, and both
+# wgmma layouts):
 # CI has no NVIDIA compiler, and this catches what it would refuse (types, lvalues, asm operands).
 #   check-tc-cl.sh CLANG SOURCE
 set -euo pipefail
@@ -10,6 +11,8 @@ variants=(
   "-D TA=1 -D TB=1 -D PREC=1 -D VEC=1 -D STAGES=2 -D LDSM=1 -D BK=8"
   "-D TA=0 -D TB=0 -D PREC=2 -D VEC=1 -D STAGES=3 -D BT=1 -D LDSM=1"
   "-D TA=0 -D TB=1 -D PREC=3 -D VEC=1 -D STAGES=4 -D WM=32 -D WN=64"
+  "-D HALF=1 -D TA=0 -D TB=0 -D PREC=2 -D VEC=1 -D STAGES=2 -D BK=32 -D WM=64 -D WN=64"
+  "-D HALF=1 -D TA=1 -D TB=1 -D PREC=3 -D VEC=0 -D STAGES=3 -D BK=16 -D WM=32 -D WN=8 -D BM=64"
   "-D WGMMA=1 -D TB=0 -D PREC=0 -D VEC=1 -D BM=128 -D BN=128 -D BK=8 -D STAGES=6 -D LAG=1"
   "-D WGMMA=1 -D TB=1 -D PREC=0 -D VEC=1 -D BM=256 -D BN=128 -D BK=16 -D STAGES=2 -D LAG=0"
 )

@@ -119,6 +119,19 @@ static void test_bad_arguments(void **state)
     args[2] = KP_ARG_TENSOR("C", overlapping);
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), args, 3, NULL), KP_ERR_UNSUPPORTED);
     assert_non_null(strstr(kp_last_error(rt), "C: strides [1, 1] make its elements overlap"));
+    /* f16 tensors: A and B alike, and only in precision f16. */
+    args[0] = KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F16, 2, 3));
+    args[2] = KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F32, 2, 2));
+    kp_arg half[] = {args[0], args[1], args[2], KP_ARG_INT("precision", KP_TC_F16)};
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_INVALID_ARG);
+    assert_non_null(strstr(kp_last_error(rt), "B: dtype f32, but A is f16"));
+    half[1] = KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F16, 3, 2));
+    half[3] = KP_ARG_INT("precision", KP_TC_BF16);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_INVALID_ARG);
+    assert_non_null(strstr(kp_last_error(rt), "precision: bf16 takes f32 inputs"));
+    /* Valid at last: the device test speaks. */
+    half[3] = KP_ARG_INT("precision", KP_TC_F16);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_UNSUPPORTED);
     kp_buffer_destroy(rt, ba);
     kp_buffer_destroy(rt, bb);
     kp_buffer_destroy(rt, bc);
