@@ -1,5 +1,6 @@
-/* bench-tc: tc.gemm in each precision against CLBlast's FP32 GEMM (blas.gemm) on the same device,
- * with each result's error against an FP64 product of sampled rows. */
+/* bench-tc: tc.gemm in each precision, from f32 tensors and (f16, bf16) from 16-bit ones, against
+ * CLBlast's FP32 GEMM (blas.gemm) on the same device, with each result's error against an FP64
+ * product of sampled rows. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,61 @@ static double relative_error(kpb *b, problem *p)
     return top > 0 ? err / top : err;
 }
 
+/* x as 16-bit values of `dtype` (f16 or bf16) in a new device buffer. */
+static kp_status upload16(kpb *b, const float *x, size_t n, kp_dtype dtype, kp_buffer **out)
+{
+    uint16_t *h = malloc(n * 2);
+    if (!h)
+        return KP_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        h[i] = dtype == KP_F16 ? kp_half_from_float(x[i]) : kp_bf16_from_float(x[i]);
+    kp_status st = kp_buffer_create(b->rt, n * 2, out);
+    if (st == KP_OK)
+        st = kp_buffer_write(b->rt, *out, 0, n * 2, h);
+    free(h);
+    return st;
+}
+
+/* tc.gemm on f16 and bf16 tensors (tc_gemm_h), the inputs converted once outside the timing, as
+ * peer-tc.py does for cuBLAS's half-precision GEMMs. */
+static void run_tensors16(kpb *b, kp_kernel *tc, problem *p, char *name, double peer_s,
+                          double peer_err)
+{
+    const kp_dtype dtypes[] = {KP_F16, KP_BF16};
+    const int precs[] = {KP_TC_F16, KP_TC_BF16};
+    for (int i = 0; i < 2; i++) {
+        kp_buffer *da = NULL, *db = NULL;
+        kp_status st = upload16(b, p->a, (size_t)(p->m * p->k), dtypes[i], &da);
+        if (st == KP_OK)
+            st = upload16(b, p->b, (size_t)(p->k * p->n), dtypes[i], &db);
+        char ours[32];
+        snprintf(ours, sizeof ours, "tc.gemm %s tensors", kp_dtype_name(dtypes[i]));
+        kpb_row row = {.case_name = name,
+                       .ours = ours,
+                       .peer = peer_s > 0 ? "CLBlast FP32 (blas.gemm, same device)" : NULL,
+                       .peer_s = peer_s,
+                       .flops = 2.0 * (double)p->m * (double)p->n * (double)p->k,
+                       .bytes =
+                           2.0 * (double)(p->m * p->k + p->k * p->n) + 4.0 * (double)(p->m * p->n)};
+        kp_arg args[] = {KP_ARG_TENSOR("A", kp_tensor_2d(da, dtypes[i], p->m, p->k)),
+                         KP_ARG_TENSOR("B", kp_tensor_2d(db, dtypes[i], p->k, p->n)),
+                         KP_ARG_TENSOR("C", kp_tensor_2d(p->dc, KP_F32, p->m, p->n)),
+                         KP_ARG_INT("precision", precs[i])};
+        row.status =
+            st == KP_OK ? kpb_time_kernel(b, tc, args, 4, &row.ours_s, &row.ours_p10, &row.ours_p90)
+                        : st;
+        if (row.status == KP_OK)
+            kpb_row_metric(&row, "rel_err_vs_fp64", relative_error(b, p));
+        else
+            row.note = (char *)kp_last_error(b->rt);
+        if (peer_s > 0)
+            kpb_row_metric(&row, "peer_rel_err_vs_fp64", peer_err);
+        kpb_add(b, &row);
+        kp_buffer_destroy(b->rt, da);
+        kp_buffer_destroy(b->rt, db);
+    }
+}
+
 static void run_case(kpb *b, kp_kernel *tc, kp_kernel *gemm, const char *label, int64_t m,
                      int64_t n, int64_t k, const int *precisions, int n_prec)
 {
@@ -131,6 +187,8 @@ static void run_case(kpb *b, kp_kernel *tc, kp_kernel *gemm, const char *label, 
         if (peer_s > 0)
             kpb_row_metric(&row, "peer_rel_err_vs_fp64", peer_err);
         kpb_add(b, &row);
+        if (prec == KP_TC_BF16)
+            run_tensors16(b, tc, &p, name, peer_s, peer_err);
     }
     problem_free(b, &p);
 }

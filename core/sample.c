@@ -84,6 +84,9 @@ static void fill(kp_sample *s, kp__sample_arg *a, int output, double lo, double 
         case KP_F16:
             ((uint16_t *)a->data)[i] = kp_half_from_float((float)v);
             break;
+        case KP_BF16:
+            ((uint16_t *)a->data)[i] = kp_bf16_from_float((float)v);
+            break;
         case KP_I32:
             ((int32_t *)a->data)[i] = output ? (int32_t)kp__sample_random(s) : (int32_t)floor(v);
             break;

@@ -19,6 +19,8 @@ static double element(const void *data, int32_t dtype, int64_t i)
         return ((const uint32_t *)data)[i];
     case KP_U8:
         return ((const uint8_t *)data)[i];
+    case KP_BF16:
+        return kp_bf16_to_float(((const uint16_t *)data)[i]);
     }
     return 0;
 }

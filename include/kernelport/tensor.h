@@ -22,6 +22,7 @@ typedef enum kp_dtype {
     KP_I32 = 3,
     KP_U32 = 4,
     KP_U8 = 5,
+    KP_BF16 = 6, /* bfloat16: the upper half of an IEEE single */
     KP_DTYPE_COUNT
 } kp_dtype;
 
@@ -43,9 +44,9 @@ typedef struct kp_tensor {
 
 /*
  * Helpers. All are pure functions of their arguments, thread-safe, and never fail:
- *   kp_dtype_name: "f32", "f16", "i32", "u32", "u8" ("none" otherwise); kp_dtype_size: bytes per
- *   element (0 for none); kp_tensor_nd/1d/2d/3d: a contiguous row-major view over `buf` at offset
- *   0 (rank <= KP_MAX_RANK; a bad rank gives rank -1, which launches reject); kp_tensor_numel:
+ *   kp_dtype_name: "f32", "f16", "i32", "u32", "u8", "bf16" ("none" otherwise); kp_dtype_size:
+ * bytes per element (0 for none); kp_tensor_nd/1d/2d/3d: a contiguous row-major view over `buf` at
+ * offset 0 (rank <= KP_MAX_RANK; a bad rank gives rank -1, which launches reject); kp_tensor_numel:
  *   the product of the shape (1 for rank 0); kp_tensor_is_contiguous: row-major strides;
  *   kp_tensor_extent: one past the largest element index the view touches (offset for an empty
  *   view); kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved;
@@ -53,13 +54,14 @@ typedef struct kp_tensor {
  */
 static inline const char *kp_dtype_name(kp_dtype dtype)
 {
-    static const char *const names[KP_DTYPE_COUNT] = {"none", "f32", "f16", "i32", "u32", "u8"};
+    static const char *const names[KP_DTYPE_COUNT] = {"none", "f32", "f16", "i32",
+                                                      "u32",  "u8",  "bf16"};
     return (unsigned)dtype < KP_DTYPE_COUNT ? names[dtype] : "none";
 }
 
 static inline size_t kp_dtype_size(kp_dtype dtype)
 {
-    static const size_t sizes[KP_DTYPE_COUNT] = {0, 4, 2, 4, 4, 1};
+    static const size_t sizes[KP_DTYPE_COUNT] = {0, 4, 2, 4, 4, 1, 2};
     return (unsigned)dtype < KP_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
@@ -214,6 +216,24 @@ static inline float kp_half_to_float(uint16_t h)
     uint32_t x;
     memcpy(&x, &f, 4);
     x |= sign;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* bfloat16 <-> float: to nearest even, NaN kept a (quiet) NaN; widening is exact. */
+static inline uint16_t kp_bf16_from_float(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+static inline float kp_bf16_to_float(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
     memcpy(&f, &x, 4);
     return f;
 }

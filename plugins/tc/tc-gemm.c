@@ -13,13 +13,13 @@ static const kp_param_desc params[] = {
     [TC_A] = {.name = "A",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32) | KP_DT(KP_F16),
+              .dtypes = KP_DT(KP_F32) | KP_DT(KP_F16) | KP_DT(KP_BF16),
               .doc = "[M, K] ([K, M] with trans_a); row- or column-major, any ld and offset; f16 "
-                     "with B f16 and precision 2"},
+                     "or bf16 tensors run in that precision"},
     [TC_B] = {.name = "B",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32) | KP_DT(KP_F16),
+              .dtypes = KP_DT(KP_F32) | KP_DT(KP_F16) | KP_DT(KP_BF16),
               .doc = "[K, N] ([N, K] with trans_b); row- or column-major, any ld and offset; "
                      "A's dtype"},
     [TC_C] = {.name = "C",
@@ -272,14 +272,15 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
                              (long long)prec);
     if (b->dtype != a->dtype)
         return tc_host->fail(l, KP_ERR_INVALID_ARG,
-                             "B: dtype %s, but A is %s: both must be f32 or both f16",
+                             "B: dtype %s, but A is %s: A and B must have one dtype",
                              kp_dtype_name(b->dtype), kp_dtype_name(a->dtype));
-    int half = a->dtype == KP_F16;
-    if (half && prec != KP_TC_F16)
+    int half = a->dtype != KP_F32, want = a->dtype == KP_BF16 ? KP_TC_BF16 : KP_TC_F16;
+    if (half && prec != want)
         return tc_host->fail(l, KP_ERR_INVALID_ARG,
-                             "precision: %s takes f32 inputs; f16 tensors A and B run only with "
-                             "precision 2 (f16)",
-                             precision_names[prec]);
+                             "precision: %s takes f32 inputs; %s tensors A and B run only with "
+                             "precision %d (%s)",
+                             precision_names[prec], kp_dtype_name(a->dtype), want,
+                             precision_names[want]);
     int64_t m = c->shape[0], n = c->shape[1], k = a->shape[ta ? 0 : 1];
     if (a->shape[ta ? 1 : 0] != m)
         return tc_host->fail(l, KP_ERR_INVALID_ARG,

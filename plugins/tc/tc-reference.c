@@ -33,6 +33,8 @@ static double element(const kp_call *call, int arg, int trans, int64_t i, int64_
         trans ? j * t->strides[0] + i * t->strides[1] : i * t->strides[0] + j * t->strides[1];
     if (t->dtype == KP_F16)
         return kp_half_to_float(KP_HOST_PTR(call, arg, uint16_t)[e]);
+    if (t->dtype == KP_BF16)
+        return kp_bf16_to_float(KP_HOST_PTR(call, arg, uint16_t)[e]);
     return KP_HOST_PTR(call, arg, float)[e];
 }
 
@@ -106,13 +108,14 @@ void tc_gemm_cost(const kp_call *call, kp_cost *out)
     int ta = (int)call->args[TC_TRANS_A].i;
     double m = (double)c->shape[0], n = (double)c->shape[1], k = (double)a->shape[ta ? 0 : 1];
     out->flops = 2 * m * n * k;
-    double in = call->args[TC_A].tensor.dtype == KP_F16 ? 2 : 4;
+    double in = call->args[TC_A].tensor.dtype == KP_F32 ? 4 : 2;
     out->bytes = in * (m * k + k * n) + 4 * (call->args[TC_BETA].f != 0.0 ? 2 : 1) * m * n;
 }
 
 /* ---- samples -------------------------------------------------------------------------------- */
 
-#define PRECISIONS(shape) shape "-tf32", shape "-tf32x3", shape "-f16", shape "-bf16", shape "-half"
+#define PRECISIONS(shape)                                                                          \
+    shape "-tf32", shape "-tf32x3", shape "-f16", shape "-bf16", shape "-half", shape "-bfloat"
 const char *const tc_verify_sizes[] = {PRECISIONS("one"),      PRECISIONS("prime"),
                                        PRECISIONS("edges"),    PRECISIONS("edges4"),
                                        PRECISIONS("edges8"),   PRECISIONS("trans8"),
@@ -120,9 +123,10 @@ const char *const tc_verify_sizes[] = {PRECISIONS("one"),      PRECISIONS("prime
                                        PRECISIONS("trans"),    PRECISIONS("views"),
                                        PRECISIONS("colmajor"), PRECISIONS("small"),
                                        PRECISIONS("large"),    NULL};
-const char *const tc_bench_sizes[] = {"4096-tf32",   "1024-tf32", "2048-tf32",   "8192-tf32",
-                                      "4096-tf32x3", "4096-f16",  "4096-bf16",   "4096-half",
-                                      "8192-half",   "gru-tf32",  "skinny-tf32", NULL};
+const char *const tc_bench_sizes[] = {"4096-tf32",   "1024-tf32",   "2048-tf32",   "8192-tf32",
+                                      "4096-tf32x3", "4096-f16",    "4096-bf16",   "4096-half",
+                                      "8192-half",   "4096-bfloat", "8192-bfloat", "gru-tf32",
+                                      "skinny-tf32", NULL};
 
 static kp_status strided(kp_sample *s, const char *name, kp_dtype dt, const int64_t *shape,
                          const int64_t *strides, int64_t offset)
@@ -168,7 +172,8 @@ static kp_status plain(kp_sample *s, kp_dtype dt, int64_t m, int64_t n, int64_t 
 
 kp_status tc_gemm_sample(kp_sample *s, const char *size)
 {
-    /* "half": f16 tensors A and B (tc_gemm_h); the others convert f32 tensors. */
+    /* "half" and "bfloat": f16 or bf16 tensors A and B (tc_gemm_h); the others convert f32
+     * tensors. */
     static const char *const names[] = {"tf32", "tf32x3", "f16", "bf16"};
     const char *dash = strrchr(size, '-');
     int prec = -1;
@@ -178,6 +183,8 @@ kp_status tc_gemm_sample(kp_sample *s, const char *size)
             prec = i;
     if (dash && strcmp(dash + 1, "half") == 0)
         prec = KP_TC_F16, dt = KP_F16;
+    if (dash && strcmp(dash + 1, "bfloat") == 0)
+        prec = KP_TC_BF16, dt = KP_BF16;
     if (prec < 0)
         return KP_ERR_NOT_FOUND;
     size_t len = (size_t)(dash - size);

@@ -48,7 +48,7 @@ typedef struct tc_plan {
     int ta, tb;
     tc_operand a, b, c;
     int precision;
-    int half; /* A and B are f16 tensors (tc_gemm_h) */
+    int half; /* A and B are 16-bit tensors, f16 or bf16 as precision says (tc_gemm_h) */
 } tc_plan;
 
 /* ---- tc-gemm.c ------------------------------------------------------------------------------ */

@@ -124,11 +124,20 @@ static void test_bad_arguments(void **state)
     args[2] = KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F32, 2, 2));
     kp_arg half[] = {args[0], args[1], args[2], KP_ARG_INT("precision", KP_TC_F16)};
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_INVALID_ARG);
-    assert_non_null(strstr(kp_last_error(rt), "B: dtype f32, but A is f16"));
+    assert_non_null(strstr(kp_last_error(rt), "B: dtype f32, but A is f16: A and B must have one"));
     half[1] = KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F16, 3, 2));
     half[3] = KP_ARG_INT("precision", KP_TC_BF16);
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_INVALID_ARG);
-    assert_non_null(strstr(kp_last_error(rt), "precision: bf16 takes f32 inputs"));
+    assert_non_null(strstr(kp_last_error(rt), "precision: bf16 takes f32 inputs; f16 tensors"));
+    half[0] = KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_BF16, 2, 3));
+    half[1] = KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_BF16, 3, 2));
+    half[3] = KP_ARG_INT("precision", KP_TC_F16);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_INVALID_ARG);
+    assert_non_null(strstr(kp_last_error(rt), "bf16 tensors A and B run only with precision 3"));
+    half[3] = KP_ARG_INT("precision", KP_TC_BF16);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_UNSUPPORTED);
+    half[0] = KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F16, 2, 3));
+    half[1] = KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F16, 3, 2));
     /* Valid at last: the device test speaks. */
     half[3] = KP_ARG_INT("precision", KP_TC_F16);
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_UNSUPPORTED);

@@ -771,6 +771,18 @@ static void test_tensor_helpers(void **state)
     assert_int_equal(kp_dtype_size(KP_F16), 2);
     assert_int_equal(kp_dtype_size(KP_U8), 1);
     assert_int_equal(kp_dtype_size(KP_DTYPE_NONE), 0);
+    assert_string_equal(kp_dtype_name(KP_BF16), "bf16");
+    assert_int_equal(kp_dtype_size(KP_BF16), 2);
+
+    /* bfloat16: nearest even at the 16th bit, exact widening, NaN stays NaN, overflow to Inf. */
+    assert_int_equal(kp_bf16_from_float(1.0f), 0x3f80);
+    assert_int_equal(kp_bf16_from_float(1.0f + 0x1p-8f), 0x3f80);            /* tie, even */
+    assert_int_equal(kp_bf16_from_float(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);  /* tie, up */
+    assert_int_equal(kp_bf16_from_float(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81); /* above */
+    assert_int_equal(kp_bf16_from_float(-2.5f), 0xc020);
+    assert_int_equal(kp_bf16_from_float(3.4e38f), 0x7f80);
+    assert_true(isnan(kp_bf16_to_float(kp_bf16_from_float(NAN))));
+    assert_float_equal(kp_bf16_to_float(0x3f81), 1.0f + 0x1p-7f, 0);
 }
 
 static void test_uuid_format(void **state)
