@@ -82,6 +82,13 @@
 #ifndef HALF
 #define HALF 0
 #endif
+/* C's dtype (tc_gemm_h only): 0 f32, 1 f16, 2 bf16. */
+#ifndef COUT
+#define COUT 0
+#endif
+#if COUT && !HALF
+#error "a 16-bit C comes only with 16-bit tensors (tc_gemm_h)"
+#endif
 #if STAGES && !VEC && !HALF
 #error "cp.async's ring (STAGES) copies whole float4 groups: it needs VEC"
 #endif
@@ -503,9 +510,41 @@ inline void slice_product(float acc[MI][NI][4], __local const float *as, __local
 #undef SUM
 }
 
+#if COUT == 0
+typedef float ctype;
+#define C_LOAD(q) (*(q))
+#define C_ROUND(x) (x)
+#else
+typedef ushort ctype;
+/* A 16-bit C: read exactly, written rounded to nearest even once, from the f32 result. */
+inline float c_load16(__global const ushort *q)
+{
+#if COUT == 1
+    float x;
+    __asm__("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(*q));
+    return x;
+#else
+    return as_float((uint)*q << 16);
+#endif
+}
+
+inline ushort c_round16(const float x)
+{
+    ushort r;
+#if COUT == 1
+    __asm__("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
+#else
+    __asm__("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
+#endif
+    return r;
+}
+#define C_LOAD(q) c_load16(q)
+#define C_ROUND(x) c_round16(x)
+#endif
+
 #if !WGMMA
 /* C = alpha acc + beta C for a warp's sub-tile, whose first row and column are r0 and c0. */
-inline void store_tile(float acc[MI][NI][4], __global float *pc, const int ldc, const int M,
+inline void store_tile(float acc[MI][NI][4], __global ctype *pc, const int ldc, const int M,
                        const int N, const int r0, const int c0, const int lane, const float alpha,
                        const float beta)
 {
@@ -519,8 +558,9 @@ inline void store_tile(float acc[MI][NI][4], __global float *pc, const int ldc, 
                 const int r = r0 + i * 16 + g + (e >= 2 ? 8 : 0);
                 const int c = c0 + j * 8 + 2 * t + (e & 1);
                 if (r < M && c < N) {
-                    __global float *q = pc + r * ldc + c;
-                    *q = beta == 0.0f ? alpha * acc[i][j][e] : alpha * acc[i][j][e] + beta * *q;
+                    __global ctype *q = pc + r * ldc + c;
+                    const float x = alpha * acc[i][j][e];
+                    *q = C_ROUND(beta == 0.0f ? x : x + beta * C_LOAD(q));
                 }
             }
 }
@@ -982,7 +1022,7 @@ inline void h_slice_product(float acc[MI][NI][4], __local const ushort *as,
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void tc_gemm_h(const int M, const int N, const int K, const float alpha, const float beta,
                __global const ushort *A, const int a_off, const int lda, __global const ushort *B,
-               const int b_off, const int ldb, __global float *C, const int c_off, const int ldc)
+               const int b_off, const int ldb, __global ctype *C, const int c_off, const int ldc)
 {
     __local ushort As[STAGES][H_TILE(A_KC, BM)] __attribute__((aligned(16)));
     __local ushort Bs[STAGES][H_TILE(B_KC, BN)] __attribute__((aligned(16)));

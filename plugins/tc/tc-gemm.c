@@ -25,8 +25,9 @@ static const kp_param_desc params[] = {
     [TC_C] = {.name = "C",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_INOUT,
-              .dtypes = KP_DT(KP_F32),
-              .doc = "[M, N], updated in place; row- or column-major"},
+              .dtypes = KP_DT(KP_F32) | KP_DT(KP_F16) | KP_DT(KP_BF16),
+              .doc = "[M, N], updated in place; row- or column-major; f32, or A's dtype when "
+                     "that is f16 or bf16"},
     [TC_ALPHA] = {.name = "alpha",
                   .kind = KP_ARG_KIND_FLOAT,
                   .access = KP_ACCESS_IN,
@@ -281,6 +282,11 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
                              "precision %d (%s)",
                              precision_names[prec], kp_dtype_name(a->dtype), want,
                              precision_names[want]);
+    if (c->dtype != KP_F32 && c->dtype != a->dtype)
+        return tc_host->fail(l, KP_ERR_INVALID_ARG,
+                             "C: dtype %s with A and B %s: C is f32, or the inputs' own 16-bit "
+                             "dtype",
+                             kp_dtype_name(c->dtype), kp_dtype_name(a->dtype));
     int64_t m = c->shape[0], n = c->shape[1], k = a->shape[ta ? 0 : 1];
     if (a->shape[ta ? 1 : 0] != m)
         return tc_host->fail(l, KP_ERR_INVALID_ARG,
@@ -294,7 +300,7 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
                              "with trans_b %d",
                              (long long)k, (long long)n, (long long)b->shape[0],
                              (long long)b->shape[1], tb);
-    int c_trans = 0;
+    int c_trans = 0, cout = c->dtype == KP_F16 ? 1 : c->dtype == KP_BF16 ? 2 : 0;
     tc_operand oa, ob, oc;
     kp_status st = operand(l, call, TC_C, &oc, &c_trans);
     if (st == KP_OK)
@@ -318,7 +324,8 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
                    .b = ob,
                    .c = oc,
                    .precision = (int)prec,
-                   .half = half};
+                   .half = half,
+                   .cout = cout};
     if (c_trans) {
         /* C^T = op(B)^T op(A)^T, in row-major terms. */
         *p = (tc_plan){.m = n,
@@ -330,7 +337,8 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
                        .b = oa,
                        .c = oc,
                        .precision = (int)prec,
-                       .half = half};
+                       .half = half,
+                       .cout = cout};
     }
     return KP_OK;
 }
@@ -487,9 +495,9 @@ static kp_status tc_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, i
 {
     char options[224];
     snprintf(options, sizeof options,
-             "-D TC_PTX=1 -D HALF=%d -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BM=%d -D BN=%d "
-             "-D BK=%d -D WM=%d -D WN=%d -D STAGES=%d",
-             p->half, p->ta, p->tb, p->precision, vec, (int)t->bm, (int)t->bn, (int)t->bk,
+             "-D TC_PTX=1 -D HALF=%d -D COUT=%d -D TA=%d -D TB=%d -D PREC=%d -D VEC=%d -D BM=%d "
+             "-D BN=%d -D BK=%d -D WM=%d -D WN=%d -D STAGES=%d",
+             p->half, p->cout, p->ta, p->tb, p->precision, vec, (int)t->bm, (int)t->bn, (int)t->bk,
              (int)t->wm, (int)t->wn, vec || p->half ? (int)t->stages : 0);
     return tc_host->cl_kernel(l, p->half ? "tc_gemm_h" : "tc_gemm", options, k);
 }

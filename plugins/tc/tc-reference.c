@@ -45,7 +45,8 @@ kp_status tc_gemm_reference(const kp_call *call, kp_launch *l)
     int prec = (int)call->args[TC_PRECISION].i;
     int64_t m = c->shape[0], n = c->shape[1], k = a->shape[ta ? 0 : 1];
     double alpha = call->args[TC_ALPHA].f, beta = call->args[TC_BETA].f;
-    float *pc = KP_HOST_PTR(call, TC_C, float);
+    /* C is f32, or f16/bf16 rounded once from the FP64 sum. */
+    void *pc = call->args[TC_C].host;
     /* op(A) row-major and op(B) column-major, each rounded once. */
     double *ra = malloc((size_t)(m * k + 1) * sizeof *ra),
            *rb = malloc((size_t)(k * n + 1) * sizeof *rb);
@@ -64,8 +65,15 @@ kp_status tc_gemm_reference(const kp_call *call, kp_launch *l)
             double sum = 0;
             for (int64_t p = 0; p < k; p++)
                 sum += ra[i * k + p] * rb[j * k + p];
-            float *out = &pc[i * c->strides[0] + j * c->strides[1]];
-            *out = (float)(beta == 0.0 ? alpha * sum : alpha * sum + beta * *out);
+            int64_t e = i * c->strides[0] + j * c->strides[1];
+            double v =
+                beta == 0.0 ? alpha * sum : alpha * sum + beta * element(call, TC_C, 0, i, j);
+            if (c->dtype == KP_F16)
+                ((uint16_t *)pc)[c->offset + e] = kp_half_from_float((float)v);
+            else if (c->dtype == KP_BF16)
+                ((uint16_t *)pc)[c->offset + e] = kp_bf16_from_float((float)v);
+            else
+                ((float *)pc)[c->offset + e] = (float)v;
         }
     free(ra), free(rb);
     return KP_OK;
@@ -100,6 +108,15 @@ void tc_gemm_tolerance(const kp_call *call, double *atol, double *rtol)
     double beta = call->args[TC_BETA].f;
     *atol = cf * ((gamma + u + split) * s + (beta != 0.0 ? u * (max_c + s) : 0.0));
     *rtol = cf * u;
+    /* A 16-bit C: device and reference each round their result once (half an ulp of C's
+     * precision, relative, or half the smallest subnormal), so they may sit an ulp apart. */
+    int32_t cd = call->args[TC_C].tensor.dtype;
+    if (cd == KP_F16) {
+        *rtol = cf * 0x1p-11;
+        *atol += cf * 0x1p-25;
+    } else if (cd == KP_BF16) {
+        *rtol = cf * 0x1p-8;
+    }
 }
 
 void tc_gemm_cost(const kp_call *call, kp_cost *out)
@@ -109,24 +126,27 @@ void tc_gemm_cost(const kp_call *call, kp_cost *out)
     double m = (double)c->shape[0], n = (double)c->shape[1], k = (double)a->shape[ta ? 0 : 1];
     out->flops = 2 * m * n * k;
     double in = call->args[TC_A].tensor.dtype == KP_F32 ? 4 : 2;
-    out->bytes = in * (m * k + k * n) + 4 * (call->args[TC_BETA].f != 0.0 ? 2 : 1) * m * n;
+    double out_size = call->args[TC_C].tensor.dtype == KP_F32 ? 4 : 2;
+    out->bytes = in * (m * k + k * n) + out_size * (call->args[TC_BETA].f != 0.0 ? 2 : 1) * m * n;
 }
 
 /* ---- samples -------------------------------------------------------------------------------- */
 
+/* 16-bit C on the shapes that reach every path of the epilogue: edges, transposes, strided
+ * views (odd offsets), a column-major C. */
+#define OUTPUTS16(shape) shape "-halfc", shape "-bfloatc"
 #define PRECISIONS(shape)                                                                          \
     shape "-tf32", shape "-tf32x3", shape "-f16", shape "-bf16", shape "-half", shape "-bfloat"
-const char *const tc_verify_sizes[] = {PRECISIONS("one"),      PRECISIONS("prime"),
-                                       PRECISIONS("edges"),    PRECISIONS("edges4"),
-                                       PRECISIONS("edges8"),   PRECISIONS("trans8"),
-                                       PRECISIONS("transb4"),  PRECISIONS("mid4"),
-                                       PRECISIONS("trans"),    PRECISIONS("views"),
-                                       PRECISIONS("colmajor"), PRECISIONS("small"),
-                                       PRECISIONS("large"),    NULL};
+const char *const tc_verify_sizes[] = {
+    PRECISIONS("one"),    PRECISIONS("prime"),   PRECISIONS("edges"),    PRECISIONS("edges4"),
+    PRECISIONS("edges8"), PRECISIONS("trans8"),  PRECISIONS("transb4"),  PRECISIONS("mid4"),
+    PRECISIONS("trans"),  PRECISIONS("views"),   PRECISIONS("colmajor"), PRECISIONS("small"),
+    PRECISIONS("large"),  OUTPUTS16("one"),      OUTPUTS16("edges8"),    OUTPUTS16("trans"),
+    OUTPUTS16("views"),   OUTPUTS16("colmajor"), OUTPUTS16("large"),     NULL};
 const char *const tc_bench_sizes[] = {"4096-tf32",   "1024-tf32",   "2048-tf32",   "8192-tf32",
                                       "4096-tf32x3", "4096-f16",    "4096-bf16",   "4096-half",
-                                      "8192-half",   "4096-bfloat", "8192-bfloat", "gru-tf32",
-                                      "skinny-tf32", NULL};
+                                      "8192-half",   "4096-bfloat", "8192-bfloat", "8192-halfc",
+                                      "gru-tf32",    "skinny-tf32", NULL};
 
 static kp_status strided(kp_sample *s, const char *name, kp_dtype dt, const int64_t *shape,
                          const int64_t *strides, int64_t offset)
@@ -159,14 +179,14 @@ static kp_status scalars(kp_sample *s, double alpha, double beta, int ta, int tb
 }
 
 /* Row-major A [m, k] (or [k, m] with ta), B [k, n] (or [n, k] with tb), C [m, n]. */
-static kp_status plain(kp_sample *s, kp_dtype dt, int64_t m, int64_t n, int64_t k, int ta, int tb,
-                       double alpha, double beta, int prec)
+static kp_status plain(kp_sample *s, kp_dtype dt, kp_dtype ct, int64_t m, int64_t n, int64_t k,
+                       int ta, int tb, double alpha, double beta, int prec)
 {
     kp_status st = ta ? dense(s, "A", dt, k, m) : dense(s, "A", dt, m, k);
     if (st == KP_OK)
         st = tb ? dense(s, "B", dt, n, k) : dense(s, "B", dt, k, n);
     if (st == KP_OK)
-        st = dense(s, "C", KP_F32, m, n);
+        st = dense(s, "C", ct, m, n);
     return st == KP_OK ? scalars(s, alpha, beta, ta, tb, prec) : st;
 }
 
@@ -185,6 +205,12 @@ kp_status tc_gemm_sample(kp_sample *s, const char *size)
         prec = KP_TC_F16, dt = KP_F16;
     if (dash && strcmp(dash + 1, "bfloat") == 0)
         prec = KP_TC_BF16, dt = KP_BF16;
+    /* "halfc" and "bfloatc": the same with C in the inputs' dtype. */
+    kp_dtype ct = KP_F32;
+    if (dash && strcmp(dash + 1, "halfc") == 0)
+        prec = KP_TC_F16, dt = ct = KP_F16;
+    if (dash && strcmp(dash + 1, "bfloatc") == 0)
+        prec = KP_TC_BF16, dt = ct = KP_BF16;
     if (prec < 0)
         return KP_ERR_NOT_FOUND;
     size_t len = (size_t)(dash - size);
@@ -196,28 +222,28 @@ kp_status tc_gemm_sample(kp_sample *s, const char *size)
     long long n;
     kp_status st;
     if (strcmp(shape, "one") == 0)
-        return plain(s, dt, 1, 1, 1, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 1, 1, 1, 0, 0, 1.0, 0.0, prec);
     if (strcmp(shape, "prime") == 0)
-        return plain(s, dt, 31, 37, 41, 0, 0, -1.25, 0.5, prec);
+        return plain(s, dt, ct, 31, 37, 41, 0, 0, -1.25, 0.5, prec);
     /* Every edge of the default 128 x 128 x 16 tiles: partial tiles in M, N and K at once. */
     if (strcmp(shape, "edges") == 0)
-        return plain(s, dt, 131, 259, 67, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 131, 259, 67, 0, 0, 1.0, 0.0, prec);
     /* The same with row pitches of whole float4 groups, which the cp.async and wgmma paths need:
      * partial tiles and a partial last slice. */
     if (strcmp(shape, "edges4") == 0)
-        return plain(s, dt, 131, 260, 68, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 131, 260, 68, 0, 0, 1.0, 0.0, prec);
     /* Pitches of whole 16-byte groups for 16-bit tensors too (cp.async in tc_gemm_h), with
      * partial tiles and a partial last slice; then the same with both operands transposed. */
     if (strcmp(shape, "edges8") == 0)
-        return plain(s, dt, 131, 264, 72, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 131, 264, 72, 0, 0, 1.0, 0.0, prec);
     if (strcmp(shape, "trans8") == 0)
-        return plain(s, dt, 104, 136, 152, 1, 1, -0.5, 0.25, prec);
+        return plain(s, dt, ct, 104, 136, 152, 1, 1, -0.5, 0.25, prec);
     if (strcmp(shape, "transb4") == 0)
-        return plain(s, dt, 67, 132, 44, 0, 1, -1.0, 0.5, prec);
+        return plain(s, dt, ct, 67, 132, 44, 0, 1, -1.0, 0.5, prec);
     if (strcmp(shape, "mid4") == 0)
-        return plain(s, dt, 517, 772, 260, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 517, 772, 260, 0, 0, 1.0, 0.0, prec);
     if (strcmp(shape, "trans") == 0)
-        return plain(s, dt, 97, 133, 149, 1, 1, 0.5, -1.0, prec);
+        return plain(s, dt, ct, 97, 133, 149, 1, 1, 0.5, -1.0, prec);
     if (strcmp(shape, "views") == 0) {
         /* A [53, 37] with ld 41 at offset 3 (no float4 loads), B^T stored [29, 37] with ld 40 at
          * offset 1, C [53, 29] with ld 32 at offset 2. */
@@ -225,7 +251,7 @@ kp_status tc_gemm_sample(kp_sample *s, const char *size)
         if (st == KP_OK)
             st = strided(s, "B", dt, (const int64_t[]){29, 37}, (const int64_t[]){40, 1}, 1);
         if (st == KP_OK)
-            st = strided(s, "C", KP_F32, (const int64_t[]){53, 29}, (const int64_t[]){32, 1}, 2);
+            st = strided(s, "C", ct, (const int64_t[]){53, 29}, (const int64_t[]){32, 1}, 2);
         return st == KP_OK ? scalars(s, 0.75, 1.5, 0, 1, prec) : st;
     }
     if (strcmp(shape, "colmajor") == 0) {
@@ -235,21 +261,21 @@ kp_status tc_gemm_sample(kp_sample *s, const char *size)
         if (st == KP_OK)
             st = dense(s, "B", dt, 70, 38);
         if (st == KP_OK)
-            st = strided(s, "C", KP_F32, (const int64_t[]){45, 38}, (const int64_t[]){1, 48}, 0);
+            st = strided(s, "C", ct, (const int64_t[]){45, 38}, (const int64_t[]){1, 48}, 0);
         return st == KP_OK ? scalars(s, 1.0, 0.25, 0, 0, prec) : st;
     }
     if (strcmp(shape, "small") == 0)
-        return plain(s, dt, 256, 384, 320, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 256, 384, 320, 0, 0, 1.0, 0.0, prec);
     /* Enough work-groups that SMALL keeps the tuned tiles (9 x 17 of 128 x 128), edges in all
      * three dimensions. */
     if (strcmp(shape, "large") == 0)
-        return plain(s, dt, 1031, 2053, 1019, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 1031, 2053, 1019, 0, 0, 1.0, 0.0, prec);
     /* The GRU's input projection and recurrent GEMMs of issue #8. */
     if (strcmp(shape, "gru") == 0)
-        return plain(s, dt, 1024, 3072, 1024, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 1024, 3072, 1024, 0, 0, 1.0, 0.0, prec);
     if (strcmp(shape, "skinny") == 0)
-        return plain(s, dt, 64, 768, 256, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, 64, 768, 256, 0, 0, 1.0, 0.0, prec);
     if (sscanf(shape, "%lld", &n) == 1 && n > 0 && n <= 16384)
-        return plain(s, dt, n, n, n, 0, 0, 1.0, 0.0, prec);
+        return plain(s, dt, ct, n, n, n, 0, 0, 1.0, 0.0, prec);
     return KP_ERR_NOT_FOUND;
 }

@@ -49,6 +49,7 @@ typedef struct tc_plan {
     tc_operand a, b, c;
     int precision;
     int half; /* A and B are 16-bit tensors, f16 or bf16 as precision says (tc_gemm_h) */
+    int cout; /* C's dtype: 0 f32, 1 f16, 2 bf16 (16-bit only with half) */
 } tc_plan;
 
 /* ---- tc-gemm.c ------------------------------------------------------------------------------ */

@@ -138,6 +138,13 @@ static void test_bad_arguments(void **state)
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_UNSUPPORTED);
     half[0] = KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F16, 2, 3));
     half[1] = KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F16, 3, 2));
+    /* C: f32, or the inputs' own 16-bit dtype. */
+    half[3] = KP_ARG_INT("precision", KP_TC_F16);
+    half[2] = KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_BF16, 2, 2));
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_INVALID_ARG);
+    assert_non_null(strstr(kp_last_error(rt), "C: dtype bf16 with A and B f16"));
+    half[2] = KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F16, 2, 2));
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_UNSUPPORTED);
     /* Valid at last: the device test speaks. */
     half[3] = KP_ARG_INT("precision", KP_TC_F16);
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), half, 4, NULL), KP_ERR_UNSUPPORTED);
@@ -179,6 +186,28 @@ static void test_reference_rounding(void **state)
                      (double)cases[i].x, (double)c[0], cases[i].want);
         free(c);
     }
+    /* A 16-bit C is rounded once from the exact sum: (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20 in f16 is
+     * 1 + 2^-9, and with beta 1 over C = 2^-11 the sum 1 + 2^-9 + 2^-11 + 2^-20 rounds up to
+     * 1 + 2^-9 + 2^-10 (just above the tie that rounding the product first would leave, which
+     * goes to even: 1 + 2^-9). */
+    kp_buffer *b;
+    assert_int_equal(kp_buffer_create(rt, 8, &b), KP_OK);
+    uint16_t h[3] = {kp_half_from_float(1.0f + 0x1p-10f), kp_half_from_float(1.0f + 0x1p-10f),
+                     kp_half_from_float(0x1p-11f)};
+    assert_int_equal(kp_buffer_write(rt, b, 0, sizeof h, h), KP_OK);
+    kp_tensor x = kp_tensor_2d(b, KP_F16, 1, 1), y = x, z = x;
+    y.offset = 1;
+    z.offset = 2;
+    kp_arg args[] = {KP_ARG_TENSOR("A", x), KP_ARG_TENSOR("B", y), KP_ARG_TENSOR("C", z),
+                     KP_ARG_INT("precision", KP_TC_F16), KP_ARG_FLOAT("beta", 1.0)};
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), args, 5, NULL), KP_OK);
+    assert_int_equal(kp_buffer_read(rt, b, 0, sizeof h, h), KP_OK);
+    assert_float_equal(kp_half_to_float(h[2]), 1.0f + 0x1p-9f + 0x1p-10f, 0);
+    args[4] = KP_ARG_FLOAT("beta", 0.0);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), args, 5, NULL), KP_OK);
+    assert_int_equal(kp_buffer_read(rt, b, 0, sizeof h, h), KP_OK);
+    assert_float_equal(kp_half_to_float(h[2]), 1.0f + 0x1p-9f, 0);
+    kp_buffer_destroy(rt, b);
     kp_runtime_destroy(rt);
 }
 
