@@ -88,6 +88,33 @@ static double relative_error(kpb *b, problem *p)
     return top > 0 ? err / top : err;
 }
 
+/* One row: tc.gemm timed on args (A and B of in_size bytes per value), its error against FP64. A
+ * device without tensor cores gets a note instead, and the status says so. */
+static kp_status time_row(kpb *b, kp_kernel *tc, const kp_arg *args, problem *p, char *name,
+                          char *ours, double in_size, double peer_s, double peer_err)
+{
+    kpb_row row = {.case_name = name,
+                   .ours = ours,
+                   .peer = peer_s > 0 ? "CLBlast FP32 (blas.gemm, same device)" : NULL,
+                   .peer_s = peer_s,
+                   .flops = 2.0 * (double)p->m * (double)p->n * (double)p->k,
+                   .bytes =
+                       in_size * (double)(p->m * p->k + p->k * p->n) + 4.0 * (double)(p->m * p->n)};
+    row.status = kpb_time_kernel(b, tc, args, 4, &row.ours_s, &row.ours_p10, &row.ours_p90);
+    if (row.status == KP_ERR_UNSUPPORTED) {
+        kpb_note(b, "%s: %s", name, kp_last_error(b->rt));
+        return row.status;
+    }
+    if (row.status == KP_OK)
+        kpb_row_metric(&row, "rel_err_vs_fp64", relative_error(b, p));
+    else
+        row.note = (char *)kp_last_error(b->rt);
+    if (peer_s > 0)
+        kpb_row_metric(&row, "peer_rel_err_vs_fp64", peer_err);
+    kpb_add(b, &row);
+    return row.status;
+}
+
 /* x as 16-bit values of `dtype` (f16 or bf16) in a new device buffer. */
 static kp_status upload16(kpb *b, const float *x, size_t n, kp_dtype dtype, kp_buffer **out)
 {
@@ -103,7 +130,7 @@ static kp_status upload16(kpb *b, const float *x, size_t n, kp_dtype dtype, kp_b
     return st;
 }
 
-/* tc.gemm on f16 and bf16 tensors (tc_gemm_h), the inputs converted once outside the timing, as
+/* tc.gemm on f16 and bf16 tensors, the inputs converted once outside the timing, as
  * peer-tc.py does for cuBLAS's half-precision GEMMs. */
 static void run_tensors16(kpb *b, kp_kernel *tc, problem *p, char *name, double peer_s,
                           double peer_err)
@@ -117,27 +144,14 @@ static void run_tensors16(kpb *b, kp_kernel *tc, problem *p, char *name, double 
             st = upload16(b, p->b, (size_t)(p->k * p->n), dtypes[i], &db);
         char ours[32];
         snprintf(ours, sizeof ours, "tc.gemm %s tensors", kp_dtype_name(dtypes[i]));
-        kpb_row row = {.case_name = name,
-                       .ours = ours,
-                       .peer = peer_s > 0 ? "CLBlast FP32 (blas.gemm, same device)" : NULL,
-                       .peer_s = peer_s,
-                       .flops = 2.0 * (double)p->m * (double)p->n * (double)p->k,
-                       .bytes =
-                           2.0 * (double)(p->m * p->k + p->k * p->n) + 4.0 * (double)(p->m * p->n)};
         kp_arg args[] = {KP_ARG_TENSOR("A", kp_tensor_2d(da, dtypes[i], p->m, p->k)),
                          KP_ARG_TENSOR("B", kp_tensor_2d(db, dtypes[i], p->k, p->n)),
                          KP_ARG_TENSOR("C", kp_tensor_2d(p->dc, KP_F32, p->m, p->n)),
                          KP_ARG_INT("precision", precs[i])};
-        row.status =
-            st == KP_OK ? kpb_time_kernel(b, tc, args, 4, &row.ours_s, &row.ours_p10, &row.ours_p90)
-                        : st;
-        if (row.status == KP_OK)
-            kpb_row_metric(&row, "rel_err_vs_fp64", relative_error(b, p));
+        if (st == KP_OK)
+            time_row(b, tc, args, p, name, ours, 2.0, peer_s, peer_err);
         else
-            row.note = (char *)kp_last_error(b->rt);
-        if (peer_s > 0)
-            kpb_row_metric(&row, "peer_rel_err_vs_fp64", peer_err);
-        kpb_add(b, &row);
+            kpb_note(b, "%s: %s: setup failed (%s)", name, ours, kp_last_error(b->rt));
         kp_buffer_destroy(b->rt, da);
         kp_buffer_destroy(b->rt, db);
     }
@@ -169,24 +183,8 @@ static void run_case(kpb *b, kp_kernel *tc, kp_kernel *gemm, const char *label, 
                          KP_ARG_INT("precision", prec)};
         char ours[32];
         snprintf(ours, sizeof ours, "tc.gemm %s", precision_names[prec]);
-        kpb_row row = {.case_name = name,
-                       .ours = ours,
-                       .peer = peer_s > 0 ? "CLBlast FP32 (blas.gemm, same device)" : NULL,
-                       .peer_s = peer_s,
-                       .flops = 2.0 * (double)m * (double)n * (double)k,
-                       .bytes = 4.0 * (double)(m * k + k * n + m * n)};
-        row.status = kpb_time_kernel(b, tc, args, 4, &row.ours_s, &row.ours_p10, &row.ours_p90);
-        if (row.status == KP_ERR_UNSUPPORTED) {
-            kpb_note(b, "%s: %s", name, kp_last_error(b->rt));
+        if (time_row(b, tc, args, &p, name, ours, 4.0, peer_s, peer_err) == KP_ERR_UNSUPPORTED)
             break;
-        }
-        if (row.status == KP_OK)
-            kpb_row_metric(&row, "rel_err_vs_fp64", relative_error(b, &p));
-        else
-            row.note = (char *)kp_last_error(b->rt);
-        if (peer_s > 0)
-            kpb_row_metric(&row, "peer_rel_err_vs_fp64", peer_err);
-        kpb_add(b, &row);
         if (prec == KP_TC_BF16)
             run_tensors16(b, tc, &p, name, peer_s, peer_err);
     }

@@ -82,12 +82,12 @@
 #ifndef HALF
 #define HALF 0
 #endif
-/* C's dtype (tc_gemm_h only): 0 f32, 1 f16, 2 bf16. */
+/* C's dtype (HALF only): 0 f32, 1 f16, 2 bf16. */
 #ifndef COUT
 #define COUT 0
 #endif
 #if COUT && !HALF
-#error "a 16-bit C comes only with 16-bit tensors (tc_gemm_h)"
+#error "a 16-bit C comes only with 16-bit tensors (HALF)"
 #endif
 #if STAGES && !VEC && !HALF
 #error "cp.async's ring (STAGES) copies whole float4 groups: it needs VEC"
@@ -566,100 +566,6 @@ inline void store_tile(float acc[MI][NI][4], __global ctype *pc, const int ldc, 
 }
 #endif
 
-#if !WGMMA && !HALF
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void tc_gemm(const int M, const int N, const int K, const float alpha, const float beta,
-             __global const float *A, const int a_off, const int lda, __global const float *B,
-             const int b_off, const int ldb, __global float *C, const int c_off, const int ldc)
-{
-    /* Aligned for the float4 stores and 16-byte copies (each tile's size is a multiple of 4
-     * floats). */
-    __local float As[BUFS][A_FLOATS] __attribute__((aligned(16)));
-    __local float Bs[BUFS][B_FLOATS] __attribute__((aligned(16)));
-    const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
-    const int wm = warp % WARPS_M * WM, wn = warp / WARPS_M * WN;
-    /* A 1-D range (NVIDIA caps a range's second dimension at 65535 work-groups). */
-    const int tiles_n = (N + BN - 1) / BN, tile = get_group_id(0);
-    const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
-    __global const float *pa = A + a_off, *pb = B + b_off;
-    const bool full_mn = m0 + BM <= M && n0 + BN <= N;
-
-    float acc[MI][NI][4];
-#pragma unroll
-    for (int i = 0; i < MI; i++)
-#pragma unroll
-        for (int j = 0; j < NI; j++)
-            acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-
-    const int slices = (K + BK - 1) / BK;
-#if STAGES
-    /* Slices 0 .. STAGES - 2 in flight; a commit per slice, empty or not, keeps copy_wait's
-     * count of groups right. */
-    for (int s = 0; s < STAGES - 1; s++) {
-        copy_slice(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
-        copy_commit();
-    }
-    int cur = 0, next = STAGES - 1;
-    for (int s = 0; s < slices; s++) {
-        copy_wait();
-        /* After it, slice s is everyone's, and no warp still reads the buffer that slice
-         * s + STAGES - 1 goes into (slice s - 1's). */
-        barrier(CLK_LOCAL_MEM_FENCE);
-        copy_slice(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn,
-                   s + STAGES - 1, slices, lid);
-        copy_commit();
-        slice_product(acc, As[cur], Bs[cur], wm, wn, lane);
-        cur = cur + 1 == STAGES ? 0 : cur + 1;
-        next = next + 1 == STAGES ? 0 : next + 1;
-    }
-#else
-    float4 ra[A_GROUPS], rb[B_GROUPS];
-    if (slices > 0) {
-        const bool full = full_mn && BK <= K;
-#pragma unroll
-        for (int i = 0; i < A_GROUPS; i++)
-            ra[i] = load_group(pa, lda, A_KC, 0, BM, M, K, m0, 0, lid + i * WG, full);
-#pragma unroll
-        for (int i = 0; i < B_GROUPS; i++)
-            rb[i] = load_group(pb, ldb, B_KC, BT, BN, N, K, n0, 0, lid + i * WG, full);
-#pragma unroll
-        for (int i = 0; i < A_GROUPS; i++)
-            store_group(As[0], A_KC, 0, BM, lid + i * WG, ra[i]);
-#pragma unroll
-        for (int i = 0; i < B_GROUPS; i++)
-            store_group(Bs[0], B_KC, BT, BN, lid + i * WG, rb[i]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    for (int s = 0; s < slices; s++) {
-        const int cur = s & 1;
-        const bool more = s + 1 < slices;
-        if (more) {
-            const int k0 = (s + 1) * BK;
-            const bool full = full_mn && k0 + BK <= K;
-#pragma unroll
-            for (int i = 0; i < A_GROUPS; i++)
-                ra[i] = load_group(pa, lda, A_KC, 0, BM, M, K, m0, k0, lid + i * WG, full);
-#pragma unroll
-            for (int i = 0; i < B_GROUPS; i++)
-                rb[i] = load_group(pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
-        }
-        slice_product(acc, As[cur], Bs[cur], wm, wn, lane);
-        if (more) {
-#pragma unroll
-            for (int i = 0; i < A_GROUPS; i++)
-                store_group(As[cur ^ 1], A_KC, 0, BM, lid + i * WG, ra[i]);
-#pragma unroll
-            for (int i = 0; i < B_GROUPS; i++)
-                store_group(Bs[cur ^ 1], B_KC, BT, BN, lid + i * WG, rb[i]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-#endif
-
-    store_tile(acc, C + c_off, ldc, M, N, m0 + wm, n0 + wn, lane, alpha, beta);
-}
-#endif
 
 #if WGMMA
 /*
@@ -888,7 +794,7 @@ void tc_gemm_wg(const int M, const int N, const int K, const float alpha, const 
 
 #if HALF
 /*
- * tc_gemm_h: the product of 16-bit tensors (HALF; PREC 2 f16 or 3 bf16), C f32. The tiles hold
+ * HALF: tc_gemm on 16-bit tensors (PREC 2 f16 or 3 bf16; C f32 or, COUT, 16-bit). The tiles hold
  * the operands' own 16-bit values, so a slice costs half the bytes of the f32 kernel's at the
  * same depth, where the copies into local memory are what bounds tc_gemm. A ring of STAGES slices
  * (at least 2), each tile stored along the dimension it runs along in global memory with a pad
@@ -901,7 +807,7 @@ void tc_gemm_wg(const int M, const int N, const int K, const float alpha, const 
 #error "16-bit tensors run in f16 or bf16"
 #endif
 #if STAGES < 2
-#error "tc_gemm_h runs a ring of at least two slices"
+#error "16-bit tensors run a ring of at least two slices"
 #endif
 #define H_TILE(kc, mn) ((kc) ? (mn) * (BK + 8) : BK * ((mn) + 8))
 #define HT(s, kc, mn, r, k) (s)[(kc) ? (r) * (BK + 8) + (k) : (k) * ((mn) + 8) + (r)]
@@ -1019,18 +925,39 @@ inline void h_slice_product(float acc[MI][NI][4], __local const ushort *as,
     }
 }
 
+#endif
+
+#if !WGMMA
+/* The tiles' element type and how slices reach them and the tensor cores: tc_gemm's f32 path, or
+ * HALF's 16-bit one (above). */
+#if HALF
+typedef ushort elem;
+#define A_TILE H_TILE(A_KC, BM)
+#define B_TILE H_TILE(B_KC, BN)
+#define COPY_SLICE h_copy_slice
+#define SLICE_PRODUCT h_slice_product
+#else
+typedef float elem;
+#define A_TILE A_FLOATS
+#define B_TILE B_FLOATS
+#define COPY_SLICE copy_slice
+#define SLICE_PRODUCT slice_product
+#endif
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void tc_gemm_h(const int M, const int N, const int K, const float alpha, const float beta,
-               __global const ushort *A, const int a_off, const int lda, __global const ushort *B,
-               const int b_off, const int ldb, __global ctype *C, const int c_off, const int ldc)
+void tc_gemm(const int M, const int N, const int K, const float alpha, const float beta,
+             __global const elem *A, const int a_off, const int lda, __global const elem *B,
+             const int b_off, const int ldb, __global ctype *C, const int c_off, const int ldc)
 {
-    __local ushort As[STAGES][H_TILE(A_KC, BM)] __attribute__((aligned(16)));
-    __local ushort Bs[STAGES][H_TILE(B_KC, BN)] __attribute__((aligned(16)));
+    /* Aligned for the 16-byte stores and copies (each tile's size is a multiple of 16 bytes). */
+    __local elem As[BUFS][A_TILE] __attribute__((aligned(16)));
+    __local elem Bs[BUFS][B_TILE] __attribute__((aligned(16)));
     const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
     const int wm = warp % WARPS_M * WM, wn = warp / WARPS_M * WN;
+    /* A 1-D range (NVIDIA caps a range's second dimension at 65535 work-groups). */
     const int tiles_n = (N + BN - 1) / BN, tile = get_group_id(0);
     const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
-    __global const ushort *pa = A + a_off, *pb = B + b_off;
+    __global const elem *pa = A + a_off, *pb = B + b_off;
     const bool full_mn = m0 + BM <= M && n0 + BN <= N;
 
     float acc[MI][NI][4];
@@ -1040,24 +967,73 @@ void tc_gemm_h(const int M, const int N, const int K, const float alpha, const f
         for (int j = 0; j < NI; j++)
             acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
-    /* As tc_gemm's ring. Without VEC the stores are the work-items' own, into the buffer that
-     * the barrier has just freed, and the next barrier publishes them. */
     const int slices = (K + BK - 1) / BK;
+#if STAGES
+    /* Slices 0 .. STAGES - 2 in flight; a commit per slice, empty or not, keeps copy_wait's
+     * count of groups right. HALF without VEC stores its groups itself, into the buffer that the
+     * barrier has just freed; the next barrier publishes them. */
     for (int s = 0; s < STAGES - 1; s++) {
-        h_copy_slice(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
+        COPY_SLICE(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
         copy_commit();
     }
     int cur = 0, next = STAGES - 1;
     for (int s = 0; s < slices; s++) {
         copy_wait();
+        /* After it, slice s is everyone's, and no warp still reads the buffer that slice
+         * s + STAGES - 1 goes into (slice s - 1's). */
         barrier(CLK_LOCAL_MEM_FENCE);
-        h_copy_slice(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn,
-                     s + STAGES - 1, slices, lid);
+        COPY_SLICE(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn,
+                   s + STAGES - 1, slices, lid);
         copy_commit();
-        h_slice_product(acc, As[cur], Bs[cur], wm, wn, lane);
+        SLICE_PRODUCT(acc, As[cur], Bs[cur], wm, wn, lane);
         cur = cur + 1 == STAGES ? 0 : cur + 1;
         next = next + 1 == STAGES ? 0 : next + 1;
     }
+#else
+    float4 ra[A_GROUPS], rb[B_GROUPS];
+    if (slices > 0) {
+        const bool full = full_mn && BK <= K;
+#pragma unroll
+        for (int i = 0; i < A_GROUPS; i++)
+            ra[i] = load_group(pa, lda, A_KC, 0, BM, M, K, m0, 0, lid + i * WG, full);
+#pragma unroll
+        for (int i = 0; i < B_GROUPS; i++)
+            rb[i] = load_group(pb, ldb, B_KC, BT, BN, N, K, n0, 0, lid + i * WG, full);
+#pragma unroll
+        for (int i = 0; i < A_GROUPS; i++)
+            store_group(As[0], A_KC, 0, BM, lid + i * WG, ra[i]);
+#pragma unroll
+        for (int i = 0; i < B_GROUPS; i++)
+            store_group(Bs[0], B_KC, BT, BN, lid + i * WG, rb[i]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (int s = 0; s < slices; s++) {
+        const int cur = s & 1;
+        const bool more = s + 1 < slices;
+        if (more) {
+            const int k0 = (s + 1) * BK;
+            const bool full = full_mn && k0 + BK <= K;
+#pragma unroll
+            for (int i = 0; i < A_GROUPS; i++)
+                ra[i] = load_group(pa, lda, A_KC, 0, BM, M, K, m0, k0, lid + i * WG, full);
+#pragma unroll
+            for (int i = 0; i < B_GROUPS; i++)
+                rb[i] = load_group(pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
+        }
+        slice_product(acc, As[cur], Bs[cur], wm, wn, lane);
+        if (more) {
+#pragma unroll
+            for (int i = 0; i < A_GROUPS; i++)
+                store_group(As[cur ^ 1], A_KC, 0, BM, lid + i * WG, ra[i]);
+#pragma unroll
+            for (int i = 0; i < B_GROUPS; i++)
+                store_group(Bs[cur ^ 1], B_KC, BT, BN, lid + i * WG, rb[i]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#endif
+
     store_tile(acc, C + c_off, ldc, M, N, m0 + wm, n0 + wn, lane, alpha, beta);
 }
 #endif

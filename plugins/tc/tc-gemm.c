@@ -181,7 +181,8 @@ static const kp_tunable_desc tunables[] = {
                         .flags = KP_TUNABLE_NO_DEFINE,
                         .doc = "wgmma: slices whose products may still run while the next is "
                                "read (the ring copies WG_STAGES - 1 - WG_LAG ahead)"},
-    /* The H_ tunables shape tc_gemm_h (16-bit tensors) and reach the compiler from tc_program. */
+    /* The H_ tunables shape tc_gemm on 16-bit tensors (HALF) and reach the compiler from
+       tc_program. */
     [TC_TUNE_H_BK] = {.name = "H_BK",
                       .default_value = 32,
                       .allowed = half_depths,
@@ -489,7 +490,7 @@ static kp_status wg_tiles_choose(kp_launch *l, const tc_plan *p, tc_tiles *t)
 /* The program of a plan's variant and tiles; vec: every operand's offset and row pitch are
  * multiples of 4 floats (8 halves). Without vec f32 slices stage through registers (STAGES 0):
  * on the H200 cp.async's 4-byte copies made 1031 x 2053 x 1019 1-9% slower. 16-bit tensors
- * always run tc_gemm_h's ring. */
+ * always run a cp.async ring (tc.cl: HALF). */
 static kp_status tc_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, int vec,
                             kp_clkernel **k)
 {
@@ -499,7 +500,7 @@ static kp_status tc_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, i
              "-D BN=%d -D BK=%d -D WM=%d -D WN=%d -D STAGES=%d",
              p->half, p->cout, p->ta, p->tb, p->precision, vec, (int)t->bm, (int)t->bn, (int)t->bk,
              (int)t->wm, (int)t->wn, vec || p->half ? (int)t->stages : 0);
-    return tc_host->cl_kernel(l, p->half ? "tc_gemm_h" : "tc_gemm", options, k);
+    return tc_host->cl_kernel(l, "tc_gemm", options, k);
 }
 
 static kp_status wg_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, kp_clkernel **k)

@@ -192,7 +192,7 @@ static kp_status plain(kp_sample *s, kp_dtype dt, kp_dtype ct, int64_t m, int64_
 
 kp_status tc_gemm_sample(kp_sample *s, const char *size)
 {
-    /* "half" and "bfloat": f16 or bf16 tensors A and B (tc_gemm_h); the others convert f32
+    /* "half" and "bfloat": f16 or bf16 tensors A and B (tc.cl: HALF); the others convert f32
      * tensors. */
     static const char *const names[] = {"tf32", "tf32x3", "f16", "bf16"};
     const char *dash = strrchr(size, '-');
@@ -232,7 +232,7 @@ kp_status tc_gemm_sample(kp_sample *s, const char *size)
      * partial tiles and a partial last slice. */
     if (strcmp(shape, "edges4") == 0)
         return plain(s, dt, ct, 131, 260, 68, 0, 0, 1.0, 0.0, prec);
-    /* Pitches of whole 16-byte groups for 16-bit tensors too (cp.async in tc_gemm_h), with
+    /* Pitches of whole 16-byte groups for 16-bit tensors too (cp.async with HALF), with
      * partial tiles and a partial last slice; then the same with both operands transposed. */
     if (strcmp(shape, "edges8") == 0)
         return plain(s, dt, ct, 131, 264, 72, 0, 0, 1.0, 0.0, prec);
