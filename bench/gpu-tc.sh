@@ -3,11 +3,12 @@
 # routing when KP_TC_ROUTE=1), bench-tc, a short tune of tc.gemm with bench-tc again on the tuned
 # values, then peer-tc.py (cuBLAS through PyTorch). One tarball and one log land in $OUT.
 #   device run:  carry [".gpu"], command: bash bench/gpu-tc.sh
+# Always: blas.gemm's f16 products (routed through tc.gemm) verified on awkward sizes and timed.
 # Optional: KP_TC_BENCH=0 (skip bench-tc and peer-tc.py),
 # KP_TC_SWEEP="BM,BN,BK,WM,WN,LDSM[,BT[,BK_X3[,STAGES[,v]]]] ..." (tile sets timed at 4096^3 before
 # bench-tc, with ptxas's register and spill counts where a ptxas is found; sets ending in ",v" are
 # also verified), KP_TC_WG_SWEEP="WG_BM,WG_BN,WG_BK,WG_STAGES,WG_LAG[,v] ..." (the same for the
-# wgmma kernel, WGMMA 1, tf32 at 4096^3 and 8192^3), KP_TC_CEILINGS=1 (bench/tc-ceilings.c: the copies and the products timed apart), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
+# wgmma kernel, WGMMA 1, tf32 at 4096^3 and 8192^3), KP_TC_CEILINGS=1 (bench/tc-ceilings.c: the copies and the products timed apart), KP_TC_CLUSTER_PROBE=1 (bench/tc-cluster-probe.c: whether clusters launch), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
 # after the start by which everything is packed, default 560).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +48,16 @@ if [[ -f bench/manifests/tc-route.yaml ]]; then
   $kp --device nvidia --manifest bench/manifests/tc-route.yaml explain blas.gemm |
     tee "$res/explain-blas-routed.txt"
 fi
+
+step "nvidia: blas.gemm in f16 (through tc.gemm with no manifest: FP32 accumulation, f16 C)"
+$kp --device nvidia devices | grep -E '^\*|fp16' | tee "$res/devices.txt"
+$kp --device nvidia explain blas.gemm | grep -E '^ *path' | tee "$res/explain-blas.txt"
+for z in one prime views colmajor vector small 1031x2053x1019:nt 1024x1024x1024:tt; do
+  timeout "$(cap 60)" $kp --device nvidia verify blas.gemm --size "f16-$z" | grep -E '^blas|checks'
+done | tee "$res/verify-blas-f16.txt"
+for z in blas.gemm:f16-4096 blas.gemm:f16-8192 tc.gemm:4096-halfc tc.gemm:8192-halfc; do
+  timeout "$(cap 60)" $kp --device nvidia bench "${z%%:*}" --size "${z#*:}" | grep -E '^(blas|tc)\.'
+done | tee "$res/bench-blas-f16.txt"
 
 if [[ -n "${KP_TC_SWEEP:-}" ]]; then
   step "nvidia: tc.gemm tile sets (BM,BN,BK,WM,WN,LDSM,BT,BK_X3,STAGES) at 4096^3"
@@ -97,6 +108,10 @@ if [[ -n "${KP_TC_WG_SWEEP:-}" ]]; then
   rm -f "$res/wg-sweep.yaml"
 fi
 
+if [[ "${KP_TC_CLUSTER_PROBE:-0}" == 1 ]]; then
+  step "nvidia: tc-cluster-probe"
+  timeout "$(cap 60)" build-gpu/bin/tc-cluster-probe --src . | tee "$res/tc-cluster-probe.txt"
+fi
 if [[ "${KP_TC_CEILINGS:-0}" == 1 ]]; then
   step "nvidia: tc-ceilings"
   timeout "$(cap 120)" build-gpu/bin/tc-ceilings --src . | tee "$res/tc-ceilings.txt"

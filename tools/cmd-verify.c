@@ -48,27 +48,34 @@ static void collect(void *user, const kp_verify_result *result)
     c->r.kernel = c->r.size = c->r.output = NULL;
 }
 
-/* Non-zero when the kernel offers `size` for verification; else fills `why`. */
-static int offers_size(const kp_kernel *k, const char *size, char **why)
+/* Non-zero when the kernel lists `size` among its verification sizes. */
+static int offers_size(const kp_kernel *k, const char *size)
+{
+    const char *const *sizes = kp_kernel_sample_sizes(k, 0);
+    for (size_t i = 0; sizes != NULL && sizes[i] != NULL; i++)
+        if (strcmp(sizes[i], size) == 0)
+            return 1;
+    return 0;
+}
+
+/* "no sample size SIZE (offers: ...)". */
+static char *no_such_size(const kp_kernel *k, const char *size)
 {
     const char *const *sizes = kp_kernel_sample_sizes(k, 0);
     size_t len = 0;
-    for (size_t i = 0; sizes != NULL && sizes[i] != NULL; i++) {
-        if (strcmp(sizes[i], size) == 0)
-            return 1;
+    for (size_t i = 0; sizes != NULL && sizes[i] != NULL; i++)
         len += strlen(sizes[i]) + 2;
-    }
-    char *list = cli_realloc(NULL, len + 1);
+    char *why, *list = cli_realloc(NULL, len + 1);
     list[0] = '\0';
     for (size_t i = 0; sizes != NULL && sizes[i] != NULL; i++) {
         if (i > 0)
             strcat(list, ", ");
         strcat(list, sizes[i]);
     }
-    if (asprintf(why, "no sample size '%s' (offers: %s)", size, list[0] ? list : "none") < 0)
+    if (asprintf(&why, "no sample size '%s' (offers: %s)", size, list[0] ? list : "none") < 0)
         cli_out_of_memory();
     free(list);
-    return 0;
+    return why;
 }
 
 static void run_kernel(kp_runtime *rt, kp_kernel *k, const char *name, const char *size,
@@ -82,12 +89,6 @@ static void run_kernel(kp_runtime *rt, kp_kernel *k, const char *name, const cha
     memset(run, 0, sizeof *run);
     run->name = cli_strdup(name);
     run->first_check = v->n_checks;
-    char *why = NULL;
-    if (size != NULL && !offers_size(k, size, &why)) {
-        run->skipped = 1;
-        run->message = why;
-        return;
-    }
     /* A kernel this device cannot run (tc.gemm without tensor cores) is not a failure of it. */
     if (kp_kernel_supported(rt, k) != KP_OK) {
         run->skipped = run->unsupported = 1;
@@ -95,6 +96,14 @@ static void run_kernel(kp_runtime *rt, kp_kernel *k, const char *name, const cha
         return;
     }
     run->status = kp_kernel_verify(rt, k, size, seed, collect, v);
+    /* A size outside the list runs when the sample function builds it ("MxNxK:nt", "f16-...");
+     * one it does not know is skipped, naming the sizes offered. */
+    if (run->status == KP_ERR_NOT_FOUND && size != NULL && !offers_size(k, size) &&
+        v->n_checks == run->first_check) {
+        run->skipped = 1;
+        run->message = no_such_size(k, size);
+        return;
+    }
     const char *message = run->status == KP_OK ? "" : kp_last_error(rt);
     run->message =
         cli_strdup(run->status == KP_OK || message[0] ? message : kp_status_str(run->status));

@@ -95,12 +95,16 @@ static kp_status check_dtypes(kp_launch *l, const kp_tensor *first, const char *
         kp_dtype_name((kp_dtype)t->dtype), first_name, kp_dtype_name((kp_dtype)first->dtype), all);
 }
 
-/* f16 needs the device's cl_khr_fp16; the host reference emulates it. */
-static kp_status check_precision(kp_launch *l, int32_t dtype)
+kp_status blas_check_f16(kp_launch *l, int32_t dtype, int tc)
 {
     const kp_device_info *d = blas_host->device(l);
     if (dtype != KP_F16 || !d || d->type == KP_DEVICE_HOST || d->fp16)
         return KP_OK;
+    if (tc)
+        return blas_host->fail(l, KP_ERR_UNSUPPORTED,
+                               "f16 needs cl_khr_fp16 (CLBlast's HGEMM) or tensor cores (tc.gemm, "
+                               "NVIDIA sm_80+), and device \"%s\" (%s) has neither",
+                               d->name, d->platform);
     return blas_host->fail(l, KP_ERR_UNSUPPORTED,
                            "f16 needs cl_khr_fp16, which device \"%s\" (%s) does not support",
                            d->name, d->platform);
@@ -166,8 +170,10 @@ kp_status blas_plan_gemm(const kp_call *call, kp_launch *l, int batched, blas_ge
         st = check_dtypes(l, a, "A", b, "B", "A, B and C");
     if (st == KP_OK)
         st = check_dtypes(l, a, "A", c, "C", "A, B and C");
-    if (st == KP_OK)
-        st = check_precision(l, a->dtype);
+    /* blas.gemm's f16 products may run on tensor cores instead: blas_route_gemm, then
+     * gemm_enqueue checks. */
+    if (st == KP_OK && batched)
+        st = blas_check_f16(l, a->dtype, 0);
     if (st != KP_OK)
         return st;
 
@@ -270,7 +276,7 @@ kp_status blas_plan_gemv(const kp_call *call, kp_launch *l, blas_gemv_plan *p)
     if (st == KP_OK)
         st = check_dtypes(l, a, "A", y, "y", "A, x and y");
     if (st == KP_OK)
-        st = check_precision(l, a->dtype);
+        st = blas_check_f16(l, a->dtype, 0);
     if (st != KP_OK)
         return st;
     int trans = (int)call->args[GEMV_TRANS].i;

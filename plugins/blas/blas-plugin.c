@@ -163,6 +163,8 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
     kp_status st = have_plan(call, l) ? KP_OK : blas_plan_gemm(call, l, 0, &p);
     if (st == KP_OK && blas_route_gemm(call, l, &st))
         return st;
+    if (st == KP_OK)
+        st = blas_check_f16(l, p.dtype, 1);
     return st == KP_OK ? blas_run_gemm(call, l, &p, 0) : st;
 }
 
@@ -238,8 +240,8 @@ static void gemv_cost(const kp_call *call, kp_cost *out)
 
 /* A tensor `name` viewed with `shape` and `strides` at `offset` over storage just large enough,
  * filled uniformly in [-1, 1). */
-static kp_status sample_strided(kp_sample *s, const char *name, int32_t rank, const int64_t *shape,
-                                const int64_t *strides, int64_t offset)
+static kp_status sample_strided(kp_sample *s, int32_t dt, const char *name, int32_t rank,
+                                const int64_t *shape, const int64_t *strides, int64_t offset)
 {
     kp_tensor t = {.rank = rank, .offset = offset};
     for (int32_t d = 0; d < rank; d++) {
@@ -247,14 +249,15 @@ static kp_status sample_strided(kp_sample *s, const char *name, int32_t rank, co
         t.strides[d] = strides[d];
     }
     int64_t numel = kp_tensor_extent(&t) + 2; /* a little beyond the view, to see stray writes */
-    kp_status st = blas_host->sample_tensor(s, name, KP_F32, 1, &numel, -1.0, 1.0, NULL);
+    kp_status st = blas_host->sample_tensor(s, name, dt, 1, &numel, -1.0, 1.0, NULL);
     return st == KP_OK ? blas_host->sample_view(s, name, rank, shape, offset, strides) : st;
 }
 
 /* A contiguous row-major tensor. */
-static kp_status sample_dense(kp_sample *s, const char *name, int32_t rank, const int64_t *shape)
+static kp_status sample_dense(kp_sample *s, int32_t dt, const char *name, int32_t rank,
+                              const int64_t *shape)
 {
-    return blas_host->sample_tensor(s, name, KP_F32, rank, shape, -1.0, 1.0, NULL);
+    return blas_host->sample_tensor(s, name, dt, rank, shape, -1.0, 1.0, NULL);
 }
 
 static kp_status sample_scalars(kp_sample *s, double alpha, double beta, int ta, int tb)
@@ -270,57 +273,58 @@ static kp_status sample_scalars(kp_sample *s, double alpha, double beta, int ta,
 }
 
 /* Plain row-major operands: the shapes of the bench sizes and of most verify sizes. */
-static kp_status sample_gemm_dense(kp_sample *s, int64_t m, int64_t n, int64_t k, double alpha,
-                                   double beta)
+static kp_status sample_gemm_dense(kp_sample *s, int32_t dt, int64_t m, int64_t n, int64_t k,
+                                   double alpha, double beta)
 {
-    kp_status st = sample_dense(s, "A", 2, (int64_t[]){m, k});
+    kp_status st = sample_dense(s, dt, "A", 2, (int64_t[]){m, k});
     if (st == KP_OK)
-        st = sample_dense(s, "B", 2, (int64_t[]){k, n});
+        st = sample_dense(s, dt, "B", 2, (int64_t[]){k, n});
     if (st == KP_OK)
-        st = sample_dense(s, "C", 2, (int64_t[]){m, n});
+        st = sample_dense(s, dt, "C", 2, (int64_t[]){m, n});
     return st == KP_OK ? sample_scalars(s, alpha, beta, 0, 0) : st;
 }
 
-static kp_status gemm_sample(kp_sample *s, const char *size)
+static kp_status gemm_sample_of(kp_sample *s, const char *size, int32_t dt)
 {
     long long m, n, k;
     kp_status st;
     if (strcmp(size, "one") == 0)
-        return sample_gemm_dense(s, 1, 1, 1, 1.0, 0.0);
+        return sample_gemm_dense(s, dt, 1, 1, 1, 1.0, 0.0);
     if (strcmp(size, "prime") == 0)
-        return sample_gemm_dense(s, 31, 37, 41, -1.25, 0.5);
+        return sample_gemm_dense(s, dt, 31, 37, 41, -1.25, 0.5);
     if (strcmp(size, "vector") == 0)
-        return sample_gemm_dense(s, 67, 1, 129, 1.0, 0.0);
+        return sample_gemm_dense(s, dt, 67, 1, 129, 1.0, 0.0);
     if (strcmp(size, "small") == 0)
-        return sample_gemm_dense(s, 128, 96, 200, 0.7, -0.3);
+        return sample_gemm_dense(s, dt, 128, 96, 200, 0.7, -0.3);
     if (strcmp(size, "views") == 0) {
         /* A [23, 19] is the transpose of a row-major [19, 23]; B is [29, 19] with ld 24 at offset
          * 3, used as B^T; C [23, 29] has ld 32 at offset 2. */
-        st = sample_strided(s, "A", 2, (int64_t[]){23, 19}, (int64_t[]){1, 23}, 0);
+        st = sample_strided(s, dt, "A", 2, (int64_t[]){23, 19}, (int64_t[]){1, 23}, 0);
         if (st == KP_OK)
-            st = sample_strided(s, "B", 2, (int64_t[]){29, 19}, (int64_t[]){24, 1}, 3);
+            st = sample_strided(s, dt, "B", 2, (int64_t[]){29, 19}, (int64_t[]){24, 1}, 3);
         if (st == KP_OK)
-            st = sample_strided(s, "C", 2, (int64_t[]){23, 29}, (int64_t[]){32, 1}, 2);
+            st = sample_strided(s, dt, "C", 2, (int64_t[]){23, 29}, (int64_t[]){32, 1}, 2);
         return st == KP_OK ? sample_scalars(s, 0.75, 1.5, 0, 1) : st;
     }
     if (strcmp(size, "colmajor") == 0) {
         /* C column-major (CLBlast runs column-major), A row-major [27, 33] used as A^T, B
          * column-major [27, 18] with ld 28. */
-        st = sample_dense(s, "A", 2, (int64_t[]){27, 33});
+        st = sample_dense(s, dt, "A", 2, (int64_t[]){27, 33});
         if (st == KP_OK)
-            st = sample_strided(s, "B", 2, (int64_t[]){27, 18}, (int64_t[]){1, 28}, 0);
+            st = sample_strided(s, dt, "B", 2, (int64_t[]){27, 18}, (int64_t[]){1, 28}, 0);
         if (st == KP_OK)
-            st = sample_strided(s, "C", 2, (int64_t[]){33, 18}, (int64_t[]){1, 35}, 1);
+            st = sample_strided(s, dt, "C", 2, (int64_t[]){33, 18}, (int64_t[]){1, 35}, 1);
         return st == KP_OK ? sample_scalars(s, -0.5, 0.25, 1, 0) : st;
     }
-    if (strcmp(size, "1024") == 0 || strcmp(size, "256") == 0 || strcmp(size, "4096") == 0) {
+    if (strcmp(size, "1024") == 0 || strcmp(size, "256") == 0 || strcmp(size, "4096") == 0 ||
+        strcmp(size, "8192") == 0) {
         long long v = atoll(size);
-        return sample_gemm_dense(s, v, v, v, 1.0, 0.0);
+        return sample_gemm_dense(s, dt, v, v, v, 1.0, 0.0);
     }
     if (strcmp(size, "gru") == 0)
-        return sample_gemm_dense(s, 64, 768, 256, 1.0, 0.0);
+        return sample_gemm_dense(s, dt, 64, 768, 256, 1.0, 0.0);
     if (strcmp(size, "conv") == 0)
-        return sample_gemm_dense(s, 16, 200704, 27, 1.0, 0.0);
+        return sample_gemm_dense(s, dt, 16, 200704, 27, 1.0, 0.0);
     /* "MxNxK", or "MxNxK:nt" and the like: op(A) op(B) with A stored [K, M] for t first, B
      * stored [N, K] for t second (a layer's x W^T is "B x OUT x IN:nt"). */
     int used = 0;
@@ -330,34 +334,44 @@ static kp_status gemm_sample(kp_sample *s, const char *size)
     if (strlen(ops) != 3 || ops[0] != ':' || !strchr("nt", ops[1]) || !strchr("nt", ops[2]))
         return KP_ERR_NOT_FOUND;
     int ta = ops[1] == 't', tb = ops[2] == 't';
-    st = sample_dense(s, "A", 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k});
+    st = sample_dense(s, dt, "A", 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k});
     if (st == KP_OK)
-        st = sample_dense(s, "B", 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n});
+        st = sample_dense(s, dt, "B", 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n});
     if (st == KP_OK)
-        st = sample_dense(s, "C", 2, (int64_t[]){m, n});
+        st = sample_dense(s, dt, "C", 2, (int64_t[]){m, n});
     return st == KP_OK ? sample_scalars(s, 1.0, 0.0, ta, tb) : st;
+}
+
+/* A size's name, or "f16-" and the name for the same operands in f16 (listed nowhere, since
+ * PoCL has no cl_khr_fp16: bench/gpu-tc.sh verifies and times them on tensor cores). */
+static kp_status gemm_sample(kp_sample *s, const char *size)
+{
+    if (strncmp(size, "f16-", 4) == 0)
+        return gemm_sample_of(s, size + 4, KP_F16);
+    return gemm_sample_of(s, size, KP_F32);
 }
 
 static kp_status gemm_batched_sample(kp_sample *s, const char *size)
 {
+    const int32_t dt = KP_F32;
     long long b, m, n, k;
     kp_status st;
     if (strcmp(size, "batch7") == 0) {
         /* One A [13, 17] for all 7 batches (batch stride 0). */
-        st = sample_strided(s, "A", 3, (int64_t[]){7, 13, 17}, (int64_t[]){0, 17, 1}, 0);
+        st = sample_strided(s, dt, "A", 3, (int64_t[]){7, 13, 17}, (int64_t[]){0, 17, 1}, 0);
         if (st == KP_OK)
-            st = sample_dense(s, "B", 3, (int64_t[]){7, 17, 11});
+            st = sample_dense(s, dt, "B", 3, (int64_t[]){7, 17, 11});
         if (st == KP_OK)
-            st = sample_dense(s, "C", 3, (int64_t[]){7, 13, 11});
+            st = sample_dense(s, dt, "C", 3, (int64_t[]){7, 13, 11});
         return st == KP_OK ? sample_scalars(s, 1.0, 0.25, 0, 0) : st;
     }
     if (strcmp(size, "strided") == 0) {
         /* C's batches padded apart and offset, B used transposed. */
-        st = sample_dense(s, "A", 3, (int64_t[]){4, 9, 6});
+        st = sample_dense(s, dt, "A", 3, (int64_t[]){4, 9, 6});
         if (st == KP_OK)
-            st = sample_dense(s, "B", 3, (int64_t[]){4, 14, 6});
+            st = sample_dense(s, dt, "B", 3, (int64_t[]){4, 14, 6});
         if (st == KP_OK)
-            st = sample_strided(s, "C", 3, (int64_t[]){4, 9, 14}, (int64_t[]){140, 14, 1}, 5);
+            st = sample_strided(s, dt, "C", 3, (int64_t[]){4, 9, 14}, (int64_t[]){140, 14, 1}, 5);
         return st == KP_OK ? sample_scalars(s, 0.5, 1.0, 0, 1) : st;
     }
     if (strcmp(size, "batch1") == 0)
@@ -369,37 +383,38 @@ static kp_status gemm_batched_sample(kp_sample *s, const char *size)
     else if (sscanf(size, "%lldx%lldx%lldx%lld", &b, &m, &n, &k) != 4 || b < 0 || m < 0 || n < 0 ||
              k < 0)
         return KP_ERR_NOT_FOUND;
-    st = sample_dense(s, "A", 3, (int64_t[]){b, m, k});
+    st = sample_dense(s, dt, "A", 3, (int64_t[]){b, m, k});
     if (st == KP_OK)
-        st = sample_dense(s, "B", 3, (int64_t[]){b, k, n});
+        st = sample_dense(s, dt, "B", 3, (int64_t[]){b, k, n});
     if (st == KP_OK)
-        st = sample_dense(s, "C", 3, (int64_t[]){b, m, n});
+        st = sample_dense(s, dt, "C", 3, (int64_t[]){b, m, n});
     return st == KP_OK ? sample_scalars(s, 1.5, strcmp(size, "batch1") == 0 ? -0.5 : 0.0, 0, 0)
                        : st;
 }
 
 static kp_status gemv_sample(kp_sample *s, const char *size)
 {
+    const int32_t dt = KP_F32;
     long long m, n;
     kp_status st;
     if (strcmp(size, "n") == 0) {
         /* y = A x with x every 2nd and y every 3rd element. */
-        st = sample_dense(s, "A", 2, (int64_t[]){67, 129});
+        st = sample_dense(s, dt, "A", 2, (int64_t[]){67, 129});
         if (st == KP_OK)
-            st = sample_strided(s, "x", 1, (int64_t[]){129}, (int64_t[]){2}, 1);
+            st = sample_strided(s, dt, "x", 1, (int64_t[]){129}, (int64_t[]){2}, 1);
         if (st == KP_OK)
-            st = sample_strided(s, "y", 1, (int64_t[]){67}, (int64_t[]){3}, 0);
+            st = sample_strided(s, dt, "y", 1, (int64_t[]){67}, (int64_t[]){3}, 0);
         if (st == KP_OK)
             st = blas_host->sample_float(s, "alpha", 0.8);
         return st == KP_OK ? blas_host->sample_float(s, "beta", -0.6) : st;
     }
     if (strcmp(size, "t") == 0) {
         /* y = A^T x with A column-major (ld 55) and both vectors strided. */
-        st = sample_strided(s, "A", 2, (int64_t[]){53, 41}, (int64_t[]){1, 55}, 0);
+        st = sample_strided(s, dt, "A", 2, (int64_t[]){53, 41}, (int64_t[]){1, 55}, 0);
         if (st == KP_OK)
-            st = sample_strided(s, "x", 1, (int64_t[]){53}, (int64_t[]){3}, 0);
+            st = sample_strided(s, dt, "x", 1, (int64_t[]){53}, (int64_t[]){3}, 0);
         if (st == KP_OK)
-            st = sample_strided(s, "y", 1, (int64_t[]){41}, (int64_t[]){2}, 1);
+            st = sample_strided(s, dt, "y", 1, (int64_t[]){41}, (int64_t[]){2}, 1);
         if (st == KP_OK)
             st = blas_host->sample_int(s, "trans", 1);
         return st == KP_OK ? blas_host->sample_float(s, "beta", 1.25) : st;
@@ -414,10 +429,10 @@ static kp_status gemv_sample(kp_sample *s, const char *size)
         m = 768, n = 256;
     else if (sscanf(size, "%lldx%lld", &m, &n) != 2 || m < 0 || n < 0)
         return KP_ERR_NOT_FOUND;
-    st = sample_dense(s, "A", 2, (int64_t[]){m, n});
+    st = sample_dense(s, dt, "A", 2, (int64_t[]){m, n});
     if (st == KP_OK)
-        st = sample_dense(s, "x", 1, (int64_t[]){n});
-    return st == KP_OK ? sample_dense(s, "y", 1, (int64_t[]){m}) : st;
+        st = sample_dense(s, dt, "x", 1, (int64_t[]){n});
+    return st == KP_OK ? sample_dense(s, dt, "y", 1, (int64_t[]){m}) : st;
 }
 
 /* ---- descriptors ------------------------------------------------------------------------- */

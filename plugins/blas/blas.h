@@ -46,11 +46,15 @@ typedef struct blas_gemv_plan {
     int32_t dtype;
 } blas_gemv_plan;
 
-/* Validate a call and fill the plan; report through host->fail naming the argument. */
+/* Validate a call and fill the plan; report through host->fail naming the argument. A plain
+ * (not batched) f16 GEMM's plan leaves the device's f16 support to blas_check_f16. */
 kp_status blas_plan_gemm(const kp_call *call, kp_launch *l, int batched, blas_gemm_plan *plan);
 kp_status blas_plan_gemv(const kp_call *call, kp_launch *l, blas_gemv_plan *plan);
 /* The same product in the other layout: C^T = op(B)^T op(A)^T, over the same memory. */
 void blas_plan_swap(blas_gemm_plan *plan);
+/* KP_ERR_UNSUPPORTED, naming the device, for f16 where CLBlast cannot run it (no cl_khr_fp16);
+ * `tc` adds that tensor cores, too, were missing. */
+kp_status blas_check_f16(kp_launch *l, int32_t dtype, int tc);
 
 /* ---- blas-params.c: CLBlast parameter tables and constraints ------------------------------ */
 
@@ -112,13 +116,14 @@ enum { BLAS_WARM_GEMM, BLAS_WARM_GEMM_BATCHED, BLAS_WARM_GEMV };
 
 /* ---- blas-route.c: blas.gemm through tc.gemm when the manifest asks ------------------------ */
 
-/* When the `precision` tunable asks for tf32, tf32x3, f16 or bf16 and the call is f32, runs it
- * through tc.gemm and returns 1 with its status in *st (or with an error that is not the
- * device's lack of tensor cores); returns 0 when CLBlast's FP32 GEMM must run, warning once
- * per process when a precision was asked for. */
+/* Runs the call through tc.gemm and returns 1 with its status in *st (or with an error that is
+ * not the device's lack of tensor cores) when it is f32 and the `precision` tunable asks for
+ * tf32, tf32x3, f16 or bf16 (otherwise CLBlast's FP32 GEMM runs, with a warning once per process
+ * when a precision was asked for), and whenever it is f16: in f16 with FP32 accumulation, where
+ * CLBlast's HGEMM would need cl_khr_fp16 and compute in f16. Returns 0 when CLBlast must run. */
 int blas_route_gemm(const kp_call *call, kp_launch *l, kp_status *st);
 /* The precision (blas_precisions index) this thread's last blas.gemm launch ran in: 0 for
- * CLBlast's FP32. Read by the tolerance of a verify run. */
+ * CLBlast. Read by the tolerance of a verify run. */
 int blas_routed_precision(void);
 /* For `kernelport explain blas.gemm`: which path a launch takes on this device and why. */
 kp_status blas_gemm_describe(kp_launch *l, char *out, size_t size);

@@ -461,8 +461,13 @@ static void test_f16_unsupported_names_device(void **state)
     args[2].tensor.offset = 8;
     assert_int_equal(kp_kernel_launch(rt, find(rt, "blas.gemm"), args, 3, NULL),
                      KP_ERR_UNSUPPORTED);
+    /* tc.gemm, the other way to run f16, declined too (no tensor cores here). */
     assert_non_null(strstr(kp_last_error(rt), "cl_khr_fp16"));
+    assert_non_null(strstr(kp_last_error(rt), "tc.gemm"));
     assert_non_null(strstr(kp_last_error(rt), dev.name));
+    char path[512];
+    assert_int_equal(kp_kernel_describe(rt, find(rt, "blas.gemm"), path, sizeof path), KP_OK);
+    assert_non_null(strstr(path, "f16: unsupported"));
     kp_buffer_destroy(rt, b);
 }
 
