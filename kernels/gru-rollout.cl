@@ -104,27 +104,34 @@ void max_combine(float *m, int *k, float m2, int k2)
 #if VEC == 1
 typedef float vfloat;
 #define VLOAD(i, p) ((p)[i])
+#define VSTORE(x, i, p) ((p)[i] = (x))
 #define HSUM(x) (x)
 #elif VEC == 2
 typedef float2 vfloat;
 #define VLOAD(i, p) vload2((i), (p))
+#define VSTORE(x, i, p) vstore2((x), (i), (p))
 #define HSUM(x) ((x).s0 + (x).s1)
 #elif VEC == 4
 typedef float4 vfloat;
 #define VLOAD(i, p) vload4((i), (p))
+#define VSTORE(x, i, p) vstore4((x), (i), (p))
 #define HSUM(x) (((x).s0 + (x).s1) + ((x).s2 + (x).s3))
 #elif VEC == 8
 typedef float8 vfloat;
 #define VLOAD(i, p) vload8((i), (p))
+#define VSTORE(x, i, p) vstore8((x), (i), (p))
 #define HSUM(x) ((((x).s0 + (x).s1) + ((x).s2 + (x).s3)) + (((x).s4 + (x).s5) + ((x).s6 + (x).s7)))
 #elif VEC == 16
 typedef float16 vfloat;
 #define VLOAD(i, p) vload16((i), (p))
+#define VSTORE(x, i, p) vstore16((x), (i), (p))
 #define HSUM8(x) ((((x).s0 + (x).s1) + ((x).s2 + (x).s3)) + (((x).s4 + (x).s5) + ((x).s6 + (x).s7)))
 #define HSUM(x) (HSUM8((x).lo) + HSUM8((x).hi))
 #else
 #error "VEC must be 1, 2, 4, 8 or 16"
 #endif
+
+#if WG > 1
 
 /*
  * Half of one pass of y = W v over rows [p, p + WG) of R rows (row stride ld, K columns, the
@@ -520,6 +527,202 @@ void gru_rollout(const ro_args a,
         if (i < H)
             h_T[a.hT_o + e * a.hT_e + b * a.hT_b + i * a.hT_r] = hbuf[i];
 }
+
+#else
+
+/*
+ * WG 1: gru_rollout as one work-item per trajectory (CPUs), under the same name. The steps are plain loops with
+ * no barrier: PoCL runs a work-group as a loop over its work-items between barriers, and the
+ * work-group kernel's ~45 barrier regions a step, each paid per work-item, cost more than its
+ * arithmetic there. A weight row is read VEC floats at a time into four independent sums, the
+ * way a CPU BLAS reads it. Same semantics and the same f32 arithmetic as gru_rollout (in another
+ * order of summation); the vectors live in the trajectory's global scratch (9H + S + max(F,
+ * 1 + S) floats), which stays in cache.
+ */
+
+/* w[0, K) . v[0, K). */
+float row_dot(const __global float *w, const __global float *v, const int K)
+{
+    vfloat s0 = (vfloat)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    int c = 0;
+    for (; c + 4 * VEC <= K; c += 4 * VEC) {
+        s0 = fma(VLOAD(0, w + c), VLOAD(0, v + c), s0);
+        s1 = fma(VLOAD(0, w + c + VEC), VLOAD(0, v + c + VEC), s1);
+        s2 = fma(VLOAD(0, w + c + 2 * VEC), VLOAD(0, v + c + 2 * VEC), s2);
+        s3 = fma(VLOAD(0, w + c + 3 * VEC), VLOAD(0, v + c + 3 * VEC), s3);
+    }
+    for (; c + VEC <= K; c += VEC)
+        s0 = fma(VLOAD(0, w + c), VLOAD(0, v + c), s0);
+    float s = HSUM((s0 + s1) + (s2 + s3));
+    for (; c < K; c++)
+        s = fma(w[c], v[c], s);
+    return s;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gru_rollout(const ro_args a,
+                 __global const float *w_ih, __global const float *w_hh,
+                 __global const float *b_ih, __global const float *b_hh,
+                 __global const float *w_p, __global const float *b_p,
+                 __global const float *w_y, __global const float *b_y,
+                 __global const float *f, __global const float *y0,
+                 __global const float *z0, __global const float *h0,
+                 __global float *y, __global float *h_T,
+                 __global float *ent, __global float *hnorm,
+                 __global float *scratch)
+{
+    const int traj = get_group_id(0), e = traj / a.B, b = traj % a.B;
+    const int H = a.H, S = a.S, F = a.F, G = 3 * H, V = max(F, 1 + S);
+    const __global float *Wih = w_ih + a.wih_o + e * a.wih_e;
+    const __global float *Whh = w_hh + a.whh_o + e * a.whh_e;
+    const __global float *Bih = b_ih + a.bih_o + e * a.bih_e;
+    const __global float *Bhh = b_hh + a.bhh_o + e * a.bhh_e;
+    const __global float *Wp = w_p + a.wp_o + e * a.wp_e;
+    const __global float *Bp = b_p + a.bp_o + e * a.bp_e;
+    const __global float *Wy = w_y + a.wy_o + e * a.wy_e;
+    const float by = b_y[a.by_o + e * a.by_e];
+    __global float *h = scratch + traj * (9 * H + S + V); /* [H] h_{t-1}, then h_t */
+    __global float *cf = h + H;   /* [3H] W_ih[:, :F] f + b_ih, fixed over t */
+    __global float *g = cf + G;   /* [3H] r and z pre-activations, then W_hn (.) + b_hn */
+    __global float *gin = g + G;  /* [H] the input side of n */
+    __global float *rh = gin + H; /* [H] r (.) h_{t-1}, for linear_before_reset = 0 */
+    __global float *lg = rh + H;  /* [S] logits, then exp(logit - max) */
+    __global float *vin = lg + S; /* [V] f, then x's dynamic part [y; z] */
+
+    const __global float *fp = f + a.f_o + e * a.f_e + b * a.f_b;
+    for (int i = 0; i < F; i++)
+        vin[i] = fp[i * a.f_r];
+    for (int u = 0; u < H; u++)
+        h[u] = h0[a.h0_o + e * a.h0_e + b * a.h0_b + u * a.h0_r];
+    for (int j = 0; j < G; j++)
+        cf[j] = row_dot(Wih + j * a.wih_r, vin, F) + (a.has_bih ? Bih[j * a.bih_r] : 0.0f);
+    float yprev = y0[a.y0_o + b * a.y0_b];
+    vin[0] = yprev;
+    for (int s = 0; s < S; s++)
+        vin[1 + s] = z0[a.z0_o + e * a.z0_e + b * a.z0_b + s * a.z0_r];
+
+    int k = 0; /* z_{t-1}'s category when one-hot */
+    for (int t = 0; t < a.T; t++) {
+        const int dense = a.mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
+        for (int j = 0; j < G; j++) {
+            const __global float *wj = Wih + j * a.wih_r + F;
+            const float x =
+                cf[j] + (dense ? row_dot(wj, vin, 1 + S) : wj[0] * yprev + (S ? wj[1 + k] : 0.0f));
+            const float bh = a.has_bhh ? Bhh[j * a.bhh_r] : 0.0f;
+            /* Rows 2H.. multiply r (.) h when linear_before_reset = 0: below. */
+            const float sh = a.lbr || j < 2 * H ? row_dot(Whh + j * a.whh_r, h, H) + bh : bh;
+            if (j < 2 * H) {
+                g[j] = sh + x;
+            } else {
+                g[j] = sh;
+                gin[j - 2 * H] = x;
+            }
+        }
+        if (!a.lbr) {
+            for (int u = 0; u < H; u++)
+                rh[u] = ro_sigmoid(g[u]) * h[u];
+            for (int u = 0; u < H; u++)
+                g[2 * H + u] += row_dot(Whh + (2 * H + u) * a.whh_r, rh, H);
+        }
+        /* Gates and h_t, in place (each unit reads only its own h_{t-1}), VEC units at a time:
+         * the vector exp and tanh, where the scalar ones took a third of the time on PoCL. */
+        vfloat hv2 = (vfloat)(0.0f);
+        int u = 0;
+        for (; u + VEC <= H; u += VEC) {
+            const vfloat r = 1.0f / (1.0f + exp(-VLOAD(0, g + u)));
+            const vfloat z = 1.0f / (1.0f + exp(-VLOAD(0, g + H + u)));
+            const vfloat gn = VLOAD(0, g + 2 * H + u);
+            const vfloat n = tanh(VLOAD(0, gin + u) + (a.lbr ? r * gn : gn));
+            const vfloat hu = fma(z, VLOAD(0, h + u) - n, n); /* (1 - z) n + z h */
+            VSTORE(hu, 0, h + u);
+            hv2 = fma(hu, hu, hv2);
+        }
+        float hn2 = HSUM(hv2), entropy = 0.0f;
+        for (; u < H; u++) {
+            const float r = ro_sigmoid(g[u]), z = ro_sigmoid(g[H + u]);
+            const float n = tanh(gin[u] + (a.lbr ? r * g[2 * H + u] : g[2 * H + u]));
+            const float hu = fma(z, h[u] - n, n);
+            h[u] = hu;
+            hn2 = fma(hu, hu, hn2);
+        }
+        float yt = by;
+        if (a.wy_r == 1) {
+            yt += row_dot(Wy, h, H);
+        } else {
+            for (int i = 0; i < H; i++)
+                yt = fma(Wy[i * a.wy_r], h[i], yt);
+        }
+        if (S) {
+            float M = -INFINITY;
+            int A = S;
+            for (int s = 0; s < S; s++) {
+                lg[s] = row_dot(Wp + s * a.wp_r, h, H) + Bp[s * a.bp_r];
+                max_combine(&M, &A, lg[s], s);
+            }
+            A = clamp(A, 0, S - 1); /* NaN logits leave no maximum */
+            vfloat vt = (vfloat)(0.0f), vl = vt;
+            int s = 0;
+            for (; s + VEC <= S; s += VEC) {
+                const vfloat d = VLOAD(0, lg + s) - M, x = exp(d);
+                VSTORE(x, 0, lg + s);
+                vt += x;
+                vl = fma(x, d, vl);
+            }
+            float total = HSUM(vt), tl = HSUM(vl);
+            for (; s < S; s++) {
+                const float d = lg[s] - M, x = exp(d);
+                lg[s] = x;
+                total += x;
+                tl = fma(x, d, tl);
+            }
+            entropy = log(total) - tl / total;
+            if (a.mode == MODE_MEAN) {
+                float tw = 0.0f;
+                if (a.wy_r == 1) {
+                    tw = row_dot(Wy + H, lg, S);
+                } else {
+                    for (int i = 0; i < S; i++)
+                        tw = fma(Wy[(H + i) * a.wy_r], lg[i], tw);
+                }
+                yt += tw / total;
+                for (int s = 0; s < S; s++)
+                    vin[1 + s] = lg[s] / total;
+            } else {
+                k = A;
+                const float target =
+                    a.mode == MODE_SAMPLE ? ro_uniform(a.seed_lo, a.seed_hi, e, b, t) * total
+                                          : total;
+                /* The first category whose CDF passes the target; rounding can leave none, then
+                 * the last likely one; a target rounded up to the total keeps the argmax. */
+                if (target < total) {
+                    float cdf = 0.0f;
+                    int last = 0;
+                    k = -1;
+                    for (int s = 0; s < S && k < 0; s++) {
+                        cdf += lg[s];
+                        if (cdf > target)
+                            k = s;
+                        else if (lg[s] > 0.0f)
+                            last = s;
+                    }
+                    k = k >= 0 ? k : last;
+                }
+                yt += Wy[(H + k) * a.wy_r];
+            }
+        }
+        if (a.has_ent)
+            ent[a.en_o + e * a.en_e + b * a.en_b + t * a.en_t] = entropy;
+        if (a.has_hn)
+            hnorm[a.hn_o + e * a.hn_e + b * a.hn_b + t * a.hn_t] = sqrt(hn2);
+        y[a.y_o + e * a.y_e + b * a.y_b + t * a.y_t] = yt;
+        yprev = yt;
+        vin[0] = yt; /* the next step's dense pass reads it */
+    }
+    for (int u = 0; u < H; u++)
+        h_T[a.hT_o + e * a.hT_e + b * a.hT_b + u * a.hT_r] = h[u];
+}
+
+#endif
 
 #else
 

@@ -56,7 +56,7 @@ const kp_param_desc gru_rollout_params[RO_NPARAMS] = {
 
 /* Tunable indices, in the order of `tunables`. */
 enum { TUNE_WG, TUNE_LANES, TUNE_VEC, TUNE_GRID, TUNE_COUNT };
-static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
+static const int64_t workgroups[] = {1, 32, 64, 128, 256, 512, 1024};
 static const int64_t lanes[] = {0, 1, 2, 4, 8, 16};
 static const int64_t vecs[] = {0, 1, 2, 4, 8, 16};
 static const int64_t switches[] = {0, 1};
@@ -73,7 +73,8 @@ static const kp_tunable_desc tunables[] = {
                  .allowed = workgroups,
                  .n_allowed = sizeof workgroups / sizeof workgroups[0],
                  .flags = KP_TUNABLE_WORKGROUP,
-                 .doc = "work-items per trajectory (one work-group runs one (member, trajectory))"},
+                 .doc = "work-items per trajectory (one work-group runs one (member, trajectory)); "
+                        "1: one work-item runs it in plain loops, without barriers (CPUs)"},
     [TUNE_LANES] = {.name = "LANES",
                     .default_value = 0,
                     .allowed = lanes,
@@ -173,9 +174,15 @@ static uint64_t local_bytes(const ro_dims *d, int64_t wg, int64_t nlanes)
     return (uint64_t)(2 * d->H + d->S + vin + 2 * wg * (nlanes + 1)) * sizeof(float);
 }
 
-/* Floats of global scratch per trajectory: cf, the dense input side and the gate sums (3H
- * each), the input side of n (H). */
-#define SCRATCH_PER_H 10
+/* Floats of global scratch per trajectory: gru_rollout's cf, the dense input side and the gate
+ * sums (3H each) and the input side of n (H); WG 1's h, cf, gate sums, n's input side, r (.) h,
+ * the logits and [f or y; z] (the top of its gru_rollout). */
+static double scratch_floats(const ro_dims *d)
+{
+    double v = d->F > 1 + d->S ? (double)d->F : (double)(1 + d->S);
+    double group = 10.0 * (double)d->H, serial = 9.0 * (double)d->H + (double)d->S + v;
+    return group > serial ? group : serial;
+}
 
 /* The kernel's own __local arrays: the reduction blocks (4 x 32 floats) and the category. */
 #define STATIC_LOCAL_BYTES (4 * 32 * sizeof(float) + sizeof(int))
@@ -290,18 +297,18 @@ kp_status gru_rollout_check_shapes(const kp_call *call, kp_launch *l)
     if (st != KP_OK)
         return st;
 
-    /* The kernel indexes with int: every view, and the scratch of 10H floats per trajectory. */
+    /* The kernel indexes with int: every view, and the scratch of every trajectory. */
     for (int i = 0; i < RO_NPARAMS; i++)
         if (a[i].present && gru_rollout_params[i].kind == KP_ARG_KIND_TENSOR &&
             kp_tensor_extent(&a[i].tensor) > INT_MAX)
             return gru_host->fail(l, KP_ERR_UNSUPPORTED,
                                   "%s: views over 2^31 elements are not supported",
                                   gru_rollout_params[i].name);
-    if ((double)d.E * (double)d.B * SCRATCH_PER_H * (double)d.H > INT_MAX)
+    if ((double)d.E * (double)d.B * scratch_floats(&d) > INT_MAX)
         return gru_host->fail(l, KP_ERR_UNSUPPORTED,
-                              "E * B * 10H = %.0f floats of scratch exceed what int indexing "
-                              "reaches",
-                              (double)d.E * (double)d.B * SCRATCH_PER_H * (double)d.H);
+                              "E * B trajectories of %.0f floats of scratch each exceed what int "
+                              "indexing reaches",
+                              scratch_floats(&d));
     return KP_OK;
 }
 
@@ -313,8 +320,9 @@ static kp_status check(const kp_call *call, kp_launch *l)
     ro_dims d;
     gru_rollout_dims(call, &d);
     const kp_device_info *dev = gru_host->device(l);
-    if (dev && dev->type != KP_DEVICE_HOST && dev->local_mem > 0) {
-        int64_t wg = gru_host->tunable_index(l, TUNE_WG), nl = lanes_of(l);
+    int64_t wg = gru_host->tunable_index(l, TUNE_WG);
+    if (dev && dev->type != KP_DEVICE_HOST && dev->local_mem > 0 && wg > 1) {
+        int64_t nl = lanes_of(l);
         uint64_t need = local_bytes(&d, wg, nl) + STATIC_LOCAL_BYTES;
         if (need > dev->local_mem)
             return gru_host->fail(l, KP_ERR_UNSUPPORTED,
@@ -467,7 +475,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     kp_buffer *scratch = NULL;
     kp_clkernel *k = NULL;
     kp_status st = gru_host->scratch(
-        l, 0, (size_t)(d.E * d.B * SCRATCH_PER_H * d.H) * sizeof(float), &scratch);
+        l, 0, (size_t)((double)(d.E * d.B) * scratch_floats(&d)) * sizeof(float), &scratch);
     if (st == KP_OK)
         st = gru_host->cl_kernel(l, "gru_rollout", options, &k);
     if (st == KP_OK)
@@ -476,7 +484,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
         st = gru_rollout_bind(l, k, 1, call);
     if (st == KP_OK)
         st = gru_host->arg_buffer(l, k, 17, scratch);
-    if (st == KP_OK)
+    if (st == KP_OK && wg > 1)
         st = gru_host->arg_local(l, k, 18, (size_t)local_bytes(&d, (int64_t)wg, nl));
     if (st == KP_OK)
         st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
@@ -537,12 +545,18 @@ static kp_status describe(kp_launch *l, char *out, size_t size)
                  d ? d->compute_units : 0);
         return KP_OK;
     }
-    snprintf(out, size,
-             "gru_rollout (GRID 0%s): one work-group of WG %lld per (member, trajectory), LANES "
-             "%lld, VEC %lld",
-             grid ? ", since GRID 1's gru.rollout_grid does not run on CPUs" : "",
-             (long long)gru_host->tunable_index(l, TUNE_WG), (long long)lanes_of(l),
-             (long long)vec_of(l));
+    int64_t wg = gru_host->tunable_index(l, TUNE_WG);
+    const char *why = grid ? ", since GRID 1's gru.rollout_grid does not run on CPUs" : "";
+    if (wg == 1)
+        snprintf(out, size,
+                 "gru_rollout (GRID 0%s, WG 1): one work-item per (member, trajectory), plain "
+                 "loops without barriers, VEC %lld",
+                 why, (long long)vec_of(l));
+    else
+        snprintf(out, size,
+                 "gru_rollout (GRID 0%s): one work-group of WG %lld per (member, trajectory), "
+                 "LANES %lld, VEC %lld",
+                 why, (long long)wg, (long long)lanes_of(l), (long long)vec_of(l));
     return KP_OK;
 }
 
