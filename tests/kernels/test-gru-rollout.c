@@ -213,12 +213,14 @@ static void report_failure(void *user, const kp_verify_result *r)
 }
 
 /* Every verify size (each mode and variant, H 1, 7, 33, 129, S 0, 5, 300, shared f), with the
- * default tunables and with two other sets: one work-item per row (passes of 32 rows: 3H and S
- * span several passes even at H = 7) and two lanes per row with float2 loads. */
+ * default tunables and with four other sets: one work-item per row (passes of 32 rows: 3H and S
+ * span several passes even at H = 7), two lanes per row with float2 loads, and WG 1's one
+ * work-item per trajectory with float16 and float4 pieces (H and S are not multiples of 4 but
+ * at H 129 and S 300, so the vector loops and their tails both run). */
 static void test_verify_sizes_and_tunables(void **state)
 {
     kp_kernel *k = rollout_kernel(pocl);
-    const int64_t sets[][3] = {{256, 8, 4}, {32, 1, 1}, {64, 2, 2}};
+    const int64_t sets[][3] = {{256, 8, 4}, {32, 1, 1}, {64, 2, 2}, {1, 1, 16}, {1, 1, 4}};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
         assert_int_equal(kp_kernel_tunable_set(pocl, k, "WG", sets[i][0]), KP_OK);
         assert_int_equal(kp_kernel_tunable_set(pocl, k, "LANES", sets[i][1]), KP_OK);
