@@ -65,7 +65,28 @@ void max_combine(float *m, int *k, float m2, int k2)
     }
 }
 
+/* Member e's weights and biases (the kernels' arguments w_ih .. b_y, a the ro_args). */
+#define RO_MEMBER(e)                                                                             \
+    const __global float *Wih = w_ih + a.wih_o + (e) * a.wih_e;                                  \
+    const __global float *Whh = w_hh + a.whh_o + (e) * a.whh_e;                                  \
+    const __global float *Bih = b_ih + a.bih_o + (e) * a.bih_e;                                  \
+    const __global float *Bhh = b_hh + a.bhh_o + (e) * a.bhh_e;                                  \
+    const __global float *Wp = w_p + a.wp_o + (e) * a.wp_e;                                      \
+    const __global float *Bp = b_p + a.bp_o + (e) * a.bp_e;                                      \
+    const __global float *Wy = w_y + a.wy_o + (e) * a.wy_e;                                      \
+    const float by = b_y[a.by_o + (e) * a.by_e]
+
 #ifndef RO_GRID
+
+/* gru_rollout's arguments, in the order gru-rollout.c binds them: both bodies (WG > 1 and WG 1)
+ * take them, the work-group one with its local buffer after. */
+#define RO_PARAMS                                                                                \
+    const ro_args a, __global const float *w_ih, __global const float *w_hh,                    \
+        __global const float *b_ih, __global const float *b_hh, __global const float *w_p,       \
+        __global const float *b_p, __global const float *w_y, __global const float *b_y,        \
+        __global const float *f, __global const float *y0, __global const float *z0,            \
+        __global const float *h0, __global float *y, __global float *h_T, __global float *ent,  \
+        __global float *hnorm, __global float *scratch
 
 /*
  * Design (docs/kernels/gru.md, "gru.rollout", says more):
@@ -214,16 +235,7 @@ ro_sched ro_schedule(int t, int mode, int lbr, int G, int H, int S, int n_rows)
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gru_rollout(const ro_args a,
-                 __global const float *w_ih, __global const float *w_hh,
-                 __global const float *b_ih, __global const float *b_hh,
-                 __global const float *w_p, __global const float *b_p,
-                 __global const float *w_y, __global const float *b_y,
-                 __global const float *f, __global const float *y0,
-                 __global const float *z0, __global const float *h0,
-                 __global float *y, __global float *h_T,
-                 __global float *ent, __global float *hnorm,
-                 __global float *scratch, __local float *lm)
+void gru_rollout(RO_PARAMS, __local float *lm)
 {
     const int lid = get_local_id(0), traj = get_group_id(0);
     const int e = traj / a.B, b = traj % a.B;
@@ -238,14 +250,7 @@ void gru_rollout(const ro_args a,
     __local float blk[4 * NB];
     __local int kcat;
 
-    const __global float *Wih = w_ih + a.wih_o + e * a.wih_e;
-    const __global float *Whh = w_hh + a.whh_o + e * a.whh_e;
-    const __global float *Bih = b_ih + a.bih_o + e * a.bih_e;
-    const __global float *Bhh = b_hh + a.bhh_o + e * a.bhh_e;
-    const __global float *Wp = w_p + a.wp_o + e * a.wp_e;
-    const __global float *Bp = b_p + a.bp_o + e * a.bp_e;
-    const __global float *Wy = w_y + a.wy_o + e * a.wy_e;
-    const float by = b_y[a.by_o + e * a.by_e];
+    RO_MEMBER(e);
     /* Global scratch, 10H floats per trajectory; read back by the work-group that wrote it (after
      * a barrier with a global fence), so mostly from cache. Keeping the gate sums here rather
      * than in local memory leaves room for wider partial-sum buffers at H = 1024. */
@@ -531,13 +536,13 @@ void gru_rollout(const ro_args a,
 #else
 
 /*
- * WG 1: gru_rollout as one work-item per trajectory (CPUs), under the same name. The steps are plain loops with
- * no barrier: PoCL runs a work-group as a loop over its work-items between barriers, and the
- * work-group kernel's ~45 barrier regions a step, each paid per work-item, cost more than its
- * arithmetic there. A weight row is read VEC floats at a time into four independent sums, the
- * way a CPU BLAS reads it. Same semantics and the same f32 arithmetic as gru_rollout (in another
- * order of summation); the vectors live in the trajectory's global scratch (9H + S + max(F,
- * 1 + S) floats), which stays in cache.
+ * WG 1: gru_rollout as one work-item per trajectory (CPUs), under the same name. The steps
+ * are plain loops with no barrier: PoCL runs a work-group as a loop over its work-items between
+ * barriers, and the work-group kernel's ~45 barrier regions a step, each paid per work-item,
+ * cost more than its arithmetic there. A weight row is read VEC floats at a time into four
+ * independent sums, the way a CPU BLAS reads it. Same semantics and the same f32 arithmetic as
+ * the work-group body (in another order of summation); the vectors live in the trajectory's
+ * global scratch (9H + S + max(F, 1 + S) floats), which stays in cache.
  */
 
 /* w[0, K) . v[0, K). */
@@ -560,27 +565,11 @@ float row_dot(const __global float *w, const __global float *v, const int K)
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void gru_rollout(const ro_args a,
-                 __global const float *w_ih, __global const float *w_hh,
-                 __global const float *b_ih, __global const float *b_hh,
-                 __global const float *w_p, __global const float *b_p,
-                 __global const float *w_y, __global const float *b_y,
-                 __global const float *f, __global const float *y0,
-                 __global const float *z0, __global const float *h0,
-                 __global float *y, __global float *h_T,
-                 __global float *ent, __global float *hnorm,
-                 __global float *scratch)
+void gru_rollout(RO_PARAMS)
 {
     const int traj = get_group_id(0), e = traj / a.B, b = traj % a.B;
     const int H = a.H, S = a.S, F = a.F, G = 3 * H, V = max(F, 1 + S);
-    const __global float *Wih = w_ih + a.wih_o + e * a.wih_e;
-    const __global float *Whh = w_hh + a.whh_o + e * a.whh_e;
-    const __global float *Bih = b_ih + a.bih_o + e * a.bih_e;
-    const __global float *Bhh = b_hh + a.bhh_o + e * a.bhh_e;
-    const __global float *Wp = w_p + a.wp_o + e * a.wp_e;
-    const __global float *Bp = b_p + a.bp_o + e * a.bp_e;
-    const __global float *Wy = w_y + a.wy_o + e * a.wy_e;
-    const float by = b_y[a.by_o + e * a.by_e];
+    RO_MEMBER(e);
     __global float *h = scratch + traj * (9 * H + S + V); /* [H] h_{t-1}, then h_t */
     __global float *cf = h + H;   /* [3H] W_ih[:, :F] f + b_ih, fixed over t */
     __global float *g = cf + G;   /* [3H] r and z pre-activations, then W_hn (.) + b_hn */
@@ -935,14 +924,7 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
     __local int kcat;
     __local float mean_y;
 
-    const __global float *Wih = w_ih + a.wih_o + e * a.wih_e;
-    const __global float *Whh = w_hh + a.whh_o + e * a.whh_e;
-    const __global float *Bih = b_ih + a.bih_o + e * a.bih_e;
-    const __global float *Bhh = b_hh + a.bhh_o + e * a.bhh_e;
-    const __global float *Wp = w_p + a.wp_o + e * a.wp_e;
-    const __global float *Bp = b_p + a.bp_o + e * a.bp_e;
-    const __global float *Wy = w_y + a.wy_o + e * a.wy_e;
-    const float by = b_y[a.by_o + e * a.by_e];
+    RO_MEMBER(e);
 
     /* The trajectory's published words: h_t in two buffers by the parity of t (with S = 0 a
      * work-group may publish h_{t+1} while a slower one still reads h_t), r (.) h, the logits,
