@@ -449,7 +449,8 @@ static const kp_kernel_desc kernels[] = {
     {
         .struct_size = sizeof(kp_kernel_desc),
         .name = "blas.gemm",
-        .summary = "C = alpha op(A) op(B) + beta C through CLBlast (f32; f16 with cl_khr_fp16)",
+        .summary = "C = alpha op(A) op(B) + beta C through CLBlast (f32; f16 on tensor cores "
+                   "through tc.gemm, or with cl_khr_fp16)",
         .params = gemm_params,
         .n_params = GEMM_NPARAMS,
         .n_tunables = BLAS_N_GEMM_ALL_TUNABLES,
