@@ -439,6 +439,13 @@ static void verify_report(void *user, const kp_verify_result *r)
                 r->max_abs_err, r->atol);
 }
 
+/* Counts the passing checks of a verification into *(int *)user. */
+static void count_checks(void *user, const kp_verify_result *r)
+{
+    verify_report(NULL, r);
+    *(int *)user += r->passed;
+}
+
 static void test_verify_all_kernels(void **state)
 {
     static const char *const names[] = {"blas.gemm", "blas.gemm_batched", "blas.gemv"};
@@ -447,6 +454,25 @@ static void test_verify_all_kernels(void **state)
         if (st != KP_OK)
             fail_msg("verify %s: %s", names[i], kp_last_error(rt));
     }
+}
+
+/* Sizes the sample function builds beyond its lists: "MxNxK:xy" picks the stored orientation
+ * (a transposed A and B here, each in its own layout), an "f16-" size asks for f16 operands
+ * (refused here, where neither cl_khr_fp16 nor tensor cores exist), and a malformed one is not
+ * found. */
+static void test_verify_parametric_sizes(void **state)
+{
+    kp_kernel *k = find(rt, "blas.gemm");
+    int checks = 0;
+    assert_int_equal(kp_kernel_verify(rt, k, "13x7x5:tt", 2, count_checks, &checks), KP_OK);
+    assert_int_equal(kp_kernel_verify(rt, k, "3x1x29:nt", 3, count_checks, &checks), KP_OK);
+    assert_int_equal(checks, 2);
+    assert_int_equal(kp_kernel_verify(rt, k, "f16-prime", 4, count_checks, &checks),
+                     KP_ERR_UNSUPPORTED);
+    assert_non_null(strstr(kp_last_error(rt), "cl_khr_fp16"));
+    assert_int_equal(kp_kernel_verify(rt, k, "5x5x5:nx", 5, count_checks, &checks),
+                     KP_ERR_NOT_FOUND);
+    assert_int_equal(checks, 2);
 }
 
 static void test_f16_unsupported_names_device(void **state)
@@ -825,6 +851,7 @@ int main(void)
         cmocka_unit_test(test_gemm_batched),
         cmocka_unit_test(test_gemv_orientations),
         cmocka_unit_test(test_verify_all_kernels),
+        cmocka_unit_test(test_verify_parametric_sizes),
         cmocka_unit_test(test_f16_unsupported_names_device),
         cmocka_unit_test(test_rejects_before_clblast),
         cmocka_unit_test(test_override_not_allowed_is_refused),
