@@ -18,17 +18,18 @@
  * slice s, still one barrier per slice. tf32 then rounds at each fragment read instead of once
  * at the store.
  *
- * LDSM and BT (tunables, below and at B_SKC): fragments of k-contiguous tiles through ldmatrix (one instruction per 16 x 8
- * of A, or per two 8 x 8 tiles of B) rather than one 32-bit read per value; tf32 and tf32x3.
+ * LDSM and BT (tunables, below and at B_SKC): fragments of k-contiguous tiles through ldmatrix
+ * (one instruction per 16 x 8 of A, or per two 8 x 8 tiles of B) rather than one 32-bit read
+ * per value; tf32 and tf32x3.
  *
  * TC_PROBE (bench/tc-ceilings only, never set by the plugin): 1 skips the copies into local memory
  * (the products alone), 2 skips the products (the copies alone), to time each side's ceiling;
  * 3 skips tc_gemm_wg's rounding of A's tile, 4 its proxy fence (wrong results; timing only).
  *
  * Compiled in by the host (not tunables): TC_PTX (set only where tc_supported passes: other
- * compilers must never see the PTX, which PoCL's LLVM aborts on), TA, TB (transposes), PREC (0 tf32, 1 tf32x3, 2 f16,
- * 3 bf16), VEC (1 when every operand's offset and row pitch are multiples of 4 floats, so whole
- * float4 groups may be loaded as one).
+ * compilers must never see the PTX, which PoCL's LLVM aborts on), TA, TB (transposes), PREC
+ * (0 tf32, 1 tf32x3, 2 f16, 3 bf16), VEC (1 when every operand's offset and row pitch are
+ * multiples of 4 floats, so whole float4 groups may be loaded as one).
  *
  * mma fragments (PTX ISA, "Matrix fragments for mma.m16n8k8" / "m16n8k16"), lane = 4 g + t:
  *   tf32 m16n8k8:  a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4); b0 (k t, n g) b1 (k t+4, n g)
@@ -305,24 +306,6 @@ inline void copy_group(__local float *s, __global const float *p, const int ld, 
         return;
     }
     copy_lanes(&AT(s, kc, mn, r, k), p, q, along, full);
-}
-
-/* Slice `slice` of A and B into the tiles as and bs; nothing past the last of `slices`. */
-inline void copy_slice(__local float *as, __local float *bs, __global const float *pa,
-                       const int lda, __global const float *pb, const int ldb, const int M,
-                       const int N, const int K, const int m0, const int n0, const bool full_mn,
-                       const int slice, const int slices, const int lid)
-{
-    if (slice >= slices)
-        return;
-    const int k0 = slice * BK;
-    const bool full = full_mn && k0 + BK <= K;
-#pragma unroll
-    for (int i = 0; i < A_GROUPS; i++)
-        copy_group(as, pa, lda, A_KC, 0, BM, M, K, m0, k0, lid + i * WG, full);
-#pragma unroll
-    for (int i = 0; i < B_GROUPS; i++)
-        copy_group(bs, pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
 }
 
 inline void copy_commit(void)
@@ -657,7 +640,8 @@ inline void wg_round(__local float *as, const int lid)
 
 /* Issues this warpgroup's wgmmas for one slice: fragments f of op(B)^T (rows n, n + 8 of the
  * tile; columns t and t + 4 of each k-step, the mma.m16n8k8 layout), op(A)^T from as. */
-__attribute__((always_inline)) inline void wg_product(float d[HALVES][64], uint f[BK / 8][4], __local const float *as)
+__attribute__((always_inline)) inline void wg_product(float d[HALVES][64], uint f[BK / 8][4],
+                                                      __local const float *as)
 {
     /* The fragments are computed before the wgmmas start: an instruction that defines one of
      * their inputs among them makes ptxas serialise the wgmmas. */
@@ -675,8 +659,25 @@ __attribute__((always_inline)) inline void wg_product(float d[HALVES][64], uint 
         for (int h = 0; h < HALVES; h++) {
             const ulong desc = wg_desc(as + A_CM(h * 128, ks * 8));
             float *c = d[h];
-            __asm__ volatile("//KP:wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, 1, 1, 1;"
-                             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]), "+f"(c[8]), "+f"(c[9]), "+f"(c[10]), "+f"(c[11]), "+f"(c[12]), "+f"(c[13]), "+f"(c[14]), "+f"(c[15]), "+f"(c[16]), "+f"(c[17]), "+f"(c[18]), "+f"(c[19]), "+f"(c[20]), "+f"(c[21]), "+f"(c[22]), "+f"(c[23]), "+f"(c[24]), "+f"(c[25]), "+f"(c[26]), "+f"(c[27]), "+f"(c[28]), "+f"(c[29]), "+f"(c[30]), "+f"(c[31]), "+f"(c[32]), "+f"(c[33]), "+f"(c[34]), "+f"(c[35]), "+f"(c[36]), "+f"(c[37]), "+f"(c[38]), "+f"(c[39]), "+f"(c[40]), "+f"(c[41]), "+f"(c[42]), "+f"(c[43]), "+f"(c[44]), "+f"(c[45]), "+f"(c[46]), "+f"(c[47]), "+f"(c[48]), "+f"(c[49]), "+f"(c[50]), "+f"(c[51]), "+f"(c[52]), "+f"(c[53]), "+f"(c[54]), "+f"(c[55]), "+f"(c[56]), "+f"(c[57]), "+f"(c[58]), "+f"(c[59]), "+f"(c[60]), "+f"(c[61]), "+f"(c[62]), "+f"(c[63])
+            __asm__ volatile("//KP:wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+                             "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                             "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+                             "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                             "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+                             "}, {%64,%65,%66,%67}, %68, 1, 1, 1;"
+                             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]),
+                               "+f"(c[5]), "+f"(c[6]), "+f"(c[7]), "+f"(c[8]), "+f"(c[9]),
+                               "+f"(c[10]), "+f"(c[11]), "+f"(c[12]), "+f"(c[13]), "+f"(c[14]),
+                               "+f"(c[15]), "+f"(c[16]), "+f"(c[17]), "+f"(c[18]), "+f"(c[19]),
+                               "+f"(c[20]), "+f"(c[21]), "+f"(c[22]), "+f"(c[23]), "+f"(c[24]),
+                               "+f"(c[25]), "+f"(c[26]), "+f"(c[27]), "+f"(c[28]), "+f"(c[29]),
+                               "+f"(c[30]), "+f"(c[31]), "+f"(c[32]), "+f"(c[33]), "+f"(c[34]),
+                               "+f"(c[35]), "+f"(c[36]), "+f"(c[37]), "+f"(c[38]), "+f"(c[39]),
+                               "+f"(c[40]), "+f"(c[41]), "+f"(c[42]), "+f"(c[43]), "+f"(c[44]),
+                               "+f"(c[45]), "+f"(c[46]), "+f"(c[47]), "+f"(c[48]), "+f"(c[49]),
+                               "+f"(c[50]), "+f"(c[51]), "+f"(c[52]), "+f"(c[53]), "+f"(c[54]),
+                               "+f"(c[55]), "+f"(c[56]), "+f"(c[57]), "+f"(c[58]), "+f"(c[59]),
+                               "+f"(c[60]), "+f"(c[61]), "+f"(c[62]), "+f"(c[63])
                              : "r"(f[ks][0]), "r"(f[ks][1]), "r"(f[ks][2]), "r"(f[ks][3]),
                                "l"(desc)
                              : "memory");
@@ -850,23 +851,6 @@ inline void h_copy_group(__local ushort *s, __global const ushort *p, const int 
 #endif
 }
 
-inline void h_copy_slice(__local ushort *as, __local ushort *bs, __global const ushort *pa,
-                         const int lda, __global const ushort *pb, const int ldb, const int M,
-                         const int N, const int K, const int m0, const int n0, const bool full_mn,
-                         const int slice, const int slices, const int lid)
-{
-    if (slice >= slices)
-        return;
-    const int k0 = slice * BK;
-    const bool full = full_mn && k0 + BK <= K;
-#pragma unroll
-    for (int i = 0; i < HA_GROUPS; i++)
-        h_copy_group(as, pa, lda, A_KC, BM, M, K, m0, k0, lid + i * WG, full);
-#pragma unroll
-    for (int i = 0; i < HB_GROUPS; i++)
-        h_copy_group(bs, pb, ldb, B_KC, BN, N, K, n0, k0, lid + i * WG, full);
-}
-
 /* ldmatrix of `count` (2 or 4) 8 x 8 matrices of 16-bit values, transposed (tr) or not: lane
  * 4 g + t receives row g, columns 2t and 2t + 1 of each (of its transpose with tr). */
 inline void ldsm16(uint *d, __local const ushort *row, const int count, const bool tr)
@@ -934,14 +918,40 @@ inline void h_slice_product(float acc[MI][NI][4], __local const ushort *as,
 typedef ushort elem;
 #define A_TILE H_TILE(A_KC, BM)
 #define B_TILE H_TILE(B_KC, BN)
-#define COPY_SLICE h_copy_slice
+#define SLICE_A_GROUPS HA_GROUPS
+#define SLICE_B_GROUPS HB_GROUPS
+/* 16-bit tiles are never transposed on the way in (no BT). */
+#define COPY_GROUP(s, p, ld, kc, tr, mn, rows, depth, r0, k0, v, full)                            \
+    h_copy_group(s, p, ld, kc, mn, rows, depth, r0, k0, v, full)
 #define SLICE_PRODUCT h_slice_product
 #else
 typedef float elem;
 #define A_TILE A_FLOATS
 #define B_TILE B_FLOATS
-#define COPY_SLICE copy_slice
+#define SLICE_A_GROUPS A_GROUPS
+#define SLICE_B_GROUPS B_GROUPS
+#define COPY_GROUP copy_group
 #define SLICE_PRODUCT slice_product
+#endif
+
+#if STAGES
+/* Slice `slice` of A and B into the tiles as and bs; nothing past the last of `slices`. */
+inline void copy_slice(__local elem *as, __local elem *bs, __global const elem *pa, const int lda,
+                       __global const elem *pb, const int ldb, const int M, const int N,
+                       const int K, const int m0, const int n0, const bool full_mn,
+                       const int slice, const int slices, const int lid)
+{
+    if (slice >= slices)
+        return;
+    const int k0 = slice * BK;
+    const bool full = full_mn && k0 + BK <= K;
+#pragma unroll
+    for (int i = 0; i < SLICE_A_GROUPS; i++)
+        COPY_GROUP(as, pa, lda, A_KC, 0, BM, M, K, m0, k0, lid + i * WG, full);
+#pragma unroll
+    for (int i = 0; i < SLICE_B_GROUPS; i++)
+        COPY_GROUP(bs, pb, ldb, B_KC, BT, BN, N, K, n0, k0, lid + i * WG, full);
+}
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -973,7 +983,7 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
      * count of groups right. HALF without VEC stores its groups itself, into the buffer that the
      * barrier has just freed; the next barrier publishes them. */
     for (int s = 0; s < STAGES - 1; s++) {
-        COPY_SLICE(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
+        copy_slice(As[s], Bs[s], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn, s, slices, lid);
         copy_commit();
     }
     int cur = 0, next = STAGES - 1;
@@ -982,7 +992,7 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
         /* After it, slice s is everyone's, and no warp still reads the buffer that slice
          * s + STAGES - 1 goes into (slice s - 1's). */
         barrier(CLK_LOCAL_MEM_FENCE);
-        COPY_SLICE(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn,
+        copy_slice(As[next], Bs[next], pa, lda, pb, ldb, M, N, K, m0, n0, full_mn,
                    s + STAGES - 1, slices, lid);
         copy_commit();
         SLICE_PRODUCT(acc, As[cur], Bs[cur], wm, wn, lane);
