@@ -93,9 +93,9 @@ kp_status gru_blas_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, co
                         double beta);
 /* Whether blas.gemm can take this view as a matrix (one unit stride, a long enough ld). */
 int gru_blas_layout(const kp_tensor *m);
-/* C = A B + beta C: blas.gemm when `use_blas` and it can, else the plugin's own gru_matmul. */
-/* out = in^T, both [rows, cols] views of their own (out [cols, rows]). */
+/* out = in^T for in [rows, cols] and out [cols, rows], views of different storage. */
 kp_status gru_transpose(kp_launch *l, const kp_tensor *in, const kp_tensor *out);
+/* C = A B + beta C: blas.gemm when `use_blas` and it can, else the plugin's own gru_matmul. */
 kp_status gru_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
                    double beta, int use_blas);
 
