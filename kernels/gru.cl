@@ -117,50 +117,13 @@ static void dots3(int unit, int lane, int n, __global const float *v, int4 vv, i
     out[2] = s2;
 }
 
-/*
- * The fused cell for small batches. Work-group (g, b) owns hidden units g UNITS .. + UNITS - 1 of
- * batch row b; each unit's NL lanes read its rows j, H + j and 2H + j of w_ih and w_hh once, sum
- * the six dot products in local memory, and lane 0 finishes the unit. With gx present (a
- * sequence's precomputed x w_ih^T, no bias) I is 0 and the x-part comes from gx.
- *   stage 0: h_out = GRU(x, h) with linear_before_reset = 1; ws = (r, z, n, hn).
- *   stage 1: r, z and xn; tmp[b] = (r * h, z, xn); ws = (r, z, -, r * h).
- *   stage 2: hn = W_hn tmp[b, 0:H] + b_hn, n = tanh(xn + hn); h_out; ws n.
- */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gru_fused(const int stage, const int unit, const int I, const int H,
-               __global const float *x, const int4 xv, __global const float *gx, const int4 gxv,
-               __global const float *h, const int4 hv, __global const float *w_ih, const int4 wiv,
-               __global const float *w_hh, const int4 whv, __global const float *b_ih,
-               const int4 biv, __global const float *b_hh, const int4 bhv, __global float *tmp,
-               const int4 tv, __global float *h_out, const int4 hov, __global float *ws,
-               const int4 wsv)
+/* The gates of unit j of batch row b from its six dot products a: gru_fused's stages, below. */
+static void gates1(const int stage, const int H, const int b, const int j, const float *a,
+                   __global const float *gx, const int4 gxv, __global const float *h,
+                   const int4 hv, __global const float *b_ih, const int4 biv,
+                   __global const float *b_hh, const int4 bhv, __global float *tmp, const int4 tv,
+                   __global float *h_out, const int4 hov, __global float *ws, const int4 wsv)
 {
-    const int lid = get_local_id(0), lane = lid % NL, b = get_group_id(1);
-    const int j = get_group_id(0) * UNITS + lid / NL, live = j < H;
-    float a[6];
-    /* A unit past H computes nothing, but its work-items still reach every barrier. */
-    dots3(unit, lane, live ? I : 0, x, xv, b, w_ih, wiv, j, H + j, 2 * H + j, a);
-    if (stage == 2)
-        dots3(unit, lane, live ? H : 0, tmp, tv, b, w_hh, whv, -1, -1, 2 * H + j, a + 3);
-    else
-        dots3(unit, lane, live ? H : 0, h, hv, b, w_hh, whv, j, H + j, stage == 0 ? 2 * H + j : -1,
-              a + 3);
-#if NL > 1
-    __local float red[6 * WG];
-    for (int q = 0; q < 6; q++)
-        red[q * WG + lid] = a[q];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = NL / 2; s > 0; s >>= 1) {
-        if (lane < s)
-            for (int q = 0; q < 6; q++)
-                red[q * WG + lid] += red[q * WG + lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    for (int q = 0; q < 6; q++)
-        a[q] = red[q * WG + lid];
-#endif
-    if (lane != 0 || !live)
-        return;
     const float hp = h[AT(hv, b, j)];
     if (stage == 2) {
         const float z = tmp[AT(tv, b, H + j)], xn = tmp[AT(tv, b, 2 * H + j)];
@@ -194,6 +157,146 @@ void gru_fused(const int stage, const int unit, const int I, const int H,
         ws[AT(wsv, b, 2 * H + j)] = n;
         ws[AT(wsv, b, 3 * H + j)] = hn;
     }
+}
+
+/* With one lane per unit (CPUs), a work-group's gates run GV units at a time as vectors after
+ * its dot products, by WG / GV of its work-items: scalar exp and tanh per unit, one unit per
+ * work-item, were 43% of the kernel's time on an EPYC under PoCL (B 1, H 256, I 321). */
+#define GV 16
+#define GATE_VEC (NL == 1 && WG % GV == 0)
+
+/* Units j0 .. j0 + n - 1 (n <= GV) of column c0 + j of row r of a view, 0 past n or when the
+ * view is absent (v.w 0). */
+static float16 gather16(__global const float *p, int4 v, int r, int c0, int n)
+{
+    float x[GV];
+    for (int i = 0; i < GV; i++)
+        x[i] = v.w && i < n ? p[AT(v, r, c0 + i)] : 0.0f;
+    return vload16(0, x);
+}
+
+static void scatter16(__global float *p, int4 v, int r, int c0, int n, float16 q)
+{
+    float x[GV];
+    vstore16(q, 0, x);
+    for (int i = 0; i < n; i++)
+        p[AT(v, r, c0 + i)] = x[i];
+}
+
+static float16 sigm16(float16 a)
+{
+    return 1.0f / (1.0f + exp(-a));
+}
+
+/*
+ * gates1 for units j0 .. j0 + n - 1 of batch row b, whose six dot products are red[q WG + i] for
+ * i < n (red offset to j0's slot).
+ */
+static void gates16(const int stage, const int H, const int b, const int j0, const int n,
+                    __local const float *red, __global const float *gx, const int4 gxv,
+                    __global const float *h, const int4 hv, __global const float *b_ih,
+                    const int4 biv, __global const float *b_hh, const int4 bhv,
+                    __global float *tmp, const int4 tv, __global float *h_out, const int4 hov,
+                    __global float *ws, const int4 wsv)
+{
+    float16 a[6];
+    for (int q = 0; q < 6; q++)
+        a[q] = vload16(0, red + q * WG);
+    const int4 hvp = (int4)(hv.xyz, 1);
+    const float16 hp = gather16(h, hvp, b, j0, n);
+    if (stage == 2) {
+        const int4 tvp = (int4)(tv.xyz, 1);
+        const float16 z = gather16(tmp, tvp, b, H + j0, n);
+        const float16 xn = gather16(tmp, tvp, b, 2 * H + j0, n);
+        const float16 nn = tanh(xn + a[5] + gather16(b_hh, bhv, 0, 2 * H + j0, n));
+        scatter16(h_out, hov, b, j0, n, fma(z, hp - nn, nn));
+        if (wsv.w)
+            scatter16(ws, wsv, b, 2 * H + j0, n, nn);
+        return;
+    }
+    float16 xg[3];
+    for (int q = 0; q < 3; q++)
+        xg[q] = a[q] + gather16(gx, gxv, b, q * H + j0, n) + gather16(b_ih, biv, 0, q * H + j0, n);
+    const float16 r = sigm16(xg[0] + a[3] + gather16(b_hh, bhv, 0, j0, n));
+    const float16 z = sigm16(xg[1] + a[4] + gather16(b_hh, bhv, 0, H + j0, n));
+    if (wsv.w) {
+        scatter16(ws, wsv, b, j0, n, r);
+        scatter16(ws, wsv, b, H + j0, n, z);
+    }
+    if (stage == 1) {
+        scatter16(tmp, tv, b, j0, n, r * hp);
+        scatter16(tmp, tv, b, H + j0, n, z);
+        scatter16(tmp, tv, b, 2 * H + j0, n, xg[2]);
+        if (wsv.w)
+            scatter16(ws, wsv, b, 3 * H + j0, n, r * hp);
+        return;
+    }
+    const float16 hn = a[5] + gather16(b_hh, bhv, 0, 2 * H + j0, n);
+    const float16 nn = tanh(fma(r, hn, xg[2]));
+    scatter16(h_out, hov, b, j0, n, fma(z, hp - nn, nn));
+    if (wsv.w) {
+        scatter16(ws, wsv, b, 2 * H + j0, n, nn);
+        scatter16(ws, wsv, b, 3 * H + j0, n, hn);
+    }
+}
+
+/*
+ * The fused cell for small batches. Work-group (g, b) owns hidden units g UNITS .. + UNITS - 1 of
+ * batch row b; each unit's NL lanes read its rows j, H + j and 2H + j of w_ih and w_hh once, sum
+ * the six dot products in local memory, and lane 0 finishes the unit (with one lane per unit,
+ * WG / GV work-items finish GV units each: GATE_VEC). With gx present (a
+ * sequence's precomputed x w_ih^T, no bias) I is 0 and the x-part comes from gx.
+ *   stage 0: h_out = GRU(x, h) with linear_before_reset = 1; ws = (r, z, n, hn).
+ *   stage 1: r, z and xn; tmp[b] = (r * h, z, xn); ws = (r, z, -, r * h).
+ *   stage 2: hn = W_hn tmp[b, 0:H] + b_hn, n = tanh(xn + hn); h_out; ws n.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_fused(const int stage, const int unit, const int I, const int H,
+               __global const float *x, const int4 xv, __global const float *gx, const int4 gxv,
+               __global const float *h, const int4 hv, __global const float *w_ih, const int4 wiv,
+               __global const float *w_hh, const int4 whv, __global const float *b_ih,
+               const int4 biv, __global const float *b_hh, const int4 bhv, __global float *tmp,
+               const int4 tv, __global float *h_out, const int4 hov, __global float *ws,
+               const int4 wsv)
+{
+    const int lid = get_local_id(0), lane = lid % NL, b = get_group_id(1);
+    const int j = get_group_id(0) * UNITS + lid / NL, live = j < H;
+    float a[6];
+    /* A unit past H computes nothing, but its work-items still reach every barrier. */
+    dots3(unit, lane, live ? I : 0, x, xv, b, w_ih, wiv, j, H + j, 2 * H + j, a);
+    if (stage == 2)
+        dots3(unit, lane, live ? H : 0, tmp, tv, b, w_hh, whv, -1, -1, 2 * H + j, a + 3);
+    else
+        dots3(unit, lane, live ? H : 0, h, hv, b, w_hh, whv, j, H + j, stage == 0 ? 2 * H + j : -1,
+              a + 3);
+#if GATE_VEC
+    __local float red[6 * WG];
+    for (int q = 0; q < 6; q++)
+        red[q * WG + lid] = a[q];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int j0 = get_group_id(0) * UNITS + lid * GV;
+    if (lid < WG / GV && j0 < H)
+        gates16(stage, H, b, j0, min(GV, H - j0), red + lid * GV, gx, gxv, h, hv, b_ih, biv, b_hh,
+                bhv, tmp, tv, h_out, hov, ws, wsv);
+#else
+#if NL > 1
+    __local float red[6 * WG];
+    for (int q = 0; q < 6; q++)
+        red[q * WG + lid] = a[q];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = NL / 2; s > 0; s >>= 1) {
+        if (lane < s)
+            for (int q = 0; q < 6; q++)
+                red[q * WG + lid] += red[q * WG + lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int q = 0; q < 6; q++)
+        a[q] = red[q * WG + lid];
+#endif
+    if (lane == 0 && live)
+        gates1(stage, H, b, j, a, gx, gxv, h, hv, b_ih, biv, b_hh, bhv, tmp, tv, h_out, hov, ws,
+               wsv);
+#endif
 }
 
 /*
