@@ -117,48 +117,6 @@ static void dots3(int unit, int lane, int n, __global const float *v, int4 vv, i
     out[2] = s2;
 }
 
-/* The gates of unit j of batch row b from its six dot products a: gru_fused's stages, below. */
-static void gates1(const int stage, const int H, const int b, const int j, const float *a,
-                   __global const float *gx, const int4 gxv, __global const float *h,
-                   const int4 hv, __global const float *b_ih, const int4 biv,
-                   __global const float *b_hh, const int4 bhv, __global float *tmp, const int4 tv,
-                   __global float *h_out, const int4 hov, __global float *ws, const int4 wsv)
-{
-    const float hp = h[AT(hv, b, j)];
-    if (stage == 2) {
-        const float z = tmp[AT(tv, b, H + j)], xn = tmp[AT(tv, b, 2 * H + j)];
-        const float n = tanh(xn + a[5] + opt_at(b_hh, bhv, 0, 2 * H + j));
-        h_out[AT(hov, b, j)] = fma(z, hp - n, n);
-        if (wsv.w)
-            ws[AT(wsv, b, 2 * H + j)] = n;
-        return;
-    }
-    float xg[3];
-    for (int q = 0; q < 3; q++)
-        xg[q] = a[q] + opt_at(gx, gxv, b, q * H + j) + opt_at(b_ih, biv, 0, q * H + j);
-    const float r = sigm(xg[0] + a[3] + opt_at(b_hh, bhv, 0, j));
-    const float z = sigm(xg[1] + a[4] + opt_at(b_hh, bhv, 0, H + j));
-    if (wsv.w) {
-        ws[AT(wsv, b, j)] = r;
-        ws[AT(wsv, b, H + j)] = z;
-    }
-    if (stage == 1) {
-        tmp[AT(tv, b, j)] = r * hp;
-        tmp[AT(tv, b, H + j)] = z;
-        tmp[AT(tv, b, 2 * H + j)] = xg[2];
-        if (wsv.w)
-            ws[AT(wsv, b, 3 * H + j)] = r * hp;
-        return;
-    }
-    const float hn = a[5] + opt_at(b_hh, bhv, 0, 2 * H + j);
-    const float n = tanh(fma(r, hn, xg[2]));
-    h_out[AT(hov, b, j)] = fma(z, hp - n, n);
-    if (wsv.w) {
-        ws[AT(wsv, b, 2 * H + j)] = n;
-        ws[AT(wsv, b, 3 * H + j)] = hn;
-    }
-}
-
 /* With one lane per unit (CPUs), a work-group's gates run GV units at a time as vectors after
  * its dot products, by WG / GV of its work-items: scalar exp and tanh per unit, one unit per
  * work-item, were 43% of the kernel's time on an EPYC under PoCL (B 1, H 256, I 321). */
@@ -189,8 +147,8 @@ static float16 sigm16(float16 a)
 }
 
 /*
- * gates1 for units j0 .. j0 + n - 1 of batch row b, whose six dot products are red[q WG + i] for
- * i < n (red offset to j0's slot).
+ * The gates of units j0 .. j0 + n - 1 of batch row b, as gru_fused's lane 0 computes one unit's,
+ * from their six dot products: red[q WG + i] for i < n (red offset to j0's slot).
  */
 static void gates16(const int stage, const int H, const int b, const int j0, const int n,
                     __local const float *red, __global const float *gx, const int4 gxv,
@@ -293,9 +251,41 @@ void gru_fused(const int stage, const int unit, const int I, const int H,
     for (int q = 0; q < 6; q++)
         a[q] = red[q * WG + lid];
 #endif
-    if (lane == 0 && live)
-        gates1(stage, H, b, j, a, gx, gxv, h, hv, b_ih, biv, b_hh, bhv, tmp, tv, h_out, hov, ws,
-               wsv);
+    if (lane != 0 || !live)
+        return;
+    const float hp = h[AT(hv, b, j)];
+    if (stage == 2) {
+        const float z = tmp[AT(tv, b, H + j)], xn = tmp[AT(tv, b, 2 * H + j)];
+        const float n = tanh(xn + a[5] + opt_at(b_hh, bhv, 0, 2 * H + j));
+        h_out[AT(hov, b, j)] = fma(z, hp - n, n);
+        if (wsv.w)
+            ws[AT(wsv, b, 2 * H + j)] = n;
+        return;
+    }
+    float xg[3];
+    for (int q = 0; q < 3; q++)
+        xg[q] = a[q] + opt_at(gx, gxv, b, q * H + j) + opt_at(b_ih, biv, 0, q * H + j);
+    const float r = sigm(xg[0] + a[3] + opt_at(b_hh, bhv, 0, j));
+    const float z = sigm(xg[1] + a[4] + opt_at(b_hh, bhv, 0, H + j));
+    if (wsv.w) {
+        ws[AT(wsv, b, j)] = r;
+        ws[AT(wsv, b, H + j)] = z;
+    }
+    if (stage == 1) {
+        tmp[AT(tv, b, j)] = r * hp;
+        tmp[AT(tv, b, H + j)] = z;
+        tmp[AT(tv, b, 2 * H + j)] = xg[2];
+        if (wsv.w)
+            ws[AT(wsv, b, 3 * H + j)] = r * hp;
+        return;
+    }
+    const float hn = a[5] + opt_at(b_hh, bhv, 0, 2 * H + j);
+    const float n = tanh(fma(r, hn, xg[2]));
+    h_out[AT(hov, b, j)] = fma(z, hp - n, n);
+    if (wsv.w) {
+        ws[AT(wsv, b, 2 * H + j)] = n;
+        ws[AT(wsv, b, 3 * H + j)] = hn;
+    }
 #endif
 }
 
