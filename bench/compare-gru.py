@@ -98,6 +98,9 @@ def main():
         add("gru.rollout %s (GPU)" % size, ours, "cuDNN nn.GRU, no feedback",
             ok_seconds(find(peer, case="rollout " + size, kernel="cudnn_gru_no_feedback")),
             2 if headline else None)
+        add("gru.rollout %s (GPU)" % size, ours, "cuDNN nn.GRU, no feedback, from a CUDA graph",
+            ok_seconds(find(peer, case="rollout " + size, kernel="cudnn_gru_no_feedback_graph")),
+            None)
         row = find(gpu, case=size + " sample", kernel="gru.rollout")
         add("gru.rollout %s (GPU vs the GPU machine's CPU)" % size, ours,
             (row or {}).get("peer") or "host path", (row or {}).get("peer_seconds"), None)
