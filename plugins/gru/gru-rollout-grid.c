@@ -87,28 +87,40 @@ static int64_t state_words(const ro_dims *d, int64_t g)
 
 /* Bytes of local memory a work-group uses: the buffer the kernel carves (h, r (.) h, f or
  * [y; z], the logits, three 3 UH arrays of the owned rows, the groups' 2 G partial sums, four WG
- * reduction buffers, then with `cache` bit 1 the owned rows of w_hh (3 UH of them) and with bit
- * 2 those of w_p (US), at a stride of H + 1) and its own scalars. */
-static uint64_t local_bytes(const ro_dims *d, int64_t g, int64_t wg, int cache)
+ * reduction buffers (two with the shuffles), then with `cache` bit 1 the owned rows of w_hh (3 UH
+ * of them) and with bit 2 those of w_p (US), at a stride of H + 1) and its own scalars. */
+static uint64_t local_bytes(const ro_dims *d, int64_t g, int64_t wg, int cache, int shfl)
 {
     int64_t uh = (d->H + g - 1) / g, us = (d->S + g - 1) / g;
     int64_t vin = d->F > 1 + d->S ? d->F : 1 + d->S;
-    int64_t floats = 2 * d->H + vin + d->S + 9 * uh + 2 * g + 4 * wg;
+    int64_t floats = 2 * d->H + vin + d->S + 9 * uh + 2 * g + (shfl ? 2 : 4) * wg;
     floats += (cache & 1 ? 3 * uh * (d->H + 1) : 0) + (cache & 2 ? us * (d->H + 1) : 0);
     return (uint64_t)floats * sizeof(float) + STATIC_LOCAL_BYTES;
 }
 
+/* Whether the kernel can run the softmax on warp shuffles: NVIDIA's own driver takes inline
+ * PTX. It does so only with weights cached: on the H200 the shuffle build ran the H 1024 rollout,
+ * whose weights stay in global memory, in 7240 us against 3019 us without (at the seed size,
+ * cached: 333 us against 365 us). Why the global-weight path slows down was not found. */
+static int shuffle_device(kp_launch *l)
+{
+    const kp_device_info *d = gru_host->device(l);
+    return gru_host->tunable_index(l, TUNE_SHFL) && d && d->vendor == KP_VENDOR_NVIDIA &&
+           strncmp(d->arch, "sm_", 3) == 0;
+}
+
 /* The weight rows that fit in local memory next to the rest, when CACHE asks for them: bit 1
- * w_hh's, then bit 2 w_p's. */
+ * w_hh's, then bit 2 w_p's. Where the shuffles will run (some rows cached), two reduction
+ * buffers fewer leave room: at the seed size w_p's rows fit only then. */
 static int cache_of(kp_launch *l, const ro_dims *d, int64_t g, int64_t wg)
 {
     const kp_device_info *dev = gru_host->device(l);
     if (!gru_host->tunable_index(l, TUNE_CACHE) || !dev || !dev->local_mem)
         return 0;
-    int cache = 0;
-    if (local_bytes(d, g, wg, 1) <= dev->local_mem)
+    int cache = 0, shfl = shuffle_device(l);
+    if (local_bytes(d, g, wg, 1, shfl) <= dev->local_mem)
         cache = 1;
-    if (local_bytes(d, g, wg, cache | 2) <= dev->local_mem)
+    if (local_bytes(d, g, wg, cache | 2, shfl) <= dev->local_mem)
         cache |= 2;
     return cache;
 }
@@ -127,26 +139,21 @@ static kp_status check(const kp_call *call, kp_launch *l)
                               "reaches");
     const kp_device_info *dev = gru_host->device(l);
     if (dev && dev->type != KP_DEVICE_HOST && dev->local_mem > 0 &&
-        local_bytes(&d, g, wg, 0) > dev->local_mem)
+        local_bytes(&d, g, wg, 0, 0) > dev->local_mem)
         return gru_host->fail(l, KP_ERR_UNSUPPORTED,
                               "H = %lld, S = %lld, F = %lld need %.1f KiB of local memory per "
                               "work-group with WG = %lld and %lld groups per trajectory, but %s "
                               "has %.1f KiB; set a smaller WG",
                               (long long)d.H, (long long)d.S, (long long)d.F,
-                              (double)local_bytes(&d, g, wg, 0) / 1024, (long long)wg, (long long)g,
-                              dev->name, (double)dev->local_mem / 1024);
+                              (double)local_bytes(&d, g, wg, 0, 0) / 1024, (long long)wg,
+                              (long long)g, dev->name, (double)dev->local_mem / 1024);
     return KP_OK;
 }
 
-/* Whether the kernel uses warp shuffles for the softmax: NVIDIA's own driver takes inline PTX.
- * Only with the weights cached: on the H200 the shuffle build ran the H 1024 rollout, whose
- * weights stay in global memory, in 7240 us against 3019 us without (at the seed size, cached:
- * 333 us against 365 us). Why the global-weight path slows down was not found. */
+/* Whether the kernel uses warp shuffles for the softmax (shuffle_device, with weights cached). */
 static int shuffles(kp_launch *l, int cache)
 {
-    const kp_device_info *d = gru_host->device(l);
-    return cache && gru_host->tunable_index(l, TUNE_SHFL) && d && d->vendor == KP_VENDOR_NVIDIA &&
-           strncmp(d->arch, "sm_", 3) == 0;
+    return cache && shuffle_device(l);
 }
 
 static kp_status enqueue(const kp_call *call, kp_launch *l)
@@ -196,8 +203,10 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     if (st == KP_OK)
         st = gru_host->arg_buffer(l, k, 20, gave_up);
     if (st == KP_OK)
-        st = gru_host->arg_local(
-            l, k, 21, (size_t)local_bytes(&d, g, (int64_t)wg, cache) - STATIC_LOCAL_BYTES);
+        st =
+            gru_host->arg_local(l, k, 21,
+                                (size_t)local_bytes(&d, g, (int64_t)wg, cache, shuffles(l, cache)) -
+                                    STATIC_LOCAL_BYTES);
     if (st == KP_OK)
         st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
     return st;
