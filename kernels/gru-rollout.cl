@@ -1072,47 +1072,70 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
             barrier(CLK_LOCAL_MEM_FENCE);
 
 #if defined(RO_PTX) && RO_PTX
-            /* Warp 0 alone: chunks of ceil(S/32) categories per work-item, combined by shuffles;
-             * the other warps wait at the barrier after the draw. */
-            const int C = (S + CW - 1) / CW, c0 = min(S, lid * C), c1 = min(S, c0 + C);
-            float M = 0.0f, total = 0.0f, TL = 0.0f, TW = 0.0f, incl = 0.0f, excl = 0.0f;
-            int A = 0;
-            if (lid < CW) {
-                float m = -INFINITY;
-                int am = S;
-                for (int s = c0; s < c1; s++)
-                    max_combine(&m, &am, lg[s], s);
-                for (int d = CW / 2; d > 0; d /= 2) {
-                    const float m2 = SHFL_F(bfly, m, d);
-                    max_combine(&m, &am, m2, shfl_bfly(am, d));
-                }
-                /* Lane 0's result for all: with NaN logits the lanes could disagree. */
-                M = SHFL_F(idx, m, 0);
-                A = clamp(shfl_idx(am, 0), 0, S - 1);
-                float pe = 0.0f, pl = 0.0f, pw = 0.0f;
-                for (int s = c0; s < c1; s++) {
-                    const float d = lg[s] - M, x = exp(d);
-                    lg[s] = x;
-                    pe += x;
-                    pl = fma(x, d, pl);
-                    pw = fma(Wy[(H + s) * a.wy_r], x, pw);
-                }
-                incl = pe;
-                for (int d = 1; d < CW; d *= 2) {
-                    const float up = SHFL_F(up, incl, d);
-                    if (lid >= d)
-                        incl += up;
-                }
-                const float before = SHFL_F(up, incl, 1);
-                excl = lid ? before : 0.0f;
-                total = SHFL_F(idx, incl, CW - 1);
-                for (int d = CW / 2; d > 0; d /= 2) {
-                    pl += SHFL_F(bfly, pl, d);
-                    pw += SHFL_F(bfly, pw, d);
-                }
-                TL = SHFL_F(idx, pl, 0);
-                TW = SHFL_F(idx, pw, 0);
+            /* Every work-item a chunk of ceil(S / WG) categories (one at S = WG): each warp
+             * reduces and scans its chunks by shuffles, and the warps meet in local memory once
+             * for the maximum and once for the sums. (Warp 0 alone with chunks of 8 took a
+             * quarter of a step at the seed size on an H200.) A warp's results sit at ra[w],
+             * rb[w], its sums at ra[NW + w], rb[NW + w], rb[2 NW + w]. */
+            const int NW = WG / 32, wp = lid / 32, l32 = lid % 32, owners = WG;
+            const int C = (S + WG - 1) / WG, c0 = min(S, lid * C), c1 = min(S, c0 + C);
+            float m = -INFINITY;
+            int am = S;
+            for (int s = c0; s < c1; s++)
+                max_combine(&m, &am, lg[s], s);
+            for (int d = 16; d > 0; d /= 2) {
+                const float m2 = SHFL_F(bfly, m, d);
+                max_combine(&m, &am, m2, shfl_bfly(am, d));
             }
+            if (l32 == 0) {
+                ra[wp] = m;
+                rb[wp] = as_float(am);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            /* Every work-item combines the warps in the same order: all agree, NaN logits too. */
+            float M = ra[0];
+            int A = as_int(rb[0]);
+            for (int w = 1; w < NW; w++)
+                max_combine(&M, &A, ra[w], as_int(rb[w]));
+            A = clamp(A, 0, S - 1);
+            float pe = 0.0f, pl = 0.0f, pw = 0.0f;
+            for (int s = c0; s < c1; s++) {
+                const float d = lg[s] - M, x = exp(d);
+                lg[s] = x;
+                pe += x;
+                pl = fma(x, d, pl);
+                pw = fma(Wy[(H + s) * a.wy_r], x, pw);
+            }
+            float incl = pe;
+            for (int d = 1; d < 32; d *= 2) {
+                const float up = SHFL_F(up, incl, d);
+                if (l32 >= d)
+                    incl += up;
+            }
+            const float before = SHFL_F(up, incl, 1);
+            for (int d = 16; d > 0; d /= 2) {
+                pl += SHFL_F(bfly, pl, d);
+                pw += SHFL_F(bfly, pw, d);
+            }
+            if (l32 == 31)
+                ra[NW + wp] = incl;
+            if (l32 == 0) {
+                rb[NW + wp] = pl;
+                rb[2 * NW + wp] = pw;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            /* The warps before this one, then all of them, summed in one order: the chunks'
+             * intervals [excl, incl) tile [0, total) with no gap. */
+            float off = 0.0f, total = 0.0f, TL = 0.0f, TW = 0.0f;
+            for (int w = 0; w < NW; w++) {
+                if (w == wp)
+                    off = total;
+                total += ra[NW + w];
+                TL += rb[NW + w];
+                TW += rb[2 * NW + w];
+            }
+            const float excl = off + (l32 ? before : 0.0f);
+            incl += off;
 #else
             /* The maximum and its index (the lowest on ties) over chunks of categories, one chunk
              * for each of the first CW work-items. */
@@ -1169,6 +1192,7 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
             }
             const float total = src[CW - 1], TL = rc[0], TW = rd[0];
             const float incl = src[min(lid, CW - 1)], excl = lid ? src[min(lid, CW) - 1] : 0.0f;
+            const int owners = CW;
 #endif
             entropy = log(total) - TL / total;
             if (lid == 0)
@@ -1190,7 +1214,7 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
                     if (pick < 0 && cdf > target)
                         pick = s;
                 }
-                if (lid < CW && excl <= target && target < incl)
+                if (lid < owners && excl <= target && target < incl)
                     kcat = pick >= 0 ? pick : last;
                 else if (lid == 0 && !(target < total))
                     kcat = A; /* u * total rounded up to total: no interval holds it */
