@@ -915,16 +915,17 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
     __local float *gx = cfl + 3 * UH;        /* [3 UH] input sides of the owned rows */
     __local float *gh = gx + 3 * UH;         /* [3 UH] hidden sides of the owned rows */
     __local float *parts = gh + 3 * UH;      /* [2 G] the groups' partial sums */
-    /* [4 WG] reductions and scans, or [2 WG] where the softmax runs on warp 0's shuffles (the
-     * room w_p's rows need at the seed size). Then, with cache bit 1, the owned rows of W_hh (wa:
-     * [3 UH] rows), with bit 2 those of w_p (wb: [US] rows), copied once (row stride H + 1: the
-     * rows a warp reads at once fall in different banks). */
+    /* [4 WG] reductions and scans, or [2 WG] where the softmax runs on shuffles (the room w_p's
+     * rows need at the seed size). Then, with cache bit 1, the owned rows of W_hh (wa: [3 UH]
+     * rows), with bit 2 those of w_p (wb: [US] rows), copied once at a row stride HP of H padded
+     * to LANES more than a multiple of 32: the 32 / LANES rows a warp reads at once then start
+     * LANES banks apart, and its LANES-wide runs fill the 32 banks once. */
 #if defined(RO_PTX) && RO_PTX
     __local float *ra = parts + 2 * G, *rb = ra + WG, *wa = rb + WG;
 #else
     __local float *ra = parts + 2 * G, *rb = ra + WG, *rc = rb + WG, *rd = rc + WG, *wa = rd + WG;
 #endif
-    const int HP = H + 1;
+    const int HP = H + (LANES % 32 - H % 32 + 32) % 32;
     __local float *wb = wa + (cache & 1 ? 3 * UH * HP : 0);
     __local int kcat;
     __local float mean_y;

@@ -88,13 +88,17 @@ static int64_t state_words(const ro_dims *d, int64_t g)
 /* Bytes of local memory a work-group uses: the buffer the kernel carves (h, r (.) h, f or
  * [y; z], the logits, three 3 UH arrays of the owned rows, the groups' 2 G partial sums, four WG
  * reduction buffers (two with the shuffles), then with `cache` bit 1 the owned rows of w_hh (3 UH
- * of them) and with bit 2 those of w_p (US), at a stride of H + 1) and its own scalars. */
-static uint64_t local_bytes(const ro_dims *d, int64_t g, int64_t wg, int cache, int shfl)
+ * of them) and with bit 2 those of w_p (US), at the kernel's row stride HP: H padded to LANES
+ * more than a multiple of 32) and its own scalars. */
+static uint64_t local_bytes(kp_launch *l, const ro_dims *d, int64_t g, int64_t wg, int cache,
+                            int shfl)
 {
     int64_t uh = (d->H + g - 1) / g, us = (d->S + g - 1) / g;
     int64_t vin = d->F > 1 + d->S ? d->F : 1 + d->S;
+    int64_t nl = gru_host->tunable_index(l, TUNE_LANES);
+    int64_t hp = d->H + (nl % 32 - d->H % 32 + 32) % 32;
     int64_t floats = 2 * d->H + vin + d->S + 9 * uh + 2 * g + (shfl ? 2 : 4) * wg;
-    floats += (cache & 1 ? 3 * uh * (d->H + 1) : 0) + (cache & 2 ? us * (d->H + 1) : 0);
+    floats += (cache & 1 ? 3 * uh * hp : 0) + (cache & 2 ? us * hp : 0);
     return (uint64_t)floats * sizeof(float) + STATIC_LOCAL_BYTES;
 }
 
@@ -118,9 +122,9 @@ static int cache_of(kp_launch *l, const ro_dims *d, int64_t g, int64_t wg)
     if (!gru_host->tunable_index(l, TUNE_CACHE) || !dev || !dev->local_mem)
         return 0;
     int cache = 0, shfl = shuffle_device(l);
-    if (local_bytes(d, g, wg, 1, shfl) <= dev->local_mem)
+    if (local_bytes(l, d, g, wg, 1, shfl) <= dev->local_mem)
         cache = 1;
-    if (local_bytes(d, g, wg, cache | 2, shfl) <= dev->local_mem)
+    if (local_bytes(l, d, g, wg, cache | 2, shfl) <= dev->local_mem)
         cache |= 2;
     return cache;
 }
@@ -139,13 +143,13 @@ static kp_status check(const kp_call *call, kp_launch *l)
                               "reaches");
     const kp_device_info *dev = gru_host->device(l);
     if (dev && dev->type != KP_DEVICE_HOST && dev->local_mem > 0 &&
-        local_bytes(&d, g, wg, 0, 0) > dev->local_mem)
+        local_bytes(l, &d, g, wg, 0, 0) > dev->local_mem)
         return gru_host->fail(l, KP_ERR_UNSUPPORTED,
                               "H = %lld, S = %lld, F = %lld need %.1f KiB of local memory per "
                               "work-group with WG = %lld and %lld groups per trajectory, but %s "
                               "has %.1f KiB; set a smaller WG",
                               (long long)d.H, (long long)d.S, (long long)d.F,
-                              (double)local_bytes(&d, g, wg, 0, 0) / 1024, (long long)wg,
+                              (double)local_bytes(l, &d, g, wg, 0, 0) / 1024, (long long)wg,
                               (long long)g, dev->name, (double)dev->local_mem / 1024);
     return KP_OK;
 }
@@ -203,10 +207,10 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     if (st == KP_OK)
         st = gru_host->arg_buffer(l, k, 20, gave_up);
     if (st == KP_OK)
-        st =
-            gru_host->arg_local(l, k, 21,
-                                (size_t)local_bytes(&d, g, (int64_t)wg, cache, shuffles(l, cache)) -
-                                    STATIC_LOCAL_BYTES);
+        st = gru_host->arg_local(
+            l, k, 21,
+            (size_t)local_bytes(l, &d, g, (int64_t)wg, cache, shuffles(l, cache)) -
+                STATIC_LOCAL_BYTES);
     if (st == KP_OK)
         st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
     return st;
