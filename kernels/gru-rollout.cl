@@ -836,9 +836,22 @@ SHFL(idx, 0x1f)
 #define SHFL_F(mode, v, x) as_float(shfl_##mode(as_int(v), (x)))
 #endif
 
-/* The LANES lanes' sums s1 and s2 of each row of a pass meet in r1 and r2 ([WG] each) by a tree:
- * row i's totals end at r1[i LANES] and r2[i LANES]. Every work-item calls it. (Shuffles here
- * measured no faster on the H200.) */
+/* The LANES lanes' sums s1 and s2 of each row of a pass meet in r1 and r2 ([WG] each): row i's
+ * totals end at r1[i LANES] and r2[i LANES]. Every work-item calls it. With shuffles (a row's
+ * lanes share a warp) the lanes add in registers, in the tree's order for lane 0, and one
+ * barrier publishes the rows: the tree took four barriers at LANES 8. */
+#if defined(RO_PTX) && RO_PTX && LANES <= 32
+void lane_sums(float s1, float s2, __local float *r1, __local float *r2, int lid)
+{
+    for (int d = LANES / 2; d > 0; d /= 2) {
+        s1 += SHFL_F(bfly, s1, d);
+        s2 += SHFL_F(bfly, s2, d);
+    }
+    r1[lid] = s1;
+    r2[lid] = s2;
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#else
 void lane_sums(float s1, float s2, __local float *r1, __local float *r2, int lid)
 {
     const int lane = lid % LANES;
@@ -853,11 +866,29 @@ void lane_sums(float s1, float s2, __local float *r1, __local float *r2, int lid
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
+#endif
 
 /* The sums of r1[0, n) and r2[0, n) (filled by the caller before a barrier; n a power of two, the
- * same for the whole work-group) by a tree, in r1[0] and r2[0]. */
+ * same for the whole work-group), in r1[0] and r2[0] for work-item 0. A tree, or with shuffles
+ * and n <= 32 warp 0 alone, adding in the tree's order for its lane 0, with no barrier. */
 void tree_sums(__local float *r1, __local float *r2, int n, int lid)
 {
+#if defined(RO_PTX) && RO_PTX
+    if (n <= 32) {
+        if (lid < 32) {
+            float a = lid < n ? r1[lid] : 0.0f, b = lid < n ? r2[lid] : 0.0f;
+            for (int d = n / 2; d > 0; d /= 2) {
+                a += SHFL_F(bfly, a, d);
+                b += SHFL_F(bfly, b, d);
+            }
+            if (lid == 0) {
+                r1[0] = a;
+                r2[0] = b;
+            }
+        }
+        return;
+    }
+#endif
     for (int d = n / 2; d > 0; d /= 2) {
         if (lid < d) {
             r1[lid] += r1[lid + d];
