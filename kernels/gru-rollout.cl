@@ -933,6 +933,25 @@ void hidden_sides(const __global float *Whh, int whh_r, const __global float *Bh
     }
 }
 
+/* A chunk's categories [c0, c1) of the softmax: lg[s] becomes x = exp(lg[s] - M), and the chunk's
+ * sums of x, of x (lg[s] - M) (the entropy's) and of wz[s] x (the mean state's loss term; wz is
+ * w_y's z part, stride wz_r) go to pe, pl and pw. */
+void chunk_exps(__local float *lg, int c0, int c1, float M, const __global float *wz, int wz_r,
+                float *pe, float *pl, float *pw)
+{
+    float e = 0.0f, l = 0.0f, w = 0.0f;
+    for (int s = c0; s < c1; s++) {
+        const float d = lg[s] - M, x = exp(d);
+        lg[s] = x;
+        e += x;
+        l = fma(x, d, l);
+        w = fma(wz[s * wz_r], x, w);
+    }
+    *pe = e;
+    *pl = l;
+    *pw = w;
+}
+
 /* The smallest power of two >= n (n <= WG). */
 int pow2_at_least(int n)
 {
@@ -1173,14 +1192,8 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
             for (int w = 1; w < NW; w++)
                 max_combine(&M, &A, ra[w], as_int(rb[w]));
             A = clamp(A, 0, S - 1);
-            float pe = 0.0f, pl = 0.0f, pw = 0.0f;
-            for (int s = c0; s < c1; s++) {
-                const float d = lg[s] - M, x = exp(d);
-                lg[s] = x;
-                pe += x;
-                pl = fma(x, d, pl);
-                pw = fma(Wy[(H + s) * a.wy_r], x, pw);
-            }
+            float pe, pl, pw;
+            chunk_exps(lg, c0, c1, M, Wy + H * a.wy_r, a.wy_r, &pe, &pl, &pw);
             float incl = pe;
             for (int d = 1; d < 32; d *= 2) {
                 const float up = SHFL_F(up, incl, d);
@@ -1239,14 +1252,8 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
             /* exp(l - M) into lg; an inclusive scan of the chunks' sums (the CDF at chunk
              * ends, ping-ponging ra and rb), and sums of exp(d) d (entropy) and of
              * w_y[H + s] exp(d) (the mean state's loss term) by trees in rc and rd. */
-            float pe = 0.0f, pl = 0.0f, pw = 0.0f;
-            for (int s = c0; s < c1; s++) {
-                const float d = lg[s] - M, x = exp(d);
-                lg[s] = x;
-                pe += x;
-                pl = fma(x, d, pl);
-                pw = fma(Wy[(H + s) * a.wy_r], x, pw);
-            }
+            float pe, pl, pw;
+            chunk_exps(lg, c0, c1, M, Wy + H * a.wy_r, a.wy_r, &pe, &pl, &pw);
             ra[lid] = pe;
             rc[lid] = pl;
             rd[lid] = pw;

@@ -170,6 +170,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     const int32_t n_traj = (int32_t)(d.E * d.B), n_state = (int32_t)(n_traj * state_words(&d, g));
     size_t wg = (size_t)gru_host->tunable_index(l, TUNE_WG);
     const int32_t cache = cache_of(l, &d, g, (int64_t)wg);
+    const int shfl = shuffles(l, cache);
     size_t global = (size_t)(d.E * d.B * g) * wg;
     size_t reset_local = 64, reset_global = ((size_t)n_state + 63) / 64 * 64;
     kp_buffer *state = NULL, *gave_up = NULL;
@@ -192,8 +193,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     if (st == KP_OK)
         st = gru_host->enqueue_ndrange(l, reset, 1, &reset_global, &reset_local);
     if (st == KP_OK)
-        st = gru_host->cl_kernel(l, "gru_rollout_grid", shuffles(l, cache) ? "-D RO_PTX=1" : NULL,
-                                 &k);
+        st = gru_host->cl_kernel(l, "gru_rollout_grid", shfl ? "-D RO_PTX=1" : NULL, &k);
     if (st == KP_OK)
         st = gru_host->arg_value(l, k, 0, sizeof r, &r);
     if (st == KP_OK)
@@ -208,9 +208,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
         st = gru_host->arg_buffer(l, k, 20, gave_up);
     if (st == KP_OK)
         st = gru_host->arg_local(
-            l, k, 21,
-            (size_t)local_bytes(l, &d, g, (int64_t)wg, cache, shuffles(l, cache)) -
-                STATIC_LOCAL_BYTES);
+            l, k, 21, (size_t)local_bytes(l, &d, g, (int64_t)wg, cache, shfl) - STATIC_LOCAL_BYTES);
     if (st == KP_OK)
         st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
     return st;
