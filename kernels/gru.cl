@@ -123,8 +123,8 @@ static void dots3(int unit, int lane, int n, __global const float *v, int4 vv, i
 #define GV 16
 #define GATE_VEC (NL == 1 && WG % GV == 0)
 
-/* Units j0 .. j0 + n - 1 (n <= GV) of column c0 + j of row r of a view, 0 past n or when the
- * view is absent (v.w 0). */
+/* Columns c0 .. c0 + n - 1 (n <= GV) of row r of a view as a vector, 0 past n or when the view is
+ * absent (v.w 0); scatter16 stores the first n lanes back. */
 static float16 gather16(__global const float *p, int4 v, int r, int c0, int n)
 {
     float x[GV];
