@@ -19,6 +19,7 @@ typedef struct kp__manifest_layer {
     int has_allow_insecure;
     int has_cache_dir;
     int has_cache_max_mb;
+    int has_cache_binaries;
 } kp__manifest_layer;
 
 /*

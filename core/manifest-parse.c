@@ -320,9 +320,23 @@ static int on_max_mb(kp__yaml *c, yaml_node_t *node, const kp__yaml_value *v, vo
     return 0;
 }
 
+static int on_binaries(kp__yaml *c, yaml_node_t *node, const kp__yaml_value *v, void *obj)
+{
+    static const char *const names[] = {"auto", "always", "never"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(v->s, names[i]) == 0) {
+            model(c)->cache_binaries = i;
+            layer(c)->has_cache_binaries = 1;
+            return 0;
+        }
+    return kp__yaml_fail(c, node, "binaries must be \"auto\", \"always\" or \"never\", got %s",
+                         kp__yaml_show(v->s).s);
+}
+
 static const kp__yaml_field cache_fields[] = {
     {.key = "dir", .kind = KP__YAML_STRING, .fn = on_cache_dir},
     {.key = "max_mb", .kind = KP__YAML_INT, .fn = on_max_mb},
+    {.key = "binaries", .kind = KP__YAML_STRING, .fn = on_binaries},
 };
 
 static int on_cache(kp__yaml *c, yaml_node_t *node, const kp__yaml_value *v, void *obj)

@@ -141,6 +141,8 @@ static kp_status merge(kp__manifest *m, kp__manifest_layer *l, uint32_t layer)
     }
     if (l->has_cache_max_mb)
         m->cache_max_mb = s->cache_max_mb;
+    if (l->has_cache_binaries)
+        m->cache_binaries = s->cache_binaries;
     for (size_t i = 0; i < s->n_tuning; i++) {
         kp__tuning_entry *e = &m->tuning[m->n_tuning];
         *e = s->tuning[i];

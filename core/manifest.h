@@ -69,13 +69,19 @@ typedef struct kp__manifest {
     int allow_insecure;
     char *cache_dir;          /* expanded; NULL when no layer set it */
     int64_t cache_max_mb;     /* 512 unless set */
+    int cache_binaries;       /* KP__BINARIES_*; auto unless set */
     kp__tuning_entry *tuning; /* all layers, in load order */
     size_t n_tuning;
     char **files; /* every file name loaded, owned; kp__loc.file points here */
     size_t n_files;
 } kp__manifest;
 
-/* An empty manifest: no rules, no tuning, cache_max_mb 512. */
+/* `cache.binaries`: whether built programs' binaries go to the disk cache. Under `auto` they do
+ * except on drivers that keep a build cache of their own and whose binaries cost a compile of
+ * every kernel in the program (PoCL). */
+enum { KP__BINARIES_AUTO = 0, KP__BINARIES_ALWAYS, KP__BINARIES_NEVER };
+
+/* An empty manifest: no rules, no tuning, cache_max_mb 512, binaries auto. */
 void kp__manifest_init(kp__manifest *m);
 /* Frees everything the manifest owns. */
 void kp__manifest_fini(kp__manifest *m);

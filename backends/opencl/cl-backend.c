@@ -159,6 +159,12 @@ kp_status kp__cl_open(kp_runtime *rt, const char *cache_dir)
     clGetPlatformInfo(b->platform, CL_PLATFORM_VERSION, sizeof pversion, pversion, NULL);
     b->identity = kp__asprintf("%s\n%s\n%s\n%s\n%s", e->info.name, e->info.driver, e->info.version,
                                pversion, e->info.vendor_string);
+    /* PoCL's binaries hold every kernel of the program compiled for any local size: asking for
+     * one costs a compile of each kernel, most of which a process never launches, while PoCL's
+     * own cache (POCL_CACHE_DIR) already keeps what it built. */
+    int binaries = rt->manifest.cache_binaries;
+    b->store_binaries = binaries == KP__BINARIES_ALWAYS ||
+                        (binaries == KP__BINARIES_AUTO && e->info.vendor != KP_VENDOR_POCL);
     rt->backend = b;
     rt->ops = &cl_ops;
     open_disk_cache(rt, b, cache_dir);

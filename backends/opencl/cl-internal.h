@@ -31,6 +31,7 @@ struct kp__backend {
     kp__cl_program *programs;
     struct kp_clkernel *kernels;
     kp__disk_cache disk;
+    int store_binaries; /* cache.binaries resolved for this device */
 };
 
 /* "CL_INVALID_WORK_GROUP_SIZE" for -54. */

@@ -84,7 +84,7 @@ static cl_program from_binary(kp__backend *b, const void *bin, size_t size, cons
 static void store_binary(kp__backend *b, cl_program p, const uint8_t key[32])
 {
     size_t size = 0;
-    if (!b->disk.dir ||
+    if (!b->disk.dir || !b->store_binaries ||
         clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
         size == 0)
         return;

@@ -108,10 +108,17 @@ static int file_is_valid(const char *path)
     return ok;
 }
 
-/* A PoCL runtime with the example plugin and `cache_dir`. */
-static kp_runtime *open_runtime(const char *cache_dir, uint32_t extra_flags, test_log *log)
+/* A PoCL runtime with the example plugin and `cache_dir`, with the manifest's cache.binaries set
+ * to `binaries` (PoCL's default, auto, writes none). */
+static kp_runtime *open_runtime_with(const char *cache_dir, uint32_t extra_flags, test_log *log,
+                                     const char *binaries)
 {
+    char text[128], name[64];
+    snprintf(text, sizeof text, "kernelport: 1\ncache: { binaries: %s }\n", binaries);
+    /* One file per process: test_two_processes_at_once runs several at once. */
+    snprintf(name, sizeof name, "binaries-%ld.yaml", (long)getpid());
     kp_runtime_options o = test_options(test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR), "pocl", log);
+    o.manifest_path = test_write_tmp(name, text);
     o.cache_dir = cache_dir;
     o.flags |= extra_flags;
     kp_runtime *rt = NULL;
@@ -119,6 +126,11 @@ static kp_runtime *open_runtime(const char *cache_dir, uint32_t extra_flags, tes
     if (st != KP_OK)
         fprintf(stderr, "kp_runtime_create: %s\n", kp_last_error(NULL));
     return st == KP_OK ? rt : NULL;
+}
+
+static kp_runtime *open_runtime(const char *cache_dir, uint32_t extra_flags, test_log *log)
+{
+    return open_runtime_with(cache_dir, extra_flags, log, "always");
 }
 
 /* Launches example.axpy on 1009 elements and checks the result; 0 when right. */
@@ -314,6 +326,24 @@ static void test_no_disk_cache_flag_writes_nothing(void **state)
     assert_null(strstr(log.text, LOADED));
 }
 
+/* On PoCL, `auto` writes no binaries (each would cost a compile of every kernel in the program);
+ * `never` writes none anywhere. */
+static void test_binaries_auto_and_never_write_nothing_on_pocl(void **state)
+{
+    const char *const modes[] = {"auto", "never"};
+    for (int i = 0; i < 2; i++) {
+        const char *dir = fresh_dir(i ? "cache-never" : "cache-auto");
+        test_log log;
+        kp_runtime *rt = open_runtime_with(dir, 0, &log, modes[i]);
+        assert_non_null(rt);
+        assert_int_equal(axpy_is_right(rt), 0);
+        kp_runtime_destroy(rt);
+        listing l = list_dir(dir);
+        assert_int_equal(l.bins + l.temps, 0);
+        assert_null(strstr(log.text, LOADED));
+    }
+}
+
 static void test_unusable_cache_dir_warns_and_runs(void **state)
 {
     /* A directory under a regular file cannot be created. */
@@ -406,6 +436,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wrong_magic),
         cmocka_unit_test(test_well_formed_garbage_binary),
         cmocka_unit_test(test_no_disk_cache_flag_writes_nothing),
+        cmocka_unit_test(test_binaries_auto_and_never_write_nothing_on_pocl),
         cmocka_unit_test(test_unusable_cache_dir_warns_and_runs),
         cmocka_unit_test(test_two_processes_at_once),
     };
