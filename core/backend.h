@@ -23,10 +23,10 @@ struct kp__backend_ops {
                              const void *pattern, size_t pattern_size);
     kp_status (*finish)(kp_runtime *rt);
 
-    /* Builds (or finds cached) the program of kernel k with its options plus `extra` and returns
-     * its __kernel `entry`. (optional: NULL on the host backend) */
+    /* Builds (or finds cached) the program of kernel k with its options plus `extra` and the
+     * KP_BUILD_* `flags`, and returns its __kernel `entry`. (optional: NULL on the host backend) */
     kp_status (*kernel_get)(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
-                            kp_clkernel **out);
+                            uint32_t flags, kp_clkernel **out);
     kp_status (*kernel_limits)(kp_runtime *rt, kp_clkernel *ck, size_t *max_wg,
                                uint64_t *local_mem);
     /* value NULL sets `size` bytes of local memory. */

@@ -5,6 +5,7 @@
 #include "backend.h"
 #include "registry.h"
 #include "sample.h"
+#include "view.h"
 
 static kp_status register_kernel(kp_registrar *reg, const kp_kernel_desc *desc)
 {
@@ -68,7 +69,8 @@ static kp_status need_device(kp_launch *l, const char *what)
     return KP_OK;
 }
 
-static kp_status cl_kernel(kp_launch *l, const char *entry, const char *extra, kp_clkernel **out)
+static kp_status cl_kernel_build(kp_launch *l, const char *entry, const char *extra,
+                                 uint32_t flags, kp_clkernel **out)
 {
     kp_status st = need_device(l, "cl_kernel");
     if (st != KP_OK)
@@ -76,7 +78,28 @@ static kp_status cl_kernel(kp_launch *l, const char *entry, const char *extra, k
     if (!entry || !out)
         return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: cl_kernel: NULL entry or out",
                         l->kernel->desc->name);
-    return l->rt->ops->kernel_get(l->rt, l->kernel, entry, extra, out);
+    if (flags & ~(uint32_t)KP_BUILD_PTX_SM90A)
+        return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: cl_kernel_build: unknown flags 0x%x",
+                        l->kernel->desc->name, flags & ~(uint32_t)KP_BUILD_PTX_SM90A);
+    return l->rt->ops->kernel_get(l->rt, l->kernel, entry, extra, flags, out);
+}
+
+/* ABI 1.1 asked for sm_90a PTX with this option among the extra options; plugins built then still
+ * do, so the option is taken out and becomes KP_BUILD_PTX_SM90A. */
+#define LEGACY_SM90A_OPTION "-kp-ptx-sm90a"
+
+static kp_status cl_kernel(kp_launch *l, const char *entry, const char *extra, kp_clkernel **out)
+{
+    const char *at = extra ? strstr(extra, LEGACY_SM90A_OPTION) : NULL;
+    size_t n = strlen(LEGACY_SM90A_OPTION);
+    if (!at || (at != extra && at[-1] != ' ') || (at[n] != ' ' && at[n] != '\0'))
+        return cl_kernel_build(l, entry, extra, 0, out);
+    char *rest = kp__asprintf("%.*s%s", (int)(at - extra), extra, at[n] ? at + n + 1 : "");
+    if (!rest)
+        return kp__fail(l ? l->rt : NULL, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    kp_status st = cl_kernel_build(l, entry, rest, KP_BUILD_PTX_SM90A, out);
+    free(rest);
+    return st;
 }
 
 static kp_status arg_buffer(kp_launch *l, kp_clkernel *k, uint32_t index, const kp_buffer *buf)
@@ -99,6 +122,40 @@ static kp_status arg_value(kp_launch *l, kp_clkernel *k, uint32_t index, size_t 
         st = kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: value is NULL",
                       l->kernel->desc->name, index);
     return st != KP_OK ? st : l->rt->ops->kernel_arg(l, k, index, size, value);
+}
+
+static kp_status arg_tensor(kp_launch *l, kp_clkernel *k, uint32_t index, const kp_tensor *t,
+                            uint32_t rank)
+{
+    kp_status st = need_device(l, "arg_tensor");
+    if (st != KP_OK)
+        return st;
+    if (!t)
+        return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: tensor is NULL",
+                        l->kernel->desc->name, index);
+    int32_t view[KP__VIEW_WORDS(KP_MAX_RANK)];
+    const char *why = NULL;
+    st = kp__view_pack(t, rank, view, &why);
+    if (st != KP_OK) {
+        char desc[160];
+        return kp__fail(l->rt, st, "kernel %s: argument %u: %s as a rank-%u view: %s",
+                        l->kernel->desc->name, index, kp_tensor_describe(t, desc, sizeof desc),
+                        rank, why);
+    }
+    st = arg_buffer(l, k, index, t->buffer);
+    return st != KP_OK ? st
+                       : l->rt->ops->kernel_arg(l, k, index + 1,
+                                                KP__VIEW_WORDS(rank) * sizeof(int32_t), view);
+}
+
+static kp_status buffer_read(kp_launch *l, const kp_buffer *buf, size_t offset, size_t bytes,
+                             void *dst)
+{
+    if (!l)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "buffer_read: launch is NULL");
+    kp_status st = kp_buffer_read(l->rt, buf, offset, bytes, dst);
+    return st == KP_OK ? st
+                       : kp__fail_prefix(l->rt, st, "kernel %s: buffer_read", l->kernel->desc->name);
 }
 
 static kp_status arg_local(kp_launch *l, kp_clkernel *k, uint32_t index, size_t bytes)
@@ -227,6 +284,9 @@ static const kp_host_api host_api = {
     .sample_random = kp__sample_random,
     .sample_view = kp__sample_view,
     .tunable_index = tunable_index,
+    .arg_tensor = arg_tensor,
+    .cl_kernel_build = cl_kernel_build,
+    .buffer_read = buffer_read,
 };
 
 const kp_host_api *kp__host_api(void)

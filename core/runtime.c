@@ -224,7 +224,7 @@ kp_status kp_runtime_warmup(kp_runtime *rt, const char *pattern)
             else if (k->desc->source && k->desc->entry) {
                 /* Tuning resolution builds only kernels with a workgroup tunable to bound. */
                 kp_clkernel *ck;
-                st = rt->ops->kernel_get(rt, k, k->desc->entry, NULL, &ck);
+                st = rt->ops->kernel_get(rt, k, k->desc->entry, NULL, 0, &ck);
             }
         }
         pthread_mutex_unlock(&rt->lock);

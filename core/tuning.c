@@ -1,4 +1,5 @@
 /* Tuning resolution: the most specific manifest entry whose value is allowed and fits wins. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -145,6 +146,34 @@ static void fit_default(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg
     c->value = best;
 }
 
+/* The kernel's own say on a value that means "decide on this device" (kp_kernel_desc.resolve). */
+static void resolve_auto(kp_runtime *rt, kp_kernel *k, uint32_t ti)
+{
+    const kp_kernel_desc *d = k->desc;
+    if (d->struct_size < offsetof(kp_kernel_desc, resolve) + sizeof d->resolve || !d->resolve)
+        return;
+    kp__tuning_choice *c = &k->choices[ti];
+    const kp_tunable_desc *t = &d->tunables[ti];
+    kp_launch l = {.rt = rt, .kernel = k, .reference = kp__is_host(rt)};
+    int64_t v = c->value;
+    const char *why = d->resolve(&l, ti, c->value, &v);
+    if (!why || v == c->value)
+        return;
+    if (!kp__tunable_allows(t, v)) {
+        kp__log(rt, KP_LOG_WARN, "kernel %s: %s = %lld resolved to %lld, which is not allowed; kept",
+                d->name, t->name, (long long)c->value, (long long)v);
+        return;
+    }
+    const char *from = t->choices ? t->choices[c->value] : NULL;
+    if (from)
+        kp__append(&c->notes, "%s%s: %s", c->notes ? "; " : "", from, why);
+    else
+        kp__append(&c->notes, "%s%lld: %s", c->notes ? "; " : "", (long long)c->value, why);
+    c->value = v;
+    free(c->value_text);
+    c->value_text = kp__strdup(t->choices ? t->choices[v] : "");
+}
+
 /* Chooses tunable ti's value; max_wg > 0 also rejects workgroups above the compiled limit. */
 static void choose(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
 {
@@ -203,6 +232,7 @@ static void choose(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
         free(why);
     }
     free(cand);
+    resolve_auto(rt, k, ti);
     fit_default(rt, k, ti, max_wg);
 }
 
@@ -269,7 +299,7 @@ static kp_status check_limits(kp_runtime *rt, kp_kernel *k)
     /* Each retry drops one rejected value per workgroup tunable; the defaults end it. */
     for (uint32_t attempt = 0; attempt <= d->n_tunables + 1; attempt++) {
         kp_clkernel *ck;
-        kp_status st = rt->ops->kernel_get(rt, k, d->entry, NULL, &ck);
+        kp_status st = rt->ops->kernel_get(rt, k, d->entry, NULL, 0, &ck);
         if (st != KP_OK)
             return st;
         size_t max_wg = 0;
@@ -379,6 +409,9 @@ kp_status kp_kernel_tunable_set(kp_runtime *rt, kp_kernel *k, const char *name, 
         c->value_text = kp__strdup(t->choices ? t->choices[value] : "");
         free(c->origin);
         c->origin = kp__strdup("set by the application");
+        free(c->notes);
+        c->notes = NULL;
+        resolve_auto(rt, k, i);
         k->overridden = 1;
         build_options(k);
     }

@@ -6,27 +6,27 @@
 #define WG 64
 #endif
 
+/* Each tensor is its buffer and its view (kp_view1, kp_view2: the prelude's offset, extents and
+ * strides in elements), so any strided view works. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void example_axpy(const int n, const float alpha,
-                  __global const float *x, const int x_off, const int x_stride,
-                  __global float *y, const int y_off, const int y_stride)
+void example_axpy(const int n, const float alpha, __global const float *x, const kp_view1 xv,
+                  __global float *y, const kp_view1 yv)
 {
     const int i = get_global_id(0);
     if (i >= n)
         return;
-    y[y_off + i * y_stride] = fma(alpha, x[x_off + i * x_stride], y[y_off + i * y_stride]);
+    y[kp_at1(yv, i)] = fma(alpha, x[kp_at1(xv, i)], y[kp_at1(yv, i)]);
 }
 
-/* y[r][c] = x[r][c] * scale[r]; x and y are strided views, one work-item per element. */
+/* y[r][c] = x[r][c] * scale[r], one work-item per element. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void example_scale_rows(const int rows, const int cols,
-                        __global const float *x, const int x_off, const int x_rs, const int x_cs,
-                        __global const float *scale, const int s_off, const int s_stride,
-                        __global float *y, const int y_off, const int y_rs, const int y_cs)
+void example_scale_rows(__global const float *x, const kp_view2 xv,
+                        __global const float *scale, const kp_view1 sv,
+                        __global float *y, const kp_view2 yv)
 {
-    const int i = get_global_id(0);
-    if (i >= rows * cols)
+    const int i = get_global_id(0), cols = yv.shape[1];
+    if (i >= yv.shape[0] * cols)
         return;
     const int r = i / cols, c = i % cols;
-    y[y_off + r * y_rs + c * y_cs] = x[x_off + r * x_rs + c * x_cs] * scale[s_off + r * s_stride];
+    y[kp_at2(yv, r, c)] = x[kp_at2(xv, r, c)] * scale[kp_at1(sv, r)];
 }

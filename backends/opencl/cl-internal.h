@@ -12,6 +12,7 @@ struct kp_clkernel {
     kp_kernel *owner;
     char *entry;
     char *options; /* the kernel's tuning options plus the call's extra options */
+    uint32_t flags; /* KP_BUILD_* */
     cl_kernel kernel;
     struct kp_clkernel *next;
 };
@@ -43,7 +44,7 @@ kp_status kp__cl_fail(const kp_runtime *rt, cl_int err, const char *call, const 
     KP_PRINTF(4, 5);
 
 kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
-                            kp_clkernel **out);
+                            uint32_t flags, kp_clkernel **out);
 kp_status kp__cl_kernel_limits(kp_runtime *rt, kp_clkernel *ck, size_t *max_wg,
                                uint64_t *local_mem);
 void kp__cl_programs_free(struct kp__backend *b);

@@ -4,13 +4,27 @@
 
 #include "cl-internal.h"
 #include "cl-ptx.h"
+#include "kp-embedded.h"
 #include "sha256.h"
 
-#define CACHE_FORMAT "kernelport-program-v1"
+#define CACHE_FORMAT "kernelport-program-v2"
 
 static const char *kernel_source(const kp_kernel *k)
 {
     return k->source ? k->source : k->desc->source;
+}
+
+/* A program's text: the prelude (kernels/common/prelude.cl), then a #line that gives the kernel's
+ * own file its own line numbers in build logs, then the kernel's source. */
+enum { N_PARTS = 3 };
+
+static void program_text(const kp_kernel *k, const char *parts[N_PARTS], char line[256])
+{
+    const char *name = k->desc->source_name ? k->desc->source_name : k->desc->name;
+    snprintf(line, 256, "\n#line 1 \"%.200s\"\n", strpbrk(name, "\"\\\n") ? "source" : name);
+    parts[0] = kp_kernel_prelude_cl;
+    parts[1] = line;
+    parts[2] = kernel_source(k);
 }
 
 static char *join_options(const kp_kernel *k, const char *extra)
@@ -22,11 +36,16 @@ static char *join_options(const kp_kernel *k, const char *extra)
 }
 
 static void program_key(const kp__backend *b, const kp_kernel *k, const char *options,
-                        uint8_t key[32])
+                        uint32_t flags, uint8_t key[32])
 {
-    const char *parts[] = {CACHE_FORMAT,     b->identity,
-                           kernel_source(k), options,
-                           k->plugin->name,  k->plugin->version ? k->plugin->version : ""};
+    char flag_text[16];
+    snprintf(flag_text, sizeof flag_text, "%x", flags);
+    const char *text[N_PARTS];
+    char line[256];
+    program_text(k, text, line);
+    const char *parts[] = {CACHE_FORMAT,    b->identity, text[0], text[1],
+                           text[2],         options,     flag_text,
+                           k->plugin->name, k->plugin->version ? k->plugin->version : ""};
     kp__sha256_ctx h;
     kp__sha256_init(&h);
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
@@ -47,24 +66,11 @@ static char *build_log(cl_program p, cl_device_id d)
 }
 
 /*
- * SM90A_OPTION, the core's own build option: Hopper's sm_90a instructions (wgmma) are refused in
- * the PTX NVIDIA's OpenCL compiler emits, which targets sm_90. A kernel that passes the option
- * writes them behind KP_PTX_SM90A_MARK inside its inline asm; the core takes the compiled PTX,
- * re-targets it (kp__ptx_sm90a) and builds that as the program's binary.
+ * KP_BUILD_PTX_SM90A: Hopper's sm_90a instructions (wgmma) are refused in the PTX NVIDIA's OpenCL
+ * compiler emits, which targets sm_90. A kernel that asks for the flag writes them behind
+ * KP_PTX_SM90A_MARK inside its inline asm; the core takes the compiled PTX, re-targets it
+ * (kp__ptx_sm90a) and builds that as the program's binary.
  */
-#define SM90A_OPTION "-kp-ptx-sm90a"
-
-/* Removes SM90A_OPTION from `options` in place; whether it was there. */
-static int take_sm90a(char *options)
-{
-    size_t n = strlen(SM90A_OPTION);
-    for (char *p = strstr(options, SM90A_OPTION); p; p = strstr(p + 1, SM90A_OPTION))
-        if ((p == options || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
-            memmove(p, p + n + (p[n] == ' '), strlen(p + n + (p[n] == ' ')) + 1);
-            return 1;
-        }
-    return 0;
-}
 
 /* A cached binary that no longer loads is only a miss: the source build replaces it. */
 static cl_program from_binary(kp__backend *b, const void *bin, size_t size, const char *options)
@@ -126,7 +132,7 @@ static kp_status rebuild_sm90a(kp_runtime *rt, kp_kernel *k, const char *options
     if (!ptx) {
         const kp_device_info *d = kp__device(rt);
         return kp__fail(rt, err != CL_SUCCESS ? KP_ERR_CL : KP_ERR_UNSUPPORTED,
-                        "kernel %s: %s asks for sm_90a instructions (" SM90A_OPTION "), which "
+                        "kernel %s: %s asks for sm_90a instructions (KP_BUILD_PTX_SM90A), which "
                         "need a compiler that emits PTX for sm_90; %s (%s, driver %s) did not",
                         k->desc->name, k->desc->source_name ? k->desc->source_name : "the source",
                         d->name, d->platform, d->driver);
@@ -153,9 +159,11 @@ static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, 
                              cl_program *out)
 {
     kp__backend *b = rt->backend;
-    const char *src = kernel_source(k);
+    const char *text[N_PARTS];
+    char line[256];
+    program_text(k, text, line);
     cl_int err;
-    cl_program p = clCreateProgramWithSource(b->context, 1, &src, NULL, &err);
+    cl_program p = clCreateProgramWithSource(b->context, N_PARTS, text, NULL, &err);
     if (err != CL_SUCCESS)
         return kp__cl_fail(rt, err, "clCreateProgramWithSource", "kernel %s", k->desc->name);
     err = clBuildProgram(p, 1, &b->device, options, NULL, NULL);
@@ -173,40 +181,34 @@ static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, 
     return KP_OK;
 }
 
-static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, cl_program *out)
+static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, uint32_t flags,
+                              cl_program *out)
 {
     kp__backend *b = rt->backend;
     uint8_t key[32];
-    program_key(b, k, options, key);
+    program_key(b, k, options, flags, key);
     for (kp__cl_program *p = b->programs; p; p = p->next)
         if (memcmp(p->key, key, 32) == 0) {
             *out = p->program;
             return KP_OK;
         }
-    /* The key keeps SM90A_OPTION; the OpenCL compiler never sees it. */
-    char *cl_options = kp__strdup(options);
-    if (!cl_options)
-        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
-    int sm90a = take_sm90a(cl_options);
+    int sm90a = (flags & KP_BUILD_PTX_SM90A) != 0;
     cl_program prog = NULL;
     void *bin = NULL;
     size_t size = 0;
     if (kp__disk_cache_get(&b->disk, key, &bin, &size)) {
-        prog = from_binary(b, bin, size, cl_options);
+        prog = from_binary(b, bin, size, options);
         free(bin);
         if (prog)
             kp__log(rt, KP_LOG_DEBUG, "kernel %s: program loaded from the disk cache",
                     k->desc->name);
     }
     if (!prog) {
-        kp_status st = from_source(rt, k, cl_options, sm90a, &prog);
-        if (st != KP_OK) {
-            free(cl_options);
+        kp_status st = from_source(rt, k, options, sm90a, &prog);
+        if (st != KP_OK)
             return st;
-        }
         store_binary(b, prog, key);
     }
-    free(cl_options);
     kp__cl_program *entry = calloc(1, sizeof *entry);
     if (!entry) {
         clReleaseProgram(prog);
@@ -221,7 +223,7 @@ static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, 
 }
 
 kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
-                            kp_clkernel **out)
+                            uint32_t flags, kp_clkernel **out)
 {
     kp__backend *b = rt->backend;
     if (!kernel_source(k))
@@ -232,13 +234,14 @@ kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, con
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     /* Keyed by the full options: new tuning values mean another program. */
     for (kp_clkernel *c = b->kernels; c; c = c->next)
-        if (c->owner == k && strcmp(c->entry, entry) == 0 && strcmp(c->options, options) == 0) {
+        if (c->owner == k && c->flags == flags && strcmp(c->entry, entry) == 0 &&
+            strcmp(c->options, options) == 0) {
             free(options);
             *out = c;
             return KP_OK;
         }
     cl_program prog = NULL;
-    kp_status st = get_program(rt, k, options, &prog);
+    kp_status st = get_program(rt, k, options, flags, &prog);
     if (st != KP_OK) {
         free(options);
         return st;
@@ -261,6 +264,7 @@ kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, con
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     c->options = options;
+    c->flags = flags;
     c->owner = k;
     c->kernel = ck;
     c->next = b->kernels;

@@ -20,13 +20,26 @@ extern "C" {
  * the core: everything it needs comes through the kp_host_api table handed to `init`.
  */
 #define KP_ABI_MAJOR 1
-#define KP_ABI_MINOR 1 /* 1: kp_kernel_desc.describe and .supported, KP_TUNABLE_NO_SEARCH */
+/* 1: kp_kernel_desc.describe and .supported, KP_TUNABLE_NO_SEARCH.
+ * 2: tensor views (kp_host_api.arg_tensor and the prelude, kp_clargs), build flags
+ *    (cl_kernel_build, KP_BUILD_PTX_SM90A), buffer_read, kp_kernel_desc.resolve. */
+#define KP_ABI_MINOR 2
 
 /* Opaque objects the core passes to plugin callbacks. */
 typedef struct kp_registrar kp_registrar; /* registration, valid during init */
 typedef struct kp_launch kp_launch;       /* one check/enqueue/reference call */
 typedef struct kp_sample kp_sample;       /* a set of sample arguments being built */
 typedef struct kp_clkernel kp_clkernel;   /* a built OpenCL kernel of this launch's program */
+
+/*
+ * Tensors in OpenCL C. Every program the core builds starts with the prelude
+ * (kernels/common/prelude.cl), which defines one view type per rank,
+ *     typedef struct kp_view<R> { int offset; int shape[R]; int strides[R]; } kp_view<R>;
+ * for R = 0..KP_MAX_RANK (kp_view0 holds the offset alone), index helpers (kp_at1..kp_at4) and
+ * the horizontal sums kp_hsum2..kp_hsum16. A kernel takes a tensor as two parameters, its buffer
+ * and its view: `__global const float *x, const kp_view2 xv`, and the plugin sets both with
+ * host->arg_tensor (or kp_clargs_tensor). Offsets, extents and strides are in elements.
+ */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Kernel descriptors                                                                         */
@@ -153,6 +166,14 @@ typedef struct kp_kernel_desc {
      * for its limits; `kernelport verify`, `bench` and `warmup` skip a kernel that says no,
      * rather than failing it. (optional; read only when struct_size covers it) */
     kp_status (*supported)(kp_launch *l);
+    /* Resolves a tunable whose value means "decide on this device" (an `auto` choice, or a value
+     * the tunable's doc reserves for it): the core calls it for each tunable when it resolves the
+     * kernel's tuning, with the value the manifest or the default gave. Returns NULL to keep that
+     * value, or a short reason ("rows on CPUs") after writing the value to use to *resolved,
+     * which must be allowed too. That value is what is compiled (-D) and what host->tunable
+     * returns, and `kernelport explain` shows it with the reason. (optional; a launch with no
+     * call; ABI 1.2) */
+    const char *(*resolve)(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
 } kp_kernel_desc;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -235,7 +256,132 @@ typedef struct kp_host_api {
     /* The resolved value of the descriptor's tunable number `index` (as `tunable`, without the
      * search by name: for kernels that read many tunables on every launch). */
     int64_t (*tunable_index)(kp_launch *l, uint32_t index);
+
+    /* ---- ABI 1.2 ---- */
+
+    /* Sets argument `index` to tensor t's buffer and argument `index + 1` to its view as a
+     * kp_view<rank> of the prelude: the element offset, `rank` extents, `rank` strides. A tensor
+     * of lower rank than `rank` gets leading extents 1 with stride 0 (NumPy's alignment for
+     * broadcasting). Errors: KP_ERR_INVALID_ARG (rank above KP_MAX_RANK or below the tensor's,
+     * no buffer), KP_ERR_UNSUPPORTED (the view reaches past element 2^31 - 1: kernels index
+     * with int). */
+    kp_status (*arg_tensor)(kp_launch *l, kp_clkernel *k, uint32_t index, const kp_tensor *t,
+                            uint32_t rank);
+    /* cl_kernel with build flags (KP_BUILD_*), which ask the core for what the OpenCL compiler
+     * cannot be told through options. Errors: as cl_kernel; KP_ERR_UNSUPPORTED when the device
+     * cannot honour a flag. */
+    kp_status (*cl_kernel_build)(kp_launch *l, const char *entry, const char *extra_options,
+                                 uint32_t flags, kp_clkernel **out);
+    /* Copies `bytes` of a buffer from byte `offset` into host memory, after the work this
+     * launch has enqueued so far (blocking). On a reference run the buffer is in host memory and
+     * this is a copy. Errors: KP_ERR_INVALID_ARG (range outside the buffer), KP_ERR_CL. */
+    kp_status (*buffer_read)(kp_launch *l, const kp_buffer *buf, size_t offset, size_t bytes,
+                             void *dst);
 } kp_host_api;
+
+/* Flags of host->cl_kernel_build. */
+enum {
+    /* Build the program's PTX raised from sm_90 to sm_90a, with every "//KP:" mark deleted, so
+     * that inline asm can hold Hopper's sm_90a instructions (wgmma) behind that mark. Only where
+     * the OpenCL compiler emits PTX for sm_90 (NVIDIA Hopper); elsewhere KP_ERR_UNSUPPORTED. */
+    KP_BUILD_PTX_SM90A = 1u << 0,
+};
+
+/*
+ * An argument list being set on one OpenCL kernel, in order: each kp_clargs_* call sets the next
+ * argument (a tensor sets two). The first failure sticks, later calls do nothing, and
+ * kp_clargs_enqueue returns it, so a plugin's enqueue reads as a list:
+ *
+ *     kp_clargs a = kp_clargs_begin(host, l, "example_axpy", NULL);
+ *     kp_clargs_int(&a, n);
+ *     kp_clargs_float(&a, alpha);
+ *     kp_clargs_tensor(&a, x, 1);
+ *     kp_clargs_tensor(&a, y, 1);
+ *     return kp_clargs_enqueue(&a, 1, &global, &wg);
+ */
+typedef struct kp_clargs {
+    const kp_host_api *host;
+    kp_launch *l;
+    kp_clkernel *k;
+    uint32_t next;    /* the index of the next argument */
+    kp_status status; /* the first failure */
+} kp_clargs;
+
+/* An argument list on a kernel the plugin already has (host->cl_kernel or cl_kernel_build). */
+static inline kp_clargs kp_clargs_for(const kp_host_api *host, kp_launch *l, kp_clkernel *k)
+{
+    kp_clargs a;
+    a.host = host;
+    a.l = l;
+    a.k = k;
+    a.next = 0;
+    a.status = KP_OK;
+    return a;
+}
+
+/* An argument list on the kernel `entry` of this launch's program (host->cl_kernel). */
+static inline kp_clargs kp_clargs_begin(const kp_host_api *host, kp_launch *l, const char *entry,
+                                        const char *extra_options)
+{
+    kp_clargs a = kp_clargs_for(host, l, NULL);
+    a.status = host->cl_kernel(l, entry, extra_options, &a.k);
+    return a;
+}
+
+static inline void kp_clargs_tensor(kp_clargs *a, const kp_tensor *t, uint32_t rank)
+{
+    if (a->status == KP_OK)
+        a->status = a->host->arg_tensor(a->l, a->k, a->next, t, rank);
+    a->next += 2;
+}
+
+/* A buffer alone (a scratch buffer, or a tensor whose view the kernel does not need). */
+static inline void kp_clargs_buffer(kp_clargs *a, const kp_buffer *buf)
+{
+    if (a->status == KP_OK)
+        a->status = a->host->arg_buffer(a->l, a->k, a->next, buf);
+    a->next++;
+}
+
+/* A plain value of `size` bytes: a struct, an int4, ... */
+static inline void kp_clargs_value(kp_clargs *a, size_t size, const void *value)
+{
+    if (a->status == KP_OK)
+        a->status = a->host->arg_value(a->l, a->k, a->next, size, value);
+    a->next++;
+}
+
+static inline void kp_clargs_int(kp_clargs *a, int32_t v)
+{
+    kp_clargs_value(a, sizeof v, &v);
+}
+
+static inline void kp_clargs_uint(kp_clargs *a, uint32_t v)
+{
+    kp_clargs_value(a, sizeof v, &v);
+}
+
+static inline void kp_clargs_float(kp_clargs *a, float v)
+{
+    kp_clargs_value(a, sizeof v, &v);
+}
+
+/* `bytes` of local memory (a __local pointer parameter). */
+static inline void kp_clargs_local(kp_clargs *a, size_t bytes)
+{
+    if (a->status == KP_OK)
+        a->status = a->host->arg_local(a->l, a->k, a->next, bytes);
+    a->next++;
+}
+
+/* Enqueues the kernel (host->enqueue_ndrange) unless an argument failed; the first failure. */
+static inline kp_status kp_clargs_enqueue(kp_clargs *a, uint32_t dims, const size_t *global,
+                                          const size_t *local)
+{
+    if (a->status == KP_OK)
+        a->status = a->host->enqueue_ndrange(a->l, a->k, dims, global, local);
+    return a->status;
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Plugin entry                                                                               */

@@ -73,33 +73,15 @@ static kp_status axpy_check(const kp_call *call, kp_launch *l)
 
 static kp_status axpy_enqueue(const kp_call *call, kp_launch *l)
 {
-    const kp_tensor *x = &call->args[AXPY_X].tensor, *y = &call->args[AXPY_Y].tensor;
     int n = (int)call->args[AXPY_N].i;
-    float alpha = (float)call->args[AXPY_ALPHA].f;
-    int xo = (int)x->offset, xs = (int)x->strides[0], yo = (int)y->offset, ys = (int)y->strides[0];
     size_t wg = (size_t)host->tunable(l, "WG");
     size_t global = ((size_t)n + wg - 1) / wg * wg;
-    kp_clkernel *k;
-    kp_status st = host->cl_kernel(l, "example_axpy", NULL, &k);
-    if (st == KP_OK)
-        st = host->arg_value(l, k, 0, sizeof n, &n);
-    if (st == KP_OK)
-        st = host->arg_value(l, k, 1, sizeof alpha, &alpha);
-    if (st == KP_OK)
-        st = host->arg_buffer(l, k, 2, x->buffer);
-    if (st == KP_OK)
-        st = host->arg_value(l, k, 3, sizeof xo, &xo);
-    if (st == KP_OK)
-        st = host->arg_value(l, k, 4, sizeof xs, &xs);
-    if (st == KP_OK)
-        st = host->arg_buffer(l, k, 5, y->buffer);
-    if (st == KP_OK)
-        st = host->arg_value(l, k, 6, sizeof yo, &yo);
-    if (st == KP_OK)
-        st = host->arg_value(l, k, 7, sizeof ys, &ys);
-    if (st == KP_OK)
-        st = host->enqueue_ndrange(l, k, 1, &global, &wg);
-    return st;
+    kp_clargs a = kp_clargs_begin(host, l, "example_axpy", NULL);
+    kp_clargs_int(&a, n);
+    kp_clargs_float(&a, (float)call->args[AXPY_ALPHA].f);
+    kp_clargs_tensor(&a, &call->args[AXPY_X].tensor, 1);
+    kp_clargs_tensor(&a, &call->args[AXPY_Y].tensor, 1);
+    return kp_clargs_enqueue(&a, 1, &global, &wg);
 }
 
 static kp_status axpy_sample(kp_sample *s, const char *size)
@@ -165,35 +147,14 @@ static kp_status scale_check(const kp_call *call, kp_launch *l)
 
 static kp_status scale_enqueue(const kp_call *call, kp_launch *l)
 {
-    const kp_tensor *x = &call->args[SCALE_X].tensor, *s = &call->args[SCALE_S].tensor,
-                    *y = &call->args[SCALE_Y].tensor;
-    int v[] = {(int)x->shape[0],   (int)x->shape[1],  (int)x->offset,     (int)x->strides[0],
-               (int)x->strides[1], (int)s->offset,    (int)s->strides[0], (int)y->offset,
-               (int)y->strides[0], (int)y->strides[1]};
+    const kp_tensor *x = &call->args[SCALE_X].tensor;
     size_t wg = (size_t)host->tunable(l, "WG");
-    size_t global = ((size_t)v[0] * (size_t)v[1] + wg - 1) / wg * wg;
-    kp_clkernel *k;
-    kp_status st = host->cl_kernel(l, "example_scale_rows", NULL, &k);
-    /* Arguments: rows, cols, x, x_off, x_rs, x_cs, scale, s_off, s_stride, y, y_off, y_rs, y_cs */
-    if (st == KP_OK)
-        st = host->arg_value(l, k, 0, sizeof(int), &v[0]);
-    if (st == KP_OK)
-        st = host->arg_value(l, k, 1, sizeof(int), &v[1]);
-    if (st == KP_OK)
-        st = host->arg_buffer(l, k, 2, x->buffer);
-    for (uint32_t i = 0; st == KP_OK && i < 3; i++)
-        st = host->arg_value(l, k, 3 + i, sizeof(int), &v[2 + i]);
-    if (st == KP_OK)
-        st = host->arg_buffer(l, k, 6, s->buffer);
-    for (uint32_t i = 0; st == KP_OK && i < 2; i++)
-        st = host->arg_value(l, k, 7 + i, sizeof(int), &v[5 + i]);
-    if (st == KP_OK)
-        st = host->arg_buffer(l, k, 9, y->buffer);
-    for (uint32_t i = 0; st == KP_OK && i < 3; i++)
-        st = host->arg_value(l, k, 10 + i, sizeof(int), &v[7 + i]);
-    if (st == KP_OK)
-        st = host->enqueue_ndrange(l, k, 1, &global, &wg);
-    return st;
+    size_t global = ((size_t)x->shape[0] * (size_t)x->shape[1] + wg - 1) / wg * wg;
+    kp_clargs a = kp_clargs_begin(host, l, "example_scale_rows", NULL);
+    kp_clargs_tensor(&a, x, 2);
+    kp_clargs_tensor(&a, &call->args[SCALE_S].tensor, 1);
+    kp_clargs_tensor(&a, &call->args[SCALE_Y].tensor, 2);
+    return kp_clargs_enqueue(&a, 1, &global, &wg);
 }
 
 static kp_status scale_sample(kp_sample *s, const char *size)

@@ -57,7 +57,7 @@ static void test_source_from_the_directory(void **state)
     len = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[len] = '\0';
-    const char *needle = "fma(alpha, x[x_off + i * x_stride], y[y_off + i * y_stride])";
+    const char *needle = "fma(alpha, x[kp_at1(xv, i)], y[kp_at1(yv, i)])";
     char *at = strstr(text, needle);
     assert_non_null(at);
     char *dir = make_dir();

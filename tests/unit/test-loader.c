@@ -97,6 +97,33 @@ static void test_example_plugin_loads(void **state)
     kp_runtime_destroy(rt);
 }
 
+/* A plugin built for ABI 1.1 (a shorter descriptor, arguments set one by one) loads and runs on
+ * PoCL and on the host device. */
+static void test_abi_1_1_plugin_runs(void **state)
+{
+    const char *const devices[] = {"pocl", "host"};
+    for (int d = 0; d < 2; d++) {
+        kp_runtime_options o = test_options(fixture_plugin("abi-1-1"), devices[d], NULL);
+        kp_runtime *rt;
+        assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+        assert_int_equal(kp_plugin_count(rt), 1);
+        kp_kernel *k;
+        assert_int_equal(kp_kernel_find(rt, "old.twice", &k), KP_OK);
+        float x[5] = {1, 2, 3, 4, 5}, got[5];
+        kp_buffer *b;
+        assert_int_equal(kp_buffer_create(rt, sizeof x, &b), KP_OK);
+        assert_int_equal(kp_buffer_write(rt, b, 0, sizeof x, x), KP_OK);
+        kp_tensor t = kp_tensor_1d(b, KP_F32, 3);
+        t.offset = 1;
+        kp_arg args[] = {KP_ARG_TENSOR("x", t)};
+        assert_int_equal(kp_kernel_launch(rt, k, args, 1, NULL), KP_OK);
+        assert_int_equal(kp_buffer_read(rt, b, 0, sizeof got, got), KP_OK);
+        const float want[5] = {1, 4, 6, 8, 5};
+        assert_memory_equal(got, want, sizeof want);
+        kp_runtime_destroy(rt);
+    }
+}
+
 static kp_runtime *two_dirs(const char *manifest, test_log *log)
 {
     const char *dirs[] = {plugin_dir(), fixture_plugin("dup-example")};
@@ -253,17 +280,25 @@ static void test_build_failure_leaves_runtime_usable(void **state)
                                   "(CL_BUILD_PROGRAM_FAILURE) on "));
         assert_non_null(strstr(m, "\noptions: (none)\nbuild log:\n"));
         assert_non_null(strstr(m, "undeclared_variable"));
+        /* The prelude comes first, yet the log counts the file's own lines. */
+        assert_non_null(strstr(m, "broken.cl:3:"));
     }
-    /* sm_90a PTX asked for on a device whose compiler emits none: unsupported, and the core's
-     * option never reaches PoCL's compiler (which would refuse it as a build error). */
-    kp_kernel *sm90a;
-    assert_int_equal(kp_kernel_find(rt, "broken.sm90a", &sm90a), KP_OK);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        assert_int_equal(kp_kernel_launch(rt, sm90a, args, 1, NULL), KP_ERR_UNSUPPORTED);
-        const char *m = kp_last_error(rt);
-        assert_non_null(strstr(m, "kernel broken.sm90a: fine.cl asks for sm_90a instructions "
-                                  "(-kp-ptx-sm90a), which need a compiler that emits PTX for "
-                                  "sm_90; "));
+    /* sm_90a PTX asked for on a device whose compiler emits none, by the build flag and by the
+     * option ABI 1.1 plugins pass: unsupported, and the option never reaches PoCL's compiler
+     * (which would refuse it as a build error). */
+    static const char *const sm90a_kernels[] = {"broken.sm90a", "broken.sm90a_option"};
+    for (int i = 0; i < 2; i++) {
+        kp_kernel *sm90a;
+        assert_int_equal(kp_kernel_find(rt, sm90a_kernels[i], &sm90a), KP_OK);
+        for (int attempt = 0; attempt < 2; attempt++) {
+            assert_int_equal(kp_kernel_launch(rt, sm90a, args, 1, NULL), KP_ERR_UNSUPPORTED);
+            char want[160];
+            snprintf(want, sizeof want,
+                     "kernel %s: fine.cl asks for sm_90a instructions (KP_BUILD_PTX_SM90A), "
+                     "which need a compiler that emits PTX for sm_90; ",
+                     sm90a_kernels[i]);
+            assert_non_null(strstr(kp_last_error(rt), want));
+        }
     }
     /* The runtime still runs the other plugin's kernels. */
     assert_int_equal(kp_kernel_find(rt, "example.axpy", &axpy), KP_OK);
@@ -291,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_abi_major_too_new),
         cmocka_unit_test(test_init_fails_and_leaves_nothing),
         cmocka_unit_test(test_example_plugin_loads),
+        cmocka_unit_test(test_abi_1_1_plugin_runs),
         cmocka_unit_test(test_duplicate_first_wins_with_warning),
         cmocka_unit_test(test_duplicate_prefer_chooses),
         cmocka_unit_test(test_disabled_plugin),

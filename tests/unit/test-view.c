@@ -1,0 +1,91 @@
+/* The tensor view kernels receive (core/view.c, the prelude's kp_view<R>): padding to the kernel's
+ * rank, broadcast strides, and views int indexing cannot reach. */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "view.h"
+
+static void test_same_rank(void **state)
+{
+    kp_tensor t = kp_tensor_2d(NULL, KP_F32, 3, 5);
+    t.offset = 7;
+    t.strides[0] = 9;
+    int32_t v[KP__VIEW_WORDS(2)];
+    const char *why = NULL;
+    assert_int_equal(kp__view_pack(&t, 2, v, &why), KP_OK);
+    const int32_t want[] = {7, 3, 5, 9, 1};
+    assert_memory_equal(v, want, sizeof want);
+}
+
+/* A [5] tensor seen as rank 3 is [1, 1, 5] with strides [0, 0, 1]: NumPy's alignment. */
+static void test_padded_to_a_higher_rank(void **state)
+{
+    kp_tensor t = kp_tensor_1d(NULL, KP_F32, 5);
+    t.strides[0] = 2;
+    int32_t v[KP__VIEW_WORDS(3)];
+    const char *why = NULL;
+    assert_int_equal(kp__view_pack(&t, 3, v, &why), KP_OK);
+    const int32_t want[] = {0, 1, 1, 5, 0, 0, 2};
+    assert_memory_equal(v, want, sizeof want);
+}
+
+static void test_rank_zero_is_the_offset(void **state)
+{
+    kp_tensor t = kp_tensor_nd(NULL, KP_F32, 0, NULL);
+    t.offset = 11;
+    int32_t v[1];
+    const char *why = NULL;
+    assert_int_equal(kp__view_pack(&t, 0, v, &why), KP_OK);
+    assert_int_equal(v[0], 11);
+}
+
+static void test_rank_above_the_view_is_refused(void **state)
+{
+    kp_tensor t = kp_tensor_3d(NULL, KP_F32, 2, 3, 4);
+    int32_t v[KP__VIEW_WORDS(KP_MAX_RANK)];
+    const char *why = NULL;
+    assert_int_equal(kp__view_pack(&t, 2, v, &why), KP_ERR_INVALID_ARG);
+    assert_non_null(why);
+    assert_int_equal(kp__view_pack(&t, KP_MAX_RANK + 1, v, &why), KP_ERR_INVALID_ARG);
+}
+
+/* A broadcast of 2^32 x 2^32 elements (stride 0) touches one element, but its extents do not fit
+ * an int; a view whose last element is past 2^31 - 1 does not either; one that ends exactly at
+ * 2^31 - 1 does, and so does an empty view whatever its strides. */
+static void test_views_past_int_are_refused(void **state)
+{
+    int32_t v[KP__VIEW_WORDS(2)];
+    const char *why = NULL;
+    kp_tensor huge = kp_tensor_2d(NULL, KP_F32, 1, 1);
+    huge.shape[0] = huge.shape[1] = (int64_t)1 << 32;
+    huge.strides[0] = huge.strides[1] = 0;
+    assert_int_equal(kp__view_pack(&huge, 2, v, &why), KP_ERR_UNSUPPORTED);
+    kp_tensor far = kp_tensor_2d(NULL, KP_F32, 2, 2);
+    far.strides[0] = INT_MAX;
+    assert_int_equal(kp__view_pack(&far, 2, v, &why), KP_ERR_UNSUPPORTED);
+    kp_tensor edge = kp_tensor_1d(NULL, KP_F32, 2);
+    edge.offset = INT_MAX - 1;
+    assert_int_equal(kp__view_pack(&edge, 1, v, &why), KP_OK);
+    edge.offset = INT_MAX;
+    assert_int_equal(kp__view_pack(&edge, 1, v, &why), KP_ERR_UNSUPPORTED);
+    kp_tensor empty = kp_tensor_2d(NULL, KP_F32, 0, 3);
+    empty.strides[1] = INT_MAX;
+    assert_int_equal(kp__view_pack(&empty, 2, v, &why), KP_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_rank),
+        cmocka_unit_test(test_padded_to_a_higher_rank),
+        cmocka_unit_test(test_rank_zero_is_the_offset),
+        cmocka_unit_test(test_rank_above_the_view_is_refused),
+        cmocka_unit_test(test_views_past_int_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
