@@ -69,8 +69,8 @@ static kp_status need_device(kp_launch *l, const char *what)
     return KP_OK;
 }
 
-static kp_status cl_kernel_build(kp_launch *l, const char *entry, const char *extra,
-                                 uint32_t flags, kp_clkernel **out)
+static kp_status cl_kernel_build(kp_launch *l, const char *entry, const char *extra, uint32_t flags,
+                                 kp_clkernel **out)
 {
     kp_status st = need_device(l, "cl_kernel");
     if (st != KP_OK)
@@ -154,8 +154,9 @@ static kp_status buffer_read(kp_launch *l, const kp_buffer *buf, size_t offset, 
     if (!l)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "buffer_read: launch is NULL");
     kp_status st = kp_buffer_read(l->rt, buf, offset, bytes, dst);
-    return st == KP_OK ? st
-                       : kp__fail_prefix(l->rt, st, "kernel %s: buffer_read", l->kernel->desc->name);
+    return st == KP_OK
+               ? st
+               : kp__fail_prefix(l->rt, st, "kernel %s: buffer_read", l->kernel->desc->name);
 }
 
 static kp_status arg_local(kp_launch *l, kp_clkernel *k, uint32_t index, size_t bytes)

@@ -160,8 +160,9 @@ static void resolve_auto(kp_runtime *rt, kp_kernel *k, uint32_t ti)
     if (!why || v == c->value)
         return;
     if (!kp__tunable_allows(t, v)) {
-        kp__log(rt, KP_LOG_WARN, "kernel %s: %s = %lld resolved to %lld, which is not allowed; kept",
-                d->name, t->name, (long long)c->value, (long long)v);
+        kp__log(rt, KP_LOG_WARN,
+                "kernel %s: %s = %lld resolved to %lld, which is not allowed; kept", d->name,
+                t->name, (long long)c->value, (long long)v);
         return;
     }
     const char *from = t->choices ? t->choices[c->value] : NULL;

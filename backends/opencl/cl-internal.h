@@ -11,7 +11,7 @@
 struct kp_clkernel {
     kp_kernel *owner;
     char *entry;
-    char *options; /* the kernel's tuning options plus the call's extra options */
+    char *options;  /* the kernel's tuning options plus the call's extra options */
     uint32_t flags; /* KP_BUILD_* */
     cl_kernel kernel;
     struct kp_clkernel *next;

@@ -43,9 +43,10 @@ static void program_key(const kp__backend *b, const kp_kernel *k, const char *op
     const char *text[N_PARTS];
     char line[256];
     program_text(k, text, line);
-    const char *parts[] = {CACHE_FORMAT,    b->identity, text[0], text[1],
-                           text[2],         options,     flag_text,
-                           k->plugin->name, k->plugin->version ? k->plugin->version : ""};
+    const char *parts[] = {
+        CACHE_FORMAT, b->identity,     text[0],
+        text[1],      text[2],         options,
+        flag_text,    k->plugin->name, k->plugin->version ? k->plugin->version : ""};
     kp__sha256_ctx h;
     kp__sha256_init(&h);
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
@@ -182,7 +183,7 @@ static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, 
 }
 
 static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, uint32_t flags,
-                              cl_program *out)
+                             cl_program *out)
 {
     kp__backend *b = rt->backend;
     uint8_t key[32];
