@@ -96,7 +96,7 @@ kp_status kp_kernel_bench(kp_runtime *rt, kp_kernel *k, const char *size,
         st = time_launches(rt, k, &a, &o, out);
     if (st == KP_OK && k->desc->cost) {
         /* The cost reads only shapes and scalars, which the bound device arguments carry. */
-        kp_value values[64];
+        kp_value values[KP_MAX_PARAMS];
         if (kp__args_bind(rt, k, a.dev, a.n, values) == KP_OK) {
             kp_call call = {.struct_size = sizeof call,
                             .n_args = k->desc->n_params,

@@ -120,7 +120,7 @@ kp_status kp__args_bind(kp_runtime *rt, const kp_kernel *k, const kp_arg *args, 
         values[p].i = a->i;
         values[p].f = a->f;
     }
-    size_t lo[64], hi[64];
+    size_t lo[KP_MAX_PARAMS], hi[KP_MAX_PARAMS];
     for (uint32_t p = 0; p < d->n_params; p++) {
         const kp_param_desc *pd = &d->params[p];
         if (!values[p].present) {
@@ -228,7 +228,7 @@ kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int
 static kp_status run(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n_args, int reference,
                      kp_event *event, int depth)
 {
-    kp_value values[64];
+    kp_value values[KP_MAX_PARAMS];
     kp_status st = kp__args_bind(rt, k, args, n_args, values);
     if (st == KP_OK && (reference || kp__is_host(rt)))
         st = attach_host(rt, k, values);

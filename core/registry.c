@@ -7,14 +7,13 @@
 #include "names.h"
 #include "registry.h"
 
-#define MAX_PARAMS 64
 /* The size of a version 1.0 descriptor: every field up to and including `user`. */
 #define DESC_MIN_SIZE (offsetof(kp_kernel_desc, user) + sizeof(void *))
 
 static kp_status check_params(kp_runtime *rt, const kp_kernel_desc *d)
 {
     const uint32_t all_dtypes = ((1u << KP_DTYPE_COUNT) - 1) & ~1u;
-    if (d->n_params > MAX_PARAMS || (d->n_params && !d->params))
+    if (d->n_params > KP_MAX_PARAMS || (d->n_params && !d->params))
         return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s: n_params is %u but params is %s", d->name,
                         d->n_params, d->params ? "set" : "NULL");
     for (uint32_t i = 0; i < d->n_params; i++) {

@@ -93,7 +93,7 @@ static kp_status run_outputs(tune_ctx *c, outputs *out)
     if (st == KP_OK)
         st = kp__sample_build(&s, c->size);
     if (st == KP_OK && d->tolerance) {
-        kp_value values[64];
+        kp_value values[KP_MAX_PARAMS];
         kp__sample_bind_host(&s, values);
         kp_call call = {
             .struct_size = sizeof call, .n_args = d->n_params, .args = values, .desc = d};

@@ -59,7 +59,7 @@ static kp_status check_outputs(kp_runtime *rt, kp_kernel *k, const char *size, k
     const kp_kernel_desc *d = k->desc;
     double atol = d->atol, rtol = d->rtol;
     if (d->tolerance) {
-        kp_value values[64];
+        kp_value values[KP_MAX_PARAMS];
         kp_status st = kp__args_bind(rt, k, r->ref, r->n, values);
         if (st != KP_OK)
             return st;

@@ -342,7 +342,7 @@ typedef struct kp_arg {
 
 /* Constructors of named arguments (functions, so C++ can use them too; the macros are the
  * short spelling in C). */
-static inline kp_arg kp_arg_tensor(const char *name, kp_tensor t)
+KP_INLINE kp_arg kp_arg_tensor(const char *name, kp_tensor t)
 {
     kp_arg a;
     memset(&a, 0, sizeof a);
@@ -352,7 +352,7 @@ static inline kp_arg kp_arg_tensor(const char *name, kp_tensor t)
     return a;
 }
 
-static inline kp_arg kp_arg_int(const char *name, int64_t v)
+KP_INLINE kp_arg kp_arg_int(const char *name, int64_t v)
 {
     kp_arg a;
     memset(&a, 0, sizeof a);
@@ -362,7 +362,7 @@ static inline kp_arg kp_arg_int(const char *name, int64_t v)
     return a;
 }
 
-static inline kp_arg kp_arg_float(const char *name, double v)
+KP_INLINE kp_arg kp_arg_float(const char *name, double v)
 {
     kp_arg a;
     memset(&a, 0, sizeof a);

@@ -13,6 +13,19 @@
 extern "C" {
 #endif
 
+/*
+ * The small helpers of the public headers are defined here (static inline: plugins, which link
+ * nothing from the library, and C and C++ programs use them without a call) and the library also
+ * exports each under the same name (core/exports.c defines KP_INLINE before including the
+ * headers), so that a program in another language can call them through the C ABI.
+ */
+#ifndef KP_INLINE
+#define KP_INLINE static inline
+#endif
+
+/* The most parameters a kernel may declare; a launch passes at most this many arguments. */
+#define KP_MAX_PARAMS 64
+
 typedef struct kp_buffer kp_buffer;
 
 typedef enum kp_dtype {
@@ -52,21 +65,20 @@ typedef struct kp_tensor {
  *   view); kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved;
  *   kp_tensor_describe: "f32[3, 4]" plus strides and offset when they matter, into buf.
  */
-static inline const char *kp_dtype_name(kp_dtype dtype)
+KP_INLINE const char *kp_dtype_name(kp_dtype dtype)
 {
     static const char *const names[KP_DTYPE_COUNT] = {"none", "f32", "f16", "i32",
                                                       "u32",  "u8",  "bf16"};
     return (unsigned)dtype < KP_DTYPE_COUNT ? names[dtype] : "none";
 }
 
-static inline size_t kp_dtype_size(kp_dtype dtype)
+KP_INLINE size_t kp_dtype_size(kp_dtype dtype)
 {
     static const size_t sizes[KP_DTYPE_COUNT] = {0, 4, 2, 4, 4, 1, 2};
     return (unsigned)dtype < KP_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
-static inline kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t rank,
-                                     const int64_t *shape)
+KP_INLINE kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t rank, const int64_t *shape)
 {
     kp_tensor t;
     memset(&t, 0, sizeof t);
@@ -86,26 +98,25 @@ static inline kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t ran
     return t;
 }
 
-static inline kp_tensor kp_tensor_1d(kp_buffer *buf, kp_dtype dtype, int64_t n0)
+KP_INLINE kp_tensor kp_tensor_1d(kp_buffer *buf, kp_dtype dtype, int64_t n0)
 {
     const int64_t shape[1] = {n0};
     return kp_tensor_nd(buf, dtype, 1, shape);
 }
 
-static inline kp_tensor kp_tensor_2d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1)
+KP_INLINE kp_tensor kp_tensor_2d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1)
 {
     const int64_t shape[2] = {n0, n1};
     return kp_tensor_nd(buf, dtype, 2, shape);
 }
 
-static inline kp_tensor kp_tensor_3d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1,
-                                     int64_t n2)
+KP_INLINE kp_tensor kp_tensor_3d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int64_t n1, int64_t n2)
 {
     const int64_t shape[3] = {n0, n1, n2};
     return kp_tensor_nd(buf, dtype, 3, shape);
 }
 
-static inline int64_t kp_tensor_numel(const kp_tensor *t)
+KP_INLINE int64_t kp_tensor_numel(const kp_tensor *t)
 {
     int64_t n = 1;
     for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++)
@@ -113,7 +124,7 @@ static inline int64_t kp_tensor_numel(const kp_tensor *t)
     return n;
 }
 
-static inline int kp_tensor_is_contiguous(const kp_tensor *t)
+KP_INLINE int kp_tensor_is_contiguous(const kp_tensor *t)
 {
     int64_t stride = 1;
     for (int32_t d = t->rank - 1; d >= 0; d--) {
@@ -124,7 +135,7 @@ static inline int kp_tensor_is_contiguous(const kp_tensor *t)
     return 1;
 }
 
-static inline int64_t kp_tensor_extent(const kp_tensor *t)
+KP_INLINE int64_t kp_tensor_extent(const kp_tensor *t)
 {
     int64_t last = t->offset;
     for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++) {
@@ -135,7 +146,7 @@ static inline int64_t kp_tensor_extent(const kp_tensor *t)
     return last + 1;
 }
 
-static inline kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1)
+KP_INLINE kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1)
 {
     if (d0 < 0 || d1 < 0 || d0 >= t.rank || d1 >= t.rank)
         return t;
@@ -147,7 +158,7 @@ static inline kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1)
     return t;
 }
 
-static inline char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t size)
+KP_INLINE char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t size)
 {
     size_t n = 0;
 #define PUT(...)                                                                                   \
@@ -177,7 +188,7 @@ static inline char *kp_tensor_describe(const kp_tensor *t, char *buf, size_t siz
 }
 
 /* IEEE 754 half precision <-> float, rounding to nearest even (for f16 tensors' host data). */
-static inline uint16_t kp_half_from_float(float f)
+KP_INLINE uint16_t kp_half_from_float(float f)
 {
     uint32_t x;
     memcpy(&x, &f, 4);
@@ -203,7 +214,7 @@ static inline uint16_t kp_half_from_float(float f)
     return (uint16_t)half;
 }
 
-static inline float kp_half_to_float(uint16_t h)
+KP_INLINE float kp_half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
     float f;
@@ -221,7 +232,7 @@ static inline float kp_half_to_float(uint16_t h)
 }
 
 /* bfloat16 <-> float: to nearest even, NaN kept a (quiet) NaN; widening is exact. */
-static inline uint16_t kp_bf16_from_float(float f)
+KP_INLINE uint16_t kp_bf16_from_float(float f)
 {
     uint32_t x;
     memcpy(&x, &f, 4);
@@ -230,7 +241,7 @@ static inline uint16_t kp_bf16_from_float(float f)
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-static inline float kp_bf16_to_float(uint16_t h)
+KP_INLINE float kp_bf16_to_float(uint16_t h)
 {
     uint32_t x = (uint32_t)h << 16;
     float f;

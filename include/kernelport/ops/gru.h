@@ -50,8 +50,7 @@ typedef struct kp_gru_rollout_args {
  * like kp_kernel_launch, whose errors it returns (KP_ERR_NOT_FOUND when no loaded plugin
  * provides gru.rollout); `event` may be NULL.
  */
-static inline kp_status kp_gru_rollout(kp_runtime *rt, const kp_gru_rollout_args *a,
-                                       kp_event **event)
+KP_INLINE kp_status kp_gru_rollout(kp_runtime *rt, const kp_gru_rollout_args *a, kp_event **event)
 {
     kp_kernel *k = NULL;
     kp_status st = kp_kernel_find(rt, "gru.rollout", &k);
@@ -85,8 +84,7 @@ static inline kp_status kp_gru_rollout(kp_runtime *rt, const kp_gru_rollout_args
  * the same numbers; exposed so applications can reproduce or audit a rollout's draws.
  * Thread-safe, no state.
  */
-static inline void kp_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
-                                    uint32_t out[4])
+KP_INLINE void kp_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4])
 {
     uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
     uint32_t k0 = key[0], k1 = key[1];
@@ -109,7 +107,7 @@ static inline void kp_philox4x32_10(const uint32_t counter[4], const uint32_t ke
     out[3] = c3;
 }
 
-static inline float kp_gru_rollout_uniform(uint64_t seed, int64_t e, int64_t b, int64_t t)
+KP_INLINE float kp_gru_rollout_uniform(uint64_t seed, int64_t e, int64_t b, int64_t t)
 {
     const uint32_t counter[4] = {(uint32_t)t, (uint32_t)b, (uint32_t)e, 0};
     const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
@@ -146,9 +144,9 @@ typedef struct kp_gru_rollout_metrics {
  * Returns 0, or -1 (nothing written) when y or out is NULL or a dimension is < 1.
  * Thread-safe; allocates nothing.
  */
-static inline int kp_gru_rollout_metrics_compute(const float *y, int64_t E, int64_t B, int64_t T,
-                                                 float *deltas, float *variance, float *spread,
-                                                 kp_gru_rollout_metrics *out)
+KP_INLINE int kp_gru_rollout_metrics_compute(const float *y, int64_t E, int64_t B, int64_t T,
+                                             float *deltas, float *variance, float *spread,
+                                             kp_gru_rollout_metrics *out)
 {
     if (!y || !out || E < 1 || B < 1 || T < 1)
         return -1;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernelport.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -44,7 +46,7 @@ enum { KP_LOGIC_T1 = 0, KP_LOGIC_TA = 1, KP_LOGIC_TB = 2, KP_LOGIC_TAB = 3 };
  * soft inputs a, b in [0, 1]. A gate with op probabilities p has coefficients C = M p. Returns
  * 0 for a term or op out of range.
  */
-static inline int kp_logic_coeff(int term, int op)
+KP_INLINE int kp_logic_coeff(int term, int op)
 {
     static const int8_t m[4][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},       /* 1 */
                                     {0, 0, 1, 1, 0, 0, 1, 1, -1, -1, 0, 0, -1, -1, 0, 0},   /* a */
@@ -54,7 +56,7 @@ static inline int kp_logic_coeff(int term, int op)
 }
 
 /* "FALSE", "AND", "A_AND_NOT_B", ... "TRUE"; "?" out of range. Static strings. */
-static inline const char *kp_logic_op_name(int op)
+KP_INLINE const char *kp_logic_op_name(int op)
 {
     static const char *const names[16] = {
         "FALSE", "AND",  "A_AND_NOT_B", "A",          "NOT_A_AND_B", "B",          "XOR",  "OR",
@@ -63,7 +65,7 @@ static inline const char *kp_logic_op_name(int op)
 }
 
 /* Op `op`'s relaxation on soft inputs (the table's affine form). */
-static inline double kp_logic_op_soft(int op, double a, double b)
+KP_INLINE double kp_logic_op_soft(int op, double a, double b)
 {
     return kp_logic_coeff(KP_LOGIC_T1, op) + kp_logic_coeff(KP_LOGIC_TA, op) * a +
            kp_logic_coeff(KP_LOGIC_TB, op) * b + kp_logic_coeff(KP_LOGIC_TAB, op) * a * b;
@@ -74,7 +76,7 @@ static inline double kp_logic_op_soft(int op, double a, double b)
  * c0 ^ (ca & a) ^ (cb & b) ^ (cab & a & b), read off the truth table in the op's id. This is what
  * logic.eval_packed computes on 32-bit words.
  */
-static inline uint64_t kp_logic_op_bits(int op, uint64_t a, uint64_t b)
+KP_INLINE uint64_t kp_logic_op_bits(int op, uint64_t a, uint64_t b)
 {
     unsigned t11 = (unsigned)op & 1, t10 = (unsigned)op >> 1 & 1, t01 = (unsigned)op >> 2 & 1;
     unsigned t00 = (unsigned)op >> 3 & 1;
@@ -88,7 +90,7 @@ static inline uint64_t kp_logic_op_bits(int op, uint64_t a, uint64_t b)
 /* ------------------------------------------------------------------------------------------ */
 
 /* splitmix64: the stream every helper below draws from; *state is the seed, advanced. */
-static inline uint64_t kp_logic_random(uint64_t *state)
+KP_INLINE uint64_t kp_logic_random(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -97,7 +99,7 @@ static inline uint64_t kp_logic_random(uint64_t *state)
 }
 
 /* Uniform in [0, n) for n >= 1, without modulo bias (rejection of the short last interval). */
-static inline uint64_t kp_logic_random_below(uint64_t *state, uint64_t n)
+KP_INLINE uint64_t kp_logic_random_below(uint64_t *state, uint64_t n)
 {
     uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t r;
@@ -108,7 +110,7 @@ static inline uint64_t kp_logic_random_below(uint64_t *state, uint64_t n)
 }
 
 /* p[0..n) = a uniformly random permutation of 0..n-1 (Fisher-Yates). */
-static inline void kp_logic_randperm(int32_t *p, int64_t n, uint64_t *state)
+KP_INLINE void kp_logic_randperm(int32_t *p, int64_t n, uint64_t *state)
 {
     for (int64_t i = 0; i < n; i++)
         p[i] = (int32_t)i;
@@ -134,8 +136,8 @@ static inline void kp_logic_randperm(int32_t *p, int64_t n, uint64_t *state)
  * in_dim < 1, out_dim < 1, 2 out_dim < in_dim (difflogic's condition), beyond int32, or out of
  * memory. Thread-safe.
  */
-static inline int kp_logic_wiring_random(int64_t in_dim, int64_t out_dim, uint64_t seed,
-                                         int32_t *a_idx, int32_t *b_idx)
+KP_INLINE int kp_logic_wiring_random(int64_t in_dim, int64_t out_dim, uint64_t seed, int32_t *a_idx,
+                                     int32_t *b_idx)
 {
     if (!a_idx || !b_idx || in_dim < 1 || out_dim < 1 || 2 * out_dim < in_dim ||
         2 * out_dim > INT32_MAX)
@@ -167,8 +169,8 @@ static inline int kp_logic_wiring_random(int64_t in_dim, int64_t out_dim, uint64
  * permutation of the gates (seeded). Returns 0, or -1 (nothing written) when the inputs cannot
  * give out_dim such pairs, when 2 out_dim < in_dim, or out of memory. Thread-safe.
  */
-static inline int kp_logic_wiring_unique(int64_t in_dim, int64_t out_dim, uint64_t seed,
-                                         int32_t *a_idx, int32_t *b_idx)
+KP_INLINE int kp_logic_wiring_unique(int64_t in_dim, int64_t out_dim, uint64_t seed, int32_t *a_idx,
+                                     int32_t *b_idx)
 {
     if (!a_idx || !b_idx || in_dim < 1 || out_dim < 1 || 2 * out_dim < in_dim ||
         out_dim > INT32_MAX)
@@ -206,8 +208,8 @@ static inline int kp_logic_wiring_unique(int64_t in_dim, int64_t out_dim, uint64
  * Checks a wiring: every a_idx[g] and b_idx[g] in 0..in_dim-1. Returns -1 when all are, else the
  * first gate that is not (the kernels' `check` reports the same gate).
  */
-static inline int64_t kp_logic_wiring_bad_gate(const int32_t *a_idx, const int32_t *b_idx,
-                                               int64_t n_gates, int64_t in_dim)
+KP_INLINE int64_t kp_logic_wiring_bad_gate(const int32_t *a_idx, const int32_t *b_idx,
+                                           int64_t n_gates, int64_t in_dim)
 {
     for (int64_t g = 0; g < n_gates; g++)
         if (a_idx[g] < 0 || a_idx[g] >= in_dim || b_idx[g] < 0 || b_idx[g] >= in_dim)
@@ -224,8 +226,8 @@ static inline int64_t kp_logic_wiring_bad_gate(const int32_t *a_idx, const int32
  * meaningful written) for a wiring out of range (kp_logic_wiring_bad_gate) or n_gates >= 2^30.
  * Deterministic: the same wiring gives the same index. Thread-safe.
  */
-static inline int kp_logic_csr_build(const int32_t *a_idx, const int32_t *b_idx, int64_t n_gates,
-                                     int64_t in_dim, int32_t *csr_start, int32_t *csr_entries)
+KP_INLINE int kp_logic_csr_build(const int32_t *a_idx, const int32_t *b_idx, int64_t n_gates,
+                                 int64_t in_dim, int32_t *csr_start, int32_t *csr_entries)
 {
     if (n_gates < 0 || n_gates >= ((int64_t)1 << 30) || in_dim < 1 ||
         kp_logic_wiring_bad_gate(a_idx, b_idx, n_gates, in_dim) >= 0)
@@ -254,7 +256,7 @@ static inline int kp_logic_csr_build(const int32_t *a_idx, const int32_t *b_idx,
 /* ------------------------------------------------------------------------------------------ */
 
 /* w = N(0, std^2) (difflogic's torch.randn with std 1), Box-Muller on the seeded stream. */
-static inline void kp_logic_init_gaussian(float *w, int64_t n_gates, double std, uint64_t seed)
+KP_INLINE void kp_logic_init_gaussian(float *w, int64_t n_gates, double std, uint64_t seed)
 {
     uint64_t state = seed;
     for (int64_t i = 0; i < 16 * n_gates; i += 2) {
@@ -268,7 +270,7 @@ static inline void kp_logic_init_gaussian(float *w, int64_t n_gates, double std,
 }
 
 /* Every gate starts as the pass-through op A (id 3) with logit `logit`, every other logit 0. */
-static inline void kp_logic_init_pass(float *w, int64_t n_gates, float logit)
+KP_INLINE void kp_logic_init_pass(float *w, int64_t n_gates, float logit)
 {
     for (int64_t g = 0; g < n_gates; g++) {
         for (int i = 0; i < 16; i++)
@@ -278,13 +280,13 @@ static inline void kp_logic_init_pass(float *w, int64_t n_gates, float logit)
 }
 
 /* Residual initialisation: op A at logit 5 (softmax probability 0.908). */
-static inline void kp_logic_init_residual(float *w, int64_t n_gates)
+KP_INLINE void kp_logic_init_residual(float *w, int64_t n_gates)
 {
     kp_logic_init_pass(w, n_gates, 5.0f);
 }
 
 /* Pass-through initialisation of DiffLogic CA: op A at logit 10 (probability 0.9993). */
-static inline void kp_logic_init_pass_through(float *w, int64_t n_gates)
+KP_INLINE void kp_logic_init_pass_through(float *w, int64_t n_gates)
 {
     kp_logic_init_pass(w, n_gates, 10.0f);
 }
