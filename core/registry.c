@@ -257,8 +257,11 @@ kp_status kp_kernel_find(kp_runtime *rt, const char *name, kp_kernel **out)
     *out = NULL;
     if (!rt || !name)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_find: NULL runtime or name");
+    /* Kernels registered at run time change the list. */
+    pthread_mutex_lock(&rt->lock);
     kp_kernel *k = kp__registry_find(rt, name);
     if (k) {
+        pthread_mutex_unlock(&rt->lock);
         *out = k;
         return KP_OK;
     }
@@ -270,6 +273,7 @@ kp_status kp_kernel_find(kp_runtime *rt, const char *name, kp_kernel **out)
         if (strncmp(n, name, family) == 0 && n[family] == '.')
             kp__append(&near, "%s%s", near ? ", " : "", n);
     }
+    pthread_mutex_unlock(&rt->lock);
     kp__fail(rt, KP_ERR_NOT_FOUND, "no kernel named \"%s\"%s%s%s", name,
              near ? " (did you mean: " : " (see `kernelport kernels` and `kernelport plugins`)",
              near ? near : "", near ? ")" : "");
@@ -277,14 +281,26 @@ kp_status kp_kernel_find(kp_runtime *rt, const char *name, kp_kernel **out)
     return KP_ERR_NOT_FOUND;
 }
 
+/* The lock guards the list, not the runtime's logical state: taking it from a const runtime is
+ * what a reader of a list that kp_kernel_register grows needs. */
 size_t kp_kernel_count(const kp_runtime *rt)
 {
-    return rt ? rt->n_kernels : 0;
+    if (!rt)
+        return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&rt->lock);
+    size_t n = rt->n_kernels;
+    pthread_mutex_unlock((pthread_mutex_t *)&rt->lock);
+    return n;
 }
 
 kp_kernel *kp_kernel_at(const kp_runtime *rt, size_t index)
 {
-    return rt && index < rt->n_kernels ? rt->kernels[index] : NULL;
+    if (!rt)
+        return NULL;
+    pthread_mutex_lock((pthread_mutex_t *)&rt->lock);
+    kp_kernel *k = index < rt->n_kernels ? rt->kernels[index] : NULL;
+    pthread_mutex_unlock((pthread_mutex_t *)&rt->lock);
+    return k;
 }
 
 kp_status kp_kernel_info_get(const kp_kernel *k, kp_kernel_info *out)

@@ -145,6 +145,7 @@ void kp_runtime_destroy(kp_runtime *rt)
     if (rt->ops)
         rt->ops->close(rt);
     kp__registry_free(rt);
+    kp__register_free(rt);
     kp__plugins_close(rt);
     kp__manifest_fini(&rt->manifest);
     free(rt->devices);

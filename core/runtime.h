@@ -10,6 +10,7 @@
 #include "manifest.h"
 
 typedef struct kp__backend kp__backend;
+typedef struct kp__owned_desc kp__owned_desc;
 typedef struct kp__backend_ops kp__backend_ops;
 
 #define KP__SCRATCH_SLOTS 16
@@ -105,6 +106,8 @@ struct kp_runtime {
     size_t n_plugins;
     kp_kernel **kernels; /* sorted by name once loading is done */
     size_t n_kernels;
+    kp__plugin *runtime_plugin;  /* owner of the kernels registered at run time, or NULL */
+    kp__owned_desc *owned_descs; /* their copied descriptors */
 
     char *kernel_dir; /* KP_KERNEL_DIR */
     char *cache_dir;  /* program binaries and measured peaks; NULL: no disk cache */
@@ -150,6 +153,9 @@ kp_status kp__registry_add(kp_runtime *rt, kp__plugin *plugin, const kp_kernel_d
 void kp__registry_finish(kp_runtime *rt);
 void kp__registry_free(kp_runtime *rt);
 kp_kernel *kp__registry_find(const kp_runtime *rt, const char *name);
+
+/* ---- kernels registered at run time (register.c) ---- */
+void kp__register_free(kp_runtime *rt);
 
 /* ---- plugin loading (loader.c) ---- */
 /* The runtime whose plugin is running init on this thread: where its logs and failures go. */

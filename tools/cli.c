@@ -61,6 +61,10 @@ int cli_usage_error(const cli_command *command, const char *fmt, ...)
 
 int cli_runtime_open(const cli_ctx *ctx, kp_runtime **out)
 {
+    if (ctx->runtime) {
+        *out = ctx->runtime;
+        return CLI_EXIT_OK;
+    }
     kp_runtime_options opt = kp_runtime_options_default();
     opt.manifest_path = ctx->manifest;
     opt.device = ctx->device;
@@ -70,6 +74,12 @@ int cli_runtime_open(const cli_ctx *ctx, kp_runtime **out)
     *out = NULL;
     cli_status_error(status, kp_last_error(NULL));
     return CLI_EXIT_RUNTIME;
+}
+
+void cli_runtime_close(const cli_ctx *ctx, kp_runtime *rt)
+{
+    if (rt != ctx->runtime)
+        kp_runtime_destroy(rt);
 }
 
 kp_status cli_runtime_device(kp_runtime *rt, kp_device_info *out, const char **why)

@@ -56,7 +56,17 @@ struct cli_ctx {
     char **argv;
     /* Per entry of command->flags: its value, "" for a switch given, NULL when absent. */
     const char *flag_values[CLI_MAX_FLAGS];
+    /* A runtime the caller opened (cli_main's), used instead of opening one; NULL for the tool. */
+    kp_runtime *runtime;
 };
+
+/*
+ * The whole command line: parses argv (argv[0] is the program), runs the command and returns its
+ * CLI_EXIT_* code, reporting a failed write to stdout. With `runtime` the command runs on that
+ * runtime (borrowed, not destroyed) instead of opening one from --manifest and --device, so a
+ * program, or a test, can run the tool's code paths on kernels it registered itself.
+ */
+int cli_main(int argc, char **argv, kp_runtime *runtime);
 
 extern const cli_command cli_cmd_devices;
 extern const cli_command cli_cmd_plugins;
@@ -90,6 +100,9 @@ int cli_usage_error(const cli_command *command, const char *fmt, ...) KP_PRINTF(
  * and its environment variables). Returns CLI_EXIT_OK, or CLI_EXIT_RUNTIME after printing why.
  */
 int cli_runtime_open(const cli_ctx *ctx, kp_runtime **out);
+
+/* Destroys a runtime cli_runtime_open created; leaves the caller's (ctx->runtime) alone. */
+void cli_runtime_close(const cli_ctx *ctx, kp_runtime *rt);
 
 /* Fills *out with the runtime's device and *why with the rule that chose it ("" if unknown). */
 kp_status cli_runtime_device(kp_runtime *rt, kp_device_info *out, const char **why);

@@ -268,7 +268,7 @@ static int run_bench(const cli_ctx *ctx)
         free(rows[i].tuning);
     }
     free(rows);
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return failed ? CLI_EXIT_FAILED : rc;
 }
 

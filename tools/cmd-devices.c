@@ -77,7 +77,7 @@ static int run_devices(const cli_ctx *ctx)
     kp_status status = cli_runtime_device(rt, &chosen, &why);
     if (status != KP_OK) {
         cli_status_error(status, kp_last_error(rt));
-        kp_runtime_destroy(rt);
+        cli_runtime_close(ctx, rt);
         return CLI_EXIT_FAILED;
     }
 
@@ -122,7 +122,7 @@ static int run_devices(const cli_ctx *ctx)
         if (why[0])
             printf("  %s\n", why);
     }
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return rc;
 }
 

@@ -79,7 +79,7 @@ static int run_explain(const cli_ctx *ctx)
         status = kp_kernel_describe(rt, k, path, sizeof path);
     if (status != KP_OK) {
         cli_status_error(status, kp_last_error(rt));
-        kp_runtime_destroy(rt);
+        cli_runtime_close(ctx, rt);
         return CLI_EXIT_FAILED;
     }
 
@@ -130,7 +130,7 @@ static int run_explain(const cli_ctx *ctx)
         if (cli_json_end(&w) != CLI_EXIT_OK)
             rc = CLI_EXIT_FAILED;
     }
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return rc;
 }
 

@@ -184,7 +184,7 @@ static int run_kernels(const cli_ctx *ctx)
     kp_status status = cli_runtime_device(rt, &device, &why);
     if (status != KP_OK) {
         cli_status_error(status, kp_last_error(rt));
-        kp_runtime_destroy(rt);
+        cli_runtime_close(ctx, rt);
         return CLI_EXIT_FAILED;
     }
     kpj_writer w;
@@ -228,7 +228,7 @@ static int run_kernels(const cli_ctx *ctx)
         cli_error("no kernel matches '%s'", pattern);
         rc = CLI_EXIT_FAILED;
     }
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return rc;
 }
 

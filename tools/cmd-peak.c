@@ -26,7 +26,7 @@ static int run_peak(const cli_ctx *ctx)
     cli_progress_clear();
     if (st != KP_OK) {
         cli_status_error(st, kp_last_error(rt));
-        kp_runtime_destroy(rt);
+        cli_runtime_close(ctx, rt);
         return CLI_EXIT_FAILED;
     }
     if (ctx->json) {
@@ -72,7 +72,7 @@ static int run_peak(const cli_ctx *ctx)
         cli_table_print(t, stdout, 2);
         cli_table_destroy(t);
     }
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return rc;
 }
 

@@ -90,7 +90,7 @@ static int run_plugins(const cli_ctx *ctx)
         if (cli_json_end(json) != CLI_EXIT_OK)
             rc = CLI_EXIT_FAILED;
     }
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return rc;
 }
 

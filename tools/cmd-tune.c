@@ -290,7 +290,7 @@ static int run_tune(const cli_ctx *ctx)
         free(list[i].message);
     }
     free(list);
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return failed ? CLI_EXIT_FAILED : rc;
 }
 

@@ -264,7 +264,7 @@ static int run_verify(const cli_ctx *ctx)
     kp_status status = cli_runtime_device(rt, &device, &why);
     if (status != KP_OK) {
         cli_status_error(status, kp_last_error(rt));
-        kp_runtime_destroy(rt);
+        cli_runtime_close(ctx, rt);
         return CLI_EXIT_FAILED;
     }
 
@@ -354,7 +354,7 @@ static int run_verify(const cli_ctx *ctx)
         rc = CLI_EXIT_FAILED;
     }
     free_run(&v);
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return rc;
 }
 

@@ -53,7 +53,7 @@ static int run_warmup(const cli_ctx *ctx)
             printf(" (%zu this device cannot run: skipped)", unsupported);
         putchar('\n');
     }
-    kp_runtime_destroy(rt);
+    cli_runtime_close(ctx, rt);
     return st == KP_OK ? rc : CLI_EXIT_FAILED;
 }
 

@@ -410,6 +410,32 @@ typedef struct kp_kernel_info {
  */
 KP_API kp_status kp_kernel_find(kp_runtime *rt, const char *name, kp_kernel **out);
 
+/*
+ * Registers a kernel at run time, from a descriptor the caller built (include/kernelport/plugin.h):
+ * for a kernel whose OpenCL C a program, or a compiler inside Kernelport, generated. The kernel
+ * goes through the checks a plugin's does and then works like one: the program cache (keyed by
+ * its source and options), kp_kernel_verify, kp_kernel_bench, kp_kernel_tune, tuning from the
+ * manifest and `explain`. Its plugin reads "runtime" ("(registered at run time)").
+ *
+ * The descriptor and everything it points to (strings, params, tunables with their allowed values
+ * and choices, the size lists) are copied during the call: the caller may free them afterwards.
+ * Function pointers (check, enqueue, reference, sample, cost, ...) and `user` are kept as given,
+ * so that code, and whatever `user` points to, must outlive the runtime. The callbacks reach the
+ * core through kp_host_api_get(). On success *out is the kernel, owned by the runtime.
+ *
+ * Errors: KP_ERR_INVALID_ARG (NULL arguments, a malformed descriptor, with the reason; a kernel of
+ * that name already registered; the manifest's plugins.disable names it), KP_ERR_OUT_OF_MEMORY.
+ * Thread-safe; kp_kernel_at's indices change (the list stays sorted by name).
+ */
+struct kp_kernel_desc;
+KP_API kp_status kp_kernel_register(kp_runtime *rt, const struct kp_kernel_desc *desc,
+                                    kp_kernel **out);
+
+/* The host function table plugins receive in init, for the callbacks of kernels registered with
+ * kp_kernel_register. Static, valid for the life of the process. */
+struct kp_host_api;
+KP_API const struct kp_host_api *kp_host_api_get(void);
+
 /* Number of registered kernels; kp_kernel_at returns them sorted by name (NULL past the end). */
 KP_API size_t kp_kernel_count(const kp_runtime *rt);
 KP_API kp_kernel *kp_kernel_at(const kp_runtime *rt, size_t index);
