@@ -6,6 +6,15 @@
 
 enum kp__handle { KP__HANDLE_CONTEXT, KP__HANDLE_QUEUE, KP__HANDLE_DEVICE };
 
+/* One NDRange a prepared launch recorded: a kernel object of its own (a clone of the entry, its
+ * arguments set once) and its sizes. */
+typedef struct kp__command {
+    void *clone;
+    uint32_t dims;
+    int has_local;
+    size_t global[3], local[3];
+} kp__command;
+
 /* Each member is required unless marked (optional). Buffers with is_host set never reach a
  * backend: the core serves them from host memory. */
 struct kp__backend_ops {
@@ -46,6 +55,16 @@ struct kp__backend_ops {
     void *(*buffer_handle)(const kp_buffer *buf);
     /* Measures bandwidth, FP32 rate and launch latency. (optional) */
     kp_status (*peak)(kp_runtime *rt, kp_peak *out);
+
+    /* Prepared launches (optional, all four or none). A clone is a kernel object of its own made
+     * from ck's program, whose arguments persist from one replay to the next; *n_args is its
+     * argument count. */
+    kp_status (*clone_create)(kp_runtime *rt, kp_clkernel *ck, void **out, uint32_t *n_args);
+    kp_status (*clone_arg)(kp_runtime *rt, void *clone, uint32_t index, size_t size,
+                           const void *value);
+    void (*clone_release)(void *clone);
+    /* Enqueues the commands in order; with `event`, records them for its timing. */
+    kp_status (*replay)(kp_runtime *rt, const kp__command *cmds, size_t n, kp_event *event);
 };
 
 /* OpenCL (backends/opencl): list every device of every platform; entries are appended to

@@ -17,6 +17,7 @@ static void link_buffer(kp_runtime *rt, kp_buffer *b)
 static void unlink_buffer(kp_runtime *rt, kp_buffer *b)
 {
     pthread_mutex_lock(&rt->lock);
+    kp__prepared_buffer_gone(rt, b);
     if (b->prev)
         b->prev->next = b->next;
     else if (rt->buffers == b)

@@ -102,6 +102,15 @@ static kp_status cl_kernel(kp_launch *l, const char *entry, const char *extra, k
     return st;
 }
 
+/* Sets an argument on the entry's kernel object, and while a prepared launch records, also keeps
+ * it for the recording (`buf`: the buffer it names, or NULL). */
+static kp_status set_arg(kp_launch *l, kp_clkernel *k, uint32_t index, size_t size,
+                         const void *value, const kp_buffer *buf)
+{
+    kp_status st = l->rt->ops->kernel_arg(l, k, index, size, value);
+    return st != KP_OK || !l->capture ? st : kp__capture_arg(l, k, index, size, value, buf);
+}
+
 static kp_status arg_buffer(kp_launch *l, kp_clkernel *k, uint32_t index, const kp_buffer *buf)
 {
     kp_status st = need_device(l, "arg_buffer");
@@ -111,7 +120,7 @@ static kp_status arg_buffer(kp_launch *l, kp_clkernel *k, uint32_t index, const 
     if (!mem)
         return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: not a device buffer",
                         l->kernel->desc->name, index);
-    return l->rt->ops->kernel_arg(l, k, index, sizeof mem, &mem);
+    return set_arg(l, k, index, sizeof mem, &mem, buf);
 }
 
 static kp_status arg_value(kp_launch *l, kp_clkernel *k, uint32_t index, size_t size,
@@ -121,7 +130,7 @@ static kp_status arg_value(kp_launch *l, kp_clkernel *k, uint32_t index, size_t 
     if (st == KP_OK && !value)
         st = kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: value is NULL",
                       l->kernel->desc->name, index);
-    return st != KP_OK ? st : l->rt->ops->kernel_arg(l, k, index, size, value);
+    return st != KP_OK ? st : set_arg(l, k, index, size, value, NULL);
 }
 
 static kp_status arg_tensor(kp_launch *l, kp_clkernel *k, uint32_t index, const kp_tensor *t,
@@ -143,9 +152,9 @@ static kp_status arg_tensor(kp_launch *l, kp_clkernel *k, uint32_t index, const 
                         rank, why);
     }
     st = arg_buffer(l, k, index, t->buffer);
-    return st != KP_OK ? st
-                       : l->rt->ops->kernel_arg(l, k, index + 1,
-                                                KP__VIEW_WORDS(rank) * sizeof(int32_t), view);
+    return st != KP_OK
+               ? st
+               : set_arg(l, k, index + 1, KP__VIEW_WORDS(rank) * sizeof(int32_t), view, NULL);
 }
 
 static kp_status buffer_read(kp_launch *l, const kp_buffer *buf, size_t offset, size_t bytes,
@@ -153,6 +162,8 @@ static kp_status buffer_read(kp_launch *l, const kp_buffer *buf, size_t offset, 
 {
     if (!l)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "buffer_read: launch is NULL");
+    if (l->capture)
+        return kp__capture_refuse(l, "host->buffer_read");
     kp_status st = kp_buffer_read(l->rt, buf, offset, bytes, dst);
     return st == KP_OK
                ? st
@@ -162,7 +173,7 @@ static kp_status buffer_read(kp_launch *l, const kp_buffer *buf, size_t offset, 
 static kp_status arg_local(kp_launch *l, kp_clkernel *k, uint32_t index, size_t bytes)
 {
     kp_status st = need_device(l, "arg_local");
-    return st != KP_OK ? st : l->rt->ops->kernel_arg(l, k, index, bytes, NULL);
+    return st != KP_OK ? st : set_arg(l, k, index, bytes, NULL, NULL);
 }
 
 static kp_status enqueue_ndrange(kp_launch *l, kp_clkernel *k, uint32_t dims, const size_t *global,
@@ -178,6 +189,8 @@ static kp_status enqueue_ndrange(kp_launch *l, kp_clkernel *k, uint32_t dims, co
     for (uint32_t d = 0; d < dims; d++)
         if (global[d] == 0)
             return KP_OK;
+    if (l->capture)
+        return kp__capture_ndrange(l, k, dims, global, local);
     return l->rt->ops->enqueue(l, k, dims, global, local);
 }
 
@@ -207,11 +220,17 @@ static kp_status launch(kp_launch *l, const char *kernel, const kp_arg *args, si
 {
     if (!l)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "launch: launch is NULL");
+    if (l->capture)
+        return kp__capture_refuse(l, "host->launch");
     return kp__launch_nested(l, kernel, args, n);
 }
 
 static void *handle(kp_launch *l, enum kp__handle which)
 {
+    if (l && l->capture) {
+        kp__capture_refuse(l, "work on the raw OpenCL queue");
+        return NULL;
+    }
     return l && !l->reference ? l->rt->ops->handle(l->rt, which) : NULL;
 }
 
@@ -238,7 +257,9 @@ static void *cl_mem(const kp_buffer *buf)
 static void **cl_event_slot(kp_launch *l)
 {
     /* Untimed launches need no event: creating and releasing one costs microseconds a call. */
-    if (!l || l->reference || !l->event)
+    if (l && l->capture)
+        kp__capture_refuse(l, "a library call's event");
+    if (!l || l->reference || !l->event || l->capture)
         return NULL;
     /* The previous library call's event joins the launch before the slot is reused. */
     if (l->event_slot) {

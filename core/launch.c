@@ -225,6 +225,19 @@ kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int
     return st;
 }
 
+kp_status kp__launch_record(kp_runtime *rt, kp_kernel *k, const kp_call *call, kp__capture *capture)
+{
+    kp_status st = kp__tuning_resolve(rt, k);
+    kp_launch l = {.rt = rt, .kernel = k, .call = call, .capture = capture};
+    if (st == KP_OK && k->desc->check)
+        st = k->desc->check(call, &l);
+    if (st == KP_OK)
+        st = kp__kernel_supported(rt, k);
+    if (st == KP_OK && !k->desc->source)
+        return kp__capture_refuse(&l, "a library-backed kernel");
+    return st == KP_OK ? k->desc->enqueue(call, &l) : st;
+}
+
 static kp_status run(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n_args, int reference,
                      kp_event *event, int depth)
 {

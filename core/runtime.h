@@ -11,6 +11,7 @@
 
 typedef struct kp__backend kp__backend;
 typedef struct kp__owned_desc kp__owned_desc;
+typedef struct kp__capture kp__capture;
 typedef struct kp__backend_ops kp__backend_ops;
 
 #define KP__SCRATCH_SLOTS 16
@@ -45,12 +46,13 @@ typedef struct kp__plugin {
 struct kp_kernel {
     const kp_kernel_desc *desc;
     kp__plugin *plugin;
-    char *source;               /* KP_KERNEL_DIR text when set, else NULL (desc->source is used) */
-    int resolved;               /* tuning values chosen for this runtime's device */
-    int limits_checked;         /* chosen values checked against the compiled entry's limits */
-    int overridden;             /* the application set values (kp_kernel_tunable_set) */
-    kp__tuning_choice *choices; /* desc->n_tunables entries */
-    char *options;              /* build options: -D for each tunable + desc->build_options */
+    char *source;                /* KP_KERNEL_DIR text when set, else NULL (desc->source is used) */
+    int resolved;                /* tuning values chosen for this runtime's device */
+    int limits_checked;          /* chosen values checked against the compiled entry's limits */
+    int overridden;              /* the application set values (kp_kernel_tunable_set) */
+    kp__tuning_choice *choices;  /* desc->n_tunables entries */
+    char *options;               /* build options: -D for each tunable + desc->build_options */
+    uint64_t options_generation; /* bumped whenever options change (prepared launches rebuild) */
     kp_buffer *scratch[KP__SCRATCH_SLOTS];      /* device scratch (host->scratch) */
     kp_buffer *scratch_host[KP__SCRATCH_SLOTS]; /* the same slots for reference runs */
 };
@@ -68,10 +70,11 @@ struct kp_launch {
     kp_runtime *rt;
     kp_kernel *kernel;
     const kp_call *call;
-    int reference;    /* the call runs the kernel's host reference */
-    kp_event *event;  /* records the commands when timing was asked for */
-    void *event_slot; /* cl_event slot handed to a library call (host->cl_event_slot) */
-    int depth;        /* nesting of host->launch */
+    int reference;        /* the call runs the kernel's host reference */
+    kp_event *event;      /* records the commands when timing was asked for */
+    void *event_slot;     /* cl_event slot handed to a library call (host->cl_event_slot) */
+    int depth;            /* nesting of host->launch */
+    kp__capture *capture; /* a prepared launch being recorded: commands are kept, not run */
 };
 
 typedef struct kp__device_entry {
@@ -113,8 +116,9 @@ struct kp_runtime {
     char *cache_dir;  /* program binaries and measured peaks; NULL: no disk cache */
     kp_peak peak;     /* measured or read from the cache; struct_size 0 until then */
 
-    pthread_mutex_t lock;       /* kernels' lazy state, launches, the buffer list */
-    pthread_mutex_t error_lock; /* error slots */
+    struct kp_prepared *prepared; /* live prepared launches, told when a buffer goes away */
+    pthread_mutex_t lock;         /* kernels' lazy state, launches, the buffer list */
+    pthread_mutex_t error_lock;   /* error slots */
     kp__error_slot *errors;
     kp_buffer *buffers;
 };
@@ -193,6 +197,25 @@ kp_status kp__launch_nested(kp_launch *parent, const char *name, const kp_arg *a
 /* The kernel's `supported` hook on the runtime's device (KP_OK without one, and on the host);
  * the caller holds rt->lock or needs no lock. */
 kp_status kp__kernel_supported(kp_runtime *rt, kp_kernel *k);
+
+/* Runs k's check and enqueue with l->capture set, so that every argument and NDRange is recorded
+ * into `capture` instead of reaching the device; the caller holds rt->lock. */
+kp_status kp__launch_record(kp_runtime *rt, kp_kernel *k, const kp_call *call,
+                            kp__capture *capture);
+
+/* ---- prepared launches (prepared.c) ---- */
+/* Recording, for host-api.c while l->capture is set: an argument (buf: the buffer it names, or
+ * NULL), an NDRange, and a host call that cannot be recorded (KP_ERR_UNSUPPORTED; the prepared
+ * launch then runs the plugin's enqueue every time). */
+kp_status kp__capture_arg(kp_launch *l, kp_clkernel *ck, uint32_t index, size_t size,
+                          const void *value, const kp_buffer *buf);
+kp_status kp__capture_ndrange(kp_launch *l, kp_clkernel *ck, uint32_t dims, const size_t *global,
+                              const size_t *local);
+kp_status kp__capture_refuse(kp_launch *l, const char *what);
+/* A buffer is going away (rt->lock held): prepared launches that bound it cannot launch, and
+ * those whose recording named it record again. */
+void kp__prepared_buffer_gone(kp_runtime *rt, const kp_buffer *buf);
+void kp__prepared_free_all(kp_runtime *rt);
 
 /* ---- buffers (buffer.c) ---- */
 kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out);

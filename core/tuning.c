@@ -157,8 +157,13 @@ static void resolve_auto(kp_runtime *rt, kp_kernel *k, uint32_t ti)
     kp_launch l = {.rt = rt, .kernel = k, .reference = kp__is_host(rt)};
     int64_t v = c->value;
     const char *why = d->resolve(&l, ti, c->value, &v);
-    if (!why || v == c->value)
+    if (!why)
         return;
+    if (v == c->value) {
+        /* A value the kernel keeps but explains (decided per call, a library's own default). */
+        kp__append(&c->notes, "%s%s", c->notes ? "; " : "", why);
+        return;
+    }
     if (!kp__tunable_allows(t, v)) {
         kp__log(rt, KP_LOG_WARN,
                 "kernel %s: %s = %lld resolved to %lld, which is not allowed; kept", d->name,
@@ -261,6 +266,7 @@ static void warn_unknown_keys(kp_runtime *rt, const kp_kernel *k)
 
 static void build_options(kp_kernel *k)
 {
+    k->options_generation++;
     free(k->options);
     k->options = NULL;
     const kp_kernel_desc *d = k->desc;

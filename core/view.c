@@ -15,6 +15,9 @@ kp_status kp__view_pack(const kp_tensor *t, uint32_t rank, int32_t *out, const c
     out[0] = (int32_t)t->offset;
     for (uint32_t d = 0; d < rank; d++) {
         int64_t n = d < pad ? 1 : t->shape[d - pad], s = d < pad ? 0 : t->strides[d - pad];
+        /* A dimension of extent 0 or 1 never multiplies its stride by anything but 0. */
+        if (n <= 1 && s > INT_MAX)
+            s = 0;
         if (n > INT_MAX || s > INT_MAX) {
             *why = "an extent or stride is past 2^31 - 1";
             return KP_ERR_UNSUPPORTED;

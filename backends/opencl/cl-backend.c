@@ -120,6 +120,10 @@ static const kp__backend_ops cl_ops = {
     .handle = handle,
     .buffer_handle = buffer_handle,
     .peak = kp__cl_peak,
+    .clone_create = kp__cl_clone_create,
+    .clone_arg = kp__cl_clone_arg,
+    .clone_release = kp__cl_clone_release,
+    .replay = kp__cl_replay,
 };
 
 static void open_disk_cache(kp_runtime *rt, kp__backend *b, const char *dir)

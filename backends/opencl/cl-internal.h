@@ -11,8 +11,9 @@
 struct kp_clkernel {
     kp_kernel *owner;
     char *entry;
-    char *options;  /* the kernel's tuning options plus the call's extra options */
-    uint32_t flags; /* KP_BUILD_* */
+    char *options;      /* the kernel's tuning options plus the call's extra options */
+    uint32_t flags;     /* KP_BUILD_* */
+    cl_program program; /* owned by the program cache */
     cl_kernel kernel;
     struct kp_clkernel *next;
 };
@@ -54,6 +55,11 @@ kp_status kp__cl_kernel_arg(kp_launch *l, kp_clkernel *ck, uint32_t index, size_
 kp_status kp__cl_enqueue(kp_launch *l, kp_clkernel *ck, uint32_t dims, const size_t *global,
                          const size_t *local);
 void kp__cl_event_mark(kp_launch *l);
+kp_status kp__cl_clone_create(kp_runtime *rt, kp_clkernel *ck, void **out, uint32_t *n_args);
+kp_status kp__cl_clone_arg(kp_runtime *rt, void *clone, uint32_t index, size_t size,
+                           const void *value);
+void kp__cl_clone_release(void *clone);
+kp_status kp__cl_replay(kp_runtime *rt, const kp__command *cmds, size_t n, kp_event *event);
 void kp__cl_event_adopt(kp_launch *l, void *event);
 kp_status kp__cl_event_wait(kp_runtime *rt, kp_event *ev);
 kp_status kp__cl_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds);

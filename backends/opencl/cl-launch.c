@@ -56,6 +56,54 @@ kp_status kp__cl_enqueue(kp_launch *l, kp_clkernel *ck, uint32_t dims, const siz
     return KP_OK;
 }
 
+kp_status kp__cl_clone_create(kp_runtime *rt, kp_clkernel *ck, void **out, uint32_t *n_args)
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(ck->program, ck->entry, &err);
+    if (err == CL_SUCCESS)
+        err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof *n_args, n_args, NULL);
+    if (err != CL_SUCCESS) {
+        if (k)
+            clReleaseKernel(k);
+        return kp__cl_fail(rt, err, "clCreateKernel", "entry %s (a prepared launch's copy)",
+                           ck->entry);
+    }
+    *out = k;
+    return KP_OK;
+}
+
+kp_status kp__cl_clone_arg(kp_runtime *rt, void *clone, uint32_t index, size_t size,
+                           const void *value)
+{
+    cl_int err = clSetKernelArg(clone, index, size, value);
+    return err ? kp__cl_fail(rt, err, "clSetKernelArg", "argument %u of a prepared launch", index)
+               : KP_OK;
+}
+
+void kp__cl_clone_release(void *clone)
+{
+    if (clone)
+        clReleaseKernel(clone);
+}
+
+kp_status kp__cl_replay(kp_runtime *rt, const kp__command *cmds, size_t n, kp_event *event)
+{
+    cl_command_queue q = rt->backend->queue;
+    for (size_t i = 0; i < n; i++) {
+        const kp__command *c = &cmds[i];
+        cl_event ev = NULL;
+        cl_int err =
+            clEnqueueNDRangeKernel(q, c->clone, c->dims, NULL, c->global,
+                                   c->has_local ? c->local : NULL, 0, NULL, event ? &ev : NULL);
+        if (err != CL_SUCCESS)
+            return kp__cl_fail(rt, err, "clEnqueueNDRangeKernel",
+                               "command %zu of a prepared launch", i);
+        if (ev)
+            record(event, ev);
+    }
+    return KP_OK;
+}
+
 void kp__cl_event_mark(kp_launch *l)
 {
     if (!l->event || l->event->first)

@@ -266,6 +266,7 @@ kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, con
     }
     c->options = options;
     c->flags = flags;
+    c->program = prog;
     c->owner = k;
     c->kernel = ck;
     c->next = b->kernels;

@@ -68,10 +68,11 @@ KP_API const char *kp_status_str(kp_status status);
 /* Opaque handles                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-typedef struct kp_runtime kp_runtime; /* a device, its plugins, kernels, caches and queue */
-typedef struct kp_buffer kp_buffer;   /* device memory (or host memory on the host device) */
-typedef struct kp_kernel kp_kernel;   /* a registered kernel; owned by the runtime */
-typedef struct kp_event kp_event;     /* the commands of one launch, for timing */
+typedef struct kp_runtime kp_runtime;   /* a device, its plugins, kernels, caches and queue */
+typedef struct kp_buffer kp_buffer;     /* device memory (or host memory on the host device) */
+typedef struct kp_kernel kp_kernel;     /* a registered kernel; owned by the runtime */
+typedef struct kp_event kp_event;       /* the commands of one launch, for timing */
+typedef struct kp_prepared kp_prepared; /* a launch bound once, launched many times */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Logging                                                                                    */
@@ -507,6 +508,51 @@ KP_API kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *ar
 
 /* Waits until every queued command of the runtime has finished. */
 KP_API kp_status kp_finish(kp_runtime *rt);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Prepared launches                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * Binds kernel k's arguments once, for launching many times: they are validated as
+ * kp_kernel_launch validates them (names, kinds, dtypes, extents, overlaps). The first
+ * kp_prepared_launch then runs the kernel's own check and records what its enqueue does, the
+ * OpenCL kernels with their arguments set, so every later launch only enqueues them: no name
+ * matching, no validation, no planning. Kernels whose enqueue cannot be recorded (library-backed
+ * ones such as blas.gemm, or ones that launch other kernels or read results back) run their
+ * enqueue on every launch, still without the matching and validation; on the host device every
+ * launch runs the reference. `args` is only read during the call (names included).
+ *
+ * *out belongs to the caller (kp_prepared_destroy; kp_runtime_destroy destroys those left).
+ * Errors: those of kp_kernel_launch's validation, KP_ERR_OUT_OF_MEMORY. Thread-safety: a prepared
+ * launch is used by one thread at a time; its launches are ordered with the runtime's others.
+ */
+KP_API kp_status kp_prepared_create(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n_args,
+                                    kp_prepared **out);
+
+/*
+ * Changes one bound argument (by name; an optional one may be given for the first time): checked
+ * as at create, and the next launch runs the kernel's check and records again. A tensor may name
+ * another buffer (the next batch) or another view. On error the prepared launch keeps its
+ * previous arguments. The _int, _float and _tensor forms build the kp_arg.
+ */
+KP_API kp_status kp_prepared_set(kp_prepared *p, const kp_arg *arg);
+KP_API kp_status kp_prepared_set_int(kp_prepared *p, const char *name, int64_t value);
+KP_API kp_status kp_prepared_set_float(kp_prepared *p, const char *name, double value);
+KP_API kp_status kp_prepared_set_tensor(kp_prepared *p, const char *name, kp_tensor tensor);
+
+/*
+ * Launches the prepared call: asynchronous like kp_kernel_launch, with an optional event. It
+ * records again by itself when the kernel's tuning changed (kp_kernel_tunable_set) or a buffer
+ * its recording used was replaced. Errors: the kernel's check and build errors on the launch that
+ * records; KP_ERR_INVALID_ARG when a bound buffer was destroyed (bind another with
+ * kp_prepared_set); KP_ERR_CL.
+ */
+KP_API kp_status kp_prepared_launch(kp_prepared *p, kp_event **event);
+
+/* Releases a prepared launch (its recorded kernels after the work queued with them). NULL is a
+ * no-op. */
+KP_API void kp_prepared_destroy(kp_prepared *p);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Events                                                                                     */

@@ -169,10 +169,11 @@ typedef struct kp_kernel_desc {
     /* Resolves a tunable whose value means "decide on this device" (an `auto` choice, or a value
      * the tunable's doc reserves for it): the core calls it for each tunable when it resolves the
      * kernel's tuning, with the value the manifest or the default gave. Returns NULL to keep that
-     * value, or a short reason ("rows on CPUs") after writing the value to use to *resolved,
-     * which must be allowed too. That value is what is compiled (-D) and what host->tunable
-     * returns, and `kernelport explain` shows it with the reason. (optional; a launch with no
-     * call; ABI 1.2) */
+     * value silently, or a short reason ("rows on CPUs") after writing the value to use to
+     * *resolved, which must be allowed too. That value is what is compiled (-D) and what
+     * host->tunable returns, and `kernelport explain` shows it with the reason. A reason with
+     * *resolved left as it was keeps the value and explains it ("decided per call"). (optional;
+     * a launch with no call; ABI 1.2) */
     const char *(*resolve)(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
 } kp_kernel_desc;
 

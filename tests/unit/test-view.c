@@ -76,6 +76,12 @@ static void test_views_past_int_are_refused(void **state)
     kp_tensor empty = kp_tensor_2d(NULL, KP_F32, 0, 3);
     empty.strides[1] = INT_MAX;
     assert_int_equal(kp__view_pack(&empty, 2, v, &why), KP_OK);
+    /* A stride past int on a dimension of extent 1 reaches nothing: it goes as 0. */
+    kp_tensor one = kp_tensor_2d(NULL, KP_F32, 1, 3);
+    one.strides[0] = (int64_t)1 << 40;
+    assert_int_equal(kp__view_pack(&one, 2, v, &why), KP_OK);
+    const int32_t want[] = {0, 1, 3, 0, 1};
+    assert_memory_equal(v, want, sizeof want);
 }
 
 int main(void)
