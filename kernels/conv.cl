@@ -1,14 +1,21 @@
 /* Convolution kernels: im2col, col2im, GEMMs and their passes, bias gradient, max-pool. */
 
 /*
- * Geometry arrives as one int16 (the layout conv_arg_geom in plugins/conv/conv-util.c packs):
+ * Tensors arrive as a buffer and a view of the prelude (kernels/common/prelude.cl): kp_view4 for
+ * NCHW images (element (n, c, h, w) at kp_at4(v, n, c, h, w)), kp_view3 for a column matrix
+ * [N, C KH KW, OH OW] (element (n, r, l) at kp_at3(v, n, r, l)), so one kernel writes both the
+ * per-image Caffe layout (strides [C KH KW L, L, 1]) and the batch-chunk layout the GEMMs use
+ * (strides [L, N L, 1]: images side by side along the columns), kp_view2 for the GEMMs'
+ * matrices, kp_view1 for the bias. The kernels take the
+ * products of the leading indices once per work-item (a plane's or a row's start) and the last
+ * strides in their loops, as they did when views came as int8/int4 vectors. Scratch that only
+ * these kernels lay out (the GEMM block t, Winograd's U, V and M) comes as a plain buffer with
+ * its row length.
+ *
+ * The window's geometry is not a tensor: it arrives as one int16 (conv_clargs_geom in
+ * plugins/conv/conv-util.c packs it), read through the G* macros below:
  *   s0 N   s1 C   s2 H   s3 W   s4 KH  s5 KW  s6 SH  s7 SW
  *   s8 PH  s9 PW  sa DH  sb DW  sc OH  sd OW  se groups  sf unused
- * A 4-D NCHW tensor arrives as a buffer plus an int8 view: element (n, c, h, w) lives at
- * v.s0 + n v.s1 + c v.s2 + h v.s3 + w v.s4. A column matrix [N, C KH KW, OH OW] arrives as an int4
- * view: element (n, r, l) lives at v.x + n v.y + r v.z + l v.w, so one kernel writes both the
- * per-image Caffe layout (v.y = rows * L) and the batch-chunk layout the GEMMs use (v.y = L,
- * v.z = N L: images side by side along the columns).
  *
  * Every kernel runs a 2-D range whose first dimension is rounded up to WG, so the local size is
  * always (WG, 1): PoCL compiles each kernel once. Sums run in a fixed order in each work-item and
@@ -70,8 +77,8 @@ inline int quot(const int a, const int b, const float inv)
  * compiler vectorises them.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_im2col_tiles(const int16 g, __global const float *restrict im, const int8 iv,
-                       __global float *restrict col, const int4 cv, const int rows,
+void conv_im2col_tiles(const int16 g, __global const float *restrict im, const kp_view4 iv,
+                       __global float *restrict col, const kp_view3 cv, const int rows,
                        __local float *tile)
 {
     const int nc = get_global_id(1), n = nc / GC, c = nc - n * GC, lid = get_local_id(0);
@@ -79,7 +86,7 @@ void conv_im2col_tiles(const int16 g, __global const float *restrict im, const i
     /* The tile: input rows h0 .. h0 + th - 1, columns -PW .. tw - PW - 1. */
     const int th = (nr - 1) * GSH + (GKH - 1) * GDH + 1;
     const int tw = (GOW - 1) * GSW + (GKW - 1) * GDW + 1, te = th * tw;
-    __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;
+    __global const float *plane = im + iv.offset + n * iv.strides[0] + c * iv.strides[1];
     /* Four loads at a time per work-item, so that their latencies overlap. */
     const float inv_tw = 1.0f / (float)tw;
     for (int e0 = lid; e0 < te; e0 += 4 * WG) {
@@ -89,7 +96,7 @@ void conv_im2col_tiles(const int16 g, __global const float *restrict im, const i
             const int e = e0 + k * WG, r = quot(e, tw, inv_tw), h = h0 + r, w = e - r * tw - GPW;
             v[k] = 0.0f;
             if (e < te && h >= 0 && h < GH && w >= 0 && w < GW)
-                v[k] = plane[h * iv.s3 + w * iv.s4];
+                v[k] = plane[h * iv.strides[2] + w * iv.strides[3]];
         }
 #pragma unroll
         for (int k = 0; k < 4; k++)
@@ -97,21 +104,22 @@ void conv_im2col_tiles(const int16 g, __global const float *restrict im, const i
                 tile[e0 + k * WG] = v[k];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    __global float *out = col + cv.x + n * cv.y + c * GKH * GKW * cv.z + oh0 * GOW * cv.w;
+    __global float *out = col + cv.offset + n * cv.strides[0] + c * GKH * GKW * cv.strides[1] +
+                          oh0 * GOW * cv.strides[2];
     const float inv_ow = 1.0f / (float)GOW;
     for (int p = lid; p < nr * GOW; p += WG) {
         const int oh = quot(p, GOW, inv_ow), ow = p - oh * GOW;
         __local const float *t = tile + oh * GSH * tw + ow * GSW;
-        __global float *o = out + p * cv.w;
+        __global float *o = out + p * cv.strides[2];
         for (int kh = 0; kh < GKH; kh++)
             for (int kw = 0; kw < GKW; kw++)
-                o[(kh * GKW + kw) * cv.z] = t[kh * GDH * tw + kw * GDW];
+                o[(kh * GKW + kw) * cv.strides[1]] = t[kh * GDH * tw + kw * GDW];
     }
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_im2col(const int16 g, __global const float *restrict im, const int8 iv,
-                 __global float *restrict col, const int4 cv)
+void conv_im2col(const int16 g, __global const float *restrict im, const kp_view4 iv,
+                 __global float *restrict col, const kp_view3 cv)
 {
     const int L = GOH * GOW, i = get_global_id(0);
     if (i >= GN * GC * L)
@@ -119,8 +127,9 @@ void conv_im2col(const int16 g, __global const float *restrict im, const int8 iv
     const int nc = i / L, l = i - nc * L, n = nc / GC, c = nc - n * GC, taps = GKH * GKW;
     const int oh = quot(l, GOW, 1.0f / (float)GOW), ow = l - oh * GOW;
     const int h0 = oh * GSH - GPH, w0 = ow * GSW - GPW;
-    __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;
-    __global float *out = col + cv.x + n * cv.y + c * taps * cv.z + l * cv.w;
+    __global const float *plane = im + iv.offset + n * iv.strides[0] + c * iv.strides[1];
+    __global float *out =
+        col + cv.offset + n * cv.strides[0] + c * taps * cv.strides[1] + l * cv.strides[2];
     for (int kh = 0; kh < GKH; kh++) {
         const int h = h0 + kh * GDH;
         const bool row_in = h >= 0 && h < GH;
@@ -128,15 +137,15 @@ void conv_im2col(const int16 g, __global const float *restrict im, const int8 iv
             const int w = w0 + kw * GDW;
             float v = 0.0f;
             if (row_in && w >= 0 && w < GW)
-                v = plane[h * iv.s3 + w * iv.s4];
-            out[(kh * GKW + kw) * cv.z] = v;
+                v = plane[h * iv.strides[2] + w * iv.strides[3]];
+            out[(kh * GKW + kw) * cv.strides[1]] = v;
         }
     }
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_im2col_rows(const int16 g, __global const float *im, const int8 iv, __global float *col,
-                      const int4 cv)
+void conv_im2col_rows(const int16 g, __global const float *im, const kp_view4 iv,
+                      __global float *col, const kp_view3 cv)
 {
     const int r = get_global_id(0), n = get_global_id(1), taps = GKH * GKW;
     if (r >= GC * taps)
@@ -145,17 +154,17 @@ void conv_im2col_rows(const int16 g, __global const float *im, const int8 iv, __
     /* Columns ow with 0 <= ow SW + w0 < W: [lo, hi) in every row that is not padding. */
     const int hi_in = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
     const int lo_in = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi_in);
-    const int step = GSW * iv.s4;
-    __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;
-    __global float *cb = col + cv.x + n * cv.y + r * cv.z;
+    const int step = GSW * iv.strides[3];
+    __global const float *plane = im + iv.offset + n * iv.strides[0] + c * iv.strides[1];
+    __global float *cb = col + cv.offset + n * cv.strides[0] + r * cv.strides[1];
     for (int oh = 0; oh < GOH; oh++) {
         const int h = oh * GSH - GPH + kh * GDH, pad = h < 0 || h >= GH;
         const int lo = pad ? 0 : lo_in, hi = pad ? 0 : hi_in;
         /* Column ow reads plane[ip + ow step]: an index from the plane, since the row's start
          * minus the padding (w0 < 0) would be a pointer outside the buffer. */
-        const int ip = (pad ? 0 : h * iv.s3) + w0 * iv.s4;
-        __global float *cp = cb + oh * GOW * cv.w;
-        if (cv.w == 1) {
+        const int ip = (pad ? 0 : h * iv.strides[2]) + w0 * iv.strides[3];
+        __global float *cp = cb + oh * GOW * cv.strides[2];
+        if (cv.strides[2] == 1) {
             /* The columns' usual layout: contiguous stores (and loads, at stride 1). */
             for (int ow = 0; ow < lo; ow++)
                 cp[ow] = 0.0f;
@@ -181,7 +190,7 @@ void conv_im2col_rows(const int16 g, __global const float *im, const int8 iv, __
                 cp[ow] = 0.0f;
         } else {
             for (int ow = 0; ow < GOW; ow++)
-                cp[ow * cv.w] = ow >= lo && ow < hi ? plane[ip + ow * step] : 0.0f;
+                cp[ow * cv.strides[2]] = ow >= lo && ow < hi ? plane[ip + ow * step] : 0.0f;
         }
     }
 }
@@ -189,14 +198,15 @@ void conv_im2col_rows(const int16 g, __global const float *im, const int8 iv, __
 /* im[n][c][h][w] = the sum of every column entry im2col copied from (h, w): a gather, one
  * work-item per image element, summing kh then kw in increasing order. Overwrites im. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_col2im(const int16 g, __global const float *col, const int4 cv, __global float *im,
-                 const int8 iv)
+void conv_col2im(const int16 g, __global const float *col, const kp_view3 cv,
+                 __global float *im, const kp_view4 iv)
 {
     const int p = get_global_id(0), nc = get_global_id(1);
     if (p >= GH * GW)
         return;
     const int n = nc / GC, c = nc % GC, h = quot(p, GW, 1.0f / (float)GW), w = p - h * GW;
-    __global const float *cp = col + cv.x + n * cv.y + c * GKH * GKW * cv.z;
+    __global const float *cp =
+        col + cv.offset + n * cv.strides[0] + c * GKH * GKW * cv.strides[1];
     float s = 0.0f;
     for (int kh = 0; kh < GKH; kh++) {
         const int t = h + GPH - kh * GDH;
@@ -207,10 +217,10 @@ void conv_col2im(const int16 g, __global const float *col, const int4 cv, __glob
             const int u = w + GPW - kw * GDW;
             const int ow = u / GSW;
             if (u >= 0 && u - ow * GSW == 0 && ow < GOW)
-                s += cp[(kh * GKW + kw) * cv.z + (oh * GOW + ow) * cv.w];
+                s += cp[(kh * GKW + kw) * cv.strides[1] + (oh * GOW + ow) * cv.strides[2]];
         }
     }
-    im[iv.s0 + n * iv.s1 + c * iv.s2 + h * iv.s3 + w * iv.s4] = s;
+    im[kp_at4(iv, n, c, h, w)] = s;
 }
 
 /*
@@ -220,17 +230,18 @@ void conv_col2im(const int16 g, __global const float *col, const int4 cv, __glob
  * inside the row is computed once, so the loops vectorise. The work-item owns its row: no races.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_col2im_rows(const int16 g, __global const float *col, const int4 cv, __global float *im,
-                      const int8 iv)
+void conv_col2im_rows(const int16 g, __global const float *col, const kp_view3 cv,
+                      __global float *im, const kp_view4 iv)
 {
     const int i = get_global_id(0), n = get_global_id(1);
     if (i >= GC * GH)
         return;
     const int c = i / GH, h = i % GH;
-    __global float *row = im + iv.s0 + n * iv.s1 + c * iv.s2 + h * iv.s3;
+    __global float *row =
+        im + iv.offset + n * iv.strides[0] + c * iv.strides[1] + h * iv.strides[2];
     for (int w = 0; w < GW; w++)
-        row[w * iv.s4] = 0.0f;
-    const int fast = iv.s4 == 1 && cv.w == 1 && GSW == 1;
+        row[w * iv.strides[3]] = 0.0f;
+    const int fast = iv.strides[3] == 1 && cv.strides[2] == 1 && GSW == 1;
     for (int kh = 0; kh < GKH; kh++) {
         const int t = h + GPH - kh * GDH, oh = t / GSH;
         if (t < 0 || t - oh * GSH != 0 || oh >= GOH)
@@ -239,70 +250,73 @@ void conv_col2im_rows(const int16 g, __global const float *col, const int4 cv, _
             const int w0 = kw * GDW - GPW;
             const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
             const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
-            __global const float *cp =
-                col + cv.x + n * cv.y + ((c * GKH + kh) * GKW + kw) * cv.z + oh * GOW * cv.w;
+            __global const float *cp = col + cv.offset + n * cv.strides[0] +
+                                       ((c * GKH + kh) * GKW + kw) * cv.strides[1] +
+                                       oh * GOW * cv.strides[2];
             if (fast)
                 for (int ow = lo; ow < hi; ow++)
                     row[ow + w0] += cp[ow];
             else
                 for (int ow = lo; ow < hi; ow++)
-                    row[(ow * GSW + w0) * iv.s4] += cp[ow * cv.w];
+                    row[(ow * GSW + w0) * iv.strides[3]] += cp[ow * cv.strides[2]];
         }
     }
 }
 
 /*
  * The GEMM block of a chunk of nb images is [K, nb L]: row k holds channel k of every image side
- * by side. conv_unpack is conv2d's output pass, y[n][k][l] = t[k][n L + l] + bias[k] (bv: offset,
- * stride, present); conv_pack is the backward's input pass, t[k][n L + l] = dy[n][k][l]. One
- * work-item per (position l, image and channel): rows of L move contiguously on both sides.
+ * by side. conv_unpack is conv2d's output pass, y[n][k][l] = t[k][n L + l] + bias[k] (has_bias 0:
+ * none, and bias is any buffer); conv_pack is the backward's input pass, t[k][n L + l] =
+ * dy[n][k][l]. One work-item per (position l, image and channel): rows of L move contiguously
+ * on both sides.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void conv_unpack(const int K, const int L, const int OW, __global const float *t, const int ldt,
-                 __global const float *bias, const int4 bv, __global float *y, const int8 yv)
+                 __global const float *bias, const kp_view1 bv, const int has_bias,
+                 __global float *y, const kp_view4 yv)
 {
     const int l = get_global_id(0), nk = get_global_id(1);
     if (l >= L)
         return;
     const int n = nk / K, k = nk % K, oh = quot(l, OW, 1.0f / (float)OW), ow = l - oh * OW;
-    const float b = bv.z ? bias[bv.x + k * bv.y] : 0.0f;
-    y[yv.s0 + n * yv.s1 + k * yv.s2 + oh * yv.s3 + ow * yv.s4] = t[k * ldt + n * L + l] + b;
+    const float b = has_bias ? bias[kp_at1(bv, k)] : 0.0f;
+    y[kp_at4(yv, n, k, oh, ow)] = t[k * ldt + n * L + l] + b;
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_pack(const int K, const int L, const int OW, __global const float *dy, const int8 dv,
-               __global float *t, const int ldt)
+void conv_pack(const int K, const int L, const int OW, __global const float *dy,
+               const kp_view4 dv, __global float *t, const int ldt)
 {
     const int l = get_global_id(0), nk = get_global_id(1);
     if (l >= L)
         return;
     const int n = nk / K, k = nk % K, oh = quot(l, OW, 1.0f / (float)OW), ow = l - oh * OW;
-    t[k * ldt + n * L + l] = dy[dv.s0 + n * dv.s1 + k * dv.s2 + oh * dv.s3 + ow * dv.s4];
+    t[k * ldt + n * L + l] = dy[kp_at4(dv, n, k, oh, ow)];
 }
 
 /*
- * C = A B + beta C on strided matrices (element (i, j) of a view at v.x + i v.y + j v.z; beta 0
- * ignores C), one work-item per four columns of a row of C. The plugin's fallback when blas.gemm
- * is not registered: correct everywhere, fast nowhere.
+ * C = A B + beta C on strided matrices (element (i, j) at kp_at2(v, i, j); beta 0 ignores C),
+ * one work-item per four columns of a row of C. The plugin's fallback when blas.gemm is not
+ * registered: correct everywhere, fast nowhere.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void conv_gemm(const int M, const int N, const int K, const float beta, __global const float *A,
-               const int4 av, __global const float *B, const int4 bv, __global float *C,
-               const int4 cv)
+               const kp_view2 av, __global const float *B, const kp_view2 bv, __global float *C,
+               const kp_view2 cv)
 {
     const int j0 = 4 * get_global_id(0), i = get_global_id(1);
     if (j0 >= N)
         return;
-    __global const float *ap = A + av.x + i * av.y;
+    __global const float *ap = A + av.offset + i * av.strides[0];
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int k = 0; k < K; k++) {
-        const float a = ap[k * av.z];
-        __global const float *bp = B + bv.x + k * bv.y;
+        const float a = ap[k * av.strides[1]];
+        __global const float *bp = B + bv.offset + k * bv.strides[0];
         for (int q = 0; q < 4; q++)
-            s[q] = j0 + q < N ? fma(a, bp[(j0 + q) * bv.z], s[q]) : 0.0f;
+            s[q] = j0 + q < N ? fma(a, bp[(j0 + q) * bv.strides[1]], s[q]) : 0.0f;
     }
     for (int q = 0; q < 4 && j0 + q < N; q++) {
-        __global float *cp = C + cv.x + i * cv.y + (j0 + q) * cv.z;
+        __global float *cp = C + cv.offset + i * cv.strides[0] + (j0 + q) * cv.strides[1];
         *cp = beta != 0.0f ? fma(beta, *cp, s[q]) : s[q];
     }
 }
@@ -321,8 +335,8 @@ void conv_gemm(const int M, const int N, const int K, const float beta, __global
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
-                     __global const float *A, const int4 av, __global const float *B,
-                     const int4 bv, __global float *C, const int4 cv, const int rows)
+                     __global const float *A, const kp_view2 av, __global const float *B,
+                     const kp_view2 bv, __global float *C, const kp_view2 cv, const int rows)
 {
     const int first = 32 * get_global_id(0), r0 = rows * get_global_id(1), r1 = min(r0 + rows, M);
     if (first >= N)
@@ -332,29 +346,30 @@ void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
             for (int j = first; j < N; j++) {
                 float s = 0.0f;
                 for (int k = 0; k < K; k++)
-                    s = fma(A[av.x + i * av.y + k * av.z], B[bv.x + k * bv.y + j], s);
-                __global float *cp = C + cv.x + i * cv.y + j;
+                    s = fma(A[kp_at2(av, i, k)], B[bv.offset + k * bv.strides[0] + j], s);
+                __global float *cp = C + cv.offset + i * cv.strides[0] + j;
                 *cp = beta != 0.0f ? fma(beta, *cp, s) : s;
             }
         return;
     }
     /* The last strip shifts left to stay inside B's rows and stores only its new columns. */
     const int j0 = min(first, N - 32);
-    __global const float *bp = B + bv.x + j0;
+    __global const float *bp = B + bv.offset + j0;
     for (int m0 = r0; m0 < r1; m0 += 8) {
-        __global const float *a0 = A + av.x + m0 * av.y;
-        __global const float *a1 = A + av.x + min(m0 + 1, M - 1) * av.y;
-        __global const float *a2 = A + av.x + min(m0 + 2, M - 1) * av.y;
-        __global const float *a3 = A + av.x + min(m0 + 3, M - 1) * av.y;
-        __global const float *a4 = A + av.x + min(m0 + 4, M - 1) * av.y;
-        __global const float *a5 = A + av.x + min(m0 + 5, M - 1) * av.y;
-        __global const float *a6 = A + av.x + min(m0 + 6, M - 1) * av.y;
-        __global const float *a7 = A + av.x + min(m0 + 7, M - 1) * av.y;
+        __global const float *a0 = A + av.offset + m0 * av.strides[0];
+        __global const float *a1 = A + av.offset + min(m0 + 1, M - 1) * av.strides[0];
+        __global const float *a2 = A + av.offset + min(m0 + 2, M - 1) * av.strides[0];
+        __global const float *a3 = A + av.offset + min(m0 + 3, M - 1) * av.strides[0];
+        __global const float *a4 = A + av.offset + min(m0 + 4, M - 1) * av.strides[0];
+        __global const float *a5 = A + av.offset + min(m0 + 5, M - 1) * av.strides[0];
+        __global const float *a6 = A + av.offset + min(m0 + 6, M - 1) * av.strides[0];
+        __global const float *a7 = A + av.offset + min(m0 + 7, M - 1) * av.strides[0];
         float16 s0 = (float16)(0.0f), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0;
         float16 s7 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0, t6 = s0, t7 = s0;
         for (int k = 0; k < K; k++) {
-            const float16 b = vload16(0, bp + k * bv.y), c = vload16(1, bp + k * bv.y);
-            const int ka = k * av.z;
+            __global const float *bk = bp + k * bv.strides[0];
+            const float16 b = vload16(0, bk), c = vload16(1, bk);
+            const int ka = k * av.strides[1];
             float16 a = (float16)(a0[ka]);
             s0 = fma(a, b, s0);
             t0 = fma(a, c, t0);
@@ -383,7 +398,7 @@ void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
         const float16 lo[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
         const float16 hi[8] = {t0, t1, t2, t3, t4, t5, t6, t7};
         for (int i = 0; i < 8 && m0 + i < r1; i++) {
-            __global float *cp = C + cv.x + (m0 + i) * cv.y + j0;
+            __global float *cp = C + cv.offset + (m0 + i) * cv.strides[0] + j0;
             float out[32];
             vstore16(lo[i], 0, out);
             vstore16(hi[i], 1, out);
@@ -417,13 +432,13 @@ void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
     } while (0)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_wino_filter(const int K, const int Cg, __global const float *w, const int2 wv,
+void conv_wino_filter(const int K, const int Cg, __global const float *w, const kp_view4 wv,
                       __global float *u)
 {
     const int c = get_global_id(0), k = get_global_id(1);
     if (c >= Cg)
         return;
-    __global const float *p = w + wv.x + k * wv.y + c * 9;
+    __global const float *p = w + wv.offset + k * wv.strides[0] + c * 9;
     float t[4][3];
     for (int j = 0; j < 3; j++) {
         const float g0 = p[j], g1 = p[3 + j], g2 = p[6 + j];
@@ -445,8 +460,8 @@ void conv_wino_filter(const int K, const int Cg, __global const float *w, const 
 /* Range (tiles of one image T = TH TW, images x channels); v's rows are P long: nb T tiles, then
  * the host's padding, which is left alone. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_wino_input(const int16 g, __global const float *im, const int8 iv, __global float *v,
-                     const int TW, const int T, const int P)
+void conv_wino_input(const int16 g, __global const float *im, const kp_view4 iv,
+                     __global float *v, const int TW, const int T, const int P)
 {
     const int t = get_global_id(0), nc = get_global_id(1);
     if (t >= T)
@@ -454,14 +469,15 @@ void conv_wino_input(const int16 g, __global const float *im, const int8 iv, __g
     const int n = nc / GC, c = nc - n * GC;
     const int th = quot(t, TW, 1.0f / (float)TW), tw = t - th * TW;
     const int h0 = 2 * th - GPH, w0 = 2 * tw - GPW;
-    __global const float *plane = im + iv.s0 + n * iv.s1 + c * iv.s2;
+    __global const float *plane = im + iv.offset + n * iv.strides[0] + c * iv.strides[1];
     float d[4][4];
     for (int i = 0; i < 4; i++) {
         const int h = h0 + i;
         const bool row_in = h >= 0 && h < GH;
         for (int j = 0; j < 4; j++) {
             const int x = w0 + j;
-            d[i][j] = row_in && x >= 0 && x < GW ? plane[h * iv.s3 + x * iv.s4] : 0.0f;
+            d[i][j] =
+                row_in && x >= 0 && x < GW ? plane[h * iv.strides[2] + x * iv.strides[3]] : 0.0f;
         }
     }
     float e[4][4];
@@ -480,11 +496,12 @@ void conv_wino_input(const int16 g, __global const float *im, const int8 iv, __g
 }
 
 /* Range (tiles of one image T, images x K); y[n][k][2 th + a][2 tw + b] for the a, b inside
- * OH x OW, plus bias[k] (bv: offset, stride, present). */
+ * OH x OW, plus bias[k] where has_bias. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void conv_wino_output(const int K, const int OH, const int OW, const int TW, const int T,
                       __global const float *m, const int P, __global const float *bias,
-                      const int4 bv, __global float *y, const int8 yv)
+                      const kp_view1 bv, const int has_bias, __global float *y,
+                      const kp_view4 yv)
 {
     const int t = get_global_id(0), nk = get_global_id(1);
     if (t >= T)
@@ -500,14 +517,14 @@ void conv_wino_output(const int K, const int OH, const int OW, const int TW, con
         s[0][j] = m0 + m1 + m2;
         s[1][j] = m1 - m2 - m3;
     }
-    const float b = bv.z ? bias[bv.x + k * bv.y] : 0.0f;
-    __global float *out = y + yv.s0 + n * yv.s1 + k * yv.s2;
+    const float b = has_bias ? bias[kp_at1(bv, k)] : 0.0f;
+    __global float *out = y + yv.offset + n * yv.strides[0] + k * yv.strides[1];
     const int oh = 2 * th, ow = 2 * tw;
     for (int a = 0; a < 2 && oh + a < OH; a++) {
         const float y0 = s[a][0] + s[a][1] + s[a][2], y1 = s[a][1] - s[a][2] - s[a][3];
-        out[(oh + a) * yv.s3 + ow * yv.s4] = y0 + b;
+        out[(oh + a) * yv.strides[2] + ow * yv.strides[3]] = y0 + b;
         if (ow + 1 < OW)
-            out[(oh + a) * yv.s3 + (ow + 1) * yv.s4] = y1 + b;
+            out[(oh + a) * yv.strides[2] + (ow + 1) * yv.strides[3]] = y1 + b;
     }
 }
 
@@ -519,17 +536,17 @@ void conv_wino_output(const int K, const int OH, const int OW, const int TW, con
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void conv_bias_grad(const int N, const int L, const int OW, __global const float *dy,
-                    const int8 dv, __global float *db, const int2 bv)
+                    const kp_view4 dv, __global float *db, const kp_view1 bv)
 {
     __local float part[WG];
     const int k = get_global_id(1), lid = get_local_id(0);
     const float inv = 1.0f / (float)OW;
     float s = 0.0f;
     for (int n = 0; n < N; n++) {
-        __global const float *p = dy + dv.s0 + n * dv.s1 + k * dv.s2;
+        __global const float *p = dy + dv.offset + n * dv.strides[0] + k * dv.strides[1];
         for (int l = lid; l < L; l += WG) {
             const int oh = quot(l, OW, inv);
-            s += p[oh * dv.s3 + (l - oh * OW) * dv.s4];
+            s += p[oh * dv.strides[2] + (l - oh * OW) * dv.strides[3]];
         }
     }
     part[lid] = s;
@@ -540,7 +557,7 @@ void conv_bias_grad(const int N, const int L, const int OW, __global const float
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0)
-        db[bv.x + k * bv.y] = part[0];
+        db[kp_at1(bv, k)] = part[0];
 }
 
 /*
@@ -550,15 +567,15 @@ void conv_bias_grad(const int N, const int L, const int OW, __global const float
  * selected; a window wholly in the padding gives -inf and index -1. has_idx 0: no indices.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_maxpool(const int16 g, __global const float *x, const int8 xv, __global float *y,
-                  const int8 yv, __global int *idx, const int8 jv, const int has_idx)
+void conv_maxpool(const int16 g, __global const float *x, const kp_view4 xv, __global float *y,
+                  const kp_view4 yv, __global int *idx, const kp_view4 jv, const int has_idx)
 {
     const int l = get_global_id(0), nc = get_global_id(1);
     if (l >= GOH * GOW)
         return;
     const int n = nc / GC, c = nc % GC, oh = quot(l, GOW, 1.0f / (float)GOW), ow = l - oh * GOW;
     const int h0 = oh * GSH - GPH, w0 = ow * GSW - GPW;
-    __global const float *xp = x + xv.s0 + n * xv.s1 + c * xv.s2;
+    __global const float *xp = x + xv.offset + n * xv.strides[0] + c * xv.strides[1];
     float best = -INFINITY;
     int at = -1;
     for (int kh = 0; kh < GKH; kh++) {
@@ -569,31 +586,31 @@ void conv_maxpool(const int16 g, __global const float *x, const int8 xv, __globa
             const int w = w0 + kw * GDW;
             if (w < 0 || w >= GW)
                 continue;
-            const float v = xp[h * xv.s3 + w * xv.s4];
+            const float v = xp[h * xv.strides[2] + w * xv.strides[3]];
             if (at < 0 || v > best || (isnan(v) && !isnan(best))) {
                 best = v;
                 at = h * GW + w;
             }
         }
     }
-    y[yv.s0 + n * yv.s1 + c * yv.s2 + oh * yv.s3 + ow * yv.s4] = best;
+    y[kp_at4(yv, n, c, oh, ow)] = best;
     if (has_idx)
-        idx[jv.s0 + n * jv.s1 + c * jv.s2 + oh * jv.s3 + ow * jv.s4] = at;
+        idx[kp_at4(jv, n, c, oh, ow)] = at;
 }
 
 /* dx[n][c][h][w] = the sum of dy over the windows that selected (h, w): a gather, one work-item
  * per input element, visiting the windows that contain it in increasing (kh, kw). Overwrites dx. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_maxpool_backward(const int16 g, __global const float *dy, const int8 dv,
-                           __global const int *idx, const int8 jv, __global float *dx,
-                           const int8 xv)
+void conv_maxpool_backward(const int16 g, __global const float *dy, const kp_view4 dv,
+                           __global const int *idx, const kp_view4 jv, __global float *dx,
+                           const kp_view4 xv)
 {
     const int p = get_global_id(0), nc = get_global_id(1);
     if (p >= GH * GW)
         return;
     const int n = nc / GC, c = nc % GC, h = quot(p, GW, 1.0f / (float)GW), w = p - h * GW;
-    __global const float *dp = dy + dv.s0 + n * dv.s1 + c * dv.s2;
-    __global const int *jp = idx + jv.s0 + n * jv.s1 + c * jv.s2;
+    __global const float *dp = dy + dv.offset + n * dv.strides[0] + c * dv.strides[1];
+    __global const int *jp = idx + jv.offset + n * jv.strides[0] + c * jv.strides[1];
     float s = 0.0f;
     for (int kh = 0; kh < GKH; kh++) {
         const int t = h + GPH - kh * GDH;
@@ -603,11 +620,12 @@ void conv_maxpool_backward(const int16 g, __global const float *dy, const int8 d
         for (int kw = 0; kw < GKW; kw++) {
             const int u = w + GPW - kw * GDW;
             const int ow = u / GSW;
-            if (u >= 0 && u - ow * GSW == 0 && ow < GOW && jp[oh * jv.s3 + ow * jv.s4] == p)
-                s += dp[oh * dv.s3 + ow * dv.s4];
+            if (u >= 0 && u - ow * GSW == 0 && ow < GOW &&
+                jp[oh * jv.strides[2] + ow * jv.strides[3]] == p)
+                s += dp[oh * dv.strides[2] + ow * dv.strides[3]];
         }
     }
-    dx[xv.s0 + n * xv.s1 + c * xv.s2 + h * xv.s3 + w * xv.s4] = s;
+    dx[kp_at4(xv, n, c, h, w)] = s;
 }
 
 /*
@@ -618,20 +636,23 @@ void conv_maxpool_backward(const int16 g, __global const float *dy, const int8 d
  * no test per tap and vectorise. The row, in global memory, is the running state.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_maxpool_rows(const int16 g, __global const float *x, const int8 xv, __global float *y,
-                       const int8 yv, __global int *idx, const int8 jv, const int has_idx)
+void conv_maxpool_rows(const int16 g, __global const float *x, const kp_view4 xv,
+                       __global float *y, const kp_view4 yv, __global int *idx, const kp_view4 jv,
+                       const int has_idx)
 {
     const int i = get_global_id(0), n = get_global_id(1);
     if (i >= GC * GOH)
         return;
     const int c = i / GOH, oh = i % GOH;
-    __global float *yr = y + yv.s0 + n * yv.s1 + c * yv.s2 + oh * yv.s3;
-    __global int *jr = idx + jv.s0 + n * jv.s1 + c * jv.s2 + oh * jv.s3;
-    __global const float *xp = x + xv.s0 + n * xv.s1 + c * xv.s2;
+    __global float *yr =
+        y + yv.offset + n * yv.strides[0] + c * yv.strides[1] + oh * yv.strides[2];
+    __global int *jr =
+        idx + jv.offset + n * jv.strides[0] + c * jv.strides[1] + oh * jv.strides[2];
+    __global const float *xp = x + xv.offset + n * xv.strides[0] + c * xv.strides[1];
     for (int ow = 0; ow < GOW; ow++)
-        yr[ow * yv.s4] = -INFINITY;
+        yr[ow * yv.strides[3]] = -INFINITY;
     for (int ow = 0; has_idx && ow < GOW; ow++)
-        jr[ow * jv.s4] = -1;
+        jr[ow * jv.strides[3]] = -1;
     for (int kh = 0; kh < GKH; kh++) {
         const int h = oh * GSH - GPH + kh * GDH;
         if (h < 0 || h >= GH)
@@ -640,15 +661,16 @@ void conv_maxpool_rows(const int16 g, __global const float *x, const int8 xv, __
             const int w0 = kw * GDW - GPW;
             const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
             const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
-            __global const float *xr = xp + h * xv.s3;
+            __global const float *xr = xp + h * xv.strides[2];
             for (int ow = lo; ow < hi; ow++) {
                 const int w = ow * GSW + w0;
-                const float v = xr[w * xv.s4], best = yr[ow * yv.s4];
+                const float v = xr[w * xv.strides[3]], best = yr[ow * yv.strides[3]];
                 /* A first tap of -inf leaves y at -inf, right; its index is set through -1. */
-                if (v > best || (isnan(v) && !isnan(best)) || (has_idx && jr[ow * jv.s4] < 0)) {
-                    yr[ow * yv.s4] = v;
+                if (v > best || (isnan(v) && !isnan(best)) ||
+                    (has_idx && jr[ow * jv.strides[3]] < 0)) {
+                    yr[ow * yv.strides[3]] = v;
                     if (has_idx)
-                        jr[ow * jv.s4] = h * GW + w;
+                        jr[ow * jv.strides[3]] = h * GW + w;
                 }
             }
         }
@@ -656,31 +678,34 @@ void conv_maxpool_rows(const int16 g, __global const float *x, const int8 xv, __
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_maxpool_backward_rows(const int16 g, __global const float *dy, const int8 dv,
-                                __global const int *idx, const int8 jv, __global float *dx,
-                                const int8 xv)
+void conv_maxpool_backward_rows(const int16 g, __global const float *dy, const kp_view4 dv,
+                                __global const int *idx, const kp_view4 jv, __global float *dx,
+                                const kp_view4 xv)
 {
     const int i = get_global_id(0), n = get_global_id(1);
     if (i >= GC * GH)
         return;
     const int c = i / GH, h = i % GH;
-    __global float *row = dx + xv.s0 + n * xv.s1 + c * xv.s2 + h * xv.s3;
+    __global float *row =
+        dx + xv.offset + n * xv.strides[0] + c * xv.strides[1] + h * xv.strides[2];
     for (int w = 0; w < GW; w++)
-        row[w * xv.s4] = 0.0f;
+        row[w * xv.strides[3]] = 0.0f;
     for (int kh = 0; kh < GKH; kh++) {
         const int t = h + GPH - kh * GDH, oh = t / GSH;
         if (t < 0 || t - oh * GSH != 0 || oh >= GOH)
             continue;
-        __global const float *dr = dy + dv.s0 + n * dv.s1 + c * dv.s2 + oh * dv.s3;
-        __global const int *jr = idx + jv.s0 + n * jv.s1 + c * jv.s2 + oh * jv.s3;
+        __global const float *dr =
+            dy + dv.offset + n * dv.strides[0] + c * dv.strides[1] + oh * dv.strides[2];
+        __global const int *jr =
+            idx + jv.offset + n * jv.strides[0] + c * jv.strides[1] + oh * jv.strides[2];
         for (int kw = 0; kw < GKW; kw++) {
             const int w0 = kw * GDW - GPW;
             const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
             const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
             for (int ow = lo; ow < hi; ow++) {
                 const int w = ow * GSW + w0;
-                if (jr[ow * jv.s4] == h * GW + w)
-                    row[w * xv.s4] += dr[ow * dv.s4];
+                if (jr[ow * jv.strides[3]] == h * GW + w)
+                    row[w * xv.strides[3]] += dr[ow * dv.strides[3]];
             }
         }
     }

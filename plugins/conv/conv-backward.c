@@ -233,16 +233,14 @@ static kp_status bias_check(const kp_call *call, kp_launch *l)
 static kp_status bias_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *dy = &call->args[BWB_DY].tensor, *db = &call->args[BWB_DB].tensor;
-    int32_t bv[2] = {(int32_t)db->offset, (int32_t)db->strides[0]};
-    conv_args a = conv_args_begin(l, "conv_bias_grad");
-    conv_arg_int(&a, (int)dy->shape[0]);
-    conv_arg_int(&a, (int)(dy->shape[2] * dy->shape[3]));
-    conv_arg_int(&a, (int)dy->shape[3]);
-    conv_arg_view4(&a, dy);
-    conv_arg_buffer(&a, db->buffer);
-    conv_arg_ints(&a, bv, 2);
+    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_bias_grad", NULL);
+    kp_clargs_int(&a, (int)dy->shape[0]);
+    kp_clargs_int(&a, (int)(dy->shape[2] * dy->shape[3]));
+    kp_clargs_int(&a, (int)dy->shape[3]);
+    kp_clargs_tensor(&a, dy, 4);
+    kp_clargs_tensor(&a, db, 1);
     /* One work-group per channel: the first dimension is exactly WG. */
-    return conv_args_run(&a, 1, dy->shape[1]);
+    return conv_clargs_run(&a, 1, dy->shape[1]);
 }
 
 /* ---- costs and descriptors ------------------------------------------------------------------- */
@@ -298,6 +296,7 @@ const kp_kernel_desc conv_backward_data_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = conv_backward_data_tolerance,
+    .resolve = conv_resolve,
 };
 
 const kp_kernel_desc conv_backward_weight_desc = {
@@ -319,6 +318,7 @@ const kp_kernel_desc conv_backward_weight_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = conv_backward_weight_tolerance,
+    .resolve = conv_resolve,
 };
 
 static const char *const bias_verify_sizes[] = {"one", "prime", "views", NULL};
@@ -342,4 +342,5 @@ const kp_kernel_desc conv_backward_bias_desc = {
     .verify_sizes = bias_verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = conv_backward_bias_tolerance,
+    .resolve = conv_resolve,
 };

@@ -152,4 +152,5 @@ const kp_kernel_desc conv_conv2d_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = conv_forward_tolerance,
+    .resolve = conv_resolve,
 };

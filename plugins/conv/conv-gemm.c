@@ -64,43 +64,28 @@ static int blas_layout(const kp_tensor *m)
     return row_ok || col_ok;
 }
 
-static void matrix_view(const kp_tensor *t, int32_t v[4])
-{
-    v[0] = (int32_t)t->offset;
-    v[1] = (int32_t)t->strides[0];
-    v[2] = (int32_t)t->strides[1];
-    v[3] = 0;
-}
-
 /* conv.cl's GEMMs: the register-tiled one when B and C are row-major, else the plain one. */
 static kp_status own_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
                           double beta, int tiled)
 {
-    int32_t av[4], bv[4], cv[4];
-    matrix_view(a, av);
-    matrix_view(b, bv);
-    matrix_view(c, cv);
-    conv_args g = conv_args_begin(l, tiled ? "conv_gemm_tiled" : "conv_gemm");
-    conv_arg_int(&g, (int)c->shape[0]);
-    conv_arg_int(&g, (int)c->shape[1]);
-    conv_arg_int(&g, (int)a->shape[1]);
-    conv_arg_float(&g, (float)beta);
-    conv_arg_buffer(&g, a->buffer);
-    conv_arg_ints(&g, av, 4);
-    conv_arg_buffer(&g, b->buffer);
-    conv_arg_ints(&g, bv, 4);
-    conv_arg_buffer(&g, c->buffer);
-    conv_arg_ints(&g, cv, 4);
+    kp_clargs g = kp_clargs_begin(conv_host, l, tiled ? "conv_gemm_tiled" : "conv_gemm", NULL);
+    kp_clargs_int(&g, (int)c->shape[0]);
+    kp_clargs_int(&g, (int)c->shape[1]);
+    kp_clargs_int(&g, (int)a->shape[1]);
+    kp_clargs_float(&g, (float)beta);
+    kp_clargs_tensor(&g, a, 2);
+    kp_clargs_tensor(&g, b, 2);
+    kp_clargs_tensor(&g, c, 2);
     int64_t m = c->shape[0], n = c->shape[1];
     if (!tiled)
-        return conv_args_run(&g, (n + 3) / 4, m);
+        return conv_clargs_run(&g, (n + 3) / 4, m);
     /* Strips of 32 columns. With strips enough for four work-groups, a work-item takes every row
      * of its strip, reusing its part of B; with fewer (a narrow C), 8 rows, for parallelism. */
     int64_t strips = (n + 31) / 32, rows = (m + 7) / 8 * 8;
     if (strips < 4 * conv_host->tunable_index(l, CONV_TUNE_WG))
         rows = 8;
-    conv_arg_int(&g, (int)rows);
-    return conv_args_run(&g, strips, (m + rows - 1) / rows);
+    kp_clargs_int(&g, (int)rows);
+    return conv_clargs_run(&g, strips, (m + rows - 1) / rows);
 }
 
 static int unit_columns(const kp_tensor *m)
@@ -110,12 +95,7 @@ static int unit_columns(const kp_tensor *m)
 
 int conv_gemm_is_tiled(kp_launch *l)
 {
-    int64_t kind = conv_host->tunable_index(l, CONV_TUNE_GEMM);
-    if (kind == 0) {
-        const kp_device_info *d = conv_host->device(l);
-        kind = d && d->type == KP_DEVICE_CPU ? 2 : 1;
-    }
-    return kind == 2;
+    return conv_host->tunable_index(l, CONV_TUNE_GEMM) == 2; /* auto resolved by conv_resolve */
 }
 
 kp_status conv_matmul(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
@@ -138,51 +118,36 @@ kp_status conv_matmul(kp_launch *l, const kp_tensor *a, const kp_tensor *b, cons
 
 /* ---- chunk passes ---------------------------------------------------------------------------- */
 
-/* The chunk layout of nb images' columns: element (n, r, l) at n L + r (nb L) + l. */
-static void chunk_view(const conv_geom *g, int64_t nb, int32_t v[4])
+/* The columns of a chunk of nb images in the scratch buffer `col`, as the 3-D view
+ * [nb, C KH KW, L] the im2col and col2im kernels take: the chunk layout [C KH KW, nb L], element
+ * (n, r, l) at n L + r (nb L) + l, or, `transposed`, [nb L, C KH KW], element (n, r, l) at
+ * (n L + l) C KH KW + r. */
+static kp_tensor chunk_columns(const conv_geom *g, int64_t nb, kp_buffer *col, int transposed)
 {
-    int64_t L = g->OH * g->OW;
-    v[0] = 0;
-    v[1] = (int32_t)L;
-    v[2] = (int32_t)(nb * L);
-    v[3] = 1;
+    int64_t L = g->OH * g->OW, rows = g->C * g->KH * g->KW;
+    kp_tensor t = kp_tensor_3d(col, KP_F32, nb, rows, L);
+    t.strides[0] = transposed ? L * rows : L;
+    t.strides[1] = transposed ? 1 : nb * L;
+    t.strides[2] = transposed ? rows : 1;
+    return t;
 }
 
 kp_status conv_im2col_chunk(kp_launch *l, const conv_geom *g, const kp_tensor *x, int64_t n0,
                             int64_t nb, kp_buffer *col, int transposed)
 {
-    kp_tensor xs = conv_images(x, n0, nb);
+    kp_tensor xs = conv_images(x, n0, nb), cs = chunk_columns(g, nb, col, transposed);
     conv_geom gc = *g;
     gc.N = nb;
-    int32_t cv[4];
-    chunk_view(g, nb, cv);
-    if (transposed) {
-        /* [nb L, C KH KW]: element (n, r, l) at (n L + l) C KH KW + r. */
-        int64_t rows = g->C * g->KH * g->KW;
-        cv[1] = (int32_t)(g->OH * g->OW * rows);
-        cv[2] = 1;
-        cv[3] = (int32_t)rows;
-    }
-    return conv_im2col_launch(l, &gc, &xs, col, cv);
+    return conv_im2col_launch(l, &gc, &xs, &cs);
 }
 
 kp_status conv_col2im_chunk(kp_launch *l, const conv_geom *g, kp_buffer *col, const kp_tensor *dx,
                             int64_t n0, int64_t nb)
 {
-    kp_tensor xs = conv_images(dx, n0, nb);
+    kp_tensor xs = conv_images(dx, n0, nb), cs = chunk_columns(g, nb, col, 0);
     conv_geom gc = *g;
     gc.N = nb;
-    int32_t cv[4];
-    chunk_view(g, nb, cv);
-    return conv_col2im_launch(l, &gc, col, cv, &xs);
-}
-
-void conv_bias_view(const kp_tensor *bias, int32_t bv[4])
-{
-    bv[0] = bias ? (int32_t)bias->offset : 0;
-    bv[1] = bias ? (int32_t)bias->strides[0] : 0;
-    bv[2] = bias != NULL;
-    bv[3] = 0;
+    return conv_col2im_launch(l, &gc, &cs, &xs);
 }
 
 kp_status conv_unpack_chunk(kp_launch *l, const conv_geom *g, kp_buffer *t, const kp_tensor *bias,
@@ -190,18 +155,15 @@ kp_status conv_unpack_chunk(kp_launch *l, const conv_geom *g, kp_buffer *t, cons
 {
     kp_tensor ys = conv_images(y, n0, nb);
     int64_t L = g->OH * g->OW;
-    int32_t bv[4];
-    conv_bias_view(bias, bv);
-    conv_args a = conv_args_begin(l, "conv_unpack");
-    conv_arg_int(&a, (int)g->K);
-    conv_arg_int(&a, (int)L);
-    conv_arg_int(&a, (int)g->OW);
-    conv_arg_buffer(&a, t);
-    conv_arg_int(&a, (int)(nb * L));
-    conv_arg_buffer(&a, bias ? bias->buffer : t);
-    conv_arg_ints(&a, bv, 4);
-    conv_arg_view4(&a, &ys);
-    return conv_args_run(&a, L, nb * g->K);
+    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_unpack", NULL);
+    kp_clargs_int(&a, (int)g->K);
+    kp_clargs_int(&a, (int)L);
+    kp_clargs_int(&a, (int)g->OW);
+    kp_clargs_buffer(&a, t);
+    kp_clargs_int(&a, (int)(nb * L));
+    conv_clargs_bias(&a, bias, t);
+    kp_clargs_tensor(&a, &ys, 4);
+    return conv_clargs_run(&a, L, nb * g->K);
 }
 
 kp_status conv_pack_chunk(kp_launch *l, const conv_geom *g, const kp_tensor *dy, int64_t n0,
@@ -209,12 +171,12 @@ kp_status conv_pack_chunk(kp_launch *l, const conv_geom *g, const kp_tensor *dy,
 {
     kp_tensor ds = conv_images(dy, n0, nb);
     int64_t L = g->OH * g->OW;
-    conv_args a = conv_args_begin(l, "conv_pack");
-    conv_arg_int(&a, (int)g->K);
-    conv_arg_int(&a, (int)L);
-    conv_arg_int(&a, (int)g->OW);
-    conv_arg_view4(&a, &ds);
-    conv_arg_buffer(&a, t);
-    conv_arg_int(&a, (int)(nb * L));
-    return conv_args_run(&a, L, nb * g->K);
+    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_pack", NULL);
+    kp_clargs_int(&a, (int)g->K);
+    kp_clargs_int(&a, (int)L);
+    kp_clargs_int(&a, (int)g->OW);
+    kp_clargs_tensor(&a, &ds, 4);
+    kp_clargs_buffer(&a, t);
+    kp_clargs_int(&a, (int)(nb * L));
+    return conv_clargs_run(&a, L, nb * g->K);
 }

@@ -69,22 +69,11 @@ static kp_status col2im_check(const kp_call *call, kp_launch *l)
     return check_pair(call, l, C2I_IM, C2I_COL, C2I_KH, C2I_GEO);
 }
 
-static void col_view(const kp_tensor *t, int32_t v[4])
-{
-    v[0] = (int32_t)t->offset;
-    v[1] = (int32_t)t->strides[0];
-    v[2] = (int32_t)t->strides[1];
-    v[3] = (int32_t)t->strides[2];
-}
-
 /* One launch for the whole batch. */
 static kp_status im2col_enqueue(const kp_call *call, kp_launch *l)
 {
     conv_geom g = conv_geom_of(call);
-    const kp_tensor *col = &call->args[I2C_COL].tensor;
-    int32_t cv[4];
-    col_view(col, cv);
-    return conv_im2col_launch(l, &g, &call->args[I2C_IM].tensor, col->buffer, cv);
+    return conv_im2col_launch(l, &g, &call->args[I2C_IM].tensor, &call->args[I2C_COL].tensor);
 }
 
 /* No atomics: each image element (GPUs) or row (CPUs) belongs to one work-item, which sums in a
@@ -92,10 +81,7 @@ static kp_status im2col_enqueue(const kp_call *call, kp_launch *l)
 static kp_status col2im_enqueue(const kp_call *call, kp_launch *l)
 {
     conv_geom g = conv_geom_of(call);
-    const kp_tensor *col = &call->args[C2I_COL].tensor;
-    int32_t cv[4];
-    col_view(col, cv);
-    return conv_col2im_launch(l, &g, col->buffer, cv, &call->args[C2I_IM].tensor);
+    return conv_col2im_launch(l, &g, &call->args[C2I_COL].tensor, &call->args[C2I_IM].tensor);
 }
 
 /* No FLOPs; bytes: the images read (written) once and every column entry written (read) once. */
@@ -131,6 +117,7 @@ const kp_kernel_desc conv_im2col_desc = {
     .bench_sizes = bench_sizes,
     .atol = 0.0, /* a copy: exact */
     .rtol = 0.0,
+    .resolve = conv_resolve,
 };
 
 const kp_kernel_desc conv_col2im_desc = {
@@ -152,4 +139,5 @@ const kp_kernel_desc conv_col2im_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = conv_col2im_tolerance,
+    .resolve = conv_resolve,
 };

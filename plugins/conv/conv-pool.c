@@ -94,30 +94,31 @@ static kp_status pool_enqueue(const kp_call *call, kp_launch *l)
     int has_idx = call->args[MP_IDX].present != 0;
     const kp_tensor *y = &call->args[MP_Y].tensor;
     int rows = conv_row_kernels(l);
-    conv_args a = conv_args_begin(l, rows ? "conv_maxpool_rows" : "conv_maxpool");
-    conv_arg_geom(&a, &g);
-    conv_arg_view4(&a, &call->args[MP_X].tensor);
-    conv_arg_view4(&a, y);
-    /* Without indices the kernel is handed y's buffer and never touches it through them. */
-    conv_arg_view4(&a, has_idx ? &call->args[MP_IDX].tensor : y);
-    conv_arg_int(&a, has_idx);
+    kp_clargs a = kp_clargs_begin(conv_host, l, rows ? "conv_maxpool_rows" : "conv_maxpool", NULL);
+    conv_clargs_geom(&a, &g);
+    kp_clargs_tensor(&a, &call->args[MP_X].tensor, 4);
+    kp_clargs_tensor(&a, y, 4);
+    /* Without indices the kernel is handed y and never touches it through them. */
+    kp_clargs_tensor(&a, has_idx ? &call->args[MP_IDX].tensor : y, 4);
+    kp_clargs_int(&a, has_idx);
     if (rows)
-        return conv_args_run(&a, g.C * g.OH, g.N);
-    return conv_args_run(&a, g.OH * g.OW, g.N * g.C);
+        return conv_clargs_run(&a, g.C * g.OH, g.N);
+    return conv_clargs_run(&a, g.OH * g.OW, g.N * g.C);
 }
 
 static kp_status back_enqueue(const kp_call *call, kp_launch *l)
 {
     conv_geom g = conv_geom_of(call);
     int rows = conv_row_kernels(l);
-    conv_args a = conv_args_begin(l, rows ? "conv_maxpool_backward_rows" : "conv_maxpool_backward");
-    conv_arg_geom(&a, &g);
-    conv_arg_view4(&a, &call->args[MPB_DY].tensor);
-    conv_arg_view4(&a, &call->args[MPB_IDX].tensor);
-    conv_arg_view4(&a, &call->args[MPB_DX].tensor);
+    kp_clargs a = kp_clargs_begin(
+        conv_host, l, rows ? "conv_maxpool_backward_rows" : "conv_maxpool_backward", NULL);
+    conv_clargs_geom(&a, &g);
+    kp_clargs_tensor(&a, &call->args[MPB_DY].tensor, 4);
+    kp_clargs_tensor(&a, &call->args[MPB_IDX].tensor, 4);
+    kp_clargs_tensor(&a, &call->args[MPB_DX].tensor, 4);
     if (rows)
-        return conv_args_run(&a, g.C * g.H, g.N);
-    return conv_args_run(&a, g.H * g.W, g.N * g.C);
+        return conv_clargs_run(&a, g.C * g.H, g.N);
+    return conv_clargs_run(&a, g.H * g.W, g.N * g.C);
 }
 
 /* A comparison per window tap; bytes: x read, y (and indices) written once. */
@@ -164,6 +165,7 @@ const kp_kernel_desc conv_maxpool_desc = {
     .bench_sizes = bench_sizes,
     .atol = 0.0, /* a selection: exact, indices included */
     .rtol = 0.0,
+    .resolve = conv_resolve,
 };
 
 const kp_kernel_desc conv_maxpool_backward_desc = {
@@ -185,4 +187,5 @@ const kp_kernel_desc conv_maxpool_backward_desc = {
     .verify_sizes = back_verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = conv_maxpool_backward_tolerance,
+    .resolve = conv_resolve,
 };

@@ -17,8 +17,9 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                       .n_allowed = sizeof workgroups / sizeof workgroups[0],
                       .flags = KP_TUNABLE_WORKGROUP,
                       .doc = "work-items per work-group of every conv.cl kernel"},
-    /* ROWS, COL_MAX_MB and GEMM are read at launch only: no kernel compiles them in, so changing
-     * them never costs a build. */
+    /* ROWS, COL_MAX_MB, GEMM and ALGO are read at launch only: no kernel compiles them in, so
+     * changing them never costs a build. conv_resolve turns the auto of ROWS, GEMM and ALGO into
+     * the value for the device, where the device alone decides. */
     [CONV_TUNE_ROWS] = {.name = "ROWS",
                         .default_value = 0,
                         .min = 0,
@@ -30,7 +31,9 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                                "value), tiles (im2col only, the others take elements: a "
                                "work-group per block of output rows, its input rows staged in "
                                "local memory; elements where one row's would not fit in 16 "
-                               "KiB), or auto (rows on CPUs, tiles elsewhere)"},
+                               "KiB, or half the device's local memory: decided per call, by "
+                               "the output width), or auto (resolved per device: rows on CPUs, "
+                               "tiles elsewhere)"},
     [CONV_TUNE_COL_MAX_MB] = {.name = "COL_MAX_MB",
                               .default_value = 256,
                               .allowed = col_limits,
@@ -49,8 +52,8 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                         .doc = "the products: blas (blas.gemm, CLBlast), tiled (conv.cl's 8 x 32 "
                                "register-tiled kernel, for CPUs; products whose B or C is not "
                                "row-major, or narrower than 32 columns, still use blas.gemm), or "
-                               "auto (tiled on CPUs, blas elsewhere); without blas.gemm, "
-                               "conv.cl's kernels either way"},
+                               "auto (resolved per device: tiled on CPUs, blas elsewhere); "
+                               "without blas.gemm, conv.cl's kernels either way"},
     [CONV_TUNE_ALGO] = {.name = "ALGO",
                         .default_value = 0,
                         .min = 0,
@@ -60,8 +63,10 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                         .doc = "conv.conv2d's algorithm: im2col (columns, one GEMM per group), "
                                "winograd (F(2x2, 3x3): 16 GEMMs on transformed tiles, a quarter "
                                "of the products; 3x3, stride-1, undilated convolutions only, the "
-                               "others take im2col), or auto (winograd on GPUs where it applies "
-                               "with at least 16 channels in and out per group, else im2col)"},
+                               "others take im2col), or auto (resolved to im2col on CPUs; on "
+                               "other devices auto stays and each call decides: winograd where "
+                               "it applies with at least 16 channels in and out per group, else "
+                               "im2col)"},
 };
 
 /* ---- checks ---------------------------------------------------------------------------------- */
@@ -199,6 +204,13 @@ kp_status conv_check_int_range(kp_launch *l, const kp_call *call)
             return conv_host->fail(l, KP_ERR_UNSUPPORTED,
                                    "%s: views reaching beyond 2^31 elements are not supported",
                                    call->desc->params[i].name);
+        /* Views reach the kernels as int (kp_view<R>): a stride of an extent-1 dimension, which
+         * reaches no element, must fit too. */
+        for (int32_t d = 0; d < t->rank; d++)
+            if (t->strides[d] > INT_MAX)
+                return conv_host->fail(l, KP_ERR_UNSUPPORTED,
+                                       "%s: stride %lld of dimension %d is past 2^31 - 1",
+                                       call->desc->params[i].name, (long long)t->strides[d], d);
     }
     return KP_OK;
 }
@@ -233,40 +245,33 @@ kp_status conv_check_weight_matrix(kp_launch *l, const char *name, const kp_tens
                            name, kp_tensor_describe(w, got, sizeof got));
 }
 
+/* ---- tunables decided per device ------------------------------------------------------------- */
+
+const char *conv_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    if (value != 0 ||
+        (index != CONV_TUNE_ROWS && index != CONV_TUNE_GEMM && index != CONV_TUNE_ALGO))
+        return NULL;
+    const kp_device_info *d = conv_host->device(l);
+    int cpu = d && d->type == KP_DEVICE_CPU;
+    if (index == CONV_TUNE_ROWS) {
+        *resolved = cpu ? 1 : 3;
+        return cpu ? "rows on CPUs" : "tiles off CPUs (col2im and the pools take elements)";
+    }
+    if (index == CONV_TUNE_GEMM) {
+        *resolved = cpu ? 2 : 1;
+        return cpu ? "tiled on CPUs" : "blas off CPUs";
+    }
+    /* ALGO: off CPUs, auto stays and each call decides by its channels (conv_winograd_chosen). */
+    if (!cpu)
+        return NULL;
+    *resolved = 1;
+    return "im2col on CPUs";
+}
+
 /* ---- kernel arguments ------------------------------------------------------------------------ */
 
-conv_args conv_args_begin(kp_launch *l, const char *entry)
-{
-    conv_args a = {.l = l};
-    a.st = conv_host->cl_kernel(l, entry, NULL, &a.k);
-    return a;
-}
-
-void conv_arg_buffer(conv_args *a, const kp_buffer *buf)
-{
-    if (a->st == KP_OK)
-        a->st = conv_host->arg_buffer(a->l, a->k, a->i++, buf);
-}
-
-void conv_arg_int(conv_args *a, int value)
-{
-    if (a->st == KP_OK)
-        a->st = conv_host->arg_value(a->l, a->k, a->i++, sizeof value, &value);
-}
-
-void conv_arg_float(conv_args *a, float value)
-{
-    if (a->st == KP_OK)
-        a->st = conv_host->arg_value(a->l, a->k, a->i++, sizeof value, &value);
-}
-
-void conv_arg_ints(conv_args *a, const int32_t *values, size_t n)
-{
-    if (a->st == KP_OK)
-        a->st = conv_host->arg_value(a->l, a->k, a->i++, n * sizeof *values, values);
-}
-
-void conv_arg_geom(conv_args *a, const conv_geom *g)
+void conv_clargs_geom(kp_clargs *a, const conv_geom *g)
 {
     /* The int16 layout kernels/conv.cl documents. */
     const int64_t v[16] = {g->N,  g->C,  g->H,  g->W,  g->KH, g->KW, g->sh,     g->sw,
@@ -274,32 +279,26 @@ void conv_arg_geom(conv_args *a, const conv_geom *g)
     int32_t packed[16];
     for (int i = 0; i < 16; i++)
         packed[i] = (int32_t)v[i];
-    conv_arg_ints(a, packed, 16);
+    kp_clargs_value(a, sizeof packed, packed);
 }
 
-void conv_arg_view4(conv_args *a, const kp_tensor *t)
+void conv_clargs_bias(kp_clargs *a, const kp_tensor *bias, kp_buffer *any)
 {
-    int32_t v[8] = {(int32_t)t->offset, 0, 0, 0, 0, 0, 0, 0};
-    for (int d = 0; d < 4 && d < t->rank; d++)
-        v[1 + d] = (int32_t)t->strides[d];
-    conv_arg_buffer(a, t->buffer);
-    conv_arg_ints(a, v, 8);
+    kp_tensor none = kp_tensor_1d(any, KP_F32, 1);
+    kp_clargs_tensor(a, bias ? bias : &none, 1);
+    kp_clargs_int(a, bias != NULL);
 }
 
-/* ROWS with auto resolved: 1 rows (CPUs), 2 elements, 3 tiles (other devices). */
-static int64_t kernel_shape(kp_launch *l)
+kp_status conv_clargs_run(kp_clargs *a, int64_t rows, int64_t cols)
 {
-    int64_t kind = conv_host->tunable_index(l, CONV_TUNE_ROWS);
-    if (kind == 0) {
-        const kp_device_info *d = conv_host->device(l);
-        kind = d && d->type == KP_DEVICE_CPU ? 1 : 3;
-    }
-    return kind;
+    size_t wg = (size_t)conv_host->tunable_index(a->l, CONV_TUNE_WG);
+    size_t global[2] = {((size_t)rows + wg - 1) / wg * wg, (size_t)cols}, local[2] = {wg, 1};
+    return kp_clargs_enqueue(a, 2, global, local);
 }
 
 int conv_row_kernels(kp_launch *l)
 {
-    return kernel_shape(l) == 1;
+    return conv_host->tunable_index(l, CONV_TUNE_ROWS) == 1;
 }
 
 /* conv_im2col_tiles' tile of `rows` output rows: its width and height in input values. */
@@ -344,48 +343,36 @@ static int64_t tile_rows(const kp_device_info *d, const conv_geom *g, int64_t wg
     return rows;
 }
 
-kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *im, kp_buffer *col,
-                             const int32_t cv[4])
+kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *im,
+                             const kp_tensor *col)
 {
-    int64_t kind = kernel_shape(l), wg = conv_host->tunable_index(l, CONV_TUNE_WG);
+    int64_t kind = conv_host->tunable_index(l, CONV_TUNE_ROWS);
+    int64_t wg = conv_host->tunable_index(l, CONV_TUNE_WG);
     int64_t rows = kind == 3 ? tile_rows(conv_host->device(l), g, wg) : 0;
     const char *entry = kind == 1 ? "conv_im2col_rows" : rows ? "conv_im2col_tiles" : "conv_im2col";
-    conv_args a = conv_args_begin(l, entry);
-    conv_arg_geom(&a, g);
-    conv_arg_view4(&a, im);
-    conv_arg_buffer(&a, col);
-    conv_arg_ints(&a, cv, 4);
+    kp_clargs a = kp_clargs_begin(conv_host, l, entry, NULL);
+    conv_clargs_geom(&a, g);
+    kp_clargs_tensor(&a, im, 4);
+    kp_clargs_tensor(&a, col, 3);
     if (kind == 1)
-        return conv_args_run(&a, g->C * g->KH * g->KW, g->N);
+        return conv_clargs_run(&a, g->C * g->KH * g->KW, g->N);
     if (!rows)
-        return conv_args_run(&a, g->N * g->C * g->OH * g->OW, 1);
+        return conv_clargs_run(&a, g->N * g->C * g->OH * g->OW, 1);
     conv_host->log(l, KP_LOG_DEBUG, "conv: im2col in tiles of %lld rows", (long long)rows);
-    conv_arg_int(&a, (int)rows);
-    if (a.st == KP_OK)
-        a.st = conv_host->arg_local(l, a.k, a.i++,
-                                    (size_t)(tile_height(g, rows) * tile_width(g)) * sizeof(float));
-    return conv_args_run(&a, (g->OH + rows - 1) / rows * wg, g->N * g->C);
+    kp_clargs_int(&a, (int)rows);
+    kp_clargs_local(&a, (size_t)(tile_height(g, rows) * tile_width(g)) * sizeof(float));
+    return conv_clargs_run(&a, (g->OH + rows - 1) / rows * wg, g->N * g->C);
 }
 
-kp_status conv_col2im_launch(kp_launch *l, const conv_geom *g, kp_buffer *col, const int32_t cv[4],
+kp_status conv_col2im_launch(kp_launch *l, const conv_geom *g, const kp_tensor *col,
                              const kp_tensor *im)
 {
     int rows = conv_row_kernels(l);
-    conv_args a = conv_args_begin(l, rows ? "conv_col2im_rows" : "conv_col2im");
-    conv_arg_geom(&a, g);
-    conv_arg_buffer(&a, col);
-    conv_arg_ints(&a, cv, 4);
-    conv_arg_view4(&a, im);
+    kp_clargs a = kp_clargs_begin(conv_host, l, rows ? "conv_col2im_rows" : "conv_col2im", NULL);
+    conv_clargs_geom(&a, g);
+    kp_clargs_tensor(&a, col, 3);
+    kp_clargs_tensor(&a, im, 4);
     if (rows)
-        return conv_args_run(&a, g->C * g->H, g->N);
-    return conv_args_run(&a, g->H * g->W, g->N * g->C);
-}
-
-kp_status conv_args_run(conv_args *a, int64_t rows, int64_t cols)
-{
-    if (a->st != KP_OK)
-        return a->st;
-    size_t wg = (size_t)conv_host->tunable_index(a->l, CONV_TUNE_WG);
-    size_t global[2] = {((size_t)rows + wg - 1) / wg * wg, (size_t)cols}, local[2] = {wg, 1};
-    return conv_host->enqueue_ndrange(a->l, a->k, 2, global, local);
+        return conv_clargs_run(&a, g->C * g->H, g->N);
+    return conv_clargs_run(&a, g->H * g->W, g->N * g->C);
 }

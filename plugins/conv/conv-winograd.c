@@ -36,11 +36,10 @@ int conv_winograd_chosen(kp_launch *l, const conv_geom *g)
     int64_t algo = conv_host->tunable_index(l, CONV_TUNE_ALGO);
     if (algo != 0)
         return algo == 2;
-    /* Under auto: GPUs only (on PoCL the 16 thin GEMMs ran slower than im2col's one: 211 against
-     * 140 ms at N64 C64 56x56 K64), and with few channels per group the GEMMs are too thin to pay
-     * for the transforms' memory traffic. */
-    const kp_device_info *d = conv_host->device(l);
-    return d && d->type != KP_DEVICE_CPU && g->C / g->groups >= CONV_WINOGRAD_MIN_CHANNELS &&
+    /* Auto, which conv_resolve leaves only off CPUs (on PoCL the 16 thin GEMMs ran slower than
+     * im2col's one: 211 against 140 ms at N64 C64 56x56 K64): with few channels per group the
+     * GEMMs are too thin to pay for the transforms' memory traffic. */
+    return g->C / g->groups >= CONV_WINOGRAD_MIN_CHANNELS &&
            g->K / g->groups >= CONV_WINOGRAD_MIN_CHANNELS;
 }
 
@@ -48,14 +47,14 @@ static kp_status filter_transform(kp_launch *l, const conv_geom *g, const kp_ten
                                   kp_buffer *u)
 {
     int64_t Cg = g->C / g->groups;
-    int32_t wv[2] = {(int32_t)w->offset, (int32_t)(g->K > 1 ? w->strides[0] : Cg * 9)};
-    conv_args a = conv_args_begin(l, "conv_wino_filter");
-    conv_arg_int(&a, (int)g->K);
-    conv_arg_int(&a, (int)Cg);
-    conv_arg_buffer(&a, w->buffer);
-    conv_arg_ints(&a, wv, 2);
-    conv_arg_buffer(&a, u);
-    return conv_args_run(&a, Cg, g->K);
+    /* The kernel reads w's offset and row stride; its last three dimensions are contiguous
+     * (conv_check_weight_matrix), so a kernel's 9 taps of channel c start at row + 9 c. */
+    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_wino_filter", NULL);
+    kp_clargs_int(&a, (int)g->K);
+    kp_clargs_int(&a, (int)Cg);
+    kp_clargs_tensor(&a, w, 4);
+    kp_clargs_buffer(&a, u);
+    return conv_clargs_run(&a, Cg, g->K);
 }
 
 static kp_status input_transform(kp_launch *l, const conv_geom *g, const kp_tensor *x, int64_t n0,
@@ -65,14 +64,14 @@ static kp_status input_transform(kp_launch *l, const conv_geom *g, const kp_tens
     kp_tensor xs = conv_images(x, n0, nb);
     conv_geom gc = *g;
     gc.N = nb;
-    conv_args a = conv_args_begin(l, "conv_wino_input");
-    conv_arg_geom(&a, &gc);
-    conv_arg_view4(&a, &xs);
-    conv_arg_buffer(&a, v);
-    conv_arg_int(&a, (int)TW);
-    conv_arg_int(&a, (int)T);
-    conv_arg_int(&a, (int)ld);
-    return conv_args_run(&a, T, nb * g->C);
+    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_wino_input", NULL);
+    conv_clargs_geom(&a, &gc);
+    kp_clargs_tensor(&a, &xs, 4);
+    kp_clargs_buffer(&a, v);
+    kp_clargs_int(&a, (int)TW);
+    kp_clargs_int(&a, (int)T);
+    kp_clargs_int(&a, (int)ld);
+    return conv_clargs_run(&a, T, nb * g->C);
 }
 
 static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m, int64_t ld,
@@ -80,20 +79,17 @@ static kp_status output_transform(kp_launch *l, const conv_geom *g, kp_buffer *m
 {
     int64_t TW, T = tiles_of(g, &TW);
     kp_tensor ys = conv_images(y, n0, nb);
-    int32_t bv[4];
-    conv_bias_view(bias, bv);
-    conv_args a = conv_args_begin(l, "conv_wino_output");
-    conv_arg_int(&a, (int)g->K);
-    conv_arg_int(&a, (int)g->OH);
-    conv_arg_int(&a, (int)g->OW);
-    conv_arg_int(&a, (int)TW);
-    conv_arg_int(&a, (int)T);
-    conv_arg_buffer(&a, m);
-    conv_arg_int(&a, (int)ld);
-    conv_arg_buffer(&a, bias ? bias->buffer : m);
-    conv_arg_ints(&a, bv, 4);
-    conv_arg_view4(&a, &ys);
-    return conv_args_run(&a, T, nb * g->K);
+    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_wino_output", NULL);
+    kp_clargs_int(&a, (int)g->K);
+    kp_clargs_int(&a, (int)g->OH);
+    kp_clargs_int(&a, (int)g->OW);
+    kp_clargs_int(&a, (int)TW);
+    kp_clargs_int(&a, (int)T);
+    kp_clargs_buffer(&a, m);
+    kp_clargs_int(&a, (int)ld);
+    conv_clargs_bias(&a, bias, m);
+    kp_clargs_tensor(&a, &ys, 4);
+    return conv_clargs_run(&a, T, nb * g->K);
 }
 
 /* 16 matrices [rows, cols], row-major with row stride ld (or, with `col`, column-major with

@@ -90,7 +90,8 @@ kp_status conv_check_geometry(kp_launch *l, const kp_call *call, int first, int 
                               const char *kernel, int pool, conv_geom *g);
 /* The kernel size integers (kernel_h, kernel_w) at call->args[kh], [kh + 1]. */
 kp_status conv_kernel_size(kp_launch *l, const kp_call *call, int kh, conv_geom *g);
-/* OpenCL kernels index with int: every present tensor argument must fit. */
+/* OpenCL kernels index with int: every present tensor argument's view (its extent, element
+ * count and strides) must fit, as the core's view packing needs; checked before any enqueue. */
 kp_status conv_check_int_range(kp_launch *l, const kp_call *call);
 /* Fails with KP_ERR_UNSUPPORTED when one image's columns and GEMM block, (C KH KW + K) OH OW
  * values, or the output, N K OH OW values, pass what the kernels index with int. */
@@ -99,35 +100,29 @@ kp_status conv_check_columns(kp_launch *l, const conv_geom *g);
  * (its last three dimensions contiguous), which the GEMMs need. */
 kp_status conv_check_weight_matrix(kp_launch *l, const char *name, const kp_tensor *w);
 
-/* A launch of one OpenCL kernel of conv.cl: arguments appended in order; the first failure sticks
- * and later calls do nothing. */
-typedef struct conv_args {
-    kp_launch *l;
-    kp_clkernel *k;
-    uint32_t i;
-    kp_status st;
-} conv_args;
+/* The descriptors' resolve hook: ROWS auto becomes rows (CPUs) or tiles (other devices), GEMM
+ * auto tiled (CPUs) or blas, ALGO auto im2col on CPUs; elsewhere ALGO auto stays, and
+ * conv_winograd_chosen decides per call by the channels. Whether a tile fits in local memory
+ * depends on the call's output width too, so conv_im2col_launch decides that part. */
+const char *conv_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
 
-conv_args conv_args_begin(kp_launch *l, const char *entry);
-void conv_arg_buffer(conv_args *a, const kp_buffer *buf);
-void conv_arg_int(conv_args *a, int value);
-void conv_arg_float(conv_args *a, float value);
-/* An int2, int4, int8 or int16 (n values). */
-void conv_arg_ints(conv_args *a, const int32_t *values, size_t n);
-void conv_arg_geom(conv_args *a, const conv_geom *g);
-/* A 4-D tensor's buffer and int8 view. */
-void conv_arg_view4(conv_args *a, const kp_tensor *t);
-/* Enqueues a (rows rounded up to WG) x cols range with local size (WG, 1). */
-kp_status conv_args_run(conv_args *a, int64_t rows, int64_t cols);
-/* For col2im and the pools: whether the ROWS tunable picks the row kernels (1; CPUs under auto)
- * over the element kernels (2, and 3 which only im2col has in a shape of its own). */
+/* The geometry as the int16 kernels/conv.cl reads (a value argument; it is not a tensor). */
+void conv_clargs_geom(kp_clargs *a, const conv_geom *g);
+/* An optional bias [K] as a kp_view1 and the int has_bias; without one (bias NULL) a one-element
+ * view of `any`, which the kernel never reads. */
+void conv_clargs_bias(kp_clargs *a, const kp_tensor *bias, kp_buffer *any);
+/* Enqueues a (rows rounded up to WG) x cols range with local size (WG, 1); the first failure of
+ * the list or of the enqueue. */
+kp_status conv_clargs_run(kp_clargs *a, int64_t rows, int64_t cols);
+/* For col2im and the pools: whether ROWS picks the row kernels (1, CPUs under auto) over the
+ * element kernels (2, and 3 which only im2col has in a shape of its own). */
 int conv_row_kernels(kp_launch *l);
-/* im2col of g->N images `im` (a 4-D view) into `col` (buffer and int4 view (offset, image, row,
- * column strides)) with the kernel the ROWS tunable picks. */
-kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *im, kp_buffer *col,
-                             const int32_t cv[4]);
-/* col2im from `col` (buffer and int4 view) into g->N images `im`, likewise. */
-kp_status conv_col2im_launch(kp_launch *l, const conv_geom *g, kp_buffer *col, const int32_t cv[4],
+/* im2col of g->N images `im` (a 4-D view) into `col` (a 3-D view [N, C KH KW, OH OW] of the
+ * output or of scratch) with the kernel the ROWS tunable picks. */
+kp_status conv_im2col_launch(kp_launch *l, const conv_geom *g, const kp_tensor *im,
+                             const kp_tensor *col);
+/* col2im from `col` (a 3-D view) into g->N images `im`, likewise. */
+kp_status conv_col2im_launch(kp_launch *l, const conv_geom *g, const kp_tensor *col,
                              const kp_tensor *im);
 
 /* ---- conv-gemm.c: the GEMM-based convolution passes ------------------------------------------ */
@@ -162,9 +157,6 @@ kp_status conv_unpack_chunk(kp_launch *l, const conv_geom *g, kp_buffer *t, cons
                             const kp_tensor *y, int64_t n0, int64_t nb);
 kp_status conv_pack_chunk(kp_launch *l, const conv_geom *g, const kp_tensor *dy, int64_t n0,
                           int64_t nb, kp_buffer *t);
-/* The int4 the output passes take for an optional bias [K]: offset, stride, present (bias NULL:
- * all 0). */
-void conv_bias_view(const kp_tensor *bias, int32_t bv[4]);
 /* A 4-D view narrowed to images [n0, n0 + nb). */
 kp_tensor conv_images(const kp_tensor *t, int64_t n0, int64_t nb);
 
@@ -177,7 +169,7 @@ kp_tensor conv_images(const kp_tensor *t, int64_t n0, int64_t nb);
  * padding, groups), and one image's transformed blocks indexable with int. */
 int conv_winograd_fits(const conv_geom *g);
 /* Whether conv.conv2d runs this call through Winograd: it fits, and ALGO says winograd, or auto
- * on a GPU with enough channels per group. */
+ * (which conv_resolve leaves only off CPUs) with enough channels per group. */
 int conv_winograd_chosen(kp_launch *l, const conv_geom *g);
 /* y = conv(x, w) + bias through Winograd; scratch slots 0 (V), 1 (M) and 2 (U). */
 kp_status conv_winograd_forward(kp_launch *l, const conv_geom *g, const kp_tensor *x,
