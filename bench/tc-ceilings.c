@@ -204,10 +204,31 @@ static void release(gpu *g, cl_mem a, cl_mem b, cl_mem c)
     clReleaseContext(g->ctx);
 }
 
-/* n^3 tf32 operands, row-major, for the kernel k of tc.cl (tc_gemm's arguments). */
+/* tc.cl as the core builds it: the prelude (kernels/common/prelude.cl: the kp_view types of the
+ * kernels' tensor arguments), a #line, then the file. */
+static char *read_tc(const char *dir)
+{
+    char *prelude = read_file(dir, "kernels/common/prelude.cl"),
+         *tc = read_file(dir, "kernels/tc.cl");
+    const char *line = "\n#line 1 \"tc.cl\"\n";
+    size_t n = strlen(prelude) + strlen(line) + strlen(tc) + 1;
+    char *s = malloc(n);
+    if (!s) {
+        fprintf(stderr, "tc-ceilings: out of memory\n");
+        exit(1);
+    }
+    snprintf(s, n, "%s%s%s", prelude, line, tc);
+    free(prelude);
+    free(tc);
+    return s;
+}
+
+/* n^3 tf32 operands, row-major, for the kernel k of tc.cl (tc_gemm's arguments): each tensor a
+ * buffer and its kp_view2 {offset, shape[2], strides[2]}. */
 static void set_gemm_args(cl_kernel k, int n, cl_mem a, cl_mem b, cl_mem c)
 {
-    int v[] = {n, n, n}, zero = 0;
+    int v[] = {n, n, n};
+    cl_int view[5] = {0, n, n, n, 1};
     float scale[] = {1.0f, 0.0f};
     for (cl_uint i = 0; i < 3; i++)
         clSetKernelArg(k, i, sizeof(int), &v[i]);
@@ -215,9 +236,8 @@ static void set_gemm_args(cl_kernel k, int n, cl_mem a, cl_mem b, cl_mem c)
     clSetKernelArg(k, 4, sizeof(float), &scale[1]);
     cl_mem bufs[] = {a, b, c};
     for (cl_uint i = 0; i < 3; i++) {
-        clSetKernelArg(k, 5 + 3 * i, sizeof(cl_mem), &bufs[i]);
-        clSetKernelArg(k, 6 + 3 * i, sizeof(int), &zero);
-        clSetKernelArg(k, 7 + 3 * i, sizeof(int), &n);
+        clSetKernelArg(k, 5 + 2 * i, sizeof(cl_mem), &bufs[i]);
+        clSetKernelArg(k, 6 + 2 * i, sizeof view, view);
     }
 }
 
@@ -230,7 +250,7 @@ static int wgmma_ceilings(const char *dir, int n, const char *tiles)
         fprintf(stderr, "tc-ceilings: no NVIDIA OpenCL GPU here\n");
         return 1;
     }
-    char *tc = read_file(dir, "kernels/tc.cl");
+    char *tc = read_tc(dir);
     int bm = define_of(tiles, "BM", 256), bn = define_of(tiles, "BN", 128);
     size_t wg = (size_t)bn / 64 * 128;
     size_t groups = (size_t)((n + bm - 1) / bm) * (size_t)((n + bn - 1) / bn);
@@ -300,7 +320,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "tc-ceilings: no NVIDIA OpenCL GPU here\n");
         return 1;
     }
-    char *tc = read_file(dir, "kernels/tc.cl"), *peak = read_file(dir, "bench/tc-mma-peak.cl");
+    char *tc = read_tc(dir), *peak = read_file(dir, "bench/tc-mma-peak.cl");
     char *wgmma = read_file(dir, "bench/tc-wgmma-peak.cl");
     int bm = define_of(tiles, "BM", 128), bn = define_of(tiles, "BN", 128);
     int wm = define_of(tiles, "WM", 64), wn = define_of(tiles, "WN", 32);

@@ -31,6 +31,11 @@
  * (0 tf32, 1 tf32x3, 2 f16, 3 bf16), VEC (1 when every operand's offset and row pitch are
  * multiples of 4 floats, so whole float4 groups may be loaded as one).
  *
+ * Arguments: M, N, K (the product's, after the plugin's swap for a column-major C), alpha, beta,
+ * then A, B and C, each its buffer and its kp_view2 (the prelude's): the operand as this kernel
+ * reads it, row-major, with strides {row pitch, 1}. Only the offset and the row pitch are read,
+ * once, at the top of the kernel.
+ *
  * mma fragments (PTX ISA, "Matrix fragments for mma.m16n8k8" / "m16n8k16"), lane = 4 g + t:
  *   tf32 m16n8k8:  a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4); b0 (k t, n g) b1 (k t+4, n g)
  *   16-bit m16n8k16: each register a pair along k: a0 (g, 2t..2t+1) a1 (g+8, 2t..) a2 (g, 2t+8..)
@@ -733,10 +738,11 @@ wg_slice(float d[HALVES][64], uint f[BK / 8][4], __local float (*As)[BM * BK],
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void tc_gemm_wg(const int M, const int N, const int K, const float alpha, const float beta,
-                __global const float *A, const int a_off, const int lda, __global const float *B,
-                const int b_off, const int ldb, __global float *C, const int c_off,
-                const int ldc)
+                __global const float *A, const kp_view2 av, __global const float *B,
+                const kp_view2 bv, __global float *C, const kp_view2 cv)
 {
+    const int a_off = av.offset, lda = av.strides[0], b_off = bv.offset, ldb = bv.strides[0];
+    const int c_off = cv.offset, ldc = cv.strides[0];
     __local float As[STAGES][BM * BK] __attribute__((aligned(128)));
     __local float Bs[STAGES][BN * BK] __attribute__((aligned(128)));
     const int lid = get_local_id(0), warp = lid / 32, g = lid % 32 / 4, t = lid % 4;
@@ -956,9 +962,11 @@ inline void copy_slice(__local elem *as, __local elem *bs, __global const elem *
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void tc_gemm(const int M, const int N, const int K, const float alpha, const float beta,
-             __global const elem *A, const int a_off, const int lda, __global const elem *B,
-             const int b_off, const int ldb, __global ctype *C, const int c_off, const int ldc)
+             __global const elem *A, const kp_view2 av, __global const elem *B, const kp_view2 bv,
+             __global ctype *C, const kp_view2 cv)
 {
+    const int a_off = av.offset, lda = av.strides[0], b_off = bv.offset, ldb = bv.strides[0];
+    const int c_off = cv.offset, ldc = cv.strides[0];
     /* Aligned for the 16-byte stores and copies (each tile's size is a multiple of 16 bytes). */
     __local elem As[BUFS][A_TILE] __attribute__((aligned(16)));
     __local elem Bs[BUFS][B_TILE] __attribute__((aligned(16)));

@@ -124,7 +124,7 @@ static const kp_tunable_desc tunables[] = {
                        .n_allowed = 2,
                        .flags = KP_TUNABLE_NO_DEFINE,
                        .doc = "1: halve the tiles of products that would leave compute units "
-                              "idle"},
+                              "idle (decided per call at launch: it depends on the shapes)"},
     [TC_TUNE_BT] = {.name = "BT",
                     .default_value = 0,
                     .allowed = switches,
@@ -218,13 +218,16 @@ kp_status tc_supported(kp_launch *l)
 /* ---- operand layouts ------------------------------------------------------------------------ */
 
 /* A rank-2 view as a row-major matrix (unit column stride; any stride where there is one
- * column) with its row pitch; 0 when it is not one. A single row's pitch is never used. */
-static int row_major(const kp_tensor *t, int64_t *ld)
+ * column): 1 with *rm the view the kernel reads, strides {row pitch, 1}; 0 when it is not one. A
+ * single row's pitch is never used and goes as 0. */
+static int row_major(const kp_tensor *t, kp_tensor *rm)
 {
     if (t->strides[1] != 1 && t->shape[1] != 1)
         return 0;
-    *ld = t->shape[0] > 1 ? t->strides[0] : 0;
-    return *ld >= 0;
+    *rm = *t;
+    rm->strides[0] = t->shape[0] > 1 ? t->strides[0] : 0;
+    rm->strides[1] = 1;
+    return rm->strides[0] >= 0;
 }
 
 /* Operand `i` of the call as the kernel reads it; a column-major view is read as the row-major
@@ -233,11 +236,9 @@ static kp_status operand(kp_launch *l, const kp_call *call, int i, tc_operand *o
 {
     const kp_tensor *t = &call->args[i].tensor;
     kp_tensor tt = kp_tensor_transpose(*t, 0, 1);
-    op->t = t;
-    op->offset = t->offset;
-    if (row_major(t, &op->ld))
+    if (row_major(t, &op->view))
         return KP_OK;
-    if (row_major(&tt, &op->ld)) {
+    if (row_major(&tt, &op->view)) {
         *trans = !*trans;
         return KP_OK;
     }
@@ -312,7 +313,7 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
         return st;
     /* Rows of C closer than a row apart would be written by several work-items at once. */
     int64_t c_cols = c_trans ? m : n, c_rows = c_trans ? n : m;
-    if (c_rows > 1 && oc.ld < c_cols)
+    if (c_rows > 1 && oc.view.strides[0] < c_cols)
         return tc_host->fail(l, KP_ERR_UNSUPPORTED,
                              "C: strides [%lld, %lld] make its elements overlap",
                              (long long)c->strides[0], (long long)c->strides[1]);
@@ -507,10 +508,10 @@ static kp_status wg_program(kp_launch *l, const tc_plan *p, const tc_tiles *t, k
 {
     char options[224];
     snprintf(options, sizeof options,
-             "-kp-ptx-sm90a -D TC_PTX=1 -D WGMMA=1 -D TB=%d -D PREC=%d -D VEC=1 -D BM=%d -D BN=%d "
-             "-D BK=%d -D STAGES=%d -D LAG=%d",
+             "-D TC_PTX=1 -D WGMMA=1 -D TB=%d -D PREC=%d -D VEC=1 -D BM=%d -D BN=%d -D BK=%d "
+             "-D STAGES=%d -D LAG=%d",
              p->tb, p->precision, (int)t->bm, (int)t->bn, (int)t->bk, (int)t->stages, (int)t->lag);
-    return tc_host->cl_kernel(l, "tc_gemm_wg", options, k);
+    return tc_host->cl_kernel_build(l, "tc_gemm_wg", options, KP_BUILD_PTX_SM90A, k);
 }
 
 /* The kernel, built, and the tiles a plan runs with. */
@@ -531,29 +532,26 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
     if (st != KP_OK || p.m == 0 || p.n == 0)
         return st;
     int64_t group = p.half ? 8 : 4;
-    int vec = p.a.offset % group == 0 && p.a.ld % group == 0 && p.b.offset % group == 0 &&
-              p.b.ld % group == 0;
+    const kp_tensor *a = &p.a.view, *b = &p.b.view;
+    int vec = a->offset % group == 0 && a->strides[0] % group == 0 && b->offset % group == 0 &&
+              b->strides[0] % group == 0;
     tc_tiles t;
-    kp_clkernel *k;
+    kp_clkernel *k = NULL;
     st = variant_choose(l, &p, vec, &t, &k);
-    int v[] = {(int)p.m, (int)p.n, (int)p.k};
-    float scale[] = {(float)call->args[TC_ALPHA].f, (float)call->args[TC_BETA].f};
-    const tc_operand *ops[] = {&p.a, &p.b, &p.c};
-    for (uint32_t i = 0; st == KP_OK && i < 3; i++)
-        st = tc_host->arg_value(l, k, i, sizeof(int), &v[i]);
-    for (uint32_t i = 0; st == KP_OK && i < 2; i++)
-        st = tc_host->arg_value(l, k, 3 + i, sizeof(float), &scale[i]);
-    for (uint32_t i = 0; st == KP_OK && i < 3; i++) {
-        int off = (int)ops[i]->offset, ld = (int)ops[i]->ld;
-        st = tc_host->arg_buffer(l, k, 5 + 3 * i, ops[i]->t->buffer);
-        if (st == KP_OK)
-            st = tc_host->arg_value(l, k, 6 + 3 * i, sizeof off, &off);
-        if (st == KP_OK)
-            st = tc_host->arg_value(l, k, 7 + 3 * i, sizeof ld, &ld);
-    }
+    if (st != KP_OK)
+        return st;
+    kp_clargs args = kp_clargs_for(tc_host, l, k);
+    kp_clargs_int(&args, (int)p.m);
+    kp_clargs_int(&args, (int)p.n);
+    kp_clargs_int(&args, (int)p.k);
+    kp_clargs_float(&args, (float)call->args[TC_ALPHA].f);
+    kp_clargs_float(&args, (float)call->args[TC_BETA].f);
+    kp_clargs_tensor(&args, a, 2);
+    kp_clargs_tensor(&args, b, 2);
+    kp_clargs_tensor(&args, &p.c.view, 2);
     size_t groups = (size_t)((p.m + t.bm - 1) / t.bm) * (size_t)((p.n + t.bn - 1) / t.bn);
     size_t global = groups * (size_t)t.wg, local = (size_t)t.wg;
-    return st == KP_OK ? tc_host->enqueue_ndrange(l, k, 1, &global, &local) : st;
+    return kp_clargs_enqueue(&args, 1, &global, &local);
 }
 
 /* Builds the common variant ahead of use: row-major operands, tf32, float4 loads, full tiles. */

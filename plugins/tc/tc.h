@@ -35,10 +35,11 @@ enum {
     TC_N_TUNABLES
 };
 
-/* One operand as the kernel reads it: row-major with row pitch ld from offset. */
+/* One operand as the kernel reads it: the call's tensor, or its transpose, as a row-major view
+ * (rows, columns; strides {row pitch, 1}, the pitch 0 for a single row), which goes to the
+ * kernel as its kp_view2: tc.cl reads the offset and the row pitch strides[0]. */
 typedef struct tc_operand {
-    const kp_tensor *t;
-    int64_t offset, ld;
+    kp_tensor view;
 } tc_operand;
 
 /* The product the kernel runs: C [m, n] = alpha op(a) op(b) + beta C, all row-major. A
