@@ -2,9 +2,10 @@
 
 /*
  * Layouts (docs/kernels/logic.md): activations are feature-major, x [IN, N] with the batch N
- * contiguous, so the gathers x[a_idx[g], n..n+k] read contiguous runs. A 2-D tensor arrives as
- * a buffer plus an int2 view: element (r, c) is at v.x + r * v.y + c (v.x the offset, v.y the row
- * stride; the last dimension is always contiguous). A 1-D tensor's view is (offset, stride).
+ * contiguous, so the gathers x[a_idx[g], n..n+k] read contiguous runs. A tensor arrives as its
+ * buffer and a view of the prelude (kp_view1, kp_view2, kp_view4: offset, extents, strides). The
+ * last dimension of a 2-D tensor is contiguous (`check` enforces it), so a row is found with ROW
+ * below and indexed by its column directly: the column stride is never read.
  *
  * Every size that shapes a loop is a run-time argument and the only value compiled in is VW
  * (below), so the family needs few programs: one without -D VW (coeffs, pack, perceive, the
@@ -17,7 +18,8 @@
  */
 
 /* VW, the vector width in floats of the batch-parallel kernels, is the one compiled-in value:
- * the plugin passes -D VW from a kernel's tunable (by device type when it is 0). */
+ * the plugin passes -D VW from a kernel's VW tunable as resolved for the device (eval_packed on
+ * CPUs: the widest that fits the call's rows). */
 #ifndef VW
 #define VW 4
 #endif
@@ -60,31 +62,22 @@
 #define VSTORE(v, i, p) (*(p) = (v))
 #endif
 
-/* A vector's horizontal sum, pairwise: the same order on every device. */
+/* A vector's horizontal sum, the prelude's: halves added lane-wise, then pairs, the same order on
+ * every device. */
 #if VW == 16
-#define HSUM(v) hsum8((v).lo + (v).hi)
+#define HSUM(v) kp_hsum16(v)
 #elif VW == 8
-#define HSUM(v) hsum4((v).lo + (v).hi)
+#define HSUM(v) kp_hsum8(v)
 #elif VW == 4
-#define HSUM(v) hsum4(v)
+#define HSUM(v) kp_hsum4(v)
 #elif VW == 2
-#define HSUM(v) ((v).x + (v).y)
+#define HSUM(v) kp_hsum2(v)
 #else
 #define HSUM(v) (v)
 #endif
 
-static float hsum4(float4 q)
-{
-    return (q.x + q.y) + (q.z + q.w);
-}
-
-static float hsum8(float8 q)
-{
-    return hsum4(q.lo + q.hi);
-}
-
-#define AT2(v, r, c) ((v).x + (r) * (v).y + (c))
-#define AT1(v, i) ((v).x + (i) * (v).y)
+/* The element index of row r's first element in a 2-D view (element (r, c) is ROW(v, r) + c). */
+#define ROW(v, r) ((v).offset + (r) * (v).strides[0])
 
 /* The 4 x 16 coefficient table: rows 1, a, b, ab; column i is op i (difflogic's order). */
 __constant float MT[4][16] = {
@@ -95,9 +88,9 @@ __constant float MT[4][16] = {
 
 /* An index read from a wiring, clamped into 0..n-1: `check` rejects out-of-range wirings, and a
  * caller that turned that off (check_wiring 0) gets wrong values, never a stray access. */
-static int wire(__global const int *idx, int2 v, int g, int n)
+static int wire(__global const int *idx, const kp_view1 v, int g, int n)
 {
-    return clamp(idx[AT1(v, g)], 0, n - 1);
+    return clamp(idx[kp_at1(v, g)], 0, n - 1);
 }
 
 /* ---- logic.coeffs ---------------------------------------------------------------------------- */
@@ -109,40 +102,35 @@ __constant float16 M16[4] = {
     (float16)(0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1, 0, 0, 0, 0),
     (float16)(0, 1, -1, 0, -1, 0, -2, -1, 1, 2, 0, 1, 0, 1, -1, 0)};
 
-static float hsum16(float16 v)
-{
-    return hsum8(v.lo + v.hi);
-}
-
 /* One work-item per gate: the argmax of its 16 logits (ties to the lowest id: a strict > in id
  * order), then C = M p with p one-hot there (hard 1) or the softmax (hard 0), whose exponentials
  * and four dot products run as 16-wide vector operations. has_c / has_op say which outputs
  * exist. */
-__kernel void logic_coeffs(const int G, const int hard, __global const float *w, const int2 wv,
-                           __global float *C, const int2 cv, const int has_c, __global int *op,
-                           const int2 ov, const int has_op)
+__kernel void logic_coeffs(const int G, const int hard, __global const float *w, const kp_view2 wv,
+                           __global float *C, const kp_view2 cv, const int has_c, __global int *op,
+                           const kp_view1 ov, const int has_op)
 {
     const int g = get_global_id(0);
     if (g >= G)
         return;
-    const float16 lv = vload16(0, w + AT2(wv, g, 0));
+    const float16 lv = vload16(0, w + ROW(wv, g));
     float l[16];
     vstore16(lv, 0, l);
     int best = 0;
     for (int i = 1; i < 16; i++)
         best = l[i] > l[best] ? i : best;
     if (has_op)
-        op[AT1(ov, g)] = best;
+        op[kp_at1(ov, g)] = best;
     if (!has_c)
         return;
     float4 c = (float4)(MT[0][best], MT[1][best], MT[2][best], MT[3][best]);
     if (!hard) {
         const float16 e = exp(lv - l[best]);
-        c = (float4)(hsum16(e * M16[0]), hsum16(e * M16[1]), hsum16(e * M16[2]),
-                     hsum16(e * M16[3])) /
-            hsum16(e);
+        c = (float4)(kp_hsum16(e * M16[0]), kp_hsum16(e * M16[1]), kp_hsum16(e * M16[2]),
+                     kp_hsum16(e * M16[3])) /
+            kp_hsum16(e);
     }
-    vstore4(c, 0, C + AT2(cv, g, 0));
+    vstore4(c, 0, C + ROW(cv, g));
 }
 
 /* ---- logic.forward --------------------------------------------------------------------------- */
@@ -156,20 +144,20 @@ __kernel void logic_coeffs(const int G, const int hard, __global const float *w,
  * The last, partial vector of a row goes sample by sample.
  */
 __kernel void logic_forward(const int N, const int G, const int IN, const int spt,
-                            __global const float *x, const int2 xv, __global const int *a_idx,
-                            const int2 av, __global const int *b_idx, const int2 bv,
-                            __global const float *C, const int2 cv, __global float *y,
-                            const int2 yv)
+                            __global const float *x, const kp_view2 xv, __global const int *a_idx,
+                            const kp_view1 av, __global const int *b_idx, const kp_view1 bv,
+                            __global const float *C, const kp_view2 cv, __global float *y,
+                            const kp_view2 yv)
 {
     const int g = get_global_id(1);
     const int L = get_local_size(0);
     if (g >= G)
         return;
     const int ia = wire(a_idx, av, g, IN), ib = wire(b_idx, bv, g, IN);
-    const float c1 = C[AT2(cv, g, 0)], ca = C[AT2(cv, g, 1)], cb = C[AT2(cv, g, 2)];
-    const float cab = C[AT2(cv, g, 3)];
-    __global const float *xa = x + AT2(xv, ia, 0), *xb = x + AT2(xv, ib, 0);
-    __global float *yo = y + AT2(yv, g, 0);
+    const float c1 = C[ROW(cv, g)], ca = C[ROW(cv, g) + 1], cb = C[ROW(cv, g) + 2];
+    const float cab = C[ROW(cv, g) + 3];
+    __global const float *xa = x + ROW(xv, ia), *xb = x + ROW(xv, ib);
+    __global float *yo = y + ROW(yv, g);
     const int base = get_group_id(0) * L * spt + get_local_id(0);
     for (int k = 0; k < spt; k++) {
         const int n = (base + k * L) * VW;
@@ -194,21 +182,23 @@ __kernel void logic_forward(const int N, const int G, const int IN, const int sp
  * that reads i twice adds both.
  */
 __kernel void logic_backward_dx(const int N, const int IN, const int G, const int spt,
-                                __global const float *x, const int2 xv, __global const int *a_idx,
-                                const int2 av, __global const int *b_idx, const int2 bv,
-                                __global const float *C, const int2 cv, __global const float *dy,
-                                const int2 dyv, __global const int *start, const int2 sv,
-                                __global const int *entries, const int2 ev, __global float *dx,
-                                const int2 dxv)
+                                __global const float *x, const kp_view2 xv,
+                                __global const int *a_idx, const kp_view1 av,
+                                __global const int *b_idx, const kp_view1 bv,
+                                __global const float *C, const kp_view2 cv,
+                                __global const float *dy, const kp_view2 dyv,
+                                __global const int *start, const kp_view1 sv,
+                                __global const int *entries, const kp_view1 ev, __global float *dx,
+                                const kp_view2 dxv)
 {
     const int i = get_global_id(1);
     const int L = get_local_size(0);
     if (i >= IN)
         return;
     const int base = get_group_id(0) * L * spt + get_local_id(0);
-    const int e0 = clamp(start[AT1(sv, i)], 0, 2 * G);
-    const int e1 = clamp(start[AT1(sv, i + 1)], e0, 2 * G);
-    __global float *out = dx + AT2(dxv, i, 0);
+    const int e0 = clamp(start[kp_at1(sv, i)], 0, 2 * G);
+    const int e1 = clamp(start[kp_at1(sv, i + 1)], e0, 2 * G);
+    __global float *out = dx + ROW(dxv, i);
 #if VW > 1
     /* Wide vectors (CPUs): entries outside, the work-item's spt vectors inside, so each entry's
      * rows are read as one run of spt vectors and its wiring and coefficients once. */
@@ -219,11 +209,11 @@ __kernel void logic_backward_dx(const int N, const int IN, const int G, const in
     for (int m = 0; m < VW; m++)
         tail[m] = 0.0f;
     for (int e = e0; e < e1; e++) {
-        const int code = entries[AT1(ev, e)];
+        const int code = entries[kp_at1(ev, e)];
         const int g = clamp(code >> 1, 0, G - 1), side = code & 1;
         const int other = side ? wire(a_idx, av, g, IN) : wire(b_idx, bv, g, IN);
-        const float lin = C[AT2(cv, g, 1 + side)], cab = C[AT2(cv, g, 3)];
-        __global const float *xo = x + AT2(xv, other, 0), *d = dy + AT2(dyv, g, 0);
+        const float lin = C[ROW(cv, g) + 1 + side], cab = C[ROW(cv, g) + 3];
+        __global const float *xo = x + ROW(xv, other), *d = dy + ROW(dyv, g);
         for (int k = 0; k < spt; k++) {
             const int n = (base + k * L) * VW;
             if (n + VW <= N)
@@ -249,11 +239,11 @@ __kernel void logic_backward_dx(const int N, const int IN, const int G, const in
             break;
         float acc = 0.0f;
         for (int e = e0; e < e1; e++) {
-            const int code = entries[AT1(ev, e)];
+            const int code = entries[kp_at1(ev, e)];
             const int g = clamp(code >> 1, 0, G - 1), side = code & 1;
             const int other = side ? wire(a_idx, av, g, IN) : wire(b_idx, bv, g, IN);
-            const float lin = C[AT2(cv, g, 1 + side)], cab = C[AT2(cv, g, 3)];
-            acc = fma(fma(cab, x[AT2(xv, other, n)], lin), dy[AT2(dyv, g, n)], acc);
+            const float lin = C[ROW(cv, g) + 1 + side], cab = C[ROW(cv, g) + 3];
+            acc = fma(fma(cab, x[ROW(xv, other) + n], lin), dy[ROW(dyv, g) + n], acc);
         }
         out[n] = acc;
     }
@@ -268,10 +258,10 @@ __kernel void logic_backward_dx(const int N, const int IN, const int G, const in
  * barrier and lane 0 adds them in lane order, so every sum is made in one fixed order.
  */
 __kernel void logic_backward_dw_partial(const int N, const int G, const int IN, const int items,
-                                        __global const float *x, const int2 xv,
-                                        __global const int *a_idx, const int2 av,
-                                        __global const int *b_idx, const int2 bv,
-                                        __global const float *dy, const int2 dyv,
+                                        __global const float *x, const kp_view2 xv,
+                                        __global const int *a_idx, const kp_view1 av,
+                                        __global const int *b_idx, const kp_view1 bv,
+                                        __global const float *dy, const kp_view2 dyv,
                                         __global float4 *part, const int nb,
                                         __local float4 *red)
 {
@@ -281,8 +271,8 @@ __kernel void logic_backward_dw_partial(const int N, const int G, const int IN, 
     float4 s = (float4)(0.0f);
     if (g < G) {
         const int ia = wire(a_idx, av, g, IN), ib = wire(b_idx, bv, g, IN);
-        __global const float *xa = x + AT2(xv, ia, 0), *xb = x + AT2(xv, ib, 0);
-        __global const float *d = dy + AT2(dyv, g, 0);
+        __global const float *xa = x + ROW(xv, ia), *xb = x + ROW(xv, ib);
+        __global const float *d = dy + ROW(dyv, g);
         const int base = blk * L * items + lane;
         VEC s0 = (VEC)(0.0f), s1 = (VEC)(0.0f), s2 = (VEC)(0.0f), s3 = (VEC)(0.0f);
         for (int t = 0; t < items; t++) {
@@ -319,8 +309,8 @@ __kernel void logic_backward_dw_partial(const int N, const int G, const int IN, 
  * backward dw_i = p_i (dL/dp_i - sum_j p_j dL/dp_j).
  */
 __kernel void logic_backward_dw_final(const int G, const int nb, __global const float4 *part,
-                                      __global const float *w, const int2 wv, __global float *dw,
-                                      const int2 dwv)
+                                      __global const float *w, const kp_view2 wv,
+                                      __global float *dw, const kp_view2 dwv)
 {
     const int g = get_global_id(0);
     if (g >= G)
@@ -328,9 +318,9 @@ __kernel void logic_backward_dw_final(const int G, const int nb, __global const 
     float4 S = (float4)(0.0f);
     for (int k = 0; k < nb; k++)
         S += part[g * nb + k];
-    float l[16], m = w[AT2(wv, g, 0)];
+    float l[16], m = w[ROW(wv, g)];
     for (int i = 0; i < 16; i++) {
-        l[i] = w[AT2(wv, g, i)];
+        l[i] = w[ROW(wv, g) + i];
         m = fmax(m, l[i]);
     }
     float sum = 0.0f, dot = 0.0f, gp[16];
@@ -342,7 +332,7 @@ __kernel void logic_backward_dw_final(const int G, const int nb, __global const 
     }
     dot /= sum;
     for (int i = 0; i < 16; i++)
-        dw[AT2(dwv, g, i)] = l[i] / sum * (gp[i] - dot);
+        dw[ROW(dwv, g) + i] = l[i] / sum * (gp[i] - dot);
 }
 
 /* ---- logic.pack / logic.unpack --------------------------------------------------------------- */
@@ -350,29 +340,29 @@ __kernel void logic_backward_dw_final(const int G, const int nb, __global const 
 /* One work-item per word (dimension 0) of a row (dimension 1): bit j of word c is sample
  * 32 c + j, set when that sample is above 0.5; bits past N stay zero. */
 __kernel void logic_pack(const int N, const int F, const int nw, __global const float *x,
-                         const int2 xv, __global uint *bits, const int2 bv)
+                         const kp_view2 xv, __global uint *bits, const kp_view2 bv)
 {
     const int c = get_global_id(0), f = get_global_id(1);
     if (c >= nw || f >= F)
         return;
-    __global const float *row = x + AT2(xv, f, 0);
+    __global const float *row = x + ROW(xv, f);
     const int n0 = 32 * c, n1 = min(n0 + 32, N);
     uint word = 0;
     for (int n = n0; n < n1; n++)
         word |= (uint)(row[n] > 0.5f) << (n - n0);
-    bits[AT2(bv, f, c)] = word;
+    bits[ROW(bv, f) + c] = word;
 }
 
 /* One work-item per VW samples (dimension 0; VW divides 32, so they share a word) of a row
  * (dimension 1): 0.0 or 1.0 each. */
-__kernel void logic_unpack(const int N, const int F, __global const uint *bits, const int2 bv,
-                           __global float *y, const int2 yv)
+__kernel void logic_unpack(const int N, const int F, __global const uint *bits, const kp_view2 bv,
+                           __global float *y, const kp_view2 yv)
 {
     const int n = get_global_id(0) * VW, f = get_global_id(1);
     if (n >= N || f >= F)
         return;
-    const uint word = bits[AT2(bv, f, n >> 5)] >> (n & 31);
-    __global float *o = y + AT2(yv, f, 0);
+    const uint word = bits[ROW(bv, f) + (n >> 5)] >> (n & 31);
+    __global float *o = y + ROW(yv, f);
     if (n + VW <= N)
         VSTORE(CONVERT(((UVEC)(word) >> IOTA) & (UVEC)(1u)), 0, o + n);
     else
@@ -391,22 +381,23 @@ __kernel void logic_unpack(const int N, const int F, __global const uint *bits, 
  * bits stay zero (rewritten after its vector's store); a partial vector goes word by word.
  */
 __kernel void logic_eval_packed(const int nw, const int G, const int IN, const int wpi,
-                                const uint tail, __global const uint *x, const int2 xv,
-                                __global const int *a_idx, const int2 av,
-                                __global const int *b_idx, const int2 bv, __global const int *op,
-                                const int2 ov, __global uint *y, const int2 yv)
+                                const uint tail, __global const uint *x, const kp_view2 xv,
+                                __global const int *a_idx, const kp_view1 av,
+                                __global const int *b_idx, const kp_view1 bv,
+                                __global const int *op, const kp_view1 ov, __global uint *y,
+                                const kp_view2 yv)
 {
     const int g = get_global_id(1);
     const int L = get_local_size(0);
     if (g >= G)
         return;
-    const uint t = (uint)op[AT1(ov, g)];
+    const uint t = (uint)op[kp_at1(ov, g)];
     const uint t11 = t & 1u, t10 = (t >> 1) & 1u, t01 = (t >> 2) & 1u, t00 = (t >> 3) & 1u;
     const uint c0 = 0u - t00, ca = 0u - (t10 ^ t00), cb = 0u - (t01 ^ t00);
     const uint cab = 0u - (t11 ^ t10 ^ t01 ^ t00);
     const int ia = wire(a_idx, av, g, IN), ib = wire(b_idx, bv, g, IN);
-    __global const uint *xa = x + AT2(xv, ia, 0), *xb = x + AT2(xv, ib, 0);
-    __global uint *yo = y + AT2(yv, g, 0);
+    __global const uint *xa = x + ROW(xv, ia), *xb = x + ROW(xv, ib);
+    __global uint *yo = y + ROW(yv, g);
     const int base = get_group_id(0) * L * wpi + get_local_id(0);
     for (int k = 0; k < wpi; k++) {
         const int c = (base + k * L) * VW;
@@ -433,23 +424,23 @@ __kernel void logic_eval_packed(const int nw, const int G, const int IN, const i
  * batch in vectors of VW samples (a partial last vector sample by sample), dimension 1 the
  * class. */
 __kernel void logic_groupsum(const int N, const int K, const int S, const float tau,
-                             __global const float *y, const int2 yv, __global float *out,
-                             const int2 ov)
+                             __global const float *y, const kp_view2 yv, __global float *out,
+                             const kp_view2 ov)
 {
     const int n = get_global_id(0) * VW, k = get_global_id(1);
     if (n >= N || k >= K)
         return;
-    __global float *o = out + AT2(ov, k, 0);
+    __global float *o = out + ROW(ov, k);
     if (n + VW <= N) {
         VEC s = (VEC)(0.0f);
         for (int r = k * S; r < k * S + S; r++)
-            s += VLOAD(0, y + AT2(yv, r, n));
+            s += VLOAD(0, y + ROW(yv, r) + n);
         VSTORE(s / tau, 0, o + n);
     } else {
         for (int m = n; m < N; m++) {
             float s = 0.0f;
             for (int r = k * S; r < k * S + S; r++)
-                s += y[AT2(yv, r, m)];
+                s += y[ROW(yv, r) + m];
             o[m] = s / tau;
         }
     }
@@ -457,14 +448,14 @@ __kernel void logic_groupsum(const int N, const int K, const int S, const float 
 
 /* Its backward: dy[g, n] = dout[g / S, n] / tau. Dimension 0 the batch in vectors, 1 the gate. */
 __kernel void logic_groupsum_backward(const int N, const int G, const int S, const float tau,
-                                      __global const float *dout, const int2 dv,
-                                      __global float *dy, const int2 yv)
+                                      __global const float *dout, const kp_view2 dv,
+                                      __global float *dy, const kp_view2 yv)
 {
     const int n = get_global_id(0) * VW, g = get_global_id(1);
     if (n >= N || g >= G)
         return;
-    __global const float *d = dout + AT2(dv, g / S, 0);
-    __global float *o = dy + AT2(yv, g, 0);
+    __global const float *d = dout + ROW(dv, g / S);
+    __global float *o = dy + ROW(yv, g);
     if (n + VW <= N)
         VSTORE(VLOAD(0, d + n) / tau, 0, o + n);
     else
@@ -481,7 +472,7 @@ __kernel void logic_groupsum_backward(const int N, const int G, const int S, con
  */
 __kernel void logic_groupsum_packed(const int N, const int K, const int S, const int nw,
                                     const float tau, const int as_int, __global const uint *bits,
-                                    const int2 bv, __global uint *out, const int2 ov)
+                                    const kp_view2 bv, __global uint *out, const kp_view2 ov)
 {
     const int c = get_global_id(0), k = get_global_id(1);
     if (c >= nw || k >= K)
@@ -490,7 +481,7 @@ __kernel void logic_groupsum_packed(const int N, const int K, const int S, const
     for (int j = 0; j < 20; j++)
         plane[j] = 0u;
     for (int r = k * S; r < k * S + S; r++) {
-        uint carry = bits[AT2(bv, r, c)];
+        uint carry = bits[ROW(bv, r) + c];
         for (int j = 0; j < 20 && carry; j++) {
             const uint t = plane[j] & carry;
             plane[j] ^= carry;
@@ -502,7 +493,7 @@ __kernel void logic_groupsum_packed(const int N, const int K, const int S, const
         uint count = 0u;
         for (int j = 0; j < 20; j++)
             count |= ((plane[j] >> (n - n0)) & 1u) << j;
-        out[AT2(ov, k, n)] = as_int ? count : as_uint((float)count / tau);
+        out[ROW(ov, k) + n] = as_int ? count : as_uint((float)count / tau);
     }
 }
 
@@ -519,30 +510,31 @@ static int neighbour(int v, int d, int n, int zero)
 
 /*
  * 3 x 3 Moore patches: work-item (cell, b C + c) writes features 9 c + 3 dy + dx (dy, dx in
- * 0..2 for offsets -1..1; 4 is the cell itself) at column b H W + cell of out. The grid's element
- * (b, c, y, x) is at go + b gs.x + c gs.y + y gs.z + x gs.w.
+ * 0..2 for offsets -1..1; 4 is the cell itself) at column b H W + cell of out. The grid is a
+ * [B, C, H, W] view with any strides (a [C, H, W] grid arrives with B = 1, stride 0).
  */
 __kernel void logic_perceive(const int B, const int Cn, const int H, const int W, const int zero,
-                             __global const float *grid, const int go, const int4 gs,
-                             __global float *out, const int2 ov)
+                             __global const float *grid, const kp_view4 gv, __global float *out,
+                             const kp_view2 ov)
 {
     const int cell = get_global_id(0), bc = get_global_id(1);
     if (cell >= H * W || bc >= B * Cn)
         return;
     const int b = bc / Cn, c = bc % Cn, y = cell / W, xx = cell % W;
     const int col = b * H * W + cell;
-    __global const float *plane = grid + go + b * gs.x + c * gs.y;
+    __global const float *plane = grid + gv.offset + b * gv.strides[0] + c * gv.strides[1];
     for (int k = 0; k < 9; k++) {
         const int u = neighbour(y, k / 3 - 1, H, zero), v = neighbour(xx, k % 3 - 1, W, zero);
-        out[AT2(ov, 9 * c + k, col)] = u < 0 || v < 0 ? 0.0f : plane[u * gs.z + v * gs.w];
+        out[ROW(ov, 9 * c + k) + col] =
+            u < 0 || v < 0 ? 0.0f : plane[u * gv.strides[2] + v * gv.strides[3]];
     }
 }
 
 /* Its backward by gather: the grid cell (y, x) was feature k of cell (y - dy + 1, x - dx + 1),
  * wrapped or, with zero boundaries, only when that cell exists; the nine terms in k order. */
 __kernel void logic_perceive_backward(const int B, const int Cn, const int H, const int W,
-                                      const int zero, __global const float *dout, const int2 dv,
-                                      __global float *dgrid, const int go, const int4 gs)
+                                      const int zero, __global const float *dout, const kp_view2 dv,
+                                      __global float *dgrid, const kp_view4 gv)
 {
     const int cell = get_global_id(0), bc = get_global_id(1);
     if (cell >= H * W || bc >= B * Cn)
@@ -552,7 +544,7 @@ __kernel void logic_perceive_backward(const int B, const int Cn, const int H, co
     for (int k = 0; k < 9; k++) {
         const int u = neighbour(y, 1 - k / 3, H, zero), v = neighbour(xx, 1 - k % 3, W, zero);
         if (u >= 0 && v >= 0)
-            s += dout[AT2(dv, 9 * c + k, b * H * W + u * W + v)];
+            s += dout[ROW(dv, 9 * c + k) + b * H * W + u * W + v];
     }
-    dgrid[go + b * gs.x + c * gs.y + y * gs.z + xx * gs.w] = s;
+    dgrid[kp_at4(gv, b, c, y, xx)] = s;
 }

@@ -129,9 +129,10 @@ static kp_status enqueue_dw(const kp_call *call, kp_launch *l)
     const kp_value *v = call->args;
     int64_t IN = v[BW_X].tensor.shape[0], N = v[BW_X].tensor.shape[1];
     int64_t G = v[BW_A].tensor.shape[0];
-    int64_t lanes = logic_tuned(l, TUNE_DW_LANES, 1, 32);
-    int64_t rows = logic_tuned(l, TUNE_DW_GATES, 4, 8);
-    int64_t items = logic_tuned(l, TUNE_DW_ITEMS, 16, 8), vw = logic_vw(l, TUNE_VW);
+    int64_t lanes = logic_host->tunable_index(l, TUNE_DW_LANES);
+    int64_t rows = logic_host->tunable_index(l, TUNE_DW_GATES);
+    int64_t items = logic_host->tunable_index(l, TUNE_DW_ITEMS);
+    int64_t vw = logic_host->tunable_index(l, TUNE_VW);
     int64_t block = lanes * items * vw, nb = (N + block - 1) / block;
     kp_buffer *part = NULL;
     kp_status st = logic_check_workgroup(l, lanes, rows, "DW_LANES x DW_GATES");
@@ -142,28 +143,29 @@ static kp_status enqueue_dw(const kp_call *call, kp_launch *l)
         st = logic_host->scratch(l, 0, (size_t)(G * (nb ? nb : 1)) * 4 * sizeof(float), &part);
     if (st != KP_OK)
         return st;
-    logic_args a = logic_args_start_vw(l, "logic_backward_dw_partial", vw);
-    logic_arg_int(&a, N);
-    logic_arg_int(&a, G);
-    logic_arg_int(&a, IN);
-    logic_arg_int(&a, items);
-    logic_arg_view(&a, &v[BW_X].tensor, NULL);
-    logic_arg_view(&a, &v[BW_A].tensor, NULL);
-    logic_arg_view(&a, &v[BW_B].tensor, NULL);
-    logic_arg_view(&a, &v[BW_DY].tensor, NULL);
-    logic_arg_buffer(&a, part);
-    logic_arg_int(&a, nb);
-    logic_arg_local(&a, (size_t)(lanes * rows) * 4 * sizeof(float));
-    st = logic_args_launch(&a, nb * lanes, G, (size_t)lanes, (size_t)rows);
+    /* The scratch of per-block sums is no tensor: the kernels index it as float4 [G, nb]. */
+    kp_clargs a = logic_clargs_vw(l, "logic_backward_dw_partial", vw);
+    kp_clargs_int(&a, (int32_t)N);
+    kp_clargs_int(&a, (int32_t)G);
+    kp_clargs_int(&a, (int32_t)IN);
+    kp_clargs_int(&a, (int32_t)items);
+    kp_clargs_tensor(&a, &v[BW_X].tensor, 2);
+    kp_clargs_tensor(&a, &v[BW_A].tensor, 1);
+    kp_clargs_tensor(&a, &v[BW_B].tensor, 1);
+    kp_clargs_tensor(&a, &v[BW_DY].tensor, 2);
+    kp_clargs_buffer(&a, part);
+    kp_clargs_int(&a, (int32_t)nb);
+    kp_clargs_local(&a, (size_t)(lanes * rows) * 4 * sizeof(float));
+    st = logic_clargs_enqueue(&a, nb * lanes, G, (size_t)lanes, (size_t)rows);
     if (st != KP_OK)
         return st;
-    a = logic_args_start_vw(l, "logic_backward_dw_final", vw);
-    logic_arg_int(&a, G);
-    logic_arg_int(&a, nb);
-    logic_arg_buffer(&a, part);
-    logic_arg_view(&a, &v[BW_W].tensor, NULL);
-    logic_arg_view(&a, &v[BW_DW].tensor, NULL);
-    return logic_args_launch(&a, G, 1, 64, 1);
+    a = logic_clargs_vw(l, "logic_backward_dw_final", vw);
+    kp_clargs_int(&a, (int32_t)G);
+    kp_clargs_int(&a, (int32_t)nb);
+    kp_clargs_buffer(&a, part);
+    kp_clargs_tensor(&a, &v[BW_W].tensor, 2);
+    kp_clargs_tensor(&a, &v[BW_DW].tensor, 2);
+    return logic_clargs_enqueue(&a, G, 1, 64, 1);
 }
 
 static kp_status enqueue_dx(const kp_call *call, kp_launch *l)
@@ -171,21 +173,28 @@ static kp_status enqueue_dx(const kp_call *call, kp_launch *l)
     const kp_value *v = call->args;
     int64_t IN = v[BW_X].tensor.shape[0], N = v[BW_X].tensor.shape[1];
     int64_t G = v[BW_A].tensor.shape[0];
-    int64_t wn = logic_tuned(l, TUNE_WG_N, 1, 32), wg = logic_tuned(l, TUNE_WG_G, 4, 8);
-    int64_t spt = logic_tuned(l, TUNE_SPT, 4, 4), vw = logic_vw(l, TUNE_VW);
+    int64_t wn = logic_host->tunable_index(l, TUNE_WG_N);
+    int64_t wg = logic_host->tunable_index(l, TUNE_WG_G);
+    int64_t spt = logic_host->tunable_index(l, TUNE_SPT);
+    int64_t vw = logic_host->tunable_index(l, TUNE_VW);
     kp_status st = logic_check_workgroup(l, wn, wg, "WG_N x WG_G");
     if (st != KP_OK)
         return st;
-    logic_args a = logic_args_start_vw(l, "logic_backward_dx", vw);
-    logic_arg_int(&a, N);
-    logic_arg_int(&a, IN);
-    logic_arg_int(&a, G);
-    logic_arg_int(&a, spt);
-    const int order[] = {BW_X, BW_A, BW_B, BW_C, BW_DY, BW_START, BW_ENTRIES, BW_DX};
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        logic_arg_view(&a, &v[order[i]].tensor, NULL);
+    kp_clargs a = logic_clargs_vw(l, "logic_backward_dx", vw);
+    kp_clargs_int(&a, (int32_t)N);
+    kp_clargs_int(&a, (int32_t)IN);
+    kp_clargs_int(&a, (int32_t)G);
+    kp_clargs_int(&a, (int32_t)spt);
+    kp_clargs_tensor(&a, &v[BW_X].tensor, 2);
+    kp_clargs_tensor(&a, &v[BW_A].tensor, 1);
+    kp_clargs_tensor(&a, &v[BW_B].tensor, 1);
+    kp_clargs_tensor(&a, &v[BW_C].tensor, 2);
+    kp_clargs_tensor(&a, &v[BW_DY].tensor, 2);
+    kp_clargs_tensor(&a, &v[BW_START].tensor, 1);
+    kp_clargs_tensor(&a, &v[BW_ENTRIES].tensor, 1);
+    kp_clargs_tensor(&a, &v[BW_DX].tensor, 2);
     int64_t groups = (N + wn * spt * vw - 1) / (wn * spt * vw);
-    return logic_args_launch(&a, groups * wn, IN, (size_t)wn, (size_t)wg);
+    return logic_clargs_enqueue(&a, groups * wn, IN, (size_t)wn, (size_t)wg);
 }
 
 static kp_status backward_enqueue(const kp_call *call, kp_launch *l)
@@ -315,6 +324,22 @@ static const kp_tunable_desc tunables[] = {
     [TUNE_VW] = LOGIC_VW_TUNABLE,
 };
 
+/* dx as the forward; dw: CPUs sum a gate's block in one work-item of 16 runs of 16-float vectors,
+ * GPUs in 32 coalesced lanes of 8 scalars each. */
+static const char *backward_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    static const logic_auto by_type[] = {
+        [TUNE_WG_N] = {1, 32},
+        [TUNE_WG_G] = {4, 8},
+        [TUNE_SPT] = {4, 4},
+        [TUNE_DW_LANES] = {1, 32},
+        [TUNE_DW_GATES] = {4, 8},
+        [TUNE_DW_ITEMS] = {16, 8},
+        [TUNE_VW] = {LOGIC_VW_CPU, LOGIC_VW_OTHER},
+    };
+    return logic_resolve(l, by_type, sizeof by_type / sizeof by_type[0], index, value, resolved);
+}
+
 static const char *const bench_sizes[] = {"dx-64000x1024", "dw-64000x1024", "dx-64000x100",
                                           "dw-64000x100", NULL};
 
@@ -337,4 +362,5 @@ const kp_kernel_desc logic_backward_desc = {
     .verify_sizes = names,
     .bench_sizes = bench_sizes,
     .tolerance = backward_tolerance,
+    .resolve = backward_resolve,
 };

@@ -56,17 +56,17 @@ static kp_status coeffs_check(const kp_call *call, kp_launch *l)
 static kp_status coeffs_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_value *v = call->args;
-    const kp_buffer *any = v[CO_W].tensor.buffer;
-    int64_t G = v[CO_W].tensor.shape[0];
-    logic_args a = logic_args_start(l, "logic_coeffs");
-    logic_arg_int(&a, G);
-    logic_arg_int(&a, v[CO_HARD].i);
-    logic_arg_view(&a, &v[CO_W].tensor, any);
-    logic_arg_view(&a, &v[CO_C].tensor, any);
-    logic_arg_int(&a, v[CO_C].present);
-    logic_arg_view(&a, &v[CO_OP].tensor, any);
-    logic_arg_int(&a, v[CO_OP].present);
-    return logic_args_launch(&a, G, 1, (size_t)logic_host->tunable_index(l, 0), 1);
+    const kp_tensor *w = &v[CO_W].tensor;
+    int64_t G = w->shape[0];
+    kp_clargs a = kp_clargs_begin(logic_host, l, "logic_coeffs", NULL);
+    kp_clargs_int(&a, (int32_t)G);
+    kp_clargs_int(&a, (int32_t)v[CO_HARD].i);
+    kp_clargs_tensor(&a, w, 2);
+    logic_clargs_optional(&a, &v[CO_C], w, 2);
+    kp_clargs_int(&a, (int32_t)v[CO_C].present);
+    logic_clargs_optional(&a, &v[CO_OP], w, 1);
+    kp_clargs_int(&a, (int32_t)v[CO_OP].present);
+    return logic_clargs_enqueue(&a, G, 1, (size_t)logic_host->tunable_index(l, 0), 1);
 }
 
 static const char *const coeffs_names[] = {"one", "prime", "hard", "ties", "views", NULL};
@@ -222,23 +222,26 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
     const kp_value *v = call->args;
     int64_t IN = v[FW_X].tensor.shape[0], N = v[FW_X].tensor.shape[1];
     int64_t G = v[FW_A].tensor.shape[0];
-    /* CPUs: a work-item per gate and run of 16-float vectors; GPUs: 32 coalesced scalar lanes. */
-    int64_t wn = logic_tuned(l, FW_TUNE_WG_N, 1, 32), wg = logic_tuned(l, FW_TUNE_WG_G, 4, 8);
-    int64_t spt = logic_tuned(l, FW_TUNE_SPT, 4, 4);
-    int64_t vw = logic_vw(l, FW_TUNE_VW);
+    int64_t wn = logic_host->tunable_index(l, FW_TUNE_WG_N);
+    int64_t wg = logic_host->tunable_index(l, FW_TUNE_WG_G);
+    int64_t spt = logic_host->tunable_index(l, FW_TUNE_SPT);
+    int64_t vw = logic_host->tunable_index(l, FW_TUNE_VW);
     kp_status st = logic_check_workgroup(l, wn, wg, "WG_N x WG_G");
     if (st != KP_OK)
         return st;
-    logic_args a = logic_args_start_vw(l, "logic_forward", vw);
-    logic_arg_int(&a, N);
-    logic_arg_int(&a, G);
-    logic_arg_int(&a, IN);
-    logic_arg_int(&a, spt);
-    for (int i = FW_X; i <= FW_Y; i++)
-        logic_arg_view(&a, &v[i].tensor, NULL);
+    kp_clargs a = logic_clargs_vw(l, "logic_forward", vw);
+    kp_clargs_int(&a, (int32_t)N);
+    kp_clargs_int(&a, (int32_t)G);
+    kp_clargs_int(&a, (int32_t)IN);
+    kp_clargs_int(&a, (int32_t)spt);
+    kp_clargs_tensor(&a, &v[FW_X].tensor, 2);
+    kp_clargs_tensor(&a, &v[FW_A].tensor, 1);
+    kp_clargs_tensor(&a, &v[FW_B].tensor, 1);
+    kp_clargs_tensor(&a, &v[FW_C].tensor, 2);
+    kp_clargs_tensor(&a, &v[FW_Y].tensor, 2);
     /* One work-group of WG_N lanes covers WG_N * SPT vectors of VW samples. */
     int64_t groups = (N + wn * spt * vw - 1) / (wn * spt * vw);
-    return logic_args_launch(&a, groups * wn, G, (size_t)wn, (size_t)wg);
+    return logic_clargs_enqueue(&a, groups * wn, G, (size_t)wn, (size_t)wg);
 }
 
 /* {IN, G, N}; "same" makes every third gate read one wire twice, "views" pads and offsets. */
@@ -312,6 +315,18 @@ static void forward_cost(const kp_call *call, kp_cost *out)
     out->bytes = 4.0 * (fmin(IN, 2 * G) * N + G * N) + 24.0 * G;
 }
 
+/* CPUs: a work-item per gate and run of 16-float vectors; GPUs: 32 coalesced scalar lanes. */
+static const char *forward_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    static const logic_auto by_type[] = {
+        [FW_TUNE_WG_N] = {1, 32},
+        [FW_TUNE_WG_G] = {4, 8},
+        [FW_TUNE_SPT] = {4, 4},
+        [FW_TUNE_VW] = {LOGIC_VW_CPU, LOGIC_VW_OTHER},
+    };
+    return logic_resolve(l, by_type, sizeof by_type / sizeof by_type[0], index, value, resolved);
+}
+
 static const kp_tunable_desc forward_tunables[] = {
     [FW_TUNE_WG_N] = LOGIC_AUTO_TUNABLE("WG_N", logic_auto_256, 10, 0,
                                         "work-items along the batch per work-group; 0: 1 on "
@@ -348,4 +363,5 @@ const kp_kernel_desc logic_forward_desc = {
     /* |C| <= 2 and inputs in [0, 1]: three roundings of terms below 2, well inside 2e-6. */
     .atol = 2e-6,
     .rtol = 1e-6,
+    .resolve = forward_resolve,
 };

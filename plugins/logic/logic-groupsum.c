@@ -84,15 +84,16 @@ static kp_status sum_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *y = &call->args[GS_Y].tensor, *out = &call->args[GS_OUT].tensor;
     int64_t N = y->shape[1], K = out->shape[0];
-    int64_t vw = logic_vw(l, 1);
-    logic_args a = logic_args_start_vw(l, "logic_groupsum", vw);
-    logic_arg_int(&a, N);
-    logic_arg_int(&a, K);
-    logic_arg_int(&a, y->shape[0] / K);
-    logic_arg_float(&a, call->args[GS_TAU].f);
-    logic_arg_view(&a, y, NULL);
-    logic_arg_view(&a, out, NULL);
-    return logic_args_launch(&a, (N + vw - 1) / vw, K, (size_t)logic_host->tunable_index(l, 0), 1);
+    int64_t vw = logic_host->tunable_index(l, 1);
+    kp_clargs a = logic_clargs_vw(l, "logic_groupsum", vw);
+    kp_clargs_int(&a, (int32_t)N);
+    kp_clargs_int(&a, (int32_t)K);
+    kp_clargs_int(&a, (int32_t)(y->shape[0] / K));
+    kp_clargs_float(&a, (float)call->args[GS_TAU].f);
+    kp_clargs_tensor(&a, y, 2);
+    kp_clargs_tensor(&a, out, 2);
+    return logic_clargs_enqueue(&a, (N + vw - 1) / vw, K, (size_t)logic_host->tunable_index(l, 0),
+                                1);
 }
 
 static kp_status sum_sample(kp_sample *s, const char *name)
@@ -148,6 +149,7 @@ const kp_kernel_desc logic_groupsum_desc = {
     .verify_sizes = names,
     .bench_sizes = bench_sizes,
     .tolerance = sum_tolerance,
+    .resolve = logic_resolve_vw,
 };
 
 /* ---- logic.groupsum_backward ----------------------------------------------------------------- */
@@ -181,15 +183,16 @@ static kp_status back_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *d = &call->args[GB_DOUT].tensor, *dy = &call->args[GB_DY].tensor;
     int64_t N = d->shape[1], G = dy->shape[0];
-    int64_t vw = logic_vw(l, 1);
-    logic_args a = logic_args_start_vw(l, "logic_groupsum_backward", vw);
-    logic_arg_int(&a, N);
-    logic_arg_int(&a, G);
-    logic_arg_int(&a, G / d->shape[0]);
-    logic_arg_float(&a, call->args[GB_TAU].f);
-    logic_arg_view(&a, d, NULL);
-    logic_arg_view(&a, dy, NULL);
-    return logic_args_launch(&a, (N + vw - 1) / vw, G, (size_t)logic_host->tunable_index(l, 0), 1);
+    int64_t vw = logic_host->tunable_index(l, 1);
+    kp_clargs a = logic_clargs_vw(l, "logic_groupsum_backward", vw);
+    kp_clargs_int(&a, (int32_t)N);
+    kp_clargs_int(&a, (int32_t)G);
+    kp_clargs_int(&a, (int32_t)(G / d->shape[0]));
+    kp_clargs_float(&a, (float)call->args[GB_TAU].f);
+    kp_clargs_tensor(&a, d, 2);
+    kp_clargs_tensor(&a, dy, 2);
+    return logic_clargs_enqueue(&a, (N + vw - 1) / vw, G, (size_t)logic_host->tunable_index(l, 0),
+                                1);
 }
 
 static kp_status back_sample(kp_sample *s, const char *name)
@@ -238,6 +241,7 @@ const kp_kernel_desc logic_groupsum_backward_desc = {
     /* One correctly rounded division on each side. */
     .atol = 0,
     .rtol = FLT_EPSILON,
+    .resolve = logic_resolve_vw,
 };
 
 /* ---- logic.groupsum_packed ------------------------------------------------------------------- */
@@ -277,16 +281,16 @@ static kp_status packed_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *bits = &call->args[GP_BITS].tensor, *out = &call->args[GP_OUT].tensor;
     int64_t N = out->shape[1], K = out->shape[0], W = bits->shape[1];
-    logic_args a = logic_args_start(l, "logic_groupsum_packed");
-    logic_arg_int(&a, N);
-    logic_arg_int(&a, K);
-    logic_arg_int(&a, bits->shape[0] / K);
-    logic_arg_int(&a, W);
-    logic_arg_float(&a, call->args[GP_TAU].f);
-    logic_arg_int(&a, out->dtype == KP_I32);
-    logic_arg_view(&a, bits, NULL);
-    logic_arg_view(&a, out, NULL);
-    return logic_args_launch(&a, W, K, (size_t)logic_host->tunable_index(l, 0), 1);
+    kp_clargs a = kp_clargs_begin(logic_host, l, "logic_groupsum_packed", NULL);
+    kp_clargs_int(&a, (int32_t)N);
+    kp_clargs_int(&a, (int32_t)K);
+    kp_clargs_int(&a, (int32_t)(bits->shape[0] / K));
+    kp_clargs_int(&a, (int32_t)W);
+    kp_clargs_float(&a, (float)call->args[GP_TAU].f);
+    kp_clargs_int(&a, out->dtype == KP_I32);
+    kp_clargs_tensor(&a, bits, 2);
+    kp_clargs_tensor(&a, out, 2);
+    return logic_clargs_enqueue(&a, W, K, (size_t)logic_host->tunable_index(l, 0), 1);
 }
 
 static kp_status packed_sample(kp_sample *s, const char *name)

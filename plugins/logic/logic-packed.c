@@ -62,13 +62,13 @@ static kp_status pack_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *x = &call->args[PK_X].tensor;
     int64_t F = x->shape[0], N = x->shape[1], nw = words_of(N);
-    logic_args a = logic_args_start(l, "logic_pack");
-    logic_arg_int(&a, N);
-    logic_arg_int(&a, F);
-    logic_arg_int(&a, nw);
-    logic_arg_view(&a, x, NULL);
-    logic_arg_view(&a, &call->args[PK_BITS].tensor, NULL);
-    return logic_args_launch(&a, nw, F, (size_t)logic_host->tunable_index(l, 0), 1);
+    kp_clargs a = kp_clargs_begin(logic_host, l, "logic_pack", NULL);
+    kp_clargs_int(&a, (int32_t)N);
+    kp_clargs_int(&a, (int32_t)F);
+    kp_clargs_int(&a, (int32_t)nw);
+    kp_clargs_tensor(&a, x, 2);
+    kp_clargs_tensor(&a, &call->args[PK_BITS].tensor, 2);
+    return logic_clargs_enqueue(&a, nw, F, (size_t)logic_host->tunable_index(l, 0), 1);
 }
 
 /* Mostly {0, 1} values, with some soft ones to show the threshold. */
@@ -152,14 +152,14 @@ static kp_status unpack_check(const kp_call *call, kp_launch *l)
 static kp_status unpack_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *y = &call->args[UP_Y].tensor;
-    int64_t vw = logic_vw(l, 1);
-    logic_args a = logic_args_start_vw(l, "logic_unpack", vw);
-    logic_arg_int(&a, y->shape[1]);
-    logic_arg_int(&a, y->shape[0]);
-    logic_arg_view(&a, &call->args[UP_BITS].tensor, NULL);
-    logic_arg_view(&a, y, NULL);
-    return logic_args_launch(&a, (y->shape[1] + vw - 1) / vw, y->shape[0],
-                             (size_t)logic_host->tunable_index(l, 0), 1);
+    int64_t vw = logic_host->tunable_index(l, 1);
+    kp_clargs a = logic_clargs_vw(l, "logic_unpack", vw);
+    kp_clargs_int(&a, (int32_t)y->shape[1]);
+    kp_clargs_int(&a, (int32_t)y->shape[0]);
+    kp_clargs_tensor(&a, &call->args[UP_BITS].tensor, 2);
+    kp_clargs_tensor(&a, y, 2);
+    return logic_clargs_enqueue(&a, (y->shape[1] + vw - 1) / vw, y->shape[0],
+                                (size_t)logic_host->tunable_index(l, 0), 1);
 }
 
 static kp_status unpack_sample(kp_sample *s, const char *name)
@@ -205,6 +205,7 @@ const kp_kernel_desc logic_unpack_desc = {
     .cost = unpack_cost,
     .verify_sizes = pack_names,
     .bench_sizes = pack_bench,
+    .resolve = logic_resolve_vw,
 };
 
 /* ---- logic.eval_packed ----------------------------------------------------------------------- */
@@ -300,30 +301,38 @@ static kp_status eval_enqueue(const kp_call *call, kp_launch *l)
     const kp_value *v = call->args;
     int64_t IN = v[EV_X].tensor.shape[0], W = v[EV_X].tensor.shape[1];
     int64_t G = v[EV_A].tensor.shape[0], n = v[EV_SAMPLES].i;
-    int64_t wn = logic_tuned(l, EV_TUNE_WG_N, 1, 8), wg = logic_tuned(l, EV_TUNE_WG_G, 64, 32);
-    /* CPUs: one work-item per row, in vectors of up to 16 words but no wider than the row (short
-     * rows would otherwise go word by word); at most five programs, one per width. */
-    int64_t fit = 16;
-    while (fit > 1 && fit > W)
-        fit /= 2;
-    int64_t vw = logic_tuned(l, EV_TUNE_VW, fit, 1);
-    int64_t wpi = logic_tuned(l, EV_TUNE_WPI, (W + vw - 1) / vw < 2 ? 1 : 2, 1);
+    int64_t wn = logic_host->tunable_index(l, EV_TUNE_WG_N);
+    int64_t wg = logic_host->tunable_index(l, EV_TUNE_WG_G);
+    int64_t vw = logic_host->tunable_index(l, EV_TUNE_VW);
+    int64_t wpi = logic_host->tunable_index(l, EV_TUNE_WPI);
+    /* VW or WPI still 0 (only on CPUs: eval_resolve keeps it there) follows the call's rows: one
+     * work-item per row, in vectors of up to 16 words but no wider than the row (short rows would
+     * otherwise go word by word); at most five programs, one per width. */
+    if (vw == 0) {
+        vw = 16;
+        while (vw > 1 && vw > W)
+            vw /= 2;
+    }
+    if (wpi == 0)
+        wpi = (W + vw - 1) / vw < 2 ? 1 : 2;
     int64_t used = n ? n - 32 * (W - 1) : 32;
     uint32_t tail = used >= 32 ? 0xffffffffu : (1u << used) - 1u;
     kp_status st = logic_check_workgroup(l, wn, wg, "WG_N x WG_G");
     if (st != KP_OK)
         return st;
-    logic_args a = logic_args_start_vw(l, "logic_eval_packed", vw);
-    logic_arg_int(&a, W);
-    logic_arg_int(&a, G);
-    logic_arg_int(&a, IN);
-    logic_arg_int(&a, wpi);
-    if (a.st == KP_OK)
-        a.st = logic_host->arg_value(l, a.k, a.i++, sizeof tail, &tail);
-    for (int i = EV_X; i <= EV_Y; i++)
-        logic_arg_view(&a, &v[i].tensor, NULL);
+    kp_clargs a = logic_clargs_vw(l, "logic_eval_packed", vw);
+    kp_clargs_int(&a, (int32_t)W);
+    kp_clargs_int(&a, (int32_t)G);
+    kp_clargs_int(&a, (int32_t)IN);
+    kp_clargs_int(&a, (int32_t)wpi);
+    kp_clargs_uint(&a, tail);
+    kp_clargs_tensor(&a, &v[EV_X].tensor, 2);
+    kp_clargs_tensor(&a, &v[EV_A].tensor, 1);
+    kp_clargs_tensor(&a, &v[EV_B].tensor, 1);
+    kp_clargs_tensor(&a, &v[EV_OP].tensor, 1);
+    kp_clargs_tensor(&a, &v[EV_Y].tensor, 2);
     int64_t groups = (W + wn * wpi * vw - 1) / (wn * wpi * vw);
-    return logic_args_launch(&a, groups * wn, G, (size_t)wn, (size_t)wg);
+    return logic_clargs_enqueue(&a, groups * wn, G, (size_t)wn, (size_t)wg);
 }
 
 /* {IN, G, N}: N samples in ceil(N / 32) words; "same" reads one wire twice in every third gate. */
@@ -374,6 +383,19 @@ static void eval_cost(const kp_call *call, kp_cost *out)
     out->bytes = 4.0 * ((IN < 2 * G ? IN : 2 * G) * W + G * W) + 12.0 * G;
 }
 
+/* CPUs: one work-item per row of words, 64 gates a group; GPUs: 8 lanes of scalar words. On CPUs
+ * VW and WPI follow the row's width, a call's shape: their 0 stays for eval_enqueue. */
+static const char *eval_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    static const logic_auto by_type[] = {
+        [EV_TUNE_WG_N] = {1, 8},
+        [EV_TUNE_WG_G] = {64, 32},
+        [EV_TUNE_WPI] = {0, 1},
+        [EV_TUNE_VW] = {0, 1},
+    };
+    return logic_resolve(l, by_type, sizeof by_type / sizeof by_type[0], index, value, resolved);
+}
+
 static const kp_tunable_desc eval_tunables[] = {
     [EV_TUNE_WG_N] = LOGIC_AUTO_TUNABLE("WG_N", logic_auto_256, 10, 0,
                                         "work-items along a row of words per work-group; 0: 1 "
@@ -381,11 +403,13 @@ static const kp_tunable_desc eval_tunables[] = {
     [EV_TUNE_WG_G] = LOGIC_AUTO_TUNABLE("WG_G", logic_auto_64, 8, 0,
                                         "gates per work-group; 0: 64 on CPUs, 32 on others"),
     [EV_TUNE_WPI] = LOGIC_AUTO_TUNABLE("WPI", logic_auto_16, 6, 0,
-                                       "vectors of VW words per work-item (WG_N apart); 0: on "
-                                       "CPUs 2, or 1 when one vector holds the row; 1 on others"),
+                                       "vectors of VW words per work-item (WG_N apart); 0: 1 "
+                                       "on devices other than CPUs; on CPUs it stays 0 and each "
+                                       "launch takes 2, or 1 when one vector holds the row"),
     [EV_TUNE_VW] = LOGIC_AUTO_TUNABLE("VW", logic_auto_16, 6, 0,
-                                      "words per vector, compiled in; 0: on CPUs the widest of "
-                                      "16, 8, 4, 2, 1 within a row, 1 on others"),
+                                      "words per vector, compiled in; 0: 1 on devices other "
+                                      "than CPUs; on CPUs it stays 0 and each launch takes the "
+                                      "widest of 16, 8, 4, 2, 1 within the call's rows"),
 };
 
 static const char *const eval_bench[] = {"64000x1024", "64000x100", NULL};
@@ -408,4 +432,5 @@ const kp_kernel_desc logic_eval_packed_desc = {
     .cost = eval_cost,
     .verify_sizes = eval_names,
     .bench_sizes = eval_bench,
+    .resolve = eval_resolve,
 };

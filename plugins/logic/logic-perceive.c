@@ -1,5 +1,4 @@
 /* logic.perceive and its backward: 3 x 3 Moore patches of a cellular automaton's grid. */
-#include <stdio.h>
 #include <string.h>
 
 #include "logic-kernels.h"
@@ -23,10 +22,10 @@ static const kp_param_desc boundary_param = {
     .flags = KP_PARAM_OPTIONAL,
     .doc = "0: periodic (the grid wraps around, a torus); 1: zero (cells outside read 0)"};
 
-/* The grid as [B, C, H, W] with its strides (a rank-3 grid is one image, stride 0). */
+/* The grid's extents as [B, C, H, W] (a rank-3 grid is one image; the kernels get it as a
+ * kp_view4, where it has B = 1 with stride 0). */
 typedef struct grid_dims {
     int64_t B, C, H, W;
-    int64_t strides[4];
 } grid_dims;
 
 static grid_dims dims_of(const kp_tensor *g)
@@ -34,9 +33,6 @@ static grid_dims dims_of(const kp_tensor *g)
     int r = g->rank == 4;
     grid_dims d = {
         .B = r ? g->shape[0] : 1, .C = g->shape[r], .H = g->shape[r + 1], .W = g->shape[r + 2]};
-    d.strides[0] = r ? g->strides[0] : 0;
-    for (int i = 0; i < 3; i++)
-        d.strides[1 + i] = g->strides[r + i];
     return d;
 }
 
@@ -62,31 +58,22 @@ static kp_status check_pair(kp_launch *l, const kp_call *call, int grid, int out
     return st == KP_OK ? logic_fits_int(l, call) : st;
 }
 
-/* Arguments B, C, H, W, zero, then the grid as buffer, offset, int4 strides. */
-static void grid_args(logic_args *a, const kp_tensor *g, int64_t zero)
+/* Arguments B, C, H, W and zero. */
+static void grid_args(kp_clargs *a, const kp_tensor *g, int64_t zero)
 {
     grid_dims d = dims_of(g);
-    logic_arg_int(a, d.B);
-    logic_arg_int(a, d.C);
-    logic_arg_int(a, d.H);
-    logic_arg_int(a, d.W);
-    logic_arg_int(a, zero);
+    kp_clargs_int(a, (int32_t)d.B);
+    kp_clargs_int(a, (int32_t)d.C);
+    kp_clargs_int(a, (int32_t)d.H);
+    kp_clargs_int(a, (int32_t)d.W);
+    kp_clargs_int(a, (int32_t)zero);
 }
 
-static void grid_view(logic_args *a, const kp_tensor *g)
+static kp_status launch_cells(kp_clargs *a, const kp_tensor *g, kp_launch *l)
 {
     grid_dims d = dims_of(g);
-    int s[4] = {(int)d.strides[0], (int)d.strides[1], (int)d.strides[2], (int)d.strides[3]};
-    logic_arg_buffer(a, g->buffer);
-    logic_arg_int(a, g->offset);
-    if (a->st == KP_OK)
-        a->st = logic_host->arg_value(a->l, a->k, a->i++, sizeof s, s);
-}
-
-static kp_status launch_cells(logic_args *a, const kp_tensor *g, kp_launch *l)
-{
-    grid_dims d = dims_of(g);
-    return logic_args_launch(a, d.H * d.W, d.B * d.C, (size_t)logic_host->tunable_index(l, 0), 1);
+    return logic_clargs_enqueue(a, d.H * d.W, d.B * d.C, (size_t)logic_host->tunable_index(l, 0),
+                                1);
 }
 
 /* {B, C, H, W, boundary, rank}; "views" stores the grid as [H, W, C] (channels last). */
@@ -152,10 +139,10 @@ static kp_status perceive_check(const kp_call *call, kp_launch *l)
 static kp_status perceive_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *g = &call->args[PC_GRID].tensor;
-    logic_args a = logic_args_start(l, "logic_perceive");
+    kp_clargs a = kp_clargs_begin(logic_host, l, "logic_perceive", NULL);
     grid_args(&a, g, call->args[PC_BOUNDARY].i);
-    grid_view(&a, g);
-    logic_arg_view(&a, &call->args[PC_OUT].tensor, NULL);
+    kp_clargs_tensor(&a, g, 4); /* [C, H, W] pads to [1, C, H, W] with stride 0 */
+    kp_clargs_tensor(&a, &call->args[PC_OUT].tensor, 2);
     return launch_cells(&a, g, l);
 }
 
@@ -215,10 +202,10 @@ static kp_status backward_check(const kp_call *call, kp_launch *l)
 static kp_status backward_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *g = &call->args[PB_DGRID].tensor;
-    logic_args a = logic_args_start(l, "logic_perceive_backward");
+    kp_clargs a = kp_clargs_begin(logic_host, l, "logic_perceive_backward", NULL);
     grid_args(&a, g, call->args[PB_BOUNDARY].i);
-    logic_arg_view(&a, &call->args[PB_DOUT].tensor, NULL);
-    grid_view(&a, g);
+    kp_clargs_tensor(&a, &call->args[PB_DOUT].tensor, 2);
+    kp_clargs_tensor(&a, g, 4);
     return launch_cells(&a, g, l);
 }
 

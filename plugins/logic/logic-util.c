@@ -1,10 +1,9 @@
-/* Shared by the logic kernels: shape checks, the wiring check, argument setting, sample helpers. */
+/* Shared by the logic kernels: shape checks, the wiring check, argument lists, tunables resolved by
+ * device type, sample helpers. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <CL/cl.h>
 
 #include "logic.h"
 
@@ -44,7 +43,10 @@ kp_status logic_fits_int(kp_launch *l, const kp_call *call)
         const kp_tensor *t = &call->args[i].tensor;
         if (call->desc->params[i].kind != KP_ARG_KIND_TENSOR || !call->args[i].present)
             continue;
-        if (kp_tensor_extent(t) > INT_MAX || kp_tensor_numel(t) > INT_MAX)
+        int big = kp_tensor_extent(t) > INT_MAX || kp_tensor_numel(t) > INT_MAX;
+        for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++)
+            big |= t->shape[d] > INT_MAX || t->strides[d] > INT_MAX;
+        if (big)
             return logic_host->fail(l, KP_ERR_UNSUPPORTED,
                                     "%s: views reaching beyond 2^31 elements are not supported",
                                     call->desc->params[i].name);
@@ -78,24 +80,18 @@ kp_status logic_read_ints(kp_launch *l, const kp_call *call, int index, int32_t 
             vals[i] = p[i * stride];
         return KP_OK;
     }
-    cl_command_queue q = logic_host->cl_queue(l);
-    cl_mem mem = logic_host->cl_mem(t->buffer);
     size_t span = (size_t)(kp_tensor_extent(t) - t->offset);
     int32_t *raw = stride == 1 ? vals : malloc(span * sizeof *raw);
     if (!raw)
         return logic_host->fail(l, KP_ERR_OUT_OF_MEMORY, "out of host memory");
-    cl_int err = q && mem ? clEnqueueReadBuffer(q, mem, CL_TRUE, (size_t)t->offset * sizeof *raw,
-                                                span * sizeof *raw, raw, 0, NULL, NULL)
-                          : CL_INVALID_VALUE;
-    if (err == CL_SUCCESS && raw != vals)
+    kp_status st = logic_host->buffer_read(l, t->buffer, (size_t)t->offset * sizeof *raw,
+                                           span * sizeof *raw, raw);
+    if (st == KP_OK && raw != vals)
         for (int64_t i = 0; i < n; i++)
             vals[i] = raw[i * stride];
     if (raw != vals)
         free(raw);
-    if (err != CL_SUCCESS)
-        return logic_host->fail(l, KP_ERR_CL, "%s: clEnqueueReadBuffer failed (%d) reading it",
-                                call->desc->params[index].name, (int)err);
-    return KP_OK;
+    return st;
 }
 
 kp_status logic_check_wiring(kp_launch *l, const kp_call *call, int a, int b, int64_t in_dim,
@@ -128,67 +124,22 @@ kp_status logic_check_wiring(kp_launch *l, const kp_call *call, int a, int b, in
 
 /* ---- launches -------------------------------------------------------------------------------- */
 
-logic_args logic_args_start(kp_launch *l, const char *entry)
-{
-    logic_args a = {.l = l};
-    a.st = logic_host->cl_kernel(l, entry, NULL, &a.k);
-    return a;
-}
-
-int64_t logic_tuned(kp_launch *l, uint32_t index, int64_t cpu, int64_t other)
-{
-    int64_t v = logic_host->tunable_index(l, index);
-    return v ? v : logic_on_cpu(l) ? cpu : other;
-}
-
-int64_t logic_vw(kp_launch *l, uint32_t index)
-{
-    return logic_tuned(l, index, 16, 1);
-}
-
-logic_args logic_args_start_vw(kp_launch *l, const char *entry, int64_t vw)
+kp_clargs logic_clargs_vw(kp_launch *l, const char *entry, int64_t vw)
 {
     char options[32];
     snprintf(options, sizeof options, "-D VW=%lld", (long long)vw);
-    logic_args a = {.l = l};
-    a.st = logic_host->cl_kernel(l, entry, options, &a.k);
-    return a;
+    return kp_clargs_begin(logic_host, l, entry, options);
 }
 
-void logic_arg_int(logic_args *a, int64_t v)
+void logic_clargs_optional(kp_clargs *a, const kp_value *v, const kp_tensor *stand_in,
+                           uint32_t rank)
 {
-    int value = (int)v;
-    if (a->st == KP_OK)
-        a->st = logic_host->arg_value(a->l, a->k, a->i++, sizeof value, &value);
-}
-
-void logic_arg_float(logic_args *a, double v)
-{
-    float value = (float)v;
-    if (a->st == KP_OK)
-        a->st = logic_host->arg_value(a->l, a->k, a->i++, sizeof value, &value);
-}
-
-void logic_arg_view(logic_args *a, const kp_tensor *t, const kp_buffer *fallback)
-{
-    int present = t && t->buffer;
-    int view[2] = {present ? (int)t->offset : 0, present && t->rank > 0 ? (int)t->strides[0] : 0};
-    if (a->st == KP_OK)
-        a->st = logic_host->arg_buffer(a->l, a->k, a->i++, present ? t->buffer : fallback);
-    if (a->st == KP_OK)
-        a->st = logic_host->arg_value(a->l, a->k, a->i++, sizeof view, view);
-}
-
-void logic_arg_buffer(logic_args *a, const kp_buffer *buf)
-{
-    if (a->st == KP_OK)
-        a->st = logic_host->arg_buffer(a->l, a->k, a->i++, buf);
-}
-
-void logic_arg_local(logic_args *a, size_t bytes)
-{
-    if (a->st == KP_OK)
-        a->st = logic_host->arg_local(a->l, a->k, a->i++, bytes);
+    if (v->present) {
+        kp_clargs_tensor(a, &v->tensor, rank);
+        return;
+    }
+    kp_tensor none = kp_tensor_1d(stand_in->buffer, (kp_dtype)stand_in->dtype, 0);
+    kp_clargs_tensor(a, &none, rank);
 }
 
 static size_t round_up(int64_t n, size_t m)
@@ -196,16 +147,12 @@ static size_t round_up(int64_t n, size_t m)
     return ((size_t)(n > 0 ? n : 0) + m - 1) / m * m;
 }
 
-kp_status logic_args_launch(logic_args *a, int64_t global0, int64_t global1, size_t local0,
-                            size_t local1)
+kp_status logic_clargs_enqueue(kp_clargs *a, int64_t global0, int64_t global1, size_t local0,
+                               size_t local1)
 {
     size_t global[2] = {round_up(global0, local0), round_up(global1, local1)};
     size_t local[2] = {local0, local1};
-    if (a->st != KP_OK)
-        return a->st;
-    if (global[0] == 0 || global[1] == 0)
-        return KP_OK;
-    return logic_host->enqueue_ndrange(a->l, a->k, 2, global, local);
+    return kp_clargs_enqueue(a, 2, global, local);
 }
 
 kp_status logic_check_workgroup(kp_launch *l, int64_t local0, int64_t local1, const char *what)
@@ -226,10 +173,28 @@ kp_status logic_check_workgroup(kp_launch *l, int64_t local0, int64_t local1, co
     return KP_OK;
 }
 
-int logic_on_cpu(kp_launch *l)
+/* ---- tunables decided by device type -------------------------------------------------------- */
+
+const char *logic_resolve(kp_launch *l, const logic_auto *by_type, uint32_t n, uint32_t index,
+                          int64_t value, int64_t *resolved)
 {
+    if (value != 0 || index >= n)
+        return NULL;
     const kp_device_info *d = logic_host->device(l);
-    return d && d->type == KP_DEVICE_CPU;
+    int cpu = d && d->type == KP_DEVICE_CPU;
+    int64_t v = cpu ? by_type[index].cpu : by_type[index].other;
+    if (v == 0)
+        return NULL; /* no auto value, or the call decides */
+    *resolved = v;
+    if (by_type[index].cpu == by_type[index].other)
+        return "the same on every device";
+    return cpu ? "on a CPU" : "on a device other than a CPU";
+}
+
+const char *logic_resolve_vw(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    static const logic_auto by_type[] = {{0, 0}, {LOGIC_VW_CPU, LOGIC_VW_OTHER}};
+    return logic_resolve(l, by_type, 2, index, value, resolved);
 }
 
 /* ---- samples --------------------------------------------------------------------------------- */

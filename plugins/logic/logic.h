@@ -37,7 +37,8 @@ enum { PC_GRID, PC_OUT, PC_BOUNDARY, PC_N };
 enum { PB_DOUT, PB_DGRID, PB_BOUNDARY, PB_N };
 
 /* Tunable value lists shared by the descriptors; the logic_auto_* ones start with 0, "by device
- * type" (CPUs and GPUs want work-groups of different shapes: docs/kernels/logic.md). */
+ * type" (CPUs and GPUs want work-groups of different shapes: docs/kernels/logic.md), which the
+ * descriptors' resolve hooks turn into the device's value (logic_resolve). */
 extern const int64_t logic_pow2_256[9];  /* 1, 2, 4, ..., 256 */
 extern const int64_t logic_auto_256[10]; /* 0, 1, 2, 4, ..., 256 */
 extern const int64_t logic_auto_64[8];   /* 0, 1, 2, 4, ..., 64 */
@@ -50,14 +51,15 @@ extern const int64_t logic_auto_16[6];   /* 0, 1, 2, 4, 8, 16 */
  * dimension when rank >= 2: "y: expected [G, N] = [7, 100], got f32[7, 99]". */
 kp_status logic_expect(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
                        const int64_t *shape, const char *pattern);
-/* OpenCL kernels index with int: every present tensor's view must stay below 2^31 elements. */
+/* OpenCL kernels index with int: every present tensor's view must stay below 2^31 elements, and
+ * its extents and strides too (the views the kernels get are int32, kp_view<R>). */
 kp_status logic_fits_int(kp_launch *l, const kp_call *call);
 /* The call's check_wiring argument is 0 or 1. */
 kp_status logic_check_flag(kp_launch *l, const kp_call *call, int index);
 /*
  * Reads the int32 1-D tensor argument `index` into a malloc'ed array of its shape[0] elements
- * (the caller frees it): its host memory in a reference run, else a blocking read through the
- * runtime's queue (which waits for the work queued before it).
+ * (the caller frees it): its host memory in a reference run, else host->buffer_read, a blocking
+ * read that waits for the work queued before it.
  */
 kp_status logic_read_ints(kp_launch *l, const kp_call *call, int index, int32_t **out);
 /* Every a_idx[g] and b_idx[g] within 0..in_dim-1, else fails naming the first bad gate:
@@ -67,25 +69,41 @@ kp_status logic_check_wiring(kp_launch *l, const kp_call *call, int a, int b, in
 
 /* ---- logic-util.c: launches ---------------------------------------------------------------- */
 
-/* Arguments set in order; the first failure sticks in `st` and the rest become no-ops. */
-typedef struct logic_args {
-    kp_launch *l;
-    kp_clkernel *k;
-    uint32_t i;
-    kp_status st;
-} logic_args;
+/* The argument list of OpenCL kernel `entry` built with -D VW=vw: the entries that vectorise along
+ * the batch share one program per width. The others take kp_clargs_begin(logic_host, l, entry,
+ * NULL), one program for all of them (no tunable of the family is compiled in by the core). */
+kp_clargs logic_clargs_vw(kp_launch *l, const char *entry, int64_t vw);
+/* Optional tensor argument `v` as a rank-`rank` view or, when the call omitted it, an empty view
+ * of `stand_in`'s buffer, which the kernel (told by a flag) never touches. */
+void logic_clargs_optional(kp_clargs *a, const kp_value *v, const kp_tensor *stand_in,
+                           uint32_t rank);
+/* Enqueues a 2-D range of global0 x global1 work-items (each rounded up to the local size). */
+kp_status logic_clargs_enqueue(kp_clargs *a, int64_t global0, int64_t global1, size_t local0,
+                               size_t local1);
+/* Fails with KP_ERR_UNSUPPORTED when local0 x local1 exceeds the device's work-group limit. */
+kp_status logic_check_workgroup(kp_launch *l, int64_t local0, int64_t local1, const char *what);
 
-/* Gets OpenCL kernel `entry` (one program serves the family: no tunable is compiled in). */
-logic_args logic_args_start(kp_launch *l, const char *entry);
-/* The same with -D VW=vw: kernels that share a VW share one program. */
-logic_args logic_args_start_vw(kp_launch *l, const char *entry, int64_t vw);
-/* Tunable `index`'s value, its 0 resolved by device type: `cpu` on CPUs, `other` elsewhere. */
-int64_t logic_tuned(kp_launch *l, uint32_t index, int64_t cpu, int64_t other);
-/* The vector width of tunable `index` (a VW tunable), 0 resolved: 16 on CPUs, 1 on others. */
-int64_t logic_vw(kp_launch *l, uint32_t index);
-/* A tunable whose 0 resolves by device type, with its doc's "0: ..." part. Work-group shapes
- * made of two such tunables are not flagged KP_TUNABLE_WORKGROUP (the core would replace the 0
- * default): logic_check_workgroup checks their product at launch instead. */
+/* ---- logic-util.c: tunables decided by device type ------------------------------------------ */
+
+/* What a tunable's 0 ("auto") becomes: `cpu` on CPU devices, `other` on every other device. An
+ * entry of two zeros has no auto value; a 0 for one device type keeps the 0 there, for the launch
+ * to decide from the call's shapes (eval_packed's VW and WPI on CPUs, documented in their docs). */
+typedef struct logic_auto {
+    int64_t cpu, other;
+} logic_auto;
+/* The body of a descriptor's resolve hook over `by_type`, n entries indexed like its tunables:
+ * resolves a 0 and returns the reason (`kernelport explain` prints it), else NULL. */
+const char *logic_resolve(kp_launch *l, const logic_auto *by_type, uint32_t n, uint32_t index,
+                          int64_t value, int64_t *resolved);
+/* The resolve hook of the kernels whose tunables are {WG, VW} (LOGIC_VW_TUNABLE second). */
+const char *logic_resolve_vw(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
+/* A tunable whose 0 the descriptor's resolve hook turns into a value by device type, with its
+ * doc's "0: ..." part; the launch reads the resolved value. Work-group shapes made of two such
+ * tunables are not flagged KP_TUNABLE_WORKGROUP: the core bounds each workgroup tunable alone and
+ * never lets one be 0, so logic_check_workgroup checks their product at launch instead. They are
+ * NO_DEFINE: the one value compiled in, VW, is passed as -D VW by the launch (logic_clargs_vw),
+ * because eval_packed's may be decided per call and because entries that share a width then
+ * share one program whichever kernel builds it. */
 #define LOGIC_AUTO_TUNABLE(nm, list, n, flg, text)                                                 \
     {                                                                                              \
         .name = nm, .default_value = 0, .allowed = list, .n_allowed = n,                           \
@@ -95,21 +113,9 @@ int64_t logic_vw(kp_launch *l, uint32_t index);
     LOGIC_AUTO_TUNABLE("VW", logic_auto_16, 6, 0,                                                  \
                        "floats (words) per vector along the batch, compiled in; 0: 16 on CPUs, 1 " \
                        "on others")
-void logic_arg_int(logic_args *a, int64_t v);
-void logic_arg_float(logic_args *a, double v);
-/* The tensor's buffer, then int2 (offset, stride of dimension 0); `t` NULL or without a buffer
- * passes `fallback` and (0, 0). */
-void logic_arg_view(logic_args *a, const kp_tensor *t, const kp_buffer *fallback);
-void logic_arg_local(logic_args *a, size_t bytes);
-/* A whole buffer (a scratch buffer), with no view. */
-void logic_arg_buffer(logic_args *a, const kp_buffer *buf);
-/* Enqueues a 2-D range of global0 x global1 work-items (each rounded up to the local size). */
-kp_status logic_args_launch(logic_args *a, int64_t global0, int64_t global1, size_t local0,
-                            size_t local1);
-/* Fails with KP_ERR_UNSUPPORTED when local0 x local1 exceeds the device's work-group limit. */
-kp_status logic_check_workgroup(kp_launch *l, int64_t local0, int64_t local1, const char *what);
-/* Whether this call runs on a CPU device (tunable defaults of 0 resolve by device type). */
-int logic_on_cpu(kp_launch *l);
+/* LOGIC_VW_TUNABLE's values by device type: a logic_auto {LOGIC_VW_CPU, LOGIC_VW_OTHER}. */
+#define LOGIC_VW_CPU 16
+#define LOGIC_VW_OTHER 1
 
 /* ---- logic-util.c: samples ----------------------------------------------------------------- */
 
