@@ -55,6 +55,17 @@ static inline char *test_fixture_path(const char *rel)
     return out;
 }
 
+/*
+ * The OpenCL device the kernel tests run on: KP_TEST_DEVICE (a device spec, e.g. "oclgrind" for
+ * Oclgrind's simulator with its 32 KiB of local memory), else PoCL. Tests of PoCL itself (its
+ * vendor rules, its cache) name "pocl" instead. scripts/test-device.sh runs the suite this way.
+ */
+static inline const char *test_device(void)
+{
+    const char *d = getenv("KP_TEST_DEVICE");
+    return d && *d ? d : "pocl";
+}
+
 /* Options that ignore the environment, user manifests and the installed plugins, and load only
  * `dir` (may be NULL), logging into `log` (may be NULL). */
 static inline kp_runtime_options test_options(const char *dir, const char *device, test_log *log)

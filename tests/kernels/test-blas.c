@@ -1,5 +1,5 @@
 /* The blas plugin (CLBlast) on PoCL: GEMM, batched GEMM and GEMV against host math in this file,
- * argument checks, and CLBlast parameters from the manifest. */
+ * argument checks, and (with --tuning) CLBlast parameters from the manifest. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -841,8 +841,19 @@ static int teardown(void **state)
     return 0;
 }
 
-int main(void)
+/* Two runs of this program: the plain one, and with --tuning the tests of CLBlast parameter sets
+ * from the manifest and the API, whose every set is a CLBlast compile of its own (minutes on PoCL:
+ * `./test.sh --full` runs them; ctest's label "full"). */
+int main(int argc, char **argv)
 {
+    const struct CMUnitTest tuning[] = {
+        cmocka_unit_test(test_override_partial_set_applied),
+        cmocka_unit_test(test_indirect_layouts),
+        cmocka_unit_test(test_narrow_set),
+        cmocka_unit_test(test_override_restore),
+    };
+    if (argc > 1 && strcmp(argv[1], "--tuning") == 0)
+        return cmocka_run_group_tests(tuning, setup, teardown);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_transposes),
         cmocka_unit_test(test_gemm_shapes_offsets_scalars),
@@ -856,10 +867,6 @@ int main(void)
         cmocka_unit_test(test_rejects_before_clblast),
         cmocka_unit_test(test_override_not_allowed_is_refused),
         cmocka_unit_test(test_override_inconsistent_set_fails_launch),
-        cmocka_unit_test(test_override_partial_set_applied),
-        cmocka_unit_test(test_indirect_layouts),
-        cmocka_unit_test(test_narrow_set),
-        cmocka_unit_test(test_override_restore),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -252,7 +252,7 @@ static void run_all(const char *device, const char *manifest, int64_t wg, const 
 
 static void test_pocl_default_workgroup(void **state)
 {
-    run_all("pocl", NULL, 64, "default");
+    run_all(test_device(), NULL, 64, "default");
 }
 
 static void test_pocl_workgroup_1_by_vendor(void **state)
@@ -321,7 +321,7 @@ static void timed_axpy(const char *device, int expect_positive)
 
 static void test_event_elapsed_positive_on_pocl(void **state)
 {
-    timed_axpy("pocl", 1);
+    timed_axpy(test_device(), 1);
 }
 
 static void test_event_elapsed_on_host(void **state)
@@ -383,7 +383,7 @@ static void verify_kernel(kp_runtime *rt, const char *name)
 
 static void test_verify_passes_on_pocl(void **state)
 {
-    kp_runtime *rt = open_runtime("pocl", NULL);
+    kp_runtime *rt = open_runtime(test_device(), NULL);
     verify_kernel(rt, "example.axpy");
     verify_kernel(rt, "example.scale_rows");
     kp_runtime_destroy(rt);

@@ -67,7 +67,7 @@ static float *gemm(kp_runtime *rt, const char *kernel, const float *a, const flo
 static void test_unsupported(void **state)
 {
     (void)state;
-    kp_runtime *rt = open_runtime("pocl", NULL, NULL);
+    kp_runtime *rt = open_runtime(test_device(), NULL, NULL);
     float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1};
     kp_status st;
     assert_null(gemm(rt, "tc.gemm", a, b, 2, 2, 3, KP_TC_TF32, &st));
@@ -88,7 +88,7 @@ static void test_unsupported(void **state)
 static void test_bad_arguments(void **state)
 {
     (void)state;
-    kp_runtime *rt = open_runtime("pocl", NULL, NULL);
+    kp_runtime *rt = open_runtime(test_device(), NULL, NULL);
     float a[6] = {0}, b[6] = {0};
     kp_status st;
     assert_null(gemm(rt, "tc.gemm", a, b, 2, 2, 3, 7, &st));

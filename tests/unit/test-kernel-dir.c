@@ -13,7 +13,8 @@
 static float run_axpy(const char *kernel_dir, test_log *log)
 {
     setenv("KP_KERNEL_DIR", kernel_dir, 1);
-    kp_runtime_options o = test_options(test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR), "pocl", log);
+    kp_runtime_options o =
+        test_options(test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR), test_device(), log);
     /* The environment is what this test is about. */
     o.flags =
         KP_RUNTIME_NO_USER_MANIFESTS | KP_RUNTIME_NO_INSTALLED_PLUGINS | KP_RUNTIME_NO_DISK_CACHE;

@@ -22,7 +22,8 @@ typedef struct fixture {
 static int setup(void **state)
 {
     static fixture f;
-    kp_runtime_options o = test_options(test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR), "pocl", NULL);
+    kp_runtime_options o =
+        test_options(test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR), test_device(), NULL);
     if (kp_runtime_create(&o, &f.rt) != KP_OK) {
         fprintf(stderr, "kp_runtime_create: %s\n", kp_last_error(NULL));
         return -1;

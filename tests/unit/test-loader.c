@@ -101,7 +101,7 @@ static void test_example_plugin_loads(void **state)
  * PoCL and on the host device. */
 static void test_abi_1_1_plugin_runs(void **state)
 {
-    const char *const devices[] = {"pocl", "host"};
+    const char *const devices[] = {test_device(), "host"};
     for (int d = 0; d < 2; d++) {
         kp_runtime_options o = test_options(fixture_plugin("abi-1-1"), devices[d], NULL);
         kp_runtime *rt;
@@ -262,7 +262,7 @@ static void test_build_failure_leaves_runtime_usable(void **state)
     snprintf(d1, sizeof d1, "%s", dirs[0]);
     snprintf(d2, sizeof d2, "%s", dirs[1]);
     const char *both[] = {d1, d2};
-    kp_runtime_options o = test_options(NULL, "pocl", NULL);
+    kp_runtime_options o = test_options(NULL, test_device(), NULL);
     o.plugin_dirs = both;
     o.n_plugin_dirs = 2;
     o.flags |= KP_RUNTIME_NO_DISK_CACHE;

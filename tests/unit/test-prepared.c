@@ -68,7 +68,7 @@ static void expect_axpy(kp_runtime *rt, kp_buffer *by, const float *x, const flo
 static void test_ten_thousand_launches(void **state)
 {
     test_log log;
-    kp_runtime *rt = open_runtime("pocl", &log);
+    kp_runtime *rt = open_runtime(test_device(), &log);
     float x[N], y0[N];
     integers(x, N, 1);
     integers(y0, N, 2);
@@ -97,7 +97,7 @@ static void test_ten_thousand_launches(void **state)
 /* A scalar, a view and a buffer changed between launches: each launch uses the values bound. */
 static void test_changed_arguments(void **state)
 {
-    kp_runtime *rt = open_runtime("pocl", NULL);
+    kp_runtime *rt = open_runtime(test_device(), NULL);
     float x[N], y0[N], x2[N];
     integers(x, N, 3);
     integers(y0, N, 4);
@@ -134,7 +134,7 @@ static void test_changed_arguments(void **state)
  * previous arguments stay bound when a change itself is refused. */
 static void test_bad_arguments(void **state)
 {
-    kp_runtime *rt = open_runtime("pocl", NULL);
+    kp_runtime *rt = open_runtime(test_device(), NULL);
     float x[N], y0[N];
     integers(x, N, 6);
     integers(y0, N, 7);
@@ -172,7 +172,7 @@ static void test_bad_arguments(void **state)
  * buffer makes it launchable again. */
 static void test_destroyed_buffer(void **state)
 {
-    kp_runtime *rt = open_runtime("pocl", NULL);
+    kp_runtime *rt = open_runtime(test_device(), NULL);
     float x[N], y0[N];
     integers(x, N, 8);
     integers(y0, N, 9);
@@ -199,7 +199,7 @@ static void test_destroyed_buffer(void **state)
 /* A tuning change after recording: the next launch records with the new work-group size. */
 static void test_tuning_change_records_again(void **state)
 {
-    kp_runtime *rt = open_runtime("pocl", NULL);
+    kp_runtime *rt = open_runtime(test_device(), NULL);
     float x[N], y0[N];
     integers(x, N, 10);
     integers(y0, N, 11);
@@ -226,7 +226,7 @@ static void test_tuning_change_records_again(void **state)
  * reference. */
 static void test_unrecordable_and_host(void **state)
 {
-    const char *const devices[] = {"pocl", "host"};
+    const char *const devices[] = {test_device(), "host"};
     for (int d = 0; d < 2; d++) {
         test_log log;
         kp_runtime *rt = open_runtime(devices[d], &log);

@@ -131,7 +131,7 @@ static generated *generate(void)
 
 static kp_runtime *open_pocl(void)
 {
-    kp_runtime_options o = test_options(NULL, "pocl", NULL);
+    kp_runtime_options o = test_options(NULL, test_device(), NULL);
     kp_runtime *rt = NULL;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
     return rt;
