@@ -693,7 +693,7 @@ static void test_local_memory_limit(void **state)
 
 /* gru.rollout_grid is for GPUs: on PoCL it reports KP_ERR_UNSUPPORTED naming the device, and a
  * manifest asking gru.rollout for GRID 1 runs one work-group per trajectory instead, with one
- * warning for any number of calls, which explain's path repeats. (bench/gpu-gru.sh verifies the
+ * warning for any number of calls, which explain's path repeats. (scripts/gpu/gru.sh verifies the
  * grid kernel on the GPU.) */
 static void test_grid_on_cpu(void **state)
 {

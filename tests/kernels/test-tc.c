@@ -1,7 +1,7 @@
 /* The tc plugin where there are no tensor cores (PoCL, CI): tc.gemm says so and names the device,
  * bad arguments are named first, the host reference rounds as the tensor cores do, and a
  * manifest that routes blas.gemm through tc.gemm falls back to FP32 with one warning. (The
- * kernel itself runs on the GPU machine: bench/gpu-tc.sh.) */
+ * kernel itself runs on the GPU machine: scripts/gpu/tc.sh.) */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -4,40 +4,18 @@
 # manifest, a short tune of the families' main kernels, the benches again with the tuned values,
 # then the PyTorch peers (peer-conv.py, peer-logic.py, peer-gru.py). One tarball and one log land
 # in $OUT (the device tool brings back at most 8 files).
-#   device run:  carry [".gpu"], command: bash bench/gpu-families.sh
+#   device run:  carry [".gpu"], command: bash scripts/gpu/families.sh
 # Optional: KP_FAMILIES="conv logic gru" (which families), KP_FAMILIES_TUNE_BUDGET (seconds per
 # kernel, default 15; 0 skips the tune), KP_FAMILIES_DEADLINE (seconds after the start by which
 # everything is packed, default 560).
-set -uo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-out=${OUT:-/tmp/kp-families-out}
-res="$out/results"
-mkdir -p "$res"
-exec > >(tee "$out/gpu-families.log") 2>&1
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin families /tmp/kp-families-out results
+kp_deadline "${KP_FAMILIES_DEADLINE:-560}"
 families=${KP_FAMILIES:-"conv logic gru"}
 budget=${KP_FAMILIES_TUNE_BUDGET:-15}
-started=$(date +%s)
-deadline=$(( started + ${KP_FAMILIES_DEADLINE:-560} ))
-step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
-# A step's time limit: its own cap, shortened so that it ends 20 s before the deadline.
-cap() {
-  local l=$(( deadline - $(date +%s) - 20 ))
-  (( l < 1 )) && l=1
-  (( l < $1 )) && echo "$l" || echo "$1"
-}
-
-step setup
-# shellcheck disable=SC1091
-[[ -f .gpu/setup.sh ]] && source .gpu/setup.sh >/dev/null
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv || true
-export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
-
-step build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
-  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 ||
-  { tail -40 "$res/build.log"; exit 1; }
-kp=build-gpu/bin/kernelport
+kp_setup
+kp_build_here "$res/build.log"
 $kp --device nvidia peak | tail -12
 
 for f in $families; do
@@ -75,13 +53,10 @@ if (( budget > 0 )); then
 fi
 
 for f in $families; do
-  [[ -f "bench/peer-$f.py" ]] || continue
+  [[ -f "bench/peers/peer-$f.py" ]] || continue
   step "peer-$f"
-  PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 "bench/peer-$f.py" \
+  PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 "bench/peers/peer-$f.py" \
     --json "$res/peer-$f-torch.json" || echo "peer-$f failed"
 done
 
-step pack
-tar -C "$out" -czf "$out/results.tar.gz" results
-rm -rf "$res"
-echo "done in $(( $(date +%s) - started )) s"
+kp_pack

@@ -1,5 +1,5 @@
 /*
- * bench/tc-ceilings: Hopper's wgmma from local memory, tf32 m64n128k8, two warpgroups per
+ * bench/probes/tc-ceilings: Hopper's wgmma from local memory, tf32 m64n128k8, two warpgroups per
  * work-group, operands resident (no copies in the loop). NVIDIA's OpenCL compiler targets sm_90,
  * whose assembler refuses wgmma, so the sm_90a instructions are written behind "//KP:" and
  * tc-ceilings re-targets the compiled PTX to sm_90a and removes the markers before loading it as

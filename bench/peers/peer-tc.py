@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU peers of bench-tc: cuBLAS GEMMs through PyTorch in FP32, TF32, FP16 and BF16.
 
-    PYTHONUNBUFFERED=1 python3 bench/peer-tc.py --json results/peer-tc-torch.json
+    PYTHONUNBUFFERED=1 python3 bench/peers/peer-tc.py --json results/peer-tc-torch.json
 
 bench-tc's shapes (row-major C = A B, A [m, k], B [k, n]); for each:
   - "cublas_fp32": torch.matmul on f32 with TF32 off (strict FP32);

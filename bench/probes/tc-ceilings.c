@@ -1,12 +1,12 @@
 /*
  * tc-ceilings: what bounds tc.gemm on an NVIDIA GPU. Builds kernels/tc.cl with its TC_PROBE
  * switch to time the copies into local memory alone and the products alone, next to the whole
- * kernel, times mma.sync from registers only (bench/tc-mma-peak.cl) and, on sm_90, Hopper's
- * wgmma from local memory (bench/tc-wgmma-peak.cl, its PTX re-targeted to sm_90a). Prints each
- * case's time, its rate in TFLOP/s of the full product, the global-to-local traffic rate, and the
- * registers NVIDIA's compiler allotted (-cl-nv-verbose). A diagnostic run by hand on the GPU
- * machine (bench/gpu-tc.sh with KP_TC_CEILINGS=1); not a test, and not the family's benchmark
- * (bench-tc).
+ * kernel, times mma.sync from registers only (bench/probes/tc-mma-peak.cl) and, on sm_90,
+ * Hopper's wgmma from local memory (bench/probes/tc-wgmma-peak.cl, its PTX re-targeted to
+ * sm_90a). Prints each case's time, its rate in TFLOP/s of the full product, the global-to-local
+ * traffic rate, and the registers NVIDIA's compiler allotted (-cl-nv-verbose). A diagnostic run
+ * by hand on the GPU machine (scripts/gpu/tc.sh with KP_TC_CEILINGS=1); not a test, and not the
+ * family's benchmark (bench-tc).
  *
  *   tc-ceilings [--src DIR] [--n N] [--tiles "-D BM=128 ..."]
  */
@@ -320,8 +320,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "tc-ceilings: no NVIDIA OpenCL GPU here\n");
         return 1;
     }
-    char *tc = read_tc(dir), *peak = read_file(dir, "bench/tc-mma-peak.cl");
-    char *wgmma = read_file(dir, "bench/tc-wgmma-peak.cl");
+    char *tc = read_tc(dir), *peak = read_file(dir, "bench/probes/tc-mma-peak.cl");
+    char *wgmma = read_file(dir, "bench/probes/tc-wgmma-peak.cl");
     int bm = define_of(tiles, "BM", 128), bn = define_of(tiles, "BN", 128);
     int wm = define_of(tiles, "WM", 64), wn = define_of(tiles, "WN", 32);
     size_t wg = (size_t)(bm / wm) * (size_t)(bn / wn) * 32;

@@ -1,6 +1,6 @@
-"""What the bench/peer-*.py scripts share: the JSON they write, the skip when there is no GPU, and
-the CUDA-event timing. Imported from the scripts' own directory (python3 bench/peer-x.py puts
-bench/ first on sys.path)."""
+"""What the bench/peers/peer-*.py scripts share: the JSON they write, the skip when there is no GPU,
+and the CUDA-event timing. Imported from the scripts' own directory (python3
+bench/peers/peer-x.py puts bench/peers/ first on sys.path)."""
 import json
 import statistics
 import time

@@ -1,11 +1,11 @@
 /*
  * tc-cluster-probe: does NVIDIA's OpenCL launch thread-block clusters? Builds
- * bench/tc-cluster-probe.cl, takes its PTX, declares a cluster of two work-groups on the kernel
- * (`.reqnctapercluster 2, 1, 1`, with `.explicitcluster` in a second build, which CUDA refuses
- * to launch without cluster dimensions), loads that PTX as the program's binary and launches
- * eight work-groups. Prints each work-group's rank, cluster size and cluster index, and where
- * clusters form, whether a multicast bulk copy and a distributed-shared-memory read returned the
- * right data. A diagnostic run by hand on the GPU machine (bench/gpu-tc.sh with
+ * bench/probes/tc-cluster-probe.cl, takes its PTX, declares a cluster of two work-groups on the
+ * kernel (`.reqnctapercluster 2, 1, 1`, with `.explicitcluster` in a second build, which CUDA
+ * refuses to launch without cluster dimensions), loads that PTX as the program's binary and
+ * launches eight work-groups. Prints each work-group's rank, cluster size and cluster index, and
+ * where clusters form, whether a multicast bulk copy and a distributed-shared-memory read returned
+ * the right data. A diagnostic run by hand on the GPU machine (scripts/gpu/tc.sh with
  * KP_TC_CLUSTER_PROBE=1); not a test.
  *
  *   tc-cluster-probe [--src DIR]
@@ -27,7 +27,7 @@ static void die(const char *what, cl_int err)
 static char *read_source(const char *dir)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/bench/tc-cluster-probe.cl", dir);
+    snprintf(path, sizeof path, "%s/bench/probes/tc-cluster-probe.cl", dir);
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "tc-cluster-probe: cannot open %s\n", path);

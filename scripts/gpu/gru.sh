@@ -1,34 +1,19 @@
 #!/usr/bin/env bash
-# The gru family's GPU run, shorter than gpu-run.sh: build, verify gru.rollout and
-# gru.rollout_grid on the GPU (and gru.rollout on PoCL), sweep their tunables at the seed size,
-# then bench-gru (GPU with the built-in manifest's entries, GPU with bench/manifests/gru-one-group.yaml,
-# PoCL), kernelport bench gru, peer-gru.py and compare-gru.py.
+# The gru family's GPU run, shorter than run.sh: build, verify gru.rollout and gru.rollout_grid on
+# the GPU (and gru.rollout on PoCL), sweep their tunables at the seed size, then bench-gru (GPU
+# with the built-in manifest's entries, GPU with bench/manifests/gru-one-group.yaml, PoCL),
+# kernelport bench gru, bench/peers/peer-gru.py and bench/peers/compare-gru.py.
 # Everything lands in $OUT (at most 8 files come back).
-#   device run:  carry [".gpu"], command: bash bench/gpu-gru.sh
+#   device run:  carry [".gpu"], command: bash scripts/gpu/gru.sh
 # Optional: KP_GRU_SWEEP="WG,LANES,VEC ..." (gru.rollout's sets to time; "" skips),
 # KP_GRID_SWEEP="WG,LANES,GROUPS,CACHE ..." (gru.rollout_grid's), KP_GRU_PEER=0 (skip peer-gru.py),
 # KP_GRU_KERNELS=0 (skip kernelport bench gru).
-set -uo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-out=${OUT:-/tmp/kp-gru-out}
-mkdir -p "$out"
-exec > >(tee "$out/gpu-gru.log") 2>&1
-started=$(date +%s)
-step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
-
-step setup
-# shellcheck disable=SC1091
-[[ -f .gpu/setup.sh ]] && source .gpu/setup.sh >/dev/null
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv || true
-export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
-
-step build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
-  cmake --build build-gpu -- -j"$(nproc)" >"$out/build.log" 2>&1 ||
-  { tail -40 "$out/build.log"; exit 1; }
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin gru /tmp/kp-gru-out
+kp_setup
+kp_build_here "$out/build.log"
 rm -f "$out/build.log"
-kp=build-gpu/bin/kernelport
 
 for dev in nvidia pocl; do
   step "$dev: verify gru.rollout"
@@ -86,17 +71,17 @@ fi
 
 if [[ "${KP_GRU_PEER:-1}" != 0 ]]; then
   step peer-gru
-  PYTHONUNBUFFERED=1 timeout 180 python3 bench/peer-gru.py --json "$out/peer-gru-torch.json"
+  PYTHONUNBUFFERED=1 timeout 180 python3 bench/peers/peer-gru.py --json "$out/peer-gru-torch.json"
 fi
 
 step compare-gru
 args=(--gpu "$out/bench-gru-nvidia.json" --cpu "$out/bench-gru-pocl.json")
 [[ -f "$out/peer-gru-torch.json" ]] && args+=(--peer "$out/peer-gru-torch.json")
 [[ -f "$out/bench-nvidia.json" ]] && args+=(--kernels "$out/bench-nvidia.json")
-python3 bench/compare-gru.py "${args[@]}" | tee "$out/compare-gru.md"
+python3 bench/peers/compare-gru.py "${args[@]}" | tee "$out/compare-gru.md"
 if [[ -f "$out/bench-gru-nvidia-one-group.json" ]]; then
   echo; echo "with one work-group per trajectory (bench/manifests/gru-one-group.yaml):"
   args[1]="$out/bench-gru-nvidia-one-group.json"
-  python3 bench/compare-gru.py "${args[@]}" | tee "$out/compare-gru-one-group.md"
+  python3 bench/peers/compare-gru.py "${args[@]}" | tee "$out/compare-gru-one-group.md"
 fi
 echo "done in $(( $(date +%s) - started )) s"

@@ -1,6 +1,6 @@
 /*
- * Thread-block clusters through OpenCL (bench/tc-cluster-probe.c): each work-group records its
- * rank in its cluster, the cluster's size and the cluster's index. Where the cluster has two
+ * Thread-block clusters through OpenCL (bench/probes/tc-cluster-probe.c): each work-group records
+ * its rank in its cluster, the cluster's size and the cluster's index. Where the cluster has two
  * work-groups, each copies half of a 1 KB block into both work-groups' local memory with one
  * multicast bulk copy (completion counted by an mbarrier), then checks the whole block, and reads
  * its peer's copy through distributed shared memory. Those are what would let tc.gemm's tiles

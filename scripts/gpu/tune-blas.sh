@@ -2,31 +2,19 @@
 # The GPU run for CLBlast's GEMM parameters: measure a few starting sets (from CLBlast's own
 # database entries for earlier NVIDIA GPUs), tune the Xgemm parameters from the fastest with
 # `kernelport tune`, then run bench-blas with the result. One call of the device tool:
-#   device run:  carry [".gpu"], command: bash bench/gpu-tune-blas.sh
+#   device run:  carry [".gpu"], command: bash scripts/gpu/tune-blas.sh
 # KP_TUNE_BUDGET (seconds for the Xgemm tune, default 240), KP_TUNE_SIZE (its sample size, default
 # 4096), KP_TUNE_DIRECT_BUDGET (seconds for the second phase, default 150): CLBlast's direct kernel
 # and the direct/indirect threshold, tuned at n = 1024 where the indirect kernel's large tiles
 # leave most of the GPU idle.
-set -uo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-out=${OUT:-/tmp/kp-gpu-out}
-res="$out/results"
-mkdir -p "$res"
-exec > >(tee "$out/gpu-tune-blas.log") 2>&1
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin tune-blas /tmp/kp-gpu-out results
 budget=${KP_TUNE_BUDGET:-240}
 direct_budget=${KP_TUNE_DIRECT_BUDGET:-150}
 size=${KP_TUNE_SIZE:-4096}
-started=$(date +%s)
-step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
-
-step setup
-# shellcheck disable=SC1091
-source .gpu/setup.sh >/dev/null
-export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
-  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 || { tail -40 "$res/build.log"; exit 1; }
-kp=build-gpu/bin/kernelport
+kp_setup
+kp_build_here "$res/build.log"
 
 step "starting sets"
 best=""
@@ -61,12 +49,9 @@ timeout $(( direct_budget + 90 )) $kp --device nvidia --manifest "$res/tuned-nvi
 step "bench-blas with the tuned manifest"
 timeout 240 build-gpu/bin/bench-blas --device nvidia --manifest "$res/tuned-nvidia.yaml" \
   --json "$res/bench-blas-tuned-nvidia.json"
-PYTHONUNBUFFERED=1 timeout 120 python3 bench/peer-blas.py --json "$res/peer-blas-torch.json" >/dev/null
-python3 bench/compare.py "$res/bench-blas-tuned-nvidia.json" "$res/peer-blas-torch.json" |
+PYTHONUNBUFFERED=1 timeout 120 python3 bench/peers/peer-blas.py --json "$res/peer-blas-torch.json" >/dev/null
+python3 bench/peers/compare.py "$res/bench-blas-tuned-nvidia.json" "$res/peer-blas-torch.json" |
   tee "$res/compare-blas-tuned.md"
 cat "$res/tuned-nvidia.yaml"
 
-step pack
-tar -C "$out" -czf "$out/results.tar.gz" results
-rm -rf "$res"
-echo "done in $(( $(date +%s) - started )) s"
+kp_pack

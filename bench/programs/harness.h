@@ -1,4 +1,4 @@
-/* The benchmark harness shared by bench/ programs: options, peer timing, a table and JSON. */
+/* The benchmark harness shared by bench/programs/: options, peer timing, a table and JSON. */
 #ifndef KP_BENCH_HARNESS_H
 #define KP_BENCH_HARNESS_H
 

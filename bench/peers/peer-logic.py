@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU peers of bench-logic: logic-gate layers written in plain PyTorch on CUDA.
 
-    PYTHONUNBUFFERED=1 python3 bench/peer-logic.py --json results/peer-logic-torch.json
+    PYTHONUNBUFFERED=1 python3 bench/peers/peer-logic.py --json results/peer-logic-torch.json
 
 difflogic's CUDA extension cannot be built on the GPU machine (no registry is reachable), so its
 figures stay the ones issue #6 quotes. What runs here, on bench-logic's layers (G gates over

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue #5's speed targets for the gru family as a markdown table for docs/PERFORMANCE.md.
 
-    python3 bench/compare-gru.py --gpu results/bench-gru-nvidia.json \\
+    python3 bench/peers/compare-gru.py --gpu results/bench-gru-nvidia.json \\
         --peer results/peer-gru-torch.json --cpu results/bench-gru-pocl.json \\
         --kernels results/bench-nvidia.json
 

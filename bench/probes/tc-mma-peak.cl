@@ -1,5 +1,5 @@
-/* bench/tc-ceilings: mma.sync's own throughput, from registers only (no memory in the loop). Each
- * warp runs `iters` rounds of 4 x 8 independent mma tiles, the fragments of a 64 x 64 warp tile.
+/* bench/probes/tc-ceilings: mma.sync's own throughput, from registers only (no memory in the
+ * loop). Each warp runs `iters` rounds of 4 x 8 independent mma tiles, the fragments of a 64 x 64 warp tile.
  * Built after kernels/tc.cl, whose mma() (per PREC) it calls. */
 __kernel __attribute__((reqd_work_group_size(128, 1, 1)))
 void mma_peak(__global const uint *in, __global float *out, const int iters)

@@ -1,47 +1,27 @@
 #!/usr/bin/env bash
 # The GPU run: on the lent GPU machine, in one call of the device tool, build Kernelport and run
-# peak, verify, bench and tune on the NVIDIA device and on PoCL, then every bench/ program, and
-# leave everything under $OUT (one tarball and one log: the tool brings back at most 8 files).
-#   device run:  carry [".gpu"], command: bash bench/gpu-run.sh
+# peak, verify, bench and tune on the NVIDIA device and on PoCL, then every bench program
+# (bench/programs/) and peer (bench/peers/), and leave everything under $OUT (one tarball and one
+# log: the tool brings back at most 8 files).
+#   device run:  carry [".gpu"], command: bash scripts/gpu/run.sh
 # Optional: KP_GPU_RUN_TUNE_BUDGET (seconds per kernel, default 20), KP_GPU_RUN_ONLY (kernel glob),
 # KP_GPU_RUN_BLAS_TUNE=0 (skip the long blas.gemm tune on the GPU), KP_GPU_RUN_BLAS_BUDGET (its
 # seconds, default 240), KP_GPU_RUN_DEADLINE (seconds after the start by which everything is
-# packed, default 560: the device tool stops a command at 600 s and then nothing comes back).
-set -uo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-out=${OUT:-/tmp/kp-gpu-out}
-res="$out/results"
-mkdir -p "$res"
-log="$out/gpu-run.log"
-exec > >(tee "$log") 2>&1
+# packed, default 560: the device tool stops a command at 600 s and then nothing comes back),
+# KP_GPU_RUN_DEVICES (default "nvidia pocl"; "pocl" alone runs the PoCL half on any machine).
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin run /tmp/kp-gpu-out results
+kp_deadline "${KP_GPU_RUN_DEADLINE:-560}"
 budget=${KP_GPU_RUN_TUNE_BUDGET:-20}
 pattern=${KP_GPU_RUN_ONLY:-}
-started=$(date +%s)
-deadline=$(( started + ${KP_GPU_RUN_DEADLINE:-560} ))
-step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
-# A step's time limit: its own cap, shortened so that it ends 20 s before the deadline.
-cap() {
-  local l=$(( deadline - $(date +%s) - 20 ))
-  (( l < 1 )) && l=1
-  (( l < $1 )) && echo "$l" || echo "$1"
-}
-
-step setup
-# shellcheck disable=SC1091
-source .gpu/setup.sh >/dev/null
-clinfo -l
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv || true
-export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
-
-step build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
-  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 || { tail -40 "$res/build.log"; exit 1; }
-kp=build-gpu/bin/kernelport
+devices=${KP_GPU_RUN_DEVICES:-nvidia pocl}
+kp_setup
+kp_build_here "$res/build.log"
 
 # Every long step runs under `timeout "$(cap N)"`: past the deadline it is cut short, so that the
 # results are still packed and brought back.
-for dev in nvidia pocl; do
+for dev in $devices; do
   step "$dev: devices, peak, verify"
   $kp --device "$dev" --json devices >"$res/devices-$dev.json"
   $kp --device "$dev" peak --remeasure
@@ -62,11 +42,11 @@ for dev in nvidia pocl; do
   fi
 done
 
-step "bench/ programs"
+step "bench programs (build-gpu/bin/bench-*)"
 for b in build-gpu/bin/bench-*; do
   [[ -x "$b" ]] || continue
   name=$(basename "$b")
-  for dev in nvidia pocl; do
+  for dev in $devices; do
     timeout "$(cap 240)" "$b" --device "$dev" --json "$res/$name-$dev.json" ||
       echo "$name on $dev failed"
   done
@@ -76,7 +56,7 @@ blas=build-gpu/bin/bench-blas
 if [[ -x "$blas" ]]; then
   # Fresh cache directories (Kernelport's, PoCL's, the NVIDIA driver's), used by both runs: the
   # first run pays every compile (cold), the second shows what a warm cache leaves.
-  for dev in nvidia pocl; do
+  for dev in $devices; do
     step "$dev: bench-blas --first-call, cold then warm caches"
     fc=$(mktemp -d /tmp/kp-first-call.XXXXXX)
     for pass in cold warm; do
@@ -89,8 +69,8 @@ if [[ -x "$blas" ]]; then
   done
 fi
 
-if ls bench/peer-*.py >/dev/null 2>&1; then
-  for p in bench/peer-*.py; do
+if ls bench/peers/peer-*.py >/dev/null 2>&1; then
+  for p in bench/peers/peer-*.py; do
     [[ -f "$p" ]] || continue
     name=$(basename "$p" .py)
     step "$name"
@@ -105,8 +85,8 @@ fi
 blas_budget=${KP_GPU_RUN_BLAS_BUDGET:-240}
 left=$(( deadline - $(date +%s) - 90 ))
 (( left < blas_budget )) && blas_budget=$left
-if [[ "${KP_GPU_RUN_BLAS_TUNE:-1}" == 0 || ! -x "$blas" ]]; then
-  step "blas.gemm tune skipped (KP_GPU_RUN_BLAS_TUNE=0 or no bench-blas)"
+if [[ "${KP_GPU_RUN_BLAS_TUNE:-1}" == 0 || ! -x "$blas" || " $devices " != *" nvidia "* ]]; then
+  step "blas.gemm tune skipped (KP_GPU_RUN_BLAS_TUNE=0, no bench-blas or no nvidia in the devices)"
 elif (( blas_budget < 30 )); then
   step "blas.gemm tune skipped: ${left} s left before the deadline"
 else
@@ -121,7 +101,7 @@ else
 fi
 
 if [[ -f "$res/bench-blas-nvidia.json" || -f "$res/bench-blas-pocl.json" ]]; then
-  step "blas summary (bench/compare.py, also in results/compare-blas.md)"
+  step "blas summary (bench/peers/compare.py, also in results/compare-blas.md)"
   peer=()
   [[ -f "$res/peer-blas-torch.json" ]] && peer=("$res/peer-blas-torch.json")
   first_calls() {
@@ -130,22 +110,19 @@ if [[ -f "$res/bench-blas-nvidia.json" || -f "$res/bench-blas-pocl.json" ]]; the
   {
     if [[ -f "$res/bench-blas-nvidia.json" ]]; then
       mapfile -t first < <(first_calls nvidia)
-      python3 bench/compare.py "$res/bench-blas-nvidia.json" "${peer[@]}" \
+      python3 bench/peers/compare.py "$res/bench-blas-nvidia.json" "${peer[@]}" \
         ${first[@]:+--first-call "${first[@]}"}
       echo
     fi
     if [[ -f "$res/bench-blas-tuned-nvidia.json" ]]; then
-      python3 bench/compare.py "$res/bench-blas-tuned-nvidia.json" "${peer[@]}"
+      python3 bench/peers/compare.py "$res/bench-blas-tuned-nvidia.json" "${peer[@]}"
       echo
     fi
     if [[ -f "$res/bench-blas-pocl.json" ]]; then
       mapfile -t first < <(first_calls pocl)
-      python3 bench/compare.py "$res/bench-blas-pocl.json" ${first[@]:+--first-call "${first[@]}"}
+      python3 bench/peers/compare.py "$res/bench-blas-pocl.json" ${first[@]:+--first-call "${first[@]}"}
     fi
   } | tee "$res/compare-blas.md"
 fi
 
-step pack
-tar -C "$out" -czf "$out/results.tar.gz" results
-rm -rf "$res"
-echo "done in $(( $(date +%s) - started )) s"
+kp_pack

@@ -1,43 +1,27 @@
 #!/usr/bin/env bash
-# tc.gemm's GPU run, in one call of the device tool: build, verify tc (and blas with the TF32
-# routing when KP_TC_ROUTE=1), bench-tc, a short tune of tc.gemm with bench-tc again on the tuned
-# values, then peer-tc.py (cuBLAS through PyTorch). One tarball and one log land in $OUT.
-#   device run:  carry [".gpu"], command: bash bench/gpu-tc.sh
+# tc.gemm's GPU run, in one call of the device tool: build, verify tc (and blas.gemm with the TF32
+# routing of bench/manifests/tc-route.yaml), bench-tc, a short tune of tc.gemm with bench-tc again
+# on the tuned values, then bench/peers/peer-tc.py (cuBLAS through PyTorch). One tarball and one
+# log land in $OUT.
+#   device run:  carry [".gpu"], command: bash scripts/gpu/tc.sh
 # Always: blas.gemm's f16 products (routed through tc.gemm) verified on awkward sizes and timed.
 # Optional: KP_TC_BENCH=0 (skip bench-tc and peer-tc.py),
 # KP_TC_SWEEP="BM,BN,BK,WM,WN,LDSM[,BT[,BK_X3[,STAGES[,v]]]] ..." (tile sets timed at 4096^3 before
 # bench-tc, with ptxas's register and spill counts where a ptxas is found; sets ending in ",v" are
 # also verified), KP_TC_WG_SWEEP="WG_BM,WG_BN,WG_BK,WG_STAGES,WG_LAG[,v] ..." (the same for the
-# wgmma kernel, WGMMA 1, tf32 at 4096^3 and 8192^3), KP_TC_CEILINGS=1 (bench/tc-ceilings.c: the copies and the products timed apart), KP_TC_CLUSTER_PROBE=1 (bench/tc-cluster-probe.c: whether clusters launch), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default 90; 0 skips the tune), KP_TC_DEADLINE (seconds
-# after the start by which everything is packed, default 560).
-set -uo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-out=${OUT:-/tmp/kp-tc-out}
-res="$out/results"
-mkdir -p "$res"
-exec > >(tee "$out/gpu-tc.log") 2>&1
+# wgmma kernel, WGMMA 1, tf32 at 4096^3 and 8192^3), KP_TC_CEILINGS=1
+# (bench/probes/tc-ceilings.c: the copies and the products timed apart), KP_TC_WG_CEILINGS (its
+# --wgmma probes, below), KP_TC_CLUSTER_PROBE=1 (bench/probes/tc-cluster-probe.c: whether clusters
+# launch), KP_TC_CONV=1 (also verify conv and run bench-conv), KP_TC_TUNE_BUDGET (seconds, default
+# 90; 0 skips the tune), KP_TC_DEADLINE (seconds after the start by which everything is packed,
+# default 560).
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin tc /tmp/kp-tc-out results
+kp_deadline "${KP_TC_DEADLINE:-560}"
 budget=${KP_TC_TUNE_BUDGET:-90}
-started=$(date +%s)
-deadline=$(( started + ${KP_TC_DEADLINE:-560} ))
-step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
-cap() {
-  local l=$(( deadline - $(date +%s) - 20 ))
-  (( l < 1 )) && l=1
-  (( l < $1 )) && echo "$l" || echo "$1"
-}
-
-step setup
-# shellcheck disable=SC1091
-[[ -f .gpu/setup.sh ]] && source .gpu/setup.sh >/dev/null
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv || true
-export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
-
-step build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
-  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 ||
-  { tail -40 "$res/build.log"; exit 1; }
-kp=build-gpu/bin/kernelport
+kp_setup
+kp_build_here "$res/build.log"
 
 step "nvidia: verify tc"
 timeout "$(cap 180)" $kp --device nvidia verify tc | tee "$res/verify-tc.txt" | tail -40
@@ -74,7 +58,7 @@ if [[ -n "${KP_TC_SWEEP:-}" ]]; then
       printf '%-26s %-7s ' "$set" "$prec"
       timeout "$(cap 60)" $kp --device nvidia --manifest "$m" bench tc.gemm --size "4096-$prec" 2>&1 |
         awk '/^tc.gemm/ {print $4 " us", $6 " GFLOP/s"} /rror|FAIL/ {print}' | head -3
-      python3 bench/ptx-regs.py "$XDG_CACHE_HOME" 1
+      python3 bench/probes/ptx-regs.py "$XDG_CACHE_HOME" 1
     done
     if [[ "${check:-}" == v ]]; then
       step "nvidia: verify tc with $set"
@@ -99,7 +83,7 @@ if [[ -n "${KP_TC_WG_SWEEP:-}" ]]; then
       timeout "$(cap 60)" $kp --device nvidia --manifest "$m" bench tc.gemm --size "$size-tf32" 2>&1 |
         awk '/^tc.gemm/ {print $4 " us", $6 " GFLOP/s"} /rror|FAIL/ {print}' | head -3
     done
-    python3 bench/ptx-regs.py "$XDG_CACHE_HOME" 1
+    python3 bench/probes/ptx-regs.py "$XDG_CACHE_HOME" 1
     if [[ "${check:-}" == v ]]; then
       step "nvidia: verify tc with WGMMA $set"
       timeout "$(cap 120)" $kp --device nvidia --manifest "$m" verify tc | tail -12
@@ -157,11 +141,8 @@ fi
 
 if [[ "${KP_TC_BENCH:-1}" == 1 ]]; then
   step "peer-tc"
-  PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 bench/peer-tc.py \
+  PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 bench/peers/peer-tc.py \
     --json "$res/peer-tc-torch.json" || echo "peer-tc failed"
 fi
 
-step pack
-tar -C "$out" -czf "$out/results.tar.gz" results
-rm -rf "$res"
-echo "done in $(( $(date +%s) - started )) s"
+kp_pack

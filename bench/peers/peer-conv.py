@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU peers of bench-conv: cuDNN convolution and unfold (im2col) through PyTorch, TF32 off.
 
-    PYTHONUNBUFFERED=1 python3 bench/peer-conv.py --json results/peer-conv-torch.json
+    PYTHONUNBUFFERED=1 python3 bench/peers/peer-conv.py --json results/peer-conv-torch.json
 
 Issue #7's four shapes, named as bench-conv names them, f32 NCHW without bias, on random inputs:
   - "cudnn_conv2d": torch.nn.functional.conv2d with cudnn.benchmark off (cuDNN's heuristics pick

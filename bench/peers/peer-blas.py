@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU peer of bench-blas: cuBLAS SGEMM through PyTorch with TF32 off, on bench-blas's shapes.
 
-    PYTHONUNBUFFERED=1 python3 bench/peer-blas.py --json results/peer-blas-torch.json
+    PYTHONUNBUFFERED=1 python3 bench/peers/peer-blas.py --json results/peer-blas-torch.json
 
 Row-major C = A B in f32 on random inputs, timed with CUDA events: the median of many products
 after warm-up, each preceded by a short GPU sleep so that the host's launch cost is not inside
@@ -9,8 +9,8 @@ the timed span. TF32 is disabled (torch.backends.cuda.matmul.allow_tf32 = False 
 torch.backends.cudnn.allow_tf32 = False) for the FP32 figures that Kernelport is compared with;
 the TF32 figures are recorded beside them as extra information. Each result's error against a
 float64 product shows which precision really ran. The JSON has the harness's "results" shape
-(case, kernel, seconds, flops, gflops) so that bench/compare.py joins it with bench-blas by case.
-Exits 0, printing why, when PyTorch or CUDA is absent."""
+(case, kernel, seconds, flops, gflops) so that bench/peers/compare.py joins it with bench-blas by
+case. Exits 0, printing why, when PyTorch or CUDA is absent."""
 import argparse
 import platform
 import statistics

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU peers of bench-gru: the seed plan's ensemble rollout and GRU sequences in PyTorch.
 
-    PYTHONUNBUFFERED=1 python3 bench/peer-gru.py --json results/peer-gru-torch.json
+    PYTHONUNBUFFERED=1 python3 bench/peers/peer-gru.py --json results/peer-gru-torch.json
 
 Three groups of cases, f32 with TF32 off, each timed with CUDA events (median of many runs after
 warm-up):
@@ -17,7 +17,7 @@ warm-up):
   (c) cuDNN's nn.GRU at gru.sequence's large benchmark sizes (T 15; H 1024, B 1024 and H 2048,
       B 256; input size H), whose error against a float64 run shows TF32 stayed off.
 The JSON has the harness's "results" shape (case, kernel, status, seconds, flops) for
-bench/compare-gru.py. Exits 0, printing why, when PyTorch or CUDA is absent."""
+bench/peers/compare-gru.py. Exits 0, printing why, when PyTorch or CUDA is absent."""
 import argparse
 import platform
 import sys

@@ -4,9 +4,9 @@ docs/PERFORMANCE.md: throughput against cuBLAS FP32 (or, without a peer file, ag
 figures bench-blas measured in the same process), the launch-path overhead against CLBlast called
 directly, and first-call latencies.
 
-    python3 bench/compare.py results/bench-blas-nvidia.json results/peer-blas-torch.json
-    python3 bench/compare.py results/bench-blas-tuned-nvidia.json results/peer-blas-torch.json
-    python3 bench/compare.py results/bench-blas-pocl.json \\
+    python3 bench/peers/compare.py results/bench-blas-nvidia.json results/peer-blas-torch.json
+    python3 bench/peers/compare.py results/bench-blas-tuned-nvidia.json results/peer-blas-torch.json
+    python3 bench/peers/compare.py results/bench-blas-pocl.json \\
         --first-call results/bench-blas-first-cold-pocl.json results/bench-blas-first-warm-pocl.json
 
 The targets are issue #4's, which it sets for tuned parameters: on a GPU, Kernelport at least

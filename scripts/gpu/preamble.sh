@@ -1,0 +1,85 @@
+# What every scripts/gpu/*.sh driver begins with, sourced (never run on its own) as
+#   source "$(dirname "$0")/preamble.sh"
+#   kp_begin NAME DEFAULT_OUT [results]
+# The drivers run on the lent GPU machine in one call of the device tool, with ".gpu" carried (the
+# Debian packages that ../shared/gpu/stage.sh staged there: OpenCL loader, CLBlast, libyaml, ...),
+# and $OUT the folder whose files come back (at most 8 of them).
+#
+# kp_begin   cd to the repository root ($top); $out is $OUT or DEFAULT_OUT; with "results", $res is
+#            $out/results (packed into one tarball by kp_pack); everything printed from here on is
+#            also written to $out/gpu-NAME.log. Starts the clock for step and cap.
+# step TEXT  prints "== TEXT (N s)", N the seconds since kp_begin.
+# kp_deadline SECONDS, cap N
+#            cap prints N, shortened so that a step ends 20 s before the deadline (kp_begin's time
+#            plus SECONDS); every long step runs under `timeout "$(cap N)"`, so that results are
+#            still packed and brought back before the device tool stops the command at 600 s.
+# kp_setup   installs the carried packages (.gpu/setup.sh, which also registers NVIDIA's OpenCL
+#            driver next to PoCL), prints the OpenCL platforms and the GPU, and sets the caches
+#            (XDG_CACHE_HOME, POCL_CACHE_DIR under /tmp) and KP_LOG=warn.
+# kp_build SOURCE BUILD LOG
+#            a Release build of SOURCE into BUILD without the tests, its output in LOG; on a
+#            failure prints LOG's last 40 lines and exits 1.
+# kp_build_here LOG
+#            step build, kp_build of the working tree into build-gpu, then
+#            kp=build-gpu/bin/kernelport.
+# kp_pack    tars $res into $out/results.tar.gz, removes $res, prints the time taken.
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables below are read by the drivers
+set -uo pipefail
+# Set by kp_begin and kp_build_here; named here so that each driver reads them as the preamble's.
+top="" out="" res="" started=0 deadline=0 kp=""
+
+kp_begin() { # NAME DEFAULT_OUT [results]
+  top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  cd "$top" || exit 1
+  out=${OUT:-$2}
+  res=$out
+  [[ ${3:-} == results ]] && res="$out/results"
+  mkdir -p "$res"
+  exec > >(tee "$out/gpu-$1.log") 2>&1
+  started=$(date +%s)
+  deadline=$(( started + 560 ))
+}
+
+step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
+
+kp_deadline() { deadline=$(( started + $1 )); }
+
+cap() {
+  local l=$(( deadline - $(date +%s) - 20 ))
+  (( l < 1 )) && l=1
+  (( l < $1 )) && echo "$l" || echo "$1"
+}
+
+kp_setup() {
+  step setup
+  if [[ -f .gpu/setup.sh ]]; then
+    # shellcheck disable=SC1091
+    source .gpu/setup.sh >/dev/null
+  else
+    echo "no .gpu/setup.sh (stage it with ../shared/gpu/stage.sh and carry .gpu): using what" \
+      "this machine has"
+  fi
+  command -v clinfo >/dev/null && clinfo -l
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv ||
+    true
+  export XDG_CACHE_HOME=/tmp/kp-cache POCL_CACHE_DIR=/tmp/kp-pocl-cache KP_LOG=warn
+}
+
+kp_build() { # SOURCE BUILD LOG
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=OFF >/dev/null &&
+    cmake --build "$2" -- -j"$(nproc)" >"$3" 2>&1 || { tail -40 "$3"; exit 1; }
+}
+
+kp_build_here() { # LOG
+  step build
+  kp_build . build-gpu "$1"
+  kp=build-gpu/bin/kernelport
+}
+
+kp_pack() {
+  step pack
+  tar -C "$out" -czf "$out/results.tar.gz" "$(basename "$res")"
+  rm -rf "$res"
+  echo "done in $(( $(date +%s) - started )) s"
+}
