@@ -22,7 +22,7 @@
  * (one instruction per 16 x 8 of A, or per two 8 x 8 tiles of B) rather than one 32-bit read
  * per value; tf32 and tf32x3.
  *
- * TC_PROBE (bench/tc-ceilings only, never set by the plugin): 1 skips the copies into local memory
+ * TC_PROBE (bench/probes/tc-ceilings only, never set by the plugin): 1 skips the copies into local memory
  * (the products alone), 2 skips the products (the copies alone), to time each side's ceiling;
  * 3 skips tc_gemm_wg's rounding of A's tile, 4 its proxy fence (wrong results; timing only).
  *

@@ -343,7 +343,7 @@ static kp_status gemm_sample_of(kp_sample *s, const char *size, int32_t dt)
 }
 
 /* A size's name, or "f16-" and the name for the same operands in f16 (listed nowhere, since
- * PoCL has no cl_khr_fp16: bench/gpu-tc.sh verifies and times them on tensor cores). */
+ * PoCL has no cl_khr_fp16: scripts/gpu/tc.sh verifies and times them on tensor cores). */
 static kp_status gemm_sample(kp_sample *s, const char *size)
 {
     if (strncmp(size, "f16-", 4) == 0)

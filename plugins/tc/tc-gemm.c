@@ -149,7 +149,7 @@ static const kp_tunable_desc tunables[] = {
                        .flags = KP_TUNABLE_NO_DEFINE,
                        .doc = "1: tf32 calls with a k-contiguous A and float4 operands run on "
                               "Hopper's wgmma (sm_90 only; slower than 0 on the H200 so far, "
-                              "docs/PERFORMANCE.md); the rest as before"},
+                              "docs/performance-log/tc.md); the rest as before"},
     [TC_TUNE_WG_BM] = {.name = "WG_BM",
                        .default_value = 128,
                        .allowed = wg_rows,
