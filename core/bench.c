@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "runtime.h"
 #include "sample.h"
 
 kp_bench_options kp_bench_options_default(void)

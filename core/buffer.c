@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "runtime.h"
 
 static void link_buffer(kp_runtime *rt, kp_buffer *b)
 {
@@ -56,7 +56,7 @@ kp_status kp_buffer_create(kp_runtime *rt, size_t bytes, kp_buffer **out)
     if (!b)
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "kp_buffer_create: out of host memory");
     b->size = bytes;
-    st = rt->ops->buffer_alloc(rt, b);
+    st = rt->ops->buffer_alloc(rt->backend, bytes, &b->mem, &b->host);
     if (st != KP_OK) {
         free(b);
         return st;
@@ -89,7 +89,7 @@ static void release(kp_runtime *rt, kp_buffer *b)
     if (b->is_host)
         free(b->host);
     else
-        rt->ops->buffer_release(rt, b);
+        rt->ops->buffer_release(rt->backend, b->mem);
     free(b);
 }
 
@@ -117,7 +117,7 @@ size_t kp_buffer_size(const kp_buffer *buf)
 
 void *kp_buffer_cl_mem(const kp_buffer *buf)
 {
-    return buf && !buf->is_host ? buf->mem : NULL;
+    return buf && !buf->host ? buf->mem : NULL;
 }
 
 static kp_status check_range(kp_runtime *rt, const char *fn, const kp_buffer *buf, size_t offset,
@@ -146,7 +146,7 @@ kp_status kp_buffer_write(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t 
         memcpy((char *)buf->host + offset, src, bytes);
         return KP_OK;
     }
-    return rt->ops->buffer_write(rt, buf, offset, bytes, src);
+    return rt->ops->buffer_write(rt->backend, buf->mem, offset, bytes, src);
 }
 
 kp_status kp_buffer_read(kp_runtime *rt, const kp_buffer *buf, size_t offset, size_t bytes,
@@ -159,7 +159,7 @@ kp_status kp_buffer_read(kp_runtime *rt, const kp_buffer *buf, size_t offset, si
         memcpy(dst, (const char *)buf->host + offset, bytes);
         return KP_OK;
     }
-    return rt->ops->buffer_read(rt, buf, offset, bytes, dst);
+    return rt->ops->buffer_read(rt->backend, buf->mem, offset, bytes, dst);
 }
 
 kp_status kp_buffer_copy(kp_runtime *rt, const kp_buffer *src, size_t src_offset, kp_buffer *dst,
@@ -177,11 +177,12 @@ kp_status kp_buffer_copy(kp_runtime *rt, const kp_buffer *src, size_t src_offset
         return KP_OK;
     }
     if (src->is_host)
-        return rt->ops->buffer_write(rt, dst, dst_offset, bytes,
+        return rt->ops->buffer_write(rt->backend, dst->mem, dst_offset, bytes,
                                      (const char *)src->host + src_offset);
     if (dst->is_host)
-        return rt->ops->buffer_read(rt, src, src_offset, bytes, (char *)dst->host + dst_offset);
-    return rt->ops->buffer_copy(rt, src, src_offset, dst, dst_offset, bytes);
+        return rt->ops->buffer_read(rt->backend, src->mem, src_offset, bytes,
+                                    (char *)dst->host + dst_offset);
+    return rt->ops->buffer_copy(rt->backend, src->mem, src_offset, dst->mem, dst_offset, bytes);
 }
 
 kp_status kp_buffer_fill(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t bytes,
@@ -205,5 +206,5 @@ kp_status kp_buffer_fill(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t b
             memcpy((char *)buf->host + offset + i, pattern, pattern_size);
         return KP_OK;
     }
-    return rt->ops->buffer_fill(rt, buf, offset, bytes, pattern, pattern_size);
+    return rt->ops->buffer_fill(rt->backend, buf->mem, offset, bytes, pattern, pattern_size);
 }

@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
 #include "registry.h"
 #include "sample.h"
 #include "view.h"
@@ -81,7 +80,7 @@ static kp_status cl_kernel_build(kp_launch *l, const char *entry, const char *ex
     if (flags & ~(uint32_t)KP_BUILD_PTX_SM90A)
         return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: cl_kernel_build: unknown flags 0x%x",
                         l->kernel->desc->name, flags & ~(uint32_t)KP_BUILD_PTX_SM90A);
-    return l->rt->ops->kernel_get(l->rt, l->kernel, entry, extra, flags, out);
+    return kp__kernel_get(l->rt, l->kernel, entry, extra, flags, out);
 }
 
 /* ABI 1.1 asked for sm_90a PTX with this option among the extra options; plugins built then still
@@ -107,7 +106,7 @@ static kp_status cl_kernel(kp_launch *l, const char *entry, const char *extra, k
 static kp_status set_arg(kp_launch *l, kp_clkernel *k, uint32_t index, size_t size,
                          const void *value, const kp_buffer *buf)
 {
-    kp_status st = l->rt->ops->kernel_arg(l, k, index, size, value);
+    kp_status st = l->rt->ops->kernel_arg(l->rt->backend, k, index, size, value);
     return st != KP_OK || !l->capture ? st : kp__capture_arg(l, k, index, size, value, buf);
 }
 
@@ -116,7 +115,7 @@ static kp_status arg_buffer(kp_launch *l, kp_clkernel *k, uint32_t index, const 
     kp_status st = need_device(l, "arg_buffer");
     if (st != KP_OK)
         return st;
-    void *mem = buf && !buf->is_host ? buf->mem : NULL;
+    void *mem = buf && !buf->host ? buf->mem : NULL;
     if (!mem)
         return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: not a device buffer",
                         l->kernel->desc->name, index);
@@ -191,7 +190,7 @@ static kp_status enqueue_ndrange(kp_launch *l, kp_clkernel *k, uint32_t dims, co
             return KP_OK;
     if (l->capture)
         return kp__capture_ndrange(l, k, dims, global, local);
-    return l->rt->ops->enqueue(l, k, dims, global, local);
+    return l->rt->ops->enqueue(l->rt->backend, k, dims, global, local, kp__launch_events(l));
 }
 
 static kp_status scratch(kp_launch *l, uint32_t slot, size_t bytes, kp_buffer **out)
@@ -231,7 +230,7 @@ static void *handle(kp_launch *l, enum kp__handle which)
         kp__capture_refuse(l, "work on the raw OpenCL queue");
         return NULL;
     }
-    return l && !l->reference ? l->rt->ops->handle(l->rt, which) : NULL;
+    return l && !l->reference ? l->rt->ops->handle(l->rt->backend, which) : NULL;
 }
 
 static void *cl_context(kp_launch *l)
@@ -251,7 +250,7 @@ static void *cl_device(kp_launch *l)
 
 static void *cl_mem(const kp_buffer *buf)
 {
-    return buf && !buf->is_host ? buf->mem : NULL;
+    return buf && !buf->host ? buf->mem : NULL;
 }
 
 static void **cl_event_slot(kp_launch *l)
@@ -263,10 +262,10 @@ static void **cl_event_slot(kp_launch *l)
         return NULL;
     /* The previous library call's event joins the launch before the slot is reused. */
     if (l->event_slot) {
-        l->rt->ops->event_adopt(l, l->event_slot);
+        l->rt->ops->event_adopt(l->rt->backend, &l->event->record, l->event_slot);
         l->event_slot = NULL;
     } else if (l->rt->ops->event_mark) {
-        l->rt->ops->event_mark(l);
+        l->rt->ops->event_mark(l->rt->backend, &l->event->record);
     }
     return &l->event_slot;
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
+#include "runtime.h"
 
 #define MAX_DEPTH 16
 
@@ -215,7 +215,7 @@ kp_status kp__launch_call(kp_runtime *rt, kp_kernel *k, const kp_call *call, int
         } else {
             st = k->desc->enqueue(call, &l);
             if (l.event_slot)
-                rt->ops->event_adopt(&l, l.event_slot);
+                rt->ops->event_adopt(rt->backend, kp__launch_events(&l), l.event_slot);
         }
     }
     pthread_mutex_unlock(&rt->lock);
@@ -281,7 +281,7 @@ kp_status kp__launch_nested(kp_launch *parent, const char *name, const kp_arg *a
                         parent->kernel->desc->name, name ? name : "(null)");
     /* The nested call's commands belong to the parent's launch: one event spans both. */
     if (parent->event_slot) {
-        rt->ops->event_adopt(parent, parent->event_slot);
+        rt->ops->event_adopt(rt->backend, kp__launch_events(parent), parent->event_slot);
         parent->event_slot = NULL;
     }
     return run(rt, k, args, n, parent->reference, parent->event, parent->depth + 1);

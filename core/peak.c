@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "runtime.h"
 #include "sha256.h"
 
 #define PEAK_FORMAT "kernelport-peak 2"
@@ -107,7 +107,7 @@ kp_status kp_device_peak(kp_runtime *rt, int remeasure, kp_peak *out)
         if (!remeasure && path && read_cache(path, &p)) {
             p.from_cache = 1;
         } else {
-            st = rt->ops->peak(rt, &p);
+            st = rt->ops->peak(rt->backend, &p);
             time_t now = time(NULL);
             struct tm tm;
             gmtime_r(&now, &tm);

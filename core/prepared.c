@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "runtime.h"
 
 /* An argument value set during a recording, for kernel ck at `index` (bytes NULL: local memory). */
 typedef struct recorded_arg {
@@ -98,7 +98,7 @@ kp_status kp__capture_ndrange(kp_launch *l, kp_clkernel *ck, uint32_t dims, cons
     kp__command *cmd = &c->cmds[c->n_cmds];
     memset(cmd, 0, sizeof *cmd);
     uint32_t n_args = 0;
-    st = rt->ops->clone_create(rt, ck, &cmd->clone, &n_args);
+    st = rt->ops->clone_create(rt->backend, ck, &cmd->clone, &n_args);
     if (st != KP_OK)
         return st;
     c->n_cmds++; /* released with the recording from here on */
@@ -109,7 +109,7 @@ kp_status kp__capture_ndrange(kp_launch *l, kp_clkernel *ck, uint32_t dims, cons
                 latest = &c->args[i];
         if (!latest)
             return kp__capture_refuse(l, "an argument set before the recording");
-        st = rt->ops->clone_arg(rt, cmd->clone, index, latest->size, latest->bytes);
+        st = rt->ops->clone_arg(rt->backend, cmd->clone, index, latest->size, latest->bytes);
         if (st != KP_OK)
             return st;
     }
@@ -125,7 +125,7 @@ kp_status kp__capture_ndrange(kp_launch *l, kp_clkernel *ck, uint32_t dims, cons
 static void release_commands(kp_runtime *rt, kp__command *cmds, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        rt->ops->clone_release(cmds[i].clone);
+        rt->ops->clone_release(rt->backend, cmds[i].clone);
     free(cmds);
 }
 
@@ -351,7 +351,7 @@ kp_status kp_prepared_launch(kp_prepared *p, kp_event **event)
         replay = !p->direct;
     }
     if (st == KP_OK && replay)
-        st = rt->ops->replay(rt, p->cmds, p->n_cmds, ev);
+        st = rt->ops->replay(rt->backend, p->cmds, p->n_cmds, ev ? &ev->record : NULL);
     else if (st == KP_OK)
         st = kp__launch_call(rt, p->k, &call, 0, ev, 0);
     pthread_mutex_unlock(&rt->lock);

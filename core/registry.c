@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kp-embedded.h"
 #include "names.h"
 #include "registry.h"
 
@@ -149,6 +150,7 @@ static void kernel_free(kp_kernel *k)
 {
     kp__tuning_free(k);
     free(k->source);
+    free(k->line);
     free(k);
 }
 
@@ -183,7 +185,9 @@ kp_status kp__registry_add(kp_runtime *rt, kp__plugin *plugin, const kp_kernel_d
         old->plugin = plugin;
         plugin->n_kernels++;
         free(old->source);
+        free(old->line);
         old->source = NULL;
+        old->line = NULL;
         load_dev_source(rt, old);
         return KP_OK;
     }
@@ -202,6 +206,36 @@ kp_status kp__registry_add(kp_runtime *rt, kp__plugin *plugin, const kp_kernel_d
     rt->kernels[rt->n_kernels++] = k;
     plugin->n_kernels++;
     return KP_OK;
+}
+
+/* A program's text: the prelude (kernels/common/prelude.cl), then a #line that gives the kernel's
+ * own file its own line numbers in build logs, then the kernel's source. */
+kp_status kp__kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
+                         uint32_t flags, kp_clkernel **out)
+{
+    const kp_kernel_desc *d = k->desc;
+    if (!k->line) {
+        const char *name = d->source_name ? d->source_name : d->name;
+        k->line = kp__asprintf("\n#line 1 \"%.200s\"\n", strpbrk(name, "\"\\\n") ? "source" : name);
+        if (!k->line)
+            return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    const char *source = k->source ? k->source : d->source;
+    const char *text[] = {kp_kernel_prelude_cl, k->line, source};
+    kp__build_request req = {
+        .owner = k,
+        .kernel = d->name,
+        .source_name = d->source_name,
+        .text = source ? text : NULL,
+        .n_text = source ? (uint32_t)(sizeof text / sizeof text[0]) : 0,
+        .entry = entry,
+        .options = k->options ? k->options : "",
+        .extra = extra,
+        .flags = flags,
+        .plugin = k->plugin->name,
+        .plugin_version = k->plugin->version,
+    };
+    return rt->ops->kernel_get(rt->backend, &req, out);
 }
 
 void kp__registry_remove_plugin(kp_runtime *rt, const kp__plugin *plugin)

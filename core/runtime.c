@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
 #include "kp-embedded.h"
+#include "runtime.h"
 
 enum { LAYER_BUILTIN, LAYER_SYSTEM, LAYER_USER, LAYER_EXPLICIT };
 
@@ -46,29 +46,78 @@ static kp_status load_manifests(kp_runtime *rt, const kp_runtime_options *opt)
     return st;
 }
 
+/* The backend's sink: its failures and logs are the runtime's. */
+static kp_status sink_fail(void *ctx, kp_status status, const char *fmt, va_list ap)
+{
+    return kp__failv(ctx, status, fmt, ap);
+}
+
+static void sink_log(void *ctx, kp_log_level level, const char *fmt, va_list ap)
+{
+    kp__logv(ctx, level, fmt, ap);
+}
+
+static kp__store_binaries store_binaries(int manifest_binaries)
+{
+    switch (manifest_binaries) {
+    case KP__BINARIES_ALWAYS:
+        return KP__STORE_BINARIES_ALWAYS;
+    case KP__BINARIES_NEVER:
+        return KP__STORE_BINARIES_NEVER;
+    default:
+        return KP__STORE_BINARIES_AUTO;
+    }
+}
+
+/* Opens the backend that found the chosen device. */
 static kp_status open_backend(kp_runtime *rt, const kp_runtime_options *opt)
 {
     const char *cache = opt->cache_dir ? opt->cache_dir : rt->manifest.cache_dir;
     if (cache && *cache && !(rt->flags & KP_RUNTIME_NO_DISK_CACHE))
         rt->cache_dir = kp__strdup(cache);
-    if (kp__is_host(rt))
-        return kp__host_open(rt);
-    return kp__cl_open(rt, rt->cache_dir);
+    const kp__device_entry *e = &rt->devices[rt->device_index];
+    kp__backend_config cfg = {
+        .sink = &rt->sink,
+        .device = e,
+        .cache_dir = rt->cache_dir,
+        .cache_max_mb = (uint64_t)rt->manifest.cache_max_mb,
+        .store_binaries = store_binaries(rt->manifest.cache_binaries),
+    };
+    kp__backend *b = NULL;
+    kp_status st = e->ops->open(&cfg, &b);
+    if (st == KP_OK) {
+        rt->backend = b;
+        rt->ops = e->ops;
+    }
+    return st;
 }
 
+/* The devices of every backend, in order: OpenCL's, then the host's one, which is last. */
 static kp_status enumerate(kp_runtime *rt)
 {
-    kp_status st = kp__cl_enumerate(rt);
-    if (st != KP_OK)
-        return st;
-    kp__device_entry *grown = realloc(rt->devices, (rt->n_devices + 1) * sizeof *rt->devices);
-    if (!grown)
-        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
-    rt->devices = grown;
-    kp__device_entry *host = &rt->devices[rt->n_devices];
-    memset(host, 0, sizeof *host);
-    kp__host_device_info(&host->info);
-    host->info.index = (uint32_t)rt->n_devices++;
+    static const kp__backend_ops *const backends[] = {&kp__opencl_backend, &kp__host_backend};
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+        kp__device_entry *found = NULL;
+        size_t n = 0;
+        kp_status st = backends[i]->enumerate(&rt->sink, &found, &n);
+        if (st != KP_OK)
+            return st;
+        if (!n)
+            continue;
+        kp__device_entry *grown = realloc(rt->devices, (rt->n_devices + n) * sizeof *grown);
+        if (!grown) {
+            free(found);
+            return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+        rt->devices = grown;
+        for (size_t d = 0; d < n; d++) {
+            kp__device_entry *e = &rt->devices[rt->n_devices];
+            *e = found[d];
+            e->info.index = (uint32_t)rt->n_devices++;
+            e->ops = backends[i];
+        }
+        free(found);
+    }
     return KP_OK;
 }
 
@@ -110,6 +159,7 @@ kp_status kp_runtime_create(const kp_runtime_options *options, kp_runtime **out)
     pthread_mutex_init(&rt->lock, &attr);
     pthread_mutexattr_destroy(&attr);
     pthread_mutex_init(&rt->error_lock, NULL);
+    rt->sink = (kp__sink){.ctx = rt, .fail = sink_fail, .log = sink_log};
     kp__manifest_init(&rt->manifest);
     rt->kernel_dir = kp__strdup(kp__env(rt, "KP_KERNEL_DIR"));
 
@@ -140,11 +190,11 @@ void kp_runtime_destroy(kp_runtime *rt)
     if (!rt)
         return;
     if (rt->ops)
-        rt->ops->finish(rt);
+        rt->ops->finish(rt->backend);
     kp__prepared_free_all(rt);
     kp__buffers_free(rt);
     if (rt->ops)
-        rt->ops->close(rt);
+        rt->ops->close(rt->backend);
     kp__registry_free(rt);
     kp__register_free(rt);
     kp__plugins_close(rt);
@@ -163,7 +213,7 @@ kp_status kp_finish(kp_runtime *rt)
 {
     if (!rt)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_finish: runtime is NULL");
-    return rt->ops->finish(rt);
+    return rt->ops->finish(rt->backend);
 }
 
 size_t kp_device_count(const kp_runtime *rt)
@@ -226,7 +276,7 @@ kp_status kp_runtime_warmup(kp_runtime *rt, const char *pattern)
             else if (k->desc->source && k->desc->entry) {
                 /* Tuning resolution builds only kernels with a workgroup tunable to bound. */
                 kp_clkernel *ck;
-                st = rt->ops->kernel_get(rt, k, k->desc->entry, NULL, 0, &ck);
+                st = kp__kernel_get(rt, k, k->desc->entry, NULL, 0, &ck);
             }
         }
         pthread_mutex_unlock(&rt->lock);
@@ -251,10 +301,10 @@ kp_status kp_runtime_opencl(kp_runtime *rt, void **context, void **queue, void *
                         "kp_runtime_opencl: the host device has no "
                         "OpenCL handles");
     if (context)
-        *context = rt->ops->handle(rt, KP__HANDLE_CONTEXT);
+        *context = rt->ops->handle(rt->backend, KP__HANDLE_CONTEXT);
     if (queue)
-        *queue = rt->ops->handle(rt, KP__HANDLE_QUEUE);
+        *queue = rt->ops->handle(rt->backend, KP__HANDLE_QUEUE);
     if (device)
-        *device = rt->ops->handle(rt, KP__HANDLE_DEVICE);
+        *device = rt->ops->handle(rt->backend, KP__HANDLE_DEVICE);
     return KP_OK;
 }

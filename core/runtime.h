@@ -5,21 +5,21 @@
 #include <pthread.h>
 #include <stdarg.h>
 
+#include "backend.h"
 #include "kernelport/kernelport.h"
 #include "kernelport/plugin.h"
 #include "manifest.h"
+#include "util.h"
 
-typedef struct kp__backend kp__backend;
 typedef struct kp__owned_desc kp__owned_desc;
 typedef struct kp__capture kp__capture;
-typedef struct kp__backend_ops kp__backend_ops;
 
 #define KP__SCRATCH_SLOTS 16
 
 struct kp_buffer {
     size_t size;
-    void *host;  /* host memory (host device, and reference copies) */
-    void *mem;   /* backend handle (cl_mem) */
+    void *host;  /* the memory as a host pointer (host backend, reference copies), else NULL */
+    void *mem;   /* the backend's handle (cl_mem; the host backend's block); NULL when is_host */
     int is_host; /* lives in host memory even on an OpenCL runtime (verification copies) */
     struct kp_buffer *prev, *next; /* the runtime's list, released by kp_runtime_destroy */
 };
@@ -47,6 +47,7 @@ struct kp_kernel {
     const kp_kernel_desc *desc;
     kp__plugin *plugin;
     char *source;                /* KP_KERNEL_DIR text when set, else NULL (desc->source is used) */
+    char *line;                  /* the #line before the source in its program (registry.c) */
     int resolved;                /* tuning values chosen for this runtime's device */
     int limits_checked;          /* chosen values checked against the compiled entry's limits */
     int overridden;              /* the application set values (kp_kernel_tunable_set) */
@@ -57,11 +58,10 @@ struct kp_kernel {
     kp_buffer *scratch_host[KP__SCRATCH_SLOTS]; /* the same slots for reference runs */
 };
 
-/* Timing of one launch: the first and the last command it enqueued. */
+/* Timing of one launch: the first and the last command it enqueued, or its reference's time. */
 struct kp_event {
-    void *first; /* backend events (cl_event), NULL on the host device */
-    void *last;
-    double host_seconds; /* wall time of reference runs on the host device */
+    kp__event_record record; /* the backend's events (cl_event); empty on the host device */
+    double host_seconds;     /* wall time of reference runs on the host device */
     int is_host;
 };
 
@@ -76,12 +76,6 @@ struct kp_launch {
     int depth;            /* nesting of host->launch */
     kp__capture *capture; /* a prepared launch being recorded: commands are kept, not run */
 };
-
-typedef struct kp__device_entry {
-    kp_device_info info;
-    void *platform; /* backend handles (cl_platform_id, cl_device_id) */
-    void *device;
-} kp__device_entry;
 
 typedef struct kp__error_slot {
     pthread_t thread;
@@ -102,8 +96,9 @@ struct kp_runtime {
     size_t device_index; /* the chosen one */
     char *device_why;
 
-    kp__backend *backend;
-    const kp__backend_ops *ops;
+    kp__sink sink;        /* where the backend reports: kp__fail and kp__log on this runtime */
+    kp__backend *backend; /* the open backend's state */
+    const kp__backend_ops *ops; /* and its operations */
 
     kp__plugin **plugins; /* loaded and rejected, in scan order */
     size_t n_plugins;
@@ -141,14 +136,7 @@ void kp__logv(const kp_runtime *rt, kp_log_level level, const char *fmt, va_list
 /* The default sink's level from KP_LOG ("error", "warn", "info", "debug"; default warn). */
 kp_log_level kp__log_env_level(void);
 
-/* ---- small utilities (util.c) ---- */
-char *kp__strdup(const char *s);
-char *kp__asprintf(const char *fmt, ...) KP_PRINTF(1, 2);
-char *kp__vasprintf(const char *fmt, va_list ap);
-/* Appends formatted text to a malloc'd string (*s may be NULL). */
-void kp__append(char **s, const char *fmt, ...) KP_PRINTF(2, 3);
-/* Reads a whole file; NULL with errno set on failure. */
-char *kp__read_file(const char *path, size_t *len);
+/* ---- small utilities (util.c; the stateless ones are in util.h) ---- */
 /* getenv unless the runtime ignores the environment; secure_getenv for paths it will load. */
 const char *kp__env(const kp_runtime *rt, const char *name);
 
@@ -157,6 +145,11 @@ kp_status kp__registry_add(kp_runtime *rt, kp__plugin *plugin, const kp_kernel_d
 void kp__registry_finish(kp_runtime *rt);
 void kp__registry_free(kp_runtime *rt);
 kp_kernel *kp__registry_find(const kp_runtime *rt, const char *name);
+/* Builds (or finds built) kernel k's program with its options plus `extra` and the KP_BUILD_*
+ * `flags` through the backend's kernel_get, and returns its __kernel `entry`. The caller holds
+ * rt->lock or needs no lock; the backend must have kernel_get. */
+kp_status kp__kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
+                         uint32_t flags, kp_clkernel **out);
 
 /* ---- kernels registered at run time (register.c) ---- */
 void kp__register_free(kp_runtime *rt);
@@ -230,6 +223,12 @@ static inline const kp_device_info *kp__device(const kp_runtime *rt)
 static inline int kp__is_host(const kp_runtime *rt)
 {
     return kp__device(rt)->type == KP_DEVICE_HOST;
+}
+
+/* Where the backend records the launch's commands; NULL when nobody asked for its timing. */
+static inline kp__event_record *kp__launch_events(const kp_launch *l)
+{
+    return l->event ? &l->event->record : NULL;
 }
 
 #endif

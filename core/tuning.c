@@ -4,7 +4,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "backend.h"
 #include "registry.h"
 #include "vendor.h"
 
@@ -306,12 +305,12 @@ static kp_status check_limits(kp_runtime *rt, kp_kernel *k)
     /* Each retry drops one rejected value per workgroup tunable; the defaults end it. */
     for (uint32_t attempt = 0; attempt <= d->n_tunables + 1; attempt++) {
         kp_clkernel *ck;
-        kp_status st = rt->ops->kernel_get(rt, k, d->entry, NULL, 0, &ck);
+        kp_status st = kp__kernel_get(rt, k, d->entry, NULL, 0, &ck);
         if (st != KP_OK)
             return st;
         size_t max_wg = 0;
         uint64_t local = 0;
-        st = rt->ops->kernel_limits(rt, ck, &max_wg, &local);
+        st = rt->ops->kernel_limits(rt->backend, ck, &max_wg, &local);
         if (st != KP_OK)
             return st;
         int changed = 0;

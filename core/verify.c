@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "runtime.h"
 #include "sample.h"
 
 static double element(const void *data, int32_t dtype, int64_t i)

@@ -6,7 +6,7 @@
 
 #include "backend.h"
 
-void kp__host_device_info(kp_device_info *info)
+static void describe(kp_device_info *info)
 {
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
@@ -28,83 +28,111 @@ void kp__host_device_info(kp_device_info *info)
     info->fp64 = 1;
 }
 
-static kp_status buffer_alloc(kp_runtime *rt, kp_buffer *buf)
+/* One device, the host, always there. */
+static kp_status enumerate(const kp__sink *sink, kp__device_entry **out, size_t *n)
 {
-    buf->host = malloc(buf->size);
-    if (!buf->host)
-        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory",
-                        buf->size);
+    *n = 0;
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return kp__sink_fail(sink, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    describe(&(*out)->info);
+    *n = 1;
     return KP_OK;
 }
 
-static void buffer_release(kp_runtime *rt, kp_buffer *buf)
-{
-    free(buf->host);
-}
+/* The host backend's state: only the sink, where buffer_alloc reports host memory running out. */
+struct kp__backend {
+    kp__sink sink;
+};
 
-static kp_status buffer_write(kp_runtime *rt, kp_buffer *buf, size_t off, size_t n, const void *src)
+static kp_status open_backend(const kp__backend_config *cfg, kp__backend **out)
 {
-    memcpy((char *)buf->host + off, src, n);
+    kp__backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return kp__sink_fail(cfg->sink, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    b->sink = *cfg->sink;
+    *out = b;
     return KP_OK;
 }
 
-static kp_status buffer_read(kp_runtime *rt, const kp_buffer *buf, size_t off, size_t n, void *dst)
+static void close_backend(kp__backend *b)
 {
-    memcpy(dst, (const char *)buf->host + off, n);
+    free(b);
+}
+
+/* Buffers are plain host memory: the handle is the pointer, which references read directly. */
+static kp_status buffer_alloc(kp__backend *b, size_t size, void **mem, void **host)
+{
+    void *p = malloc(size);
+    if (!p)
+        return kp__sink_fail(&b->sink, KP_ERR_OUT_OF_MEMORY,
+                             "cannot allocate %zu bytes of host memory", size);
+    *mem = *host = p;
     return KP_OK;
 }
 
-static kp_status buffer_copy(kp_runtime *rt, const kp_buffer *src, size_t src_off, kp_buffer *dst,
-                             size_t dst_off, size_t n)
+static void buffer_release(kp__backend *b, void *mem)
 {
-    memmove((char *)dst->host + dst_off, (const char *)src->host + src_off, n);
+    free(mem);
+}
+
+static kp_status buffer_write(kp__backend *b, void *mem, size_t off, size_t n, const void *src)
+{
+    memcpy((char *)mem + off, src, n);
     return KP_OK;
 }
 
-static kp_status buffer_fill(kp_runtime *rt, kp_buffer *buf, size_t off, size_t n,
-                             const void *pattern, size_t pattern_size)
+static kp_status buffer_read(kp__backend *b, void *mem, size_t off, size_t n, void *dst)
+{
+    memcpy(dst, (const char *)mem + off, n);
+    return KP_OK;
+}
+
+static kp_status buffer_copy(kp__backend *b, void *src, size_t src_off, void *dst, size_t dst_off,
+                             size_t n)
+{
+    memmove((char *)dst + dst_off, (const char *)src + src_off, n);
+    return KP_OK;
+}
+
+static kp_status buffer_fill(kp__backend *b, void *mem, size_t off, size_t n, const void *pattern,
+                             size_t pattern_size)
 {
     for (size_t i = 0; i < n; i += pattern_size)
-        memcpy((char *)buf->host + off + i, pattern, pattern_size);
+        memcpy((char *)mem + off + i, pattern, pattern_size);
     return KP_OK;
 }
 
-static kp_status finish(kp_runtime *rt)
+static kp_status finish(kp__backend *b)
 {
     return KP_OK;
 }
 
-static kp_status event_wait(kp_runtime *rt, kp_event *ev)
+/* Launches on the host run references, which the core times itself: no backend events. */
+static kp_status event_wait(kp__backend *b, kp__event_record *ev)
 {
     return KP_OK;
 }
 
-static kp_status event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds)
+static kp_status event_elapsed(kp__backend *b, kp__event_record *ev, double *seconds)
 {
-    *seconds = ev->host_seconds;
+    *seconds = 0;
     return KP_OK;
 }
 
-static void event_release(kp_runtime *rt, kp_event *ev)
+static void event_release(kp__backend *b, kp__event_record *ev)
 {
 }
 
-static void *handle(kp_runtime *rt, enum kp__handle which)
+static void *handle(kp__backend *b, enum kp__handle which)
 {
     return NULL;
 }
 
-static void *buffer_handle(const kp_buffer *buf)
-{
-    return NULL;
-}
-
-static void close_backend(kp_runtime *rt)
-{
-}
-
-static const kp__backend_ops host_ops = {
+const kp__backend_ops kp__host_backend = {
     .name = "host",
+    .enumerate = enumerate,
+    .open = open_backend,
     .close = close_backend,
     .buffer_alloc = buffer_alloc,
     .buffer_release = buffer_release,
@@ -117,12 +145,4 @@ static const kp__backend_ops host_ops = {
     .event_elapsed = event_elapsed,
     .event_release = event_release,
     .handle = handle,
-    .buffer_handle = buffer_handle,
 };
-
-kp_status kp__host_open(kp_runtime *rt)
-{
-    rt->backend = NULL;
-    rt->ops = &host_ops;
-    return KP_OK;
-}

@@ -113,45 +113,53 @@ static void describe(cl_platform_id p, cl_device_id d, kp_device_info *info)
     free(ext);
 }
 
-kp_status kp__cl_enumerate(kp_runtime *rt)
+kp_status kp__cl_enumerate(const kp__sink *sink, kp__device_entry **out, size_t *n_out)
 {
+    *out = NULL;
+    *n_out = 0;
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR: the ICD loader found no driver */ || np == 0)
         return KP_OK;
     if (err != CL_SUCCESS)
-        return kp__cl_fail(rt, err, "clGetPlatformIDs", NULL);
+        return kp__cl_fail(sink, err, "clGetPlatformIDs", NULL);
     cl_platform_id *platforms = calloc(np, sizeof *platforms);
     if (!platforms)
-        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+        return kp__sink_fail(sink, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     clGetPlatformIDs(np, platforms, NULL);
+    kp__device_entry *entries = NULL;
+    size_t n = 0;
     kp_status st = KP_OK;
     for (cl_uint p = 0; p < np && st == KP_OK; p++) {
         cl_uint nd = 0;
         if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || !nd)
             continue;
         cl_device_id *ids = calloc(nd, sizeof *ids);
-        kp__device_entry *grown =
-            realloc(rt->devices, (rt->n_devices + nd + 1) * sizeof *rt->devices);
+        kp__device_entry *grown = realloc(entries, (n + nd) * sizeof *entries);
         if (!ids || !grown) {
             free(ids);
             if (grown)
-                rt->devices = grown;
-            st = kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+                entries = grown;
+            st = kp__sink_fail(sink, KP_ERR_OUT_OF_MEMORY, "out of host memory");
             break;
         }
-        rt->devices = grown;
+        entries = grown;
         clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL);
         for (cl_uint d = 0; d < nd; d++) {
-            kp__device_entry *e = &rt->devices[rt->n_devices];
+            kp__device_entry *e = &entries[n++];
+            memset(e, 0, sizeof *e);
             describe(platforms[p], ids[d], &e->info);
-            e->info.index = (uint32_t)rt->n_devices;
             e->platform = platforms[p];
             e->device = ids[d];
-            rt->n_devices++;
         }
         free(ids);
     }
     free(platforms);
-    return st;
+    if (st != KP_OK) {
+        free(entries);
+        return st;
+    }
+    *out = entries;
+    *n_out = n;
+    return KP_OK;
 }

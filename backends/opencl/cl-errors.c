@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "cl-internal.h"
+#include "util.h"
 
 const char *kp__cl_error_name(cl_int err)
 {
@@ -94,7 +95,7 @@ kp_status kp__cl_status(cl_int err)
     }
 }
 
-kp_status kp__cl_fail(const kp_runtime *rt, cl_int err, const char *call, const char *fmt, ...)
+kp_status kp__cl_fail(const kp__sink *sink, cl_int err, const char *call, const char *fmt, ...)
 {
     char *context = NULL;
     if (fmt) {
@@ -103,9 +104,9 @@ kp_status kp__cl_fail(const kp_runtime *rt, cl_int err, const char *call, const 
         context = kp__vasprintf(fmt, ap);
         va_end(ap);
     }
-    kp_status st =
-        kp__fail(rt, kp__cl_status(err), "%s failed: %s (%d)%s%s", call, kp__cl_error_name(err),
-                 (int)err, context ? ": " : "", context ? context : "");
+    kp_status st = kp__sink_fail(sink, kp__cl_status(err), "%s failed: %s (%d)%s%s", call,
+                                 kp__cl_error_name(err), (int)err, context ? ": " : "",
+                                 context ? context : "");
     free(context);
     return st;
 }

@@ -7,9 +7,10 @@
 #include "backend.h"
 #include "opencl/cl-cache.h"
 
-/* A built __kernel of one kernel's program, cached per (kernel, entry, build options). */
+/* A built __kernel of one kernel's program, cached per (owner, entry, build options, flags). */
 struct kp_clkernel {
-    kp_kernel *owner;
+    const void *owner; /* kp__build_request.owner */
+    char *name;        /* the owner's kernel name, for messages */
     char *entry;
     char *options;      /* the kernel's tuning options plus the call's extra options */
     uint32_t flags;     /* KP_BUILD_* */
@@ -25,6 +26,8 @@ typedef struct kp__cl_program {
 } kp__cl_program;
 
 struct kp__backend {
+    kp__sink sink;       /* the runtime's: every failure and log goes there */
+    kp_device_info info; /* the device, as enumerated */
     cl_platform_id platform;
     cl_device_id device;
     cl_context context;
@@ -40,31 +43,37 @@ struct kp__backend {
 const char *kp__cl_error_name(cl_int err);
 /* Maps a CL error to a kp_status: allocation failures are KP_ERR_OUT_OF_MEMORY. */
 kp_status kp__cl_status(cl_int err);
-/* Records "<call> failed: CL_NAME (code)<: context>" and returns the mapped status. */
-kp_status kp__cl_fail(const kp_runtime *rt, cl_int err, const char *call, const char *fmt, ...)
+/* Records "<call> failed: CL_NAME (code)<: context>" through the sink and returns the mapped
+ * status. */
+kp_status kp__cl_fail(const kp__sink *sink, cl_int err, const char *call, const char *fmt, ...)
     KP_PRINTF(4, 5);
 
-kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
-                            uint32_t flags, kp_clkernel **out);
-kp_status kp__cl_kernel_limits(kp_runtime *rt, kp_clkernel *ck, size_t *max_wg,
+/* Devices (cl-device.c). */
+kp_status kp__cl_enumerate(const kp__sink *sink, kp__device_entry **out, size_t *n);
+
+/* Programs (cl-program.c). */
+kp_status kp__cl_kernel_get(kp__backend *b, const kp__build_request *req, kp_clkernel **out);
+kp_status kp__cl_kernel_limits(kp__backend *b, kp_clkernel *ck, size_t *max_wg,
                                uint64_t *local_mem);
-void kp__cl_programs_free(struct kp__backend *b);
+void kp__cl_programs_free(kp__backend *b);
 
-kp_status kp__cl_kernel_arg(kp_launch *l, kp_clkernel *ck, uint32_t index, size_t size,
+/* Arguments, enqueues, clones and events (cl-launch.c). */
+kp_status kp__cl_kernel_arg(kp__backend *b, kp_clkernel *ck, uint32_t index, size_t size,
                             const void *value);
-kp_status kp__cl_enqueue(kp_launch *l, kp_clkernel *ck, uint32_t dims, const size_t *global,
-                         const size_t *local);
-void kp__cl_event_mark(kp_launch *l);
-kp_status kp__cl_clone_create(kp_runtime *rt, kp_clkernel *ck, void **out, uint32_t *n_args);
-kp_status kp__cl_clone_arg(kp_runtime *rt, void *clone, uint32_t index, size_t size,
+kp_status kp__cl_enqueue(kp__backend *b, kp_clkernel *ck, uint32_t dims, const size_t *global,
+                         const size_t *local, kp__event_record *ev);
+kp_status kp__cl_clone_create(kp__backend *b, kp_clkernel *ck, void **out, uint32_t *n_args);
+kp_status kp__cl_clone_arg(kp__backend *b, void *clone, uint32_t index, size_t size,
                            const void *value);
-void kp__cl_clone_release(void *clone);
-kp_status kp__cl_replay(kp_runtime *rt, const kp__command *cmds, size_t n, kp_event *event);
-void kp__cl_event_adopt(kp_launch *l, void *event);
-kp_status kp__cl_event_wait(kp_runtime *rt, kp_event *ev);
-kp_status kp__cl_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds);
-void kp__cl_event_release(kp_runtime *rt, kp_event *ev);
+void kp__cl_clone_release(kp__backend *b, void *clone);
+kp_status kp__cl_replay(kp__backend *b, const kp__command *cmds, size_t n, kp__event_record *ev);
+void kp__cl_event_mark(kp__backend *b, kp__event_record *ev);
+void kp__cl_event_adopt(kp__backend *b, kp__event_record *ev, void *event);
+kp_status kp__cl_event_wait(kp__backend *b, kp__event_record *ev);
+kp_status kp__cl_event_elapsed(kp__backend *b, kp__event_record *ev, double *seconds);
+void kp__cl_event_release(kp__backend *b, kp__event_record *ev);
 
-kp_status kp__cl_peak(kp_runtime *rt, kp_peak *out);
+/* Peaks (cl-peak.c). */
+kp_status kp__cl_peak(kp__backend *b, kp_peak *out);
 
 #endif

@@ -4,18 +4,18 @@
 
 #include "cl-internal.h"
 
-kp_status kp__cl_kernel_arg(kp_launch *l, kp_clkernel *ck, uint32_t index, size_t size,
+kp_status kp__cl_kernel_arg(kp__backend *b, kp_clkernel *ck, uint32_t index, size_t size,
                             const void *value)
 {
     cl_int err = clSetKernelArg(ck->kernel, index, size, value);
     if (err != CL_SUCCESS)
-        return kp__cl_fail(l->rt, err, "clSetKernelArg", "kernel %s, entry %s, argument %u",
-                           l->kernel->desc->name, ck->entry, index);
+        return kp__cl_fail(&b->sink, err, "clSetKernelArg", "kernel %s, entry %s, argument %u",
+                           ck->name, ck->entry, index);
     return KP_OK;
 }
 
 /* Keeps the first and the latest event of a launch; the ones between are not needed. */
-static void record(kp_event *e, cl_event ev)
+static void record(kp__event_record *e, cl_event ev)
 {
     if (!e->first) {
         e->first = ev;
@@ -36,27 +36,26 @@ static void format_sizes(char *buf, size_t size, uint32_t dims, const size_t *v)
         snprintf(buf, size, "auto");
 }
 
-kp_status kp__cl_enqueue(kp_launch *l, kp_clkernel *ck, uint32_t dims, const size_t *global,
-                         const size_t *local)
+kp_status kp__cl_enqueue(kp__backend *b, kp_clkernel *ck, uint32_t dims, const size_t *global,
+                         const size_t *local, kp__event_record *record_to)
 {
-    kp__backend *b = l->rt->backend;
     cl_event ev = NULL;
     cl_int err = clEnqueueNDRangeKernel(b->queue, ck->kernel, dims, NULL, global, local, 0, NULL,
-                                        l->event ? &ev : NULL);
+                                        record_to ? &ev : NULL);
     if (err != CL_SUCCESS) {
         char g[96], lo[96];
         format_sizes(g, sizeof g, dims, global);
         format_sizes(lo, sizeof lo, dims, local);
-        return kp__cl_fail(l->rt, err, "clEnqueueNDRangeKernel",
-                           "kernel %s, entry %s, global [%s], local [%s]", l->kernel->desc->name,
-                           ck->entry, g, lo);
+        return kp__cl_fail(&b->sink, err, "clEnqueueNDRangeKernel",
+                           "kernel %s, entry %s, global [%s], local [%s]", ck->name, ck->entry, g,
+                           lo);
     }
     if (ev)
-        record(l->event, ev);
+        record(record_to, ev);
     return KP_OK;
 }
 
-kp_status kp__cl_clone_create(kp_runtime *rt, kp_clkernel *ck, void **out, uint32_t *n_args)
+kp_status kp__cl_clone_create(kp__backend *b, kp_clkernel *ck, void **out, uint32_t *n_args)
 {
     cl_int err;
     cl_kernel k = clCreateKernel(ck->program, ck->entry, &err);
@@ -65,30 +64,31 @@ kp_status kp__cl_clone_create(kp_runtime *rt, kp_clkernel *ck, void **out, uint3
     if (err != CL_SUCCESS) {
         if (k)
             clReleaseKernel(k);
-        return kp__cl_fail(rt, err, "clCreateKernel", "entry %s (a prepared launch's copy)",
+        return kp__cl_fail(&b->sink, err, "clCreateKernel", "entry %s (a prepared launch's copy)",
                            ck->entry);
     }
     *out = k;
     return KP_OK;
 }
 
-kp_status kp__cl_clone_arg(kp_runtime *rt, void *clone, uint32_t index, size_t size,
+kp_status kp__cl_clone_arg(kp__backend *b, void *clone, uint32_t index, size_t size,
                            const void *value)
 {
     cl_int err = clSetKernelArg(clone, index, size, value);
-    return err ? kp__cl_fail(rt, err, "clSetKernelArg", "argument %u of a prepared launch", index)
+    return err ? kp__cl_fail(&b->sink, err, "clSetKernelArg", "argument %u of a prepared launch",
+                             index)
                : KP_OK;
 }
 
-void kp__cl_clone_release(void *clone)
+void kp__cl_clone_release(kp__backend *b, void *clone)
 {
     if (clone)
         clReleaseKernel(clone);
 }
 
-kp_status kp__cl_replay(kp_runtime *rt, const kp__command *cmds, size_t n, kp_event *event)
+kp_status kp__cl_replay(kp__backend *b, const kp__command *cmds, size_t n, kp__event_record *event)
 {
-    cl_command_queue q = rt->backend->queue;
+    cl_command_queue q = b->queue;
     for (size_t i = 0; i < n; i++) {
         const kp__command *c = &cmds[i];
         cl_event ev = NULL;
@@ -96,7 +96,7 @@ kp_status kp__cl_replay(kp_runtime *rt, const kp__command *cmds, size_t n, kp_ev
             clEnqueueNDRangeKernel(q, c->clone, c->dims, NULL, c->global,
                                    c->has_local ? c->local : NULL, 0, NULL, event ? &ev : NULL);
         if (err != CL_SUCCESS)
-            return kp__cl_fail(rt, err, "clEnqueueNDRangeKernel",
+            return kp__cl_fail(&b->sink, err, "clEnqueueNDRangeKernel",
                                "command %zu of a prepared launch", i);
         if (ev)
             record(event, ev);
@@ -104,39 +104,38 @@ kp_status kp__cl_replay(kp_runtime *rt, const kp__command *cmds, size_t n, kp_ev
     return KP_OK;
 }
 
-void kp__cl_event_mark(kp_launch *l)
+void kp__cl_event_mark(kp__backend *b, kp__event_record *e)
 {
-    if (!l->event || l->event->first)
+    if (!e || e->first)
         return;
-    kp__backend *b = l->rt->backend;
     cl_event ev = NULL;
     if (clEnqueueMarkerWithWaitList(b->queue, 0, NULL, &ev) == CL_SUCCESS)
-        record(l->event, ev);
+        record(e, ev);
 }
 
-void kp__cl_event_adopt(kp_launch *l, void *event)
+void kp__cl_event_adopt(kp__backend *b, kp__event_record *e, void *event)
 {
     if (!event)
         return;
-    if (l->event)
-        record(l->event, event);
+    if (e)
+        record(e, event);
     else
         clReleaseEvent(event);
 }
 
-kp_status kp__cl_event_wait(kp_runtime *rt, kp_event *ev)
+kp_status kp__cl_event_wait(kp__backend *b, kp__event_record *ev)
 {
     cl_event last = ev->last ? ev->last : ev->first;
     if (!last)
         return KP_OK;
     cl_int err = clWaitForEvents(1, (cl_event *)&last);
-    return err ? kp__cl_fail(rt, err, "clWaitForEvents", NULL) : KP_OK;
+    return err ? kp__cl_fail(&b->sink, err, "clWaitForEvents", NULL) : KP_OK;
 }
 
-kp_status kp__cl_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds)
+kp_status kp__cl_event_elapsed(kp__backend *b, kp__event_record *ev, double *seconds)
 {
     *seconds = 0;
-    kp_status st = kp__cl_event_wait(rt, ev);
+    kp_status st = kp__cl_event_wait(b, ev);
     if (st != KP_OK || !ev->first)
         return st;
     cl_ulong start = 0, end = 0;
@@ -146,12 +145,12 @@ kp_status kp__cl_event_elapsed(kp_runtime *rt, kp_event *ev, double *seconds)
     if (err == CL_SUCCESS)
         err = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
     if (err != CL_SUCCESS)
-        return kp__cl_fail(rt, err, "clGetEventProfilingInfo", NULL);
+        return kp__cl_fail(&b->sink, err, "clGetEventProfilingInfo", NULL);
     *seconds = end > start ? (double)(end - start) * 1e-9 : 0.0;
     return KP_OK;
 }
 
-void kp__cl_event_release(kp_runtime *rt, kp_event *ev)
+void kp__cl_event_release(kp__backend *b, kp__event_record *ev)
 {
     if (ev->first)
         clReleaseEvent(ev->first);

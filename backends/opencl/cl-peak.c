@@ -5,13 +5,12 @@
 #include <time.h>
 
 #include "cl-internal.h"
-#include "kp-embedded.h"
+#include "cl-embedded.h"
 
 #define REPEATS 5
 #define LATENCY_LAUNCHES 50
 
 typedef struct peak_ctx {
-    kp_runtime *rt;
     kp__backend *b;
     size_t local;
     size_t global;
@@ -37,11 +36,11 @@ static kp_status build(peak_ctx *c, int vec, cl_program *out)
     cl_int err;
     cl_program p = clCreateProgramWithSource(c->b->context, 1, &src, NULL, &err);
     if (err != CL_SUCCESS)
-        return kp__cl_fail(c->rt, err, "clCreateProgramWithSource", "peak.cl");
+        return kp__cl_fail(&c->b->sink, err, "clCreateProgramWithSource", "peak.cl");
     err = clBuildProgram(p, 1, &c->b->device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
         clReleaseProgram(p);
-        return kp__cl_fail(c->rt, err, "clBuildProgram", "peak.cl with %s", options);
+        return kp__cl_fail(&c->b->sink, err, "clBuildProgram", "peak.cl with %s", options);
     }
     *out = p;
     return KP_OK;
@@ -53,7 +52,7 @@ static kp_status timed(peak_ctx *c, cl_kernel k, size_t global, double *seconds)
     cl_event ev;
     cl_int err = clEnqueueNDRangeKernel(c->b->queue, k, 1, NULL, &global, &c->local, 0, NULL, &ev);
     if (err != CL_SUCCESS)
-        return kp__cl_fail(c->rt, err, "clEnqueueNDRangeKernel", "peak measurement");
+        return kp__cl_fail(&c->b->sink, err, "clEnqueueNDRangeKernel", "peak measurement");
     cl_ulong t0 = 0, t1 = 0;
     err = clWaitForEvents(1, &ev);
     if (err == CL_SUCCESS)
@@ -62,7 +61,7 @@ static kp_status timed(peak_ctx *c, cl_kernel k, size_t global, double *seconds)
         err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
     clReleaseEvent(ev);
     if (err != CL_SUCCESS)
-        return kp__cl_fail(c->rt, err, "clGetEventProfilingInfo", "peak measurement");
+        return kp__cl_fail(&c->b->sink, err, "clGetEventProfilingInfo", "peak measurement");
     *seconds = t1 > t0 ? (double)(t1 - t0) * 1e-9 : 1e-9;
     return KP_OK;
 }
@@ -85,7 +84,7 @@ static kp_status set_args(peak_ctx *c, cl_kernel k, int n, const void *const *va
     for (int i = 0; i < n; i++) {
         cl_int err = clSetKernelArg(k, (cl_uint)i, sizes[i], values[i]);
         if (err != CL_SUCCESS)
-            return kp__cl_fail(c->rt, err, "clSetKernelArg", "peak argument %d", i);
+            return kp__cl_fail(&c->b->sink, err, "clSetKernelArg", "peak argument %d", i);
     }
     return KP_OK;
 }
@@ -97,7 +96,7 @@ static kp_status stream(peak_ctx *c, cl_program p, const char *name, size_t n, i
     cl_int err;
     cl_kernel k = clCreateKernel(p, name, &err);
     if (!k)
-        return kp__cl_fail(c->rt, err, "clCreateKernel", "%s", name);
+        return kp__cl_fail(&c->b->sink, err, "clCreateKernel", "%s", name);
     kp_status st = set_args(c, k, nargs, values, sizes);
     if (st == KP_OK)
         st = median_time(c, k, n, seconds);
@@ -158,7 +157,7 @@ static kp_status fp32(peak_ctx *c, cl_mem outbuf, size_t out_elems, kp_peak *out
     cl_kernel k = clCreateKernel(p, "peak_fma", &err);
     if (!k) {
         clReleaseProgram(p);
-        return kp__cl_fail(c->rt, err, "clCreateKernel", "peak_fma");
+        return kp__cl_fail(&c->b->sink, err, "clCreateKernel", "peak_fma");
     }
     float seed = 1.0f;
     int iterations = 64;
@@ -200,7 +199,7 @@ static kp_status latency(peak_ctx *c, cl_mem outbuf, kp_peak *out)
     cl_kernel k = clCreateKernel(p, "peak_empty", &err);
     if (!k) {
         clReleaseProgram(p);
-        return kp__cl_fail(c->rt, err, "clCreateKernel", "peak_empty");
+        return kp__cl_fail(&c->b->sink, err, "clCreateKernel", "peak_empty");
     }
     clSetKernelArg(k, 0, sizeof outbuf, &outbuf);
     double queued[LATENCY_LAUNCHES], trip[LATENCY_LAUNCHES];
@@ -218,7 +217,7 @@ static kp_status latency(peak_ctx *c, cl_mem outbuf, kp_peak *out)
         if (err == CL_SUCCESS)
             err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
         if (err != CL_SUCCESS) {
-            st = kp__cl_fail(c->rt, err, "latency measurement", NULL);
+            st = kp__cl_fail(&c->b->sink, err, "latency measurement", NULL);
         } else if (i >= 0) {
             queued[i] = s > q ? (double)(s - q) * 1e-3 : 0.0;
             trip[i] = (t1 - t0) * 1e6;
@@ -234,11 +233,11 @@ static kp_status latency(peak_ctx *c, cl_mem outbuf, kp_peak *out)
     return st;
 }
 
-kp_status kp__cl_peak(kp_runtime *rt, kp_peak *out)
+kp_status kp__cl_peak(kp__backend *be, kp_peak *out)
 {
-    const kp_device_info *d = kp__device(rt);
+    const kp_device_info *d = &be->info;
     /* GPUs stream best with wide workgroups; CPUs (PoCL) with narrow ones. */
-    peak_ctx c = {.rt = rt, .b = rt->backend, .local = d->type == KP_DEVICE_GPU ? 256 : 64};
+    peak_ctx c = {.b = be, .local = d->type == KP_DEVICE_GPU ? 256 : 64};
     if (c.local > d->max_workgroup)
         c.local = d->max_workgroup;
     /* Buffers well past the last-level cache (a multiple of 16 vectors of 16 floats times the
@@ -254,7 +253,8 @@ kp_status kp__cl_peak(kp_runtime *rt, kp_peak *out)
     cl_mem dd = b ? clCreateBuffer(c.b->context, CL_MEM_READ_WRITE, bytes, NULL, &err) : NULL;
     kp_status st = KP_OK;
     if (!dd) {
-        st = kp__cl_fail(rt, err, "clCreateBuffer", "3 x %zu bytes for peak measurement", bytes);
+        st = kp__cl_fail(&be->sink, err, "clCreateBuffer", "3 x %zu bytes for peak measurement",
+                         bytes);
     } else {
         float zero = 0.25f;
         clEnqueueFillBuffer(c.b->queue, a, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);

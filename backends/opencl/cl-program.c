@@ -1,57 +1,57 @@
 /* Program builds: per (device, source, options), cached in memory and in the on-disk cache. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl-internal.h"
 #include "cl-ptx.h"
-#include "kp-embedded.h"
 #include "sha256.h"
+#include "util.h"
 
 #define CACHE_FORMAT "kernelport-program-v2"
 
-static const char *kernel_source(const kp_kernel *k)
+/* The options a build uses: the kernel's, then the call's extra ones after a space. */
+static char *join_options(const kp__build_request *req)
 {
-    return k->source ? k->source : k->desc->source;
-}
-
-/* A program's text: the prelude (kernels/common/prelude.cl), then a #line that gives the kernel's
- * own file its own line numbers in build logs, then the kernel's source. */
-enum { N_PARTS = 3 };
-
-static void program_text(const kp_kernel *k, const char *parts[N_PARTS], char line[256])
-{
-    const char *name = k->desc->source_name ? k->desc->source_name : k->desc->name;
-    snprintf(line, 256, "\n#line 1 \"%.200s\"\n", strpbrk(name, "\"\\\n") ? "source" : name);
-    parts[0] = kp_kernel_prelude_cl;
-    parts[1] = line;
-    parts[2] = kernel_source(k);
-}
-
-static char *join_options(const kp_kernel *k, const char *extra)
-{
-    const char *base = k->options ? k->options : "";
-    if (!extra || !*extra)
+    const char *base = req->options ? req->options : "";
+    if (!req->extra || !*req->extra)
         return kp__strdup(base);
-    return kp__asprintf("%s%s%s", base, *base ? " " : "", extra);
+    return kp__asprintf("%s%s%s", base, *base ? " " : "", req->extra);
 }
 
-static void program_key(const kp__backend *b, const kp_kernel *k, const char *options,
-                        uint32_t flags, uint8_t key[32])
+/* Whether `joined` is what join_options would make of req, without making it: this is asked on
+ * every launch. */
+static int same_options(const char *joined, const kp__build_request *req)
+{
+    const char *base = req->options ? req->options : "";
+    size_t n = strlen(base);
+    if (strncmp(joined, base, n) != 0)
+        return 0;
+    joined += n;
+    if (!req->extra || !*req->extra)
+        return *joined == '\0';
+    if (*base && *joined++ != ' ')
+        return 0;
+    return strcmp(joined, req->extra) == 0;
+}
+
+static void program_key(const kp__backend *b, const kp__build_request *req, const char *options,
+                        uint8_t key[32])
 {
     char flag_text[16];
-    snprintf(flag_text, sizeof flag_text, "%x", flags);
-    const char *text[N_PARTS];
-    char line[256];
-    program_text(k, text, line);
-    const char *parts[] = {
-        CACHE_FORMAT, b->identity,     text[0],
-        text[1],      text[2],         options,
-        flag_text,    k->plugin->name, k->plugin->version ? k->plugin->version : ""};
+    snprintf(flag_text, sizeof flag_text, "%x", req->flags);
+    const char *head[] = {CACHE_FORMAT, b->identity};
+    const char *tail[] = {options, flag_text, req->plugin ? req->plugin : "",
+                          req->plugin_version ? req->plugin_version : ""};
     kp__sha256_ctx h;
     kp__sha256_init(&h);
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        /* The NUL separates fields, so ("ab", "c") and ("a", "bc") hash differently. */
-        kp__sha256_update(&h, parts[i], strlen(parts[i]) + 1);
+    /* The NUL after each field separates them, so ("ab", "c") and ("a", "bc") hash differently. */
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+        kp__sha256_update(&h, head[i], strlen(head[i]) + 1);
+    for (uint32_t i = 0; i < req->n_text; i++)
+        kp__sha256_update(&h, req->text[i], strlen(req->text[i]) + 1);
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+        kp__sha256_update(&h, tail[i], strlen(tail[i]) + 1);
     kp__sha256_final(&h, key);
 }
 
@@ -101,25 +101,25 @@ static void store_binary(kp__backend *b, cl_program p, const uint8_t key[32])
     free(bin);
 }
 
-static kp_status build_failed(kp_runtime *rt, kp_kernel *k, cl_program p, cl_int err,
-                              const char *what, const char *options)
+static kp_status build_failed(kp__backend *b, const kp__build_request *req, cl_program p,
+                              cl_int err, const char *what, const char *options)
 {
-    char *log = build_log(p, rt->backend->device);
-    const kp_device_info *d = kp__device(rt);
-    kp_status st = kp__fail(rt, err == CL_BUILD_PROGRAM_FAILURE ? KP_ERR_BUILD : KP_ERR_CL,
-                            "kernel %s: building %s%s failed (%s) on %s (driver %s)\n"
-                            "options: %s\nbuild log:\n%s",
-                            k->desc->name, what, k->desc->source_name ? k->desc->source_name : "?",
-                            kp__cl_error_name(err), d->name, d->driver,
-                            *options ? options : "(none)", log ? log : "");
+    char *log = build_log(p, b->device);
+    const kp_device_info *d = &b->info;
+    kp_status st = kp__sink_fail(
+        &b->sink, err == CL_BUILD_PROGRAM_FAILURE ? KP_ERR_BUILD : KP_ERR_CL,
+        "kernel %s: building %s%s failed (%s) on %s (driver %s)\n"
+        "options: %s\nbuild log:\n%s",
+        req->kernel, what, req->source_name ? req->source_name : "?", kp__cl_error_name(err),
+        d->name, d->driver, *options ? options : "(none)", log ? log : "");
     free(log);
     return st;
 }
 
 /* The program p (built from source) rebuilt from its PTX raised to sm_90a; p is released. */
-static kp_status rebuild_sm90a(kp_runtime *rt, kp_kernel *k, const char *options, cl_program *p)
+static kp_status rebuild_sm90a(kp__backend *b, const kp__build_request *req, const char *options,
+                               cl_program *p)
 {
-    kp__backend *b = rt->backend;
     size_t size = 0;
     char *bin = NULL, *ptx = NULL;
     cl_int err = clGetProgramInfo(*p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
@@ -131,12 +131,13 @@ static kp_status rebuild_sm90a(kp_runtime *rt, kp_kernel *k, const char *options
         ptx = kp__ptx_sm90a(bin);
     free(bin);
     if (!ptx) {
-        const kp_device_info *d = kp__device(rt);
-        return kp__fail(rt, err != CL_SUCCESS ? KP_ERR_CL : KP_ERR_UNSUPPORTED,
-                        "kernel %s: %s asks for sm_90a instructions (KP_BUILD_PTX_SM90A), which "
-                        "need a compiler that emits PTX for sm_90; %s (%s, driver %s) did not",
-                        k->desc->name, k->desc->source_name ? k->desc->source_name : "the source",
-                        d->name, d->platform, d->driver);
+        const kp_device_info *d = &b->info;
+        return kp__sink_fail(&b->sink, err != CL_SUCCESS ? KP_ERR_CL : KP_ERR_UNSUPPORTED,
+                             "kernel %s: %s asks for sm_90a instructions (KP_BUILD_PTX_SM90A), "
+                             "which need a compiler that emits PTX for sm_90; %s (%s, driver %s) "
+                             "did not",
+                             req->kernel, req->source_name ? req->source_name : "the source",
+                             d->name, d->platform, d->driver);
     }
     size_t len = strlen(ptx) + 1;
     const unsigned char *text = (const unsigned char *)ptx;
@@ -144,11 +145,11 @@ static kp_status rebuild_sm90a(kp_runtime *rt, kp_kernel *k, const char *options
     cl_program q = clCreateProgramWithBinary(b->context, 1, &b->device, &len, &text, &status, &err);
     free(ptx);
     if (err != CL_SUCCESS)
-        return kp__cl_fail(rt, err, "clCreateProgramWithBinary", "kernel %s (sm_90a PTX)",
-                           k->desc->name);
+        return kp__cl_fail(&b->sink, err, "clCreateProgramWithBinary", "kernel %s (sm_90a PTX)",
+                           req->kernel);
     err = clBuildProgram(q, 1, &b->device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
-        kp_status st = build_failed(rt, k, q, err, "the sm_90a PTX of ", options);
+        kp_status st = build_failed(b, req, q, err, "the sm_90a PTX of ", options);
         clReleaseProgram(q);
         return st;
     }
@@ -156,25 +157,22 @@ static kp_status rebuild_sm90a(kp_runtime *rt, kp_kernel *k, const char *options
     return KP_OK;
 }
 
-static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, int sm90a,
-                             cl_program *out)
+static kp_status from_source(kp__backend *b, const kp__build_request *req, const char *options,
+                             int sm90a, cl_program *out)
 {
-    kp__backend *b = rt->backend;
-    const char *text[N_PARTS];
-    char line[256];
-    program_text(k, text, line);
     cl_int err;
-    cl_program p = clCreateProgramWithSource(b->context, N_PARTS, text, NULL, &err);
+    cl_program p =
+        clCreateProgramWithSource(b->context, req->n_text, (const char **)req->text, NULL, &err);
     if (err != CL_SUCCESS)
-        return kp__cl_fail(rt, err, "clCreateProgramWithSource", "kernel %s", k->desc->name);
+        return kp__cl_fail(&b->sink, err, "clCreateProgramWithSource", "kernel %s", req->kernel);
     err = clBuildProgram(p, 1, &b->device, options, NULL, NULL);
     if (err != CL_SUCCESS) {
-        kp_status st = build_failed(rt, k, p, err, "", options);
+        kp_status st = build_failed(b, req, p, err, "", options);
         clReleaseProgram(p);
         return st;
     }
     if (sm90a) {
-        kp_status st = rebuild_sm90a(rt, k, options, &p);
+        kp_status st = rebuild_sm90a(b, req, options, &p);
         if (st != KP_OK)
             return st;
     }
@@ -182,18 +180,17 @@ static kp_status from_source(kp_runtime *rt, kp_kernel *k, const char *options, 
     return KP_OK;
 }
 
-static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, uint32_t flags,
+static kp_status get_program(kp__backend *b, const kp__build_request *req, const char *options,
                              cl_program *out)
 {
-    kp__backend *b = rt->backend;
     uint8_t key[32];
-    program_key(b, k, options, flags, key);
+    program_key(b, req, options, key);
     for (kp__cl_program *p = b->programs; p; p = p->next)
         if (memcmp(p->key, key, 32) == 0) {
             *out = p->program;
             return KP_OK;
         }
-    int sm90a = (flags & KP_BUILD_PTX_SM90A) != 0;
+    int sm90a = (req->flags & KP_BUILD_PTX_SM90A) != 0;
     cl_program prog = NULL;
     void *bin = NULL;
     size_t size = 0;
@@ -201,11 +198,11 @@ static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, 
         prog = from_binary(b, bin, size, options);
         free(bin);
         if (prog)
-            kp__log(rt, KP_LOG_DEBUG, "kernel %s: program loaded from the disk cache",
-                    k->desc->name);
+            kp__sink_log(&b->sink, KP_LOG_DEBUG, "kernel %s: program loaded from the disk cache",
+                         req->kernel);
     }
     if (!prog) {
-        kp_status st = from_source(rt, k, options, sm90a, &prog);
+        kp_status st = from_source(b, req, options, sm90a, &prog);
         if (st != KP_OK)
             return st;
         store_binary(b, prog, key);
@@ -213,7 +210,7 @@ static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, 
     kp__cl_program *entry = calloc(1, sizeof *entry);
     if (!entry) {
         clReleaseProgram(prog);
-        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+        return kp__sink_fail(&b->sink, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     memcpy(entry->key, key, 32);
     entry->program = prog;
@@ -223,26 +220,24 @@ static kp_status get_program(kp_runtime *rt, kp_kernel *k, const char *options, 
     return KP_OK;
 }
 
-kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
-                            uint32_t flags, kp_clkernel **out)
+kp_status kp__cl_kernel_get(kp__backend *b, const kp__build_request *req, kp_clkernel **out)
 {
-    kp__backend *b = rt->backend;
-    if (!kernel_source(k))
-        return kp__fail(rt, KP_ERR_PLUGIN, "kernel %s has no OpenCL source to build %s",
-                        k->desc->name, entry);
-    char *options = join_options(k, extra);
-    if (!options)
-        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    const char *entry = req->entry;
+    if (!req->n_text)
+        return kp__sink_fail(&b->sink, KP_ERR_PLUGIN, "kernel %s has no OpenCL source to build %s",
+                             req->kernel, entry);
     /* Keyed by the full options: new tuning values mean another program. */
     for (kp_clkernel *c = b->kernels; c; c = c->next)
-        if (c->owner == k && c->flags == flags && strcmp(c->entry, entry) == 0 &&
-            strcmp(c->options, options) == 0) {
-            free(options);
+        if (c->owner == req->owner && c->flags == req->flags && strcmp(c->entry, entry) == 0 &&
+            same_options(c->options, req)) {
             *out = c;
             return KP_OK;
         }
+    char *options = join_options(req);
+    if (!options)
+        return kp__sink_fail(&b->sink, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     cl_program prog = NULL;
-    kp_status st = get_program(rt, k, options, flags, &prog);
+    kp_status st = get_program(b, req, options, &prog);
     if (st != KP_OK) {
         free(options);
         return st;
@@ -252,22 +247,25 @@ kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, con
     if (err != CL_SUCCESS) {
         free(options);
         if (err == CL_INVALID_KERNEL_NAME)
-            return kp__fail(rt, KP_ERR_NOT_FOUND, "kernel %s: %s has no __kernel named %s",
-                            k->desc->name,
-                            k->desc->source_name ? k->desc->source_name : "the source", entry);
-        return kp__cl_fail(rt, err, "clCreateKernel", "kernel %s, entry %s", k->desc->name, entry);
+            return kp__sink_fail(&b->sink, KP_ERR_NOT_FOUND,
+                                 "kernel %s: %s has no __kernel named %s", req->kernel,
+                                 req->source_name ? req->source_name : "the source", entry);
+        return kp__cl_fail(&b->sink, err, "clCreateKernel", "kernel %s, entry %s", req->kernel,
+                           entry);
     }
     kp_clkernel *c = calloc(1, sizeof *c);
-    if (!c || !(c->entry = kp__strdup(entry))) {
+    if (!c || !(c->entry = kp__strdup(entry)) || !(c->name = kp__strdup(req->kernel))) {
+        if (c)
+            free(c->entry);
         free(c);
         free(options);
         clReleaseKernel(ck);
-        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+        return kp__sink_fail(&b->sink, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     c->options = options;
-    c->flags = flags;
+    c->flags = req->flags;
     c->program = prog;
-    c->owner = k;
+    c->owner = req->owner;
     c->kernel = ck;
     c->next = b->kernels;
     b->kernels = c;
@@ -275,9 +273,8 @@ kp_status kp__cl_kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, con
     return KP_OK;
 }
 
-kp_status kp__cl_kernel_limits(kp_runtime *rt, kp_clkernel *ck, size_t *max_wg, uint64_t *local_mem)
+kp_status kp__cl_kernel_limits(kp__backend *b, kp_clkernel *ck, size_t *max_wg, uint64_t *local_mem)
 {
-    kp__backend *b = rt->backend;
     cl_ulong lm = 0;
     cl_int err = clGetKernelWorkGroupInfo(ck->kernel, b->device, CL_KERNEL_WORK_GROUP_SIZE,
                                           sizeof *max_wg, max_wg, NULL);
@@ -285,7 +282,7 @@ kp_status kp__cl_kernel_limits(kp_runtime *rt, kp_clkernel *ck, size_t *max_wg, 
         err = clGetKernelWorkGroupInfo(ck->kernel, b->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm,
                                        &lm, NULL);
     if (err != CL_SUCCESS)
-        return kp__cl_fail(rt, err, "clGetKernelWorkGroupInfo", "entry %s", ck->entry);
+        return kp__cl_fail(&b->sink, err, "clGetKernelWorkGroupInfo", "entry %s", ck->entry);
     *local_mem = lm;
     return KP_OK;
 }
@@ -295,6 +292,7 @@ void kp__cl_programs_free(kp__backend *b)
     for (kp_clkernel *c = b->kernels, *next; c; c = next) {
         next = c->next;
         clReleaseKernel(c->kernel);
+        free(c->name);
         free(c->entry);
         free(c->options);
         free(c);
