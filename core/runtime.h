@@ -8,7 +8,7 @@
 #include "backend.h"
 #include "kernelport/kernelport.h"
 #include "kernelport/plugin.h"
-#include "manifest.h"
+#include "manifest/manifest.h"
 #include "util.h"
 
 typedef struct kp__owned_desc kp__owned_desc;

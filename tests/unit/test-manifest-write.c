@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "manifest.h"
+#include "manifest/manifest.h"
 #include "test-util.h"
 
 /* ---- the standard request and its expected text ------------------------------------------ */

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "manifest.h"
+#include "manifest/manifest.h"
 
 /* $KP_TEST_FIXTURES/manifests/NAME, malloc'd. */
 char *kp__test_fixture(const char *name);

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "test-util.h"
-#include "tune.h"
+#include "tuning/tune.h"
 
 /* A bowl with its minimum at `best`; points in `skip` fail to build, points in `wrong` are the
  * fastest of all but give wrong results. */
