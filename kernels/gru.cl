@@ -2,9 +2,10 @@
 
 /*
  * Weights follow PyTorch: w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H], gates r, z, n.
- * Every tensor arrives as a buffer plus an int4 view: element (row, col) lives at
- * v.x + row * v.y + col * v.z (a vector: v.x + i * v.z), and v.w is 1 when an optional tensor is
- * present, 0 when it was omitted. The host folds a time step into v.x.
+ * Every tensor arrives as a buffer and a kp_view2 of the prelude (the plugin sets both with
+ * kp_clargs_tensor): element (row, col) lives at kp_at2(v, row, col), a vector [n] as a [1, n]
+ * view (row 0, stride 0). The host folds a time step into the offset. An omitted optional tensor
+ * arrives as an empty view (extents 0) on a stand-in buffer, never read: PRESENT(v) is 0.
  *
  * `stage` selects the variant: 0 is linear_before_reset = 1, where n = tanh(xn + r * hn) needs
  * only this unit's dot products; 1 and 2 are the two passes of linear_before_reset = 0, where
@@ -16,8 +17,8 @@
  * work-items share one hidden unit of the fused kernel (a power of two, at most WG), so a
  * work-group finishes WG / LANES units: GPUs want many lanes (coalesced rows, enough threads for
  * a batch of one), CPUs one (a work-item walks whole rows with vector loads, no reduction). The
- * plugin passes LANES and VW as -D options, resolved by device type; the defaults here are for a
- * build without them (the core's check of WG against the compiled kernel). */
+ * core compiles WG, LANES and VW in as -D options, LANES and VW resolved by device type by the
+ * plugin's resolve hook; the defaults here are for a build without them. */
 #ifndef WG
 #define WG 64
 #endif
@@ -35,39 +36,31 @@
 #if VW == 16
 #define VEC float16
 #define VLOAD vload16
-#define HSUM(q) hsum8((q).lo + (q).hi)
+#define HSUM(q) kp_hsum16(q)
 #elif VW == 8
 #define VEC float8
 #define VLOAD vload8
-#define HSUM(q) hsum4((q).lo + (q).hi)
+#define HSUM(q) kp_hsum8(q)
 #else
 #undef VW
 #define VW 4
 #define VEC float4
 #define VLOAD vload4
-#define HSUM(q) hsum4(q)
+#define HSUM(q) kp_hsum4(q)
 #endif
 
-static float hsum4(float4 q)
-{
-    return (q.x + q.y) + (q.z + q.w);
-}
-
-static float hsum8(float8 q)
-{
-    return hsum4(q.lo + q.hi);
-}
-
-#define AT(v, r, c) ((v).x + (r) * (v).y + (c) * (v).z)
+#define AT(v, r, c) kp_at2(v, r, c)
+/* Whether an optional tensor was given: an omitted one has an empty view. */
+#define PRESENT(v) ((v).shape[1] != 0)
 
 static float sigm(float a)
 {
     return 1.0f / (1.0f + exp(-a));
 }
 
-static float opt_at(__global const float *p, int4 v, int r, int c)
+static float opt_at(__global const float *p, const kp_view2 v, int r, int c)
 {
-    return v.w ? p[AT(v, r, c)] : 0.0f;
+    return PRESENT(v) ? p[AT(v, r, c)] : 0.0f;
 }
 
 /*
@@ -75,15 +68,15 @@ static float opt_at(__global const float *p, int4 v, int r, int c)
  * apart, so a unit's lanes read neighbouring vectors (coalesced on GPUs, SIMD on CPUs). `unit`
  * says every column stride is 1; else a scalar loop follows the strides. A row r < 0 is skipped.
  */
-static void dots3(int unit, int lane, int n, __global const float *v, int4 vv, int vrow,
-                  __global const float *w, int4 wv, int r0, int r1, int r2, float *out)
+static void dots3(int unit, int lane, int n, __global const float *v, const kp_view2 vv, int vrow,
+                  __global const float *w, const kp_view2 wv, int r0, int r1, int r2, float *out)
 {
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
     if (unit) {
-        __global const float *vp = v + vv.x + vrow * vv.y;
-        __global const float *w0 = w + wv.x + max(r0, 0) * wv.y;
-        __global const float *w1 = w + wv.x + max(r1, 0) * wv.y;
-        __global const float *w2 = w + wv.x + max(r2, 0) * wv.y;
+        __global const float *vp = v + vv.offset + vrow * vv.strides[0];
+        __global const float *w0 = w + wv.offset + max(r0, 0) * wv.strides[0];
+        __global const float *w1 = w + wv.offset + max(r1, 0) * wv.strides[0];
+        __global const float *w2 = w + wv.offset + max(r2, 0) * wv.strides[0];
         const int nv = n / VW;
         VEC q0 = (VEC)(0.0f), q1 = (VEC)(0.0f), q2 = (VEC)(0.0f);
         for (int k = lane; k < nv; k += NL) {
@@ -123,17 +116,19 @@ static void dots3(int unit, int lane, int n, __global const float *v, int4 vv, i
 #define GV 16
 #define GATE_VEC (NL == 1 && WG % GV == 0)
 
-/* Columns c0 .. c0 + n - 1 (n <= GV) of row r of a view as a vector, 0 past n or when the view is
- * absent (v.w 0); scatter16 stores the first n lanes back. */
-static float16 gather16(__global const float *p, int4 v, int r, int c0, int n)
+/* Columns c0 .. c0 + n - 1 (n <= GV) of row r of a view as a vector, 0 past n or when the tensor
+ * is absent (`present` 0: PRESENT(v), or 1 where the tensor is always given); scatter16 stores the
+ * first n lanes back. */
+static float16 gather16(__global const float *p, const kp_view2 v, int present, int r, int c0,
+                        int n)
 {
     float x[GV];
     for (int i = 0; i < GV; i++)
-        x[i] = v.w && i < n ? p[AT(v, r, c0 + i)] : 0.0f;
+        x[i] = present && i < n ? p[AT(v, r, c0 + i)] : 0.0f;
     return vload16(0, x);
 }
 
-static void scatter16(__global float *p, int4 v, int r, int c0, int n, float16 q)
+static void scatter16(__global float *p, const kp_view2 v, int r, int c0, int n, float16 q)
 {
     float x[GV];
     vstore16(q, 0, x);
@@ -151,33 +146,32 @@ static float16 sigm16(float16 a)
  * from their six dot products: red[q WG + i] for i < n (red offset to j0's slot).
  */
 static void gates16(const int stage, const int H, const int b, const int j0, const int n,
-                    __local const float *red, __global const float *gx, const int4 gxv,
-                    __global const float *h, const int4 hv, __global const float *b_ih,
-                    const int4 biv, __global const float *b_hh, const int4 bhv,
-                    __global float *tmp, const int4 tv, __global float *h_out, const int4 hov,
-                    __global float *ws, const int4 wsv)
+                    __local const float *red, __global const float *gx, const kp_view2 gxv,
+                    __global const float *h, const kp_view2 hv, __global const float *b_ih,
+                    const kp_view2 biv, __global const float *b_hh, const kp_view2 bhv,
+                    __global float *tmp, const kp_view2 tv, __global float *h_out,
+                    const kp_view2 hov, __global float *ws, const kp_view2 wsv)
 {
     float16 a[6];
     for (int q = 0; q < 6; q++)
         a[q] = vload16(0, red + q * WG);
-    const int4 hvp = (int4)(hv.xyz, 1);
-    const float16 hp = gather16(h, hvp, b, j0, n);
+    const float16 hp = gather16(h, hv, 1, b, j0, n);
     if (stage == 2) {
-        const int4 tvp = (int4)(tv.xyz, 1);
-        const float16 z = gather16(tmp, tvp, b, H + j0, n);
-        const float16 xn = gather16(tmp, tvp, b, 2 * H + j0, n);
-        const float16 nn = tanh(xn + a[5] + gather16(b_hh, bhv, 0, 2 * H + j0, n));
+        const float16 z = gather16(tmp, tv, 1, b, H + j0, n);
+        const float16 xn = gather16(tmp, tv, 1, b, 2 * H + j0, n);
+        const float16 nn = tanh(xn + a[5] + gather16(b_hh, bhv, PRESENT(bhv), 0, 2 * H + j0, n));
         scatter16(h_out, hov, b, j0, n, fma(z, hp - nn, nn));
-        if (wsv.w)
+        if (PRESENT(wsv))
             scatter16(ws, wsv, b, 2 * H + j0, n, nn);
         return;
     }
     float16 xg[3];
     for (int q = 0; q < 3; q++)
-        xg[q] = a[q] + gather16(gx, gxv, b, q * H + j0, n) + gather16(b_ih, biv, 0, q * H + j0, n);
-    const float16 r = sigm16(xg[0] + a[3] + gather16(b_hh, bhv, 0, j0, n));
-    const float16 z = sigm16(xg[1] + a[4] + gather16(b_hh, bhv, 0, H + j0, n));
-    if (wsv.w) {
+        xg[q] = a[q] + gather16(gx, gxv, PRESENT(gxv), b, q * H + j0, n) +
+                gather16(b_ih, biv, PRESENT(biv), 0, q * H + j0, n);
+    const float16 r = sigm16(xg[0] + a[3] + gather16(b_hh, bhv, PRESENT(bhv), 0, j0, n));
+    const float16 z = sigm16(xg[1] + a[4] + gather16(b_hh, bhv, PRESENT(bhv), 0, H + j0, n));
+    if (PRESENT(wsv)) {
         scatter16(ws, wsv, b, j0, n, r);
         scatter16(ws, wsv, b, H + j0, n, z);
     }
@@ -185,14 +179,14 @@ static void gates16(const int stage, const int H, const int b, const int j0, con
         scatter16(tmp, tv, b, j0, n, r * hp);
         scatter16(tmp, tv, b, H + j0, n, z);
         scatter16(tmp, tv, b, 2 * H + j0, n, xg[2]);
-        if (wsv.w)
+        if (PRESENT(wsv))
             scatter16(ws, wsv, b, 3 * H + j0, n, r * hp);
         return;
     }
-    const float16 hn = a[5] + gather16(b_hh, bhv, 0, 2 * H + j0, n);
+    const float16 hn = a[5] + gather16(b_hh, bhv, PRESENT(bhv), 0, 2 * H + j0, n);
     const float16 nn = tanh(fma(r, hn, xg[2]));
     scatter16(h_out, hov, b, j0, n, fma(z, hp - nn, nn));
-    if (wsv.w) {
+    if (PRESENT(wsv)) {
         scatter16(ws, wsv, b, 2 * H + j0, n, nn);
         scatter16(ws, wsv, b, 3 * H + j0, n, hn);
     }
@@ -210,12 +204,13 @@ static void gates16(const int stage, const int H, const int b, const int j0, con
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gru_fused(const int stage, const int unit, const int I, const int H,
-               __global const float *x, const int4 xv, __global const float *gx, const int4 gxv,
-               __global const float *h, const int4 hv, __global const float *w_ih, const int4 wiv,
-               __global const float *w_hh, const int4 whv, __global const float *b_ih,
-               const int4 biv, __global const float *b_hh, const int4 bhv, __global float *tmp,
-               const int4 tv, __global float *h_out, const int4 hov, __global float *ws,
-               const int4 wsv)
+               __global const float *x, const kp_view2 xv, __global const float *gx,
+               const kp_view2 gxv, __global const float *h, const kp_view2 hv,
+               __global const float *w_ih, const kp_view2 wiv, __global const float *w_hh,
+               const kp_view2 whv, __global const float *b_ih, const kp_view2 biv,
+               __global const float *b_hh, const kp_view2 bhv, __global float *tmp,
+               const kp_view2 tv, __global float *h_out, const kp_view2 hov, __global float *ws,
+               const kp_view2 wsv)
 {
     const int lid = get_local_id(0), lane = lid % NL, b = get_group_id(1);
     const int j = get_group_id(0) * UNITS + lid / NL, live = j < H;
@@ -258,7 +253,7 @@ void gru_fused(const int stage, const int unit, const int I, const int H,
         const float z = tmp[AT(tv, b, H + j)], xn = tmp[AT(tv, b, 2 * H + j)];
         const float n = tanh(xn + a[5] + opt_at(b_hh, bhv, 0, 2 * H + j));
         h_out[AT(hov, b, j)] = fma(z, hp - n, n);
-        if (wsv.w)
+        if (PRESENT(wsv))
             ws[AT(wsv, b, 2 * H + j)] = n;
         return;
     }
@@ -267,7 +262,7 @@ void gru_fused(const int stage, const int unit, const int I, const int H,
         xg[q] = a[q] + opt_at(gx, gxv, b, q * H + j) + opt_at(b_ih, biv, 0, q * H + j);
     const float r = sigm(xg[0] + a[3] + opt_at(b_hh, bhv, 0, j));
     const float z = sigm(xg[1] + a[4] + opt_at(b_hh, bhv, 0, H + j));
-    if (wsv.w) {
+    if (PRESENT(wsv)) {
         ws[AT(wsv, b, j)] = r;
         ws[AT(wsv, b, H + j)] = z;
     }
@@ -275,14 +270,14 @@ void gru_fused(const int stage, const int unit, const int I, const int H,
         tmp[AT(tv, b, j)] = r * hp;
         tmp[AT(tv, b, H + j)] = z;
         tmp[AT(tv, b, 2 * H + j)] = xg[2];
-        if (wsv.w)
+        if (PRESENT(wsv))
             ws[AT(wsv, b, 3 * H + j)] = r * hp;
         return;
     }
     const float hn = a[5] + opt_at(b_hh, bhv, 0, 2 * H + j);
     const float n = tanh(fma(r, hn, xg[2]));
     h_out[AT(hov, b, j)] = fma(z, hp - n, n);
-    if (wsv.w) {
+    if (PRESENT(wsv)) {
         ws[AT(wsv, b, 2 * H + j)] = n;
         ws[AT(wsv, b, 3 * H + j)] = hn;
     }
@@ -297,11 +292,12 @@ void gru_fused(const int stage, const int unit, const int I, const int H,
  *   stage 2: gh's n columns now hold W_hn (r * h); h_out and ws n.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gru_gates(const int stage, const int H, __global const float *gx, const int4 gxv,
-               __global const float *gh, const int4 ghv, __global const float *h, const int4 hv,
-               __global const float *b_ih, const int4 biv, __global const float *b_hh,
-               const int4 bhv, __global float *rh, const int4 rhv, __global float *h_out,
-               const int4 hov, __global float *ws, const int4 wsv)
+void gru_gates(const int stage, const int H, __global const float *gx, const kp_view2 gxv,
+               __global const float *gh, const kp_view2 ghv, __global const float *h,
+               const kp_view2 hv, __global const float *b_ih, const kp_view2 biv,
+               __global const float *b_hh, const kp_view2 bhv, __global float *rh,
+               const kp_view2 rhv, __global float *h_out, const kp_view2 hov, __global float *ws,
+               const kp_view2 wsv)
 {
     const int j = get_global_id(0), b = get_global_id(1);
     if (j >= H)
@@ -314,7 +310,7 @@ void gru_gates(const int stage, const int H, __global const float *gx, const int
     const float r = sigm(xg[0] + hg[0]), z = sigm(xg[1] + hg[1]), hp = h[AT(hv, b, j)];
     if (stage == 1) {
         rh[AT(rhv, b, j)] = r * hp;
-        if (wsv.w) {
+        if (PRESENT(wsv)) {
             ws[AT(wsv, b, j)] = r;
             ws[AT(wsv, b, H + j)] = z;
             ws[AT(wsv, b, 3 * H + j)] = r * hp;
@@ -323,7 +319,7 @@ void gru_gates(const int stage, const int H, __global const float *gx, const int
     }
     const float n = tanh(stage == 0 ? fma(r, hg[2], xg[2]) : xg[2] + hg[2]);
     h_out[AT(hov, b, j)] = fma(z, hp - n, n);
-    if (!wsv.w)
+    if (!PRESENT(wsv))
         return;
     ws[AT(wsv, b, 2 * H + j)] = n;
     if (stage == 0) {
@@ -344,12 +340,12 @@ void gru_gates(const int stage, const int H, __global const float *gx, const int
  *   stage 2: tmp = dan W_hn; dar = tmp * h_prev * r (1 - r); carry_out += tmp * r.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gru_bwd_gates(const int stage, const int H, __global const float *dh_all, const int4 dav,
-                   __global const float *carry_in, const int4 civ, __global float *carry_out,
-                   const int4 cov, __global const float *ws, const int4 wsv,
-                   __global const float *h_prev, const int4 hv, __global const float *tmp,
-                   const int4 tv, __global float *dgx, const int4 dxv, __global float *dgh,
-                   const int4 dhv)
+void gru_bwd_gates(const int stage, const int H, __global const float *dh_all,
+                   const kp_view2 dav, __global const float *carry_in, const kp_view2 civ,
+                   __global float *carry_out, const kp_view2 cov, __global const float *ws,
+                   const kp_view2 wsv, __global const float *h_prev, const kp_view2 hv,
+                   __global const float *tmp, const kp_view2 tv, __global float *dgx,
+                   const kp_view2 dxv, __global float *dgh, const kp_view2 dhv)
 {
     const int j = get_global_id(0), b = get_global_id(1);
     if (j >= H)
@@ -384,21 +380,21 @@ void gru_bwd_gates(const int stage, const int H, __global const float *dh_all, c
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gru_matmul(const int M, const int N, const int K, const float alpha, const float beta,
-                __global const float *A, const int4 av, __global const float *B, const int4 bv,
-                __global float *C, const int4 cv)
+                __global const float *A, const kp_view2 av, __global const float *B,
+                const kp_view2 bv, __global float *C, const kp_view2 cv)
 {
     const int c0 = 4 * get_global_id(0), m = get_global_id(1);
     if (c0 >= N)
         return;
-    __global const float *ap = A + av.x + m * av.y;
+    __global const float *ap = A + av.offset + m * av.strides[0];
     float4 s = (float4)(0.0f);
-    if (bv.z == 1 && c0 + 3 < N) {
-        __global const float *bp = B + bv.x + c0;
+    if (bv.strides[1] == 1 && c0 + 3 < N) {
+        __global const float *bp = B + bv.offset + c0;
         for (int k = 0; k < K; k++)
-            s = fma((float4)(ap[k * av.z]), vload4(0, bp + k * bv.y), s);
+            s = fma((float4)(ap[k * av.strides[1]]), vload4(0, bp + k * bv.strides[0]), s);
     } else {
         for (int k = 0; k < K; k++) {
-            const float a = ap[k * av.z];
+            const float a = ap[k * av.strides[1]];
             s.x = fma(a, B[AT(bv, k, c0)], s.x);
             s.y = c0 + 1 < N ? fma(a, B[AT(bv, k, c0 + 1)], s.y) : 0.0f;
             s.z = c0 + 2 < N ? fma(a, B[AT(bv, k, c0 + 2)], s.z) : 0.0f;
@@ -415,8 +411,8 @@ void gru_matmul(const int M, const int N, const int K, const float alpha, const 
 /* out = in^T for in [rows, cols], one work-item per element: reads run along in's rows. Used
  * once per sequence, to hand blas.gemm W_hh^T as stored (see gru-sequence.c). */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gru_transpose(const int rows, const int cols, __global const float *in, const int4 iv,
-                   __global float *out, const int4 ov)
+void gru_transpose(const int rows, const int cols, __global const float *in, const kp_view2 iv,
+                   __global float *out, const kp_view2 ov)
 {
     const int c = get_global_id(0), r = get_global_id(1);
     if (c < cols)
@@ -425,8 +421,8 @@ void gru_transpose(const int rows, const int cols, __global const float *in, con
 
 /* out[j] = sum over rows of G[row, j]: the bias gradients, one work-item per column. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gru_colsum(const int rows, const int N, __global const float *G, const int4 gv,
-                __global float *out, const int4 ov)
+void gru_colsum(const int rows, const int N, __global const float *G, const kp_view2 gv,
+                __global float *out, const kp_view2 ov)
 {
     const int j = get_global_id(0);
     if (j >= N)

@@ -103,19 +103,14 @@ static kp_status gates(kp_launch *l, const bwd *w, int stage, int64_t t)
     kp_tensor hp = t ? gru_step_of(&a[BWD_H_ALL].tensor, t - 1) : a[BWD_H0].tensor;
     kp_tensor dgx = gru_sub(&w->dgx, t * w->B, w->B, 0, 3 * w->H);
     kp_tensor dgh = gru_sub(&w->dgh, t * w->B, w->B, 0, 3 * w->H);
-    const kp_buffer *any = a[BWD_H0].tensor.buffer;
-    kp_clkernel *k;
-    uint32_t i = 0;
-    kp_status st = gru_cl_kernel(l, "gru_bwd_gates", &k);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, stage);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, (int)w->H);
+    kp_clargs c = kp_clargs_begin(gru_host, l, "gru_bwd_gates", NULL);
+    kp_clargs_int(&c, stage);
+    kp_clargs_int(&c, (int)w->H);
     const kp_tensor *views[] = {&dh_t, carry_in, &a[BWD_DH0].tensor, &ws, &hp, &w->tmp, &dgx, &dgh};
-    for (size_t v = 0; st == KP_OK && v < sizeof views / sizeof views[0]; v++)
-        st = gru_arg_view(l, k, &i, views[v], any);
+    for (size_t v = 0; v < sizeof views / sizeof views[0]; v++)
+        gru_clargs_tensor(&c, views[v], 2, a[BWD_H0].tensor.buffer);
     size_t global[2] = {gru_round_up(w->H, wg), (size_t)w->B}, local[2] = {wg, 1};
-    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+    return kp_clargs_enqueue(&c, 2, global, local);
 }
 
 /* Step t: the gate gradients, then dh0 (the carry) += dgh[t] w_hh. */
@@ -187,19 +182,13 @@ static kp_status grad_hh(kp_launch *l, const bwd *w, int64_t r0, int64_t rows)
 static kp_status colsum(kp_launch *l, const kp_tensor *g, const kp_tensor *out)
 {
     size_t wg = gru_wg(l);
-    kp_clkernel *k;
-    uint32_t i = 0;
-    kp_status st = gru_cl_kernel(l, "gru_colsum", &k);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, (int)g->shape[0]);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, (int)g->shape[1]);
-    if (st == KP_OK)
-        st = gru_arg_view(l, k, &i, g, NULL);
-    if (st == KP_OK)
-        st = gru_arg_view(l, k, &i, out, NULL);
+    kp_clargs a = kp_clargs_begin(gru_host, l, "gru_colsum", NULL);
+    kp_clargs_int(&a, (int)g->shape[0]);
+    kp_clargs_int(&a, (int)g->shape[1]);
+    kp_clargs_tensor(&a, g, 2);
+    kp_clargs_tensor(&a, out, 2);
     size_t global = gru_round_up(g->shape[1], wg);
-    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 1, &global, &wg) : st;
+    return kp_clargs_enqueue(&a, 1, &global, &wg);
 }
 
 static kp_status backward_enqueue(const kp_call *call, kp_launch *l)
@@ -386,4 +375,5 @@ const kp_kernel_desc gru_sequence_backward_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = gru_backward_tolerance,
+    .resolve = gru_cell_resolve,
 };

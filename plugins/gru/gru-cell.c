@@ -13,8 +13,9 @@ static const int64_t batch_gemm[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1 << 3
 /*
  * LANES, VW and BATCH_GEMM default to 0, "by device type": what suits a CPU and a GPU differs by
  * several times (docs/kernels/gru.md has the measurements), and a device without a manifest entry
- * should still get the right kind. LANES and VW are compiled in, but through the extra options
- * of gru_cl_kernel, which resolves 0 first; so they are NO_DEFINE here.
+ * should still get the right kind. gru_cell_resolve turns 0 into the device's value when the core
+ * resolves tuning, so the core compiles LANES and VW in (-D, one program for all of a call's
+ * kernels), launches read resolved values, and `kernelport explain` shows them.
  */
 const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
     [GRU_TUNE_WG] = {.name = "WG",
@@ -27,14 +28,12 @@ const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
                         .default_value = 0,
                         .allowed = lane_counts,
                         .n_allowed = sizeof lane_counts / sizeof lane_counts[0],
-                        .flags = KP_TUNABLE_NO_DEFINE,
                         .doc = "work-items per hidden unit in the fused kernel (WG / LANES units "
                                "per work-group, capped at WG); 0: 1 on CPUs, 32 on others"},
     [GRU_TUNE_VW] = {.name = "VW",
                      .default_value = 0,
                      .allowed = widths,
                      .n_allowed = sizeof widths / sizeof widths[0],
-                     .flags = KP_TUNABLE_NO_DEFINE,
                      .doc = "floats per vector load in the fused kernel; 0: 16 on CPUs, 4 on "
                             "others"},
     [GRU_TUNE_BATCH_GEMM] = {.name = "BATCH_GEMM",
@@ -48,40 +47,35 @@ const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
                                     "never; 0: 256 on CPUs, 32 on others"},
 };
 
-static int on_cpu(kp_launch *l)
+const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
+    /* Each 0's value on CPUs and on other devices, and why. */
+    static const struct {
+        int64_t cpu, other;
+        const char *cpu_why, *other_why;
+    } by_type[GRU_N_TUNABLES] = {
+        [GRU_TUNE_LANES] = {1, 32, "1 on CPUs (a work-item walks whole rows with vector loads)",
+                            "32 on devices other than CPUs (coalesced rows)"},
+        [GRU_TUNE_VW] = {16, 4, "16 on CPUs (AVX-512 loads)",
+                         "4 on devices other than CPUs (16-byte loads)"},
+        [GRU_TUNE_BATCH_GEMM] = {256, 32, "256 on CPUs", "32 on devices other than CPUs"},
+    };
+    if (value != 0 || index >= GRU_N_TUNABLES || !by_type[index].cpu)
+        return NULL;
     const kp_device_info *d = gru_host->device(l);
-    return d && d->type == KP_DEVICE_CPU;
-}
-
-static int64_t tunable_or(kp_launch *l, uint32_t index, int64_t cpu, int64_t other)
-{
-    int64_t v = gru_host->tunable_index(l, index);
-    return v ? v : on_cpu(l) ? cpu : other;
+    int cpu = d && d->type == KP_DEVICE_CPU;
+    *resolved = cpu ? by_type[index].cpu : by_type[index].other;
+    return cpu ? by_type[index].cpu_why : by_type[index].other_why;
 }
 
 int64_t gru_batch_gemm(kp_launch *l)
 {
-    return tunable_or(l, GRU_TUNE_BATCH_GEMM, 256, 32);
+    return gru_host->tunable_index(l, GRU_TUNE_BATCH_GEMM);
 }
 
 size_t gru_wg(kp_launch *l)
 {
     return (size_t)gru_host->tunable_index(l, GRU_TUNE_WG);
-}
-
-static size_t gru_lanes(kp_launch *l)
-{
-    return (size_t)tunable_or(l, GRU_TUNE_LANES, 1, 32);
-}
-
-kp_status gru_cl_kernel(kp_launch *l, const char *entry, kp_clkernel **out)
-{
-    /* Every entry gets the same options, so one program serves all the cell's kernels. */
-    char extra[64];
-    snprintf(extra, sizeof extra, "-D LANES=%zu -D VW=%lld", gru_lanes(l),
-             (long long)tunable_or(l, GRU_TUNE_VW, 16, 4));
-    return gru_host->cl_kernel(l, entry, extra, out);
 }
 
 /* ---- checks ---------------------------------------------------------------------------------- */
@@ -208,27 +202,7 @@ kp_tensor gru_scratch_matrix(kp_buffer *buf, int64_t offset, int64_t rows, int64
     return t;
 }
 
-/* ---- kernel arguments ------------------------------------------------------------------------ */
-
-kp_status gru_arg_view(kp_launch *l, kp_clkernel *k, uint32_t *index, const kp_tensor *t,
-                       const kp_buffer *fallback)
-{
-    int32_t v[4] = {0, 0, 0, 0};
-    int present = t && gru_present(t);
-    if (present) {
-        v[0] = (int32_t)t->offset;
-        v[1] = t->rank >= 2 ? (int32_t)t->strides[t->rank - 2] : 0;
-        v[2] = t->rank >= 1 ? (int32_t)t->strides[t->rank - 1] : 0;
-        v[3] = 1;
-    }
-    kp_status st = gru_host->arg_buffer(l, k, (*index)++, present ? t->buffer : fallback);
-    return st == KP_OK ? gru_host->arg_value(l, k, (*index)++, sizeof v, v) : st;
-}
-
-kp_status gru_arg_int(kp_launch *l, kp_clkernel *k, uint32_t *index, int value)
-{
-    return gru_host->arg_value(l, k, (*index)++, sizeof value, &value);
-}
+/* ---- launch sizes ---------------------------------------------------------------------------- */
 
 size_t gru_round_up(int64_t n, size_t wg)
 {
@@ -259,48 +233,31 @@ static kp_status matmul(kp_launch *l, const kp_tensor *a, const kp_tensor *b, co
                         double beta)
 {
     size_t wg = gru_wg(l);
-    int m = (int)c->shape[0], n = (int)c->shape[1], kk = (int)a->shape[1];
-    float alpha = 1.0f, fbeta = (float)beta;
-    kp_clkernel *k;
-    uint32_t i = 0;
-    kp_status st = gru_cl_kernel(l, "gru_matmul", &k);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, m);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, n);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, kk);
-    if (st == KP_OK)
-        st = gru_host->arg_value(l, k, i++, sizeof alpha, &alpha);
-    if (st == KP_OK)
-        st = gru_host->arg_value(l, k, i++, sizeof fbeta, &fbeta);
-    if (st == KP_OK)
-        st = gru_arg_view(l, k, &i, a, NULL);
-    if (st == KP_OK)
-        st = gru_arg_view(l, k, &i, b, NULL);
-    if (st == KP_OK)
-        st = gru_arg_view(l, k, &i, c, NULL);
+    int m = (int)c->shape[0], n = (int)c->shape[1];
+    kp_clargs g = kp_clargs_begin(gru_host, l, "gru_matmul", NULL);
+    kp_clargs_int(&g, m);
+    kp_clargs_int(&g, n);
+    kp_clargs_int(&g, (int)a->shape[1]);
+    kp_clargs_float(&g, 1.0f);
+    kp_clargs_float(&g, (float)beta);
+    kp_clargs_tensor(&g, a, 2);
+    kp_clargs_tensor(&g, b, 2);
+    kp_clargs_tensor(&g, c, 2);
     size_t global[2] = {gru_round_up((n + 3) / 4, wg), (size_t)m}, local[2] = {wg, 1};
-    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+    return kp_clargs_enqueue(&g, 2, global, local);
 }
 
 kp_status gru_transpose(kp_launch *l, const kp_tensor *in, const kp_tensor *out)
 {
     size_t wg = gru_wg(l);
     int rows = (int)in->shape[0], cols = (int)in->shape[1];
-    kp_clkernel *k;
-    uint32_t i = 0;
-    kp_status st = gru_cl_kernel(l, "gru_transpose", &k);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, rows);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, cols);
-    if (st == KP_OK)
-        st = gru_arg_view(l, k, &i, in, NULL);
-    if (st == KP_OK)
-        st = gru_arg_view(l, k, &i, out, NULL);
+    kp_clargs a = kp_clargs_begin(gru_host, l, "gru_transpose", NULL);
+    kp_clargs_int(&a, rows);
+    kp_clargs_int(&a, cols);
+    kp_clargs_tensor(&a, in, 2);
+    kp_clargs_tensor(&a, out, 2);
     size_t global[2] = {gru_round_up(cols, wg), (size_t)rows}, local[2] = {wg, 1};
-    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+    return kp_clargs_enqueue(&a, 2, global, local);
 }
 
 kp_status gru_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
@@ -329,25 +286,19 @@ static kp_status fused_stage(kp_launch *l, const gru_cell *c, int stage, const k
     int in = gru_present(x) ? (int)c->I : 0;
     int unit = unit_columns(x) && unit_columns(&c->h) && unit_columns(&c->w_ih) &&
                unit_columns(&c->w_hh) && unit_columns(tmp);
-    const kp_buffer *any = c->h.buffer;
-    kp_clkernel *k;
-    uint32_t i = 0;
-    kp_status st = gru_cl_kernel(l, "gru_fused", &k);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, stage);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, unit);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, in);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, (int)c->H);
+    kp_clargs a = kp_clargs_begin(gru_host, l, "gru_fused", NULL);
+    kp_clargs_int(&a, stage);
+    kp_clargs_int(&a, unit);
+    kp_clargs_int(&a, in);
+    kp_clargs_int(&a, (int)c->H);
     const kp_tensor *views[] = {x,        &c->gx,   &c->h, &c->w_ih,  &c->w_hh,
                                 &c->b_ih, &c->b_hh, tmp,   &c->h_out, &c->ws};
-    for (size_t v = 0; st == KP_OK && v < sizeof views / sizeof views[0]; v++)
-        st = gru_arg_view(l, k, &i, views[v], any);
-    size_t lanes = gru_lanes(l), units = wg / (lanes < wg ? lanes : wg);
+    for (size_t v = 0; v < sizeof views / sizeof views[0]; v++)
+        gru_clargs_tensor(&a, views[v], 2, c->h.buffer);
+    size_t lanes = (size_t)gru_host->tunable_index(l, GRU_TUNE_LANES);
+    size_t units = wg / (lanes < wg ? lanes : wg);
     size_t global[2] = {gru_round_up(c->H, units) / units * wg, (size_t)c->B}, local[2] = {wg, 1};
-    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+    return kp_clargs_enqueue(&a, 2, global, local);
 }
 
 kp_status gru_cell_fused(kp_launch *l, const gru_cell *c, uint32_t slot)
@@ -371,19 +322,14 @@ static kp_status gates(kp_launch *l, const gru_cell *c, int stage, const kp_tens
                        const kp_tensor *gh, const kp_tensor *rh)
 {
     size_t wg = gru_wg(l);
-    const kp_buffer *any = c->h.buffer;
-    kp_clkernel *k;
-    uint32_t i = 0;
-    kp_status st = gru_cl_kernel(l, "gru_gates", &k);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, stage);
-    if (st == KP_OK)
-        st = gru_arg_int(l, k, &i, (int)c->H);
+    kp_clargs a = kp_clargs_begin(gru_host, l, "gru_gates", NULL);
+    kp_clargs_int(&a, stage);
+    kp_clargs_int(&a, (int)c->H);
     const kp_tensor *views[] = {gx, gh, &c->h, &c->b_ih, &c->b_hh, rh, &c->h_out, &c->ws};
-    for (size_t v = 0; st == KP_OK && v < sizeof views / sizeof views[0]; v++)
-        st = gru_arg_view(l, k, &i, views[v], any);
+    for (size_t v = 0; v < sizeof views / sizeof views[0]; v++)
+        gru_clargs_tensor(&a, views[v], 2, c->h.buffer);
     size_t global[2] = {gru_round_up(c->H, wg), (size_t)c->B}, local[2] = {wg, 1};
-    return st == KP_OK ? gru_host->enqueue_ndrange(l, k, 2, global, local) : st;
+    return kp_clargs_enqueue(&a, 2, global, local);
 }
 
 kp_status gru_cell_gemm(kp_launch *l, const gru_cell *c, uint32_t slot)

@@ -40,11 +40,13 @@ typedef struct gru_dims {
 
 /* ---- gru-cell.c: checks, views, launches ----------------------------------------------------- */
 
-/* The resolved tunables: WG, and BATCH_GEMM with 0 ("by device type") resolved. */
+/* The descriptors' resolve hook: LANES, VW and BATCH_GEMM 0 ("by device type") become the CPU or
+ * the other devices' value, so the core compiles LANES and VW and launches read BATCH_GEMM
+ * resolved. */
+const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
+/* The resolved tunables WG and BATCH_GEMM. */
 size_t gru_wg(kp_launch *l);
 int64_t gru_batch_gemm(kp_launch *l);
-/* The OpenCL kernel `entry` of gru.cl, built with this launch's LANES and VW. */
-kp_status gru_cl_kernel(kp_launch *l, const char *entry, kp_clkernel **out);
 
 /* Fails unless `t` has rank `rank` and `shape`, naming the argument and both shapes:
  * "w_hh: expected [3H, H] = [768, 256], got f32[768, 255]". `pattern` is the symbolic shape. */
@@ -99,12 +101,6 @@ kp_status gru_transpose(kp_launch *l, const kp_tensor *in, const kp_tensor *out)
 kp_status gru_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
                    double beta, int use_blas);
 
-/* Sets argument `*index` (then `*index + 1`) of `k` to a tensor's buffer and its int4 view
- * (offset, row stride, column stride, present); an absent tensor (t NULL or without a buffer)
- * passes `fallback`'s buffer. */
-kp_status gru_arg_view(kp_launch *l, kp_clkernel *k, uint32_t *index, const kp_tensor *t,
-                       const kp_buffer *fallback);
-kp_status gru_arg_int(kp_launch *l, kp_clkernel *k, uint32_t *index, int value);
 /* The kernels' global sizes round up to the work-group size (PoCL compiles once per WG). */
 size_t gru_round_up(int64_t n, size_t wg);
 

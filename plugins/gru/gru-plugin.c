@@ -1,7 +1,19 @@
-/* The gru plugin: registers the GRU kernels (step, sequence, backward, ensemble rollout). */
+/* The gru plugin: registers the GRU kernels (step, sequence, backward, ensemble rollout); the
+ * family's way of passing a tensor that may be omitted. */
 #include "gru.h"
 
 const kp_host_api *gru_host;
+
+void gru_clargs_tensor(kp_clargs *a, const kp_tensor *t, uint32_t rank, kp_buffer *stand_in)
+{
+    if (t && t->buffer) {
+        kp_clargs_tensor(a, t, rank);
+        return;
+    }
+    /* Extents 0: an empty view, which the core packs with offset 0 and strides 0. */
+    kp_tensor none = {.buffer = stand_in, .dtype = KP_F32, .rank = (int32_t)rank};
+    kp_clargs_tensor(a, &none, rank);
+}
 
 static kp_status gru_init(const kp_host_api *api, kp_registrar *reg)
 {

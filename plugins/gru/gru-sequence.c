@@ -233,4 +233,5 @@ const kp_kernel_desc gru_sequence_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = gru_sequence_tolerance,
+    .resolve = gru_cell_resolve,
 };

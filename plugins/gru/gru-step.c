@@ -224,4 +224,5 @@ const kp_kernel_desc gru_step_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = gru_step_tolerance,
+    .resolve = gru_cell_resolve,
 };
