@@ -8,28 +8,28 @@
 #define MODE_MEAN 1
 #define MODE_ARGMAX 2
 
-/* Mirrors ro_args in plugins/gru/gru-rollout.h field for field. */
-typedef struct ro_args {
-    int E, B, F, H, S, T;
-    int mode, lbr, has_bih, has_bhh, has_ent, has_hn;
-    uint seed_lo, seed_hi;
-    int wih_o, wih_e, wih_r;
-    int whh_o, whh_e, whh_r;
-    int bih_o, bih_e, bih_r;
-    int bhh_o, bhh_e, bhh_r;
-    int wp_o, wp_e, wp_r;
-    int bp_o, bp_e, bp_r;
-    int wy_o, wy_e, wy_r;
-    int by_o, by_e;
-    int f_o, f_e, f_b, f_r;
-    int y0_o, y0_b;
-    int z0_o, z0_e, z0_b, z0_r;
-    int h0_o, h0_e, h0_b, h0_r;
-    int y_o, y_e, y_b, y_t;
-    int hT_o, hT_e, hT_b, hT_r;
-    int en_o, en_e, en_b, en_t;
-    int hn_o, hn_e, hn_b, hn_t;
-} ro_args;
+/*
+ * The arguments both kernels start with, in the order gru_rollout_args (gru-rollout.c) sets them:
+ * the call's sizes and scalars, then each tensor as its buffer and a kp_view of the prelude (the
+ * core packs it: offset, extents, strides, in elements), of the tensor's own rank. A shared f
+ * ([1, B, F]) arrives as a broadcast [E, B, F] view with member stride 0. The weight matrices'
+ * last dimension is contiguous (check requires it), so rows are read from their row stride
+ * alone. An omitted optional tensor arrives as an empty view (extents 0) on a stand-in buffer,
+ * never read: the has_ flags of RO_MEMBER test the extents.
+ */
+#define RO_PARAMS                                                                                  \
+    const int B, const int F, const int H, const int S, const int T, const int mode,               \
+        const int lbr, const uint seed_lo, const uint seed_hi, __global const float *w_ih,         \
+        const kp_view3 wihv, __global const float *w_hh, const kp_view3 whhv,                      \
+        __global const float *b_ih, const kp_view2 bihv, __global const float *b_hh,               \
+        const kp_view2 bhhv, __global const float *w_p, const kp_view3 wpv,                        \
+        __global const float *b_p, const kp_view2 bpv, __global const float *w_y,                  \
+        const kp_view2 wyv, __global const float *b_y, const kp_view1 byv,                         \
+        __global const float *f, const kp_view3 fv, __global const float *y0,                      \
+        const kp_view1 y0v, __global const float *z0, const kp_view3 z0v,                          \
+        __global const float *h0, const kp_view3 h0v, __global float *y, const kp_view3 yv,        \
+        __global float *h_T, const kp_view3 hTv, __global float *ent, const kp_view3 entv,         \
+        __global float *hnorm, const kp_view3 hnv
 
 /* Philox4x32-10 of counter (t, b, e, 0) under key (seed_lo, seed_hi); the top 24 bits of the
  * first word as a float in [0, 1). kp_gru_rollout_uniform in kernelport/ops/gru.h is the same. */
@@ -65,28 +65,28 @@ void max_combine(float *m, int *k, float m2, int k2)
     }
 }
 
-/* Member e's weights and biases (the kernels' arguments w_ih .. b_y, a the ro_args). */
-#define RO_MEMBER(e)                                                                             \
-    const __global float *Wih = w_ih + a.wih_o + (e) * a.wih_e;                                  \
-    const __global float *Whh = w_hh + a.whh_o + (e) * a.whh_e;                                  \
-    const __global float *Bih = b_ih + a.bih_o + (e) * a.bih_e;                                  \
-    const __global float *Bhh = b_hh + a.bhh_o + (e) * a.bhh_e;                                  \
-    const __global float *Wp = w_p + a.wp_o + (e) * a.wp_e;                                      \
-    const __global float *Bp = b_p + a.bp_o + (e) * a.bp_e;                                      \
-    const __global float *Wy = w_y + a.wy_o + (e) * a.wy_e;                                      \
-    const float by = b_y[a.by_o + (e) * a.by_e]
+/* Member e's weights and biases (the kernels' arguments w_ih .. b_y) with their row strides
+ * (element strides for the vectors), and which optional tensors were given. */
+#define RO_MEMBER(e)                                                                               \
+    const __global float *Wih = w_ih + wihv.offset + (e) * wihv.strides[0];                        \
+    const __global float *Whh = w_hh + whhv.offset + (e) * whhv.strides[0];                        \
+    const __global float *Bih = b_ih + bihv.offset + (e) * bihv.strides[0];                        \
+    const __global float *Bhh = b_hh + bhhv.offset + (e) * bhhv.strides[0];                        \
+    const __global float *Wp = w_p + wpv.offset + (e) * wpv.strides[0];                            \
+    const __global float *Bp = b_p + bpv.offset + (e) * bpv.strides[0];                            \
+    const __global float *Wy = w_y + wyv.offset + (e) * wyv.strides[0];                            \
+    const float by = b_y[kp_at1(byv, e)];                                                          \
+    const int wih_r = wihv.strides[1], whh_r = whhv.strides[1], bih_r = bihv.strides[1];           \
+    const int bhh_r = bhhv.strides[1], wp_r = wpv.strides[1], bp_r = bpv.strides[1];               \
+    const int wy_r = wyv.strides[1];                                                               \
+    const int has_bih = bihv.shape[1] != 0, has_bhh = bhhv.shape[1] != 0;                          \
+    const int has_ent = entv.shape[2] != 0, has_hn = hnv.shape[2] != 0
 
 #ifndef RO_GRID
 
-/* gru_rollout's arguments, in the order gru-rollout.c binds them: both bodies (WG > 1 and WG 1)
- * take them, the work-group one with its local buffer after. */
-#define RO_PARAMS                                                                                \
-    const ro_args a, __global const float *w_ih, __global const float *w_hh,                    \
-        __global const float *b_ih, __global const float *b_hh, __global const float *w_p,       \
-        __global const float *b_p, __global const float *w_y, __global const float *b_y,        \
-        __global const float *f, __global const float *y0, __global const float *z0,            \
-        __global const float *h0, __global float *y, __global float *h_T, __global float *ent,  \
-        __global float *hnorm, __global float *scratch
+/* gru_rollout's arguments after RO_PARAMS, in the order gru-rollout.c sets them: both bodies
+ * (WG > 1 and WG 1) take them, the work-group one with its local buffer after. */
+#define RO_SCRATCH __global float *scratch
 
 /*
  * Design (docs/kernels/gru.md, "gru.rollout", says more):
@@ -235,11 +235,11 @@ ro_sched ro_schedule(int t, int mode, int lbr, int G, int H, int S, int n_rows)
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gru_rollout(RO_PARAMS, __local float *lm)
+void gru_rollout(RO_PARAMS, RO_SCRATCH, __local float *lm)
 {
     const int lid = get_local_id(0), traj = get_group_id(0);
-    const int e = traj / a.B, b = traj % a.B;
-    const int H = a.H, S = a.S, F = a.F, G = 3 * H;
+    const int e = traj / B, b = traj % B;
+    const int G = 3 * H;
 
     /* Local memory, carved as gru_rollout_local_bytes() in gru-rollout.c sizes it. */
     __local float *hbuf = lm;       /* [H] h_{t-1}, updated in place to h_t */
@@ -262,11 +262,11 @@ void gru_rollout(RO_PARAMS, __local float *lm)
     /* This work-item's chunk of the categories, for the softmax and the draw. */
     const int C = (S + WG - 1) / WG;
     const int c0 = min(S, lid * C), c1 = min(S, c0 + C);
-    const int n_rows = a.lbr ? G : 2 * H; /* hidden rows of the first pass */
+    const int n_rows = lbr ? G : 2 * H; /* hidden rows of the first pass */
     int k = 0;                            /* z_{t-1}'s category when one-hot */
     float hn2 = 0.0f, yh = 0.0f, M = 0.0f, HN = 0.0f, YH = 0.0f, yt = 0.0f;
     int A = 0;
-    float yprev = y0[a.y0_o + b * a.y0_b];
+    float yprev = y0[kp_at1(y0v, b)];
 
     /* The whole rollout is one loop of tasks, each ended by the one barrier at its bottom: step
      * t = -1 is the prologue (f and h0 into local memory, cf, then [y0; z0] into vin once f is
@@ -274,10 +274,10 @@ void gru_rollout(RO_PARAMS, __local float *lm)
      * quickly (a barrier per phase, or nested loops of barriers, took minutes on PoCL 3.1). A pass
      * task writes partial sums into buffer task & 1; the next task first reduces them and
      * stores its row (the "epilogue"). */
-    const ro_sched sp = ro_schedule(-1, a.mode, a.lbr, G, H, S, n_rows);
-    const ro_sched s0 = ro_schedule(0, a.mode, a.lbr, G, H, S, n_rows);
-    const ro_sched s1 = ro_schedule(1, a.mode, a.lbr, G, H, S, n_rows);
-    const int n_tasks = sp.end + s0.end + (a.T - 1) * s1.end;
+    const ro_sched sp = ro_schedule(-1, mode, lbr, G, H, S, n_rows);
+    const ro_sched s0 = ro_schedule(0, mode, lbr, G, H, S, n_rows);
+    const ro_sched s1 = ro_schedule(1, mode, lbr, G, H, S, n_rows);
+    const int n_tasks = sp.end + s0.end + (T - 1) * s1.end;
     /* The tasks below are independent ifs, not an else-if chain, and no loop in them has a
      * trip count that depends on the work-item (the work-item is masked inside instead): an
      * else-if chain of arms holding loops, inside this loop, made PoCL 5 assert
@@ -292,19 +292,19 @@ void gru_rollout(RO_PARAMS, __local float *lm)
         const int t = task < sp.end ? -1 : q < 0 ? 0 : 1 + q / s1.end;
         const int it = task < sp.end ? task : q < 0 ? task - sp.end : q % s1.end;
         const ro_sched sc = t < 0 ? sp : t == 0 ? s0 : s1;
-        const int dense = a.mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
+        const int dense = mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
         __local float *rb = red + (task & 1) * RED;
         if (pend) {
             const float s = mv_reduce(red + ((task - 1) & 1) * RED, lid);
             const int j = pend_p + lid;
             if (pend == 5 && j < G) {
-                cf[j] = s + (a.has_bih ? Bih[j * a.bih_r] : 0.0f);
+                cf[j] = s + (has_bih ? Bih[j * bih_r] : 0.0f);
             } else if (pend == 1 && j < G) {
                 gd[j] = cf[j] + s;
             } else if ((pend == 2 && j < n_rows) || (pend == 3 && j < 3 * H)) {
-                const __global float *wj = Wih + j * a.wih_r + F;
+                const __global float *wj = Wih + j * wih_r + F;
                 const float x = dense ? gd[j] : cf[j] + wj[0] * yprev + (S ? wj[1 + k] : 0.0f);
-                const float sh = s + (a.has_bhh ? Bhh[j * a.bhh_r] : 0.0f);
+                const float sh = s + (has_bhh ? Bhh[j * bhh_r] : 0.0f);
                 if (j < 2 * H) {
                     g[j] = sh + x;
                 } else {
@@ -312,22 +312,22 @@ void gru_rollout(RO_PARAMS, __local float *lm)
                     gin[j - 2 * H] = x;
                 }
             } else if (pend == 4 && j < S) {
-                lg[j] = s + Bp[j * a.bp_r];
+                lg[j] = s + Bp[j * bp_r];
             }
             pend = 0;
         }
         if (it < sc.cf) {
-            const __global float *fp = f + a.f_o + e * a.f_e + b * a.f_b;
+            const __global float *fp = f + kp_at3(fv, e, b, 0);
             for (int i = lid; i - lid < F; i += WG)
                 if (i < F)
-                    vin[i] = fp[i * a.f_r];
+                    vin[i] = fp[i * fv.strides[2]];
             for (int i = lid; i - lid < H; i += WG)
                 if (i < H)
-                    hbuf[i] = h0[a.h0_o + e * a.h0_e + b * a.h0_b + i * a.h0_r];
+                    hbuf[i] = h0[kp_at3(h0v, e, b, i)];
         }
         if (it >= sc.cf && it < sc.load) {
             pend_p = (it - sc.cf) * WG;
-            mv_partial(Wih, a.wih_r, pend_p, G, F, vin, rb, lid);
+            mv_partial(Wih, wih_r, pend_p, G, F, vin, rb, lid);
             pend = 5;
         }
         if (it >= sc.load && it < sc.dense) {
@@ -336,16 +336,16 @@ void gru_rollout(RO_PARAMS, __local float *lm)
                 vin[0] = yprev;
             for (int i = lid; i - lid < S; i += WG)
                 if (i < S)
-                    vin[1 + i] = z0[a.z0_o + e * a.z0_e + b * a.z0_b + i * a.z0_r];
+                    vin[1 + i] = z0[kp_at3(z0v, e, b, i)];
         }
         if (it >= sc.dense && it < sc.hid) {
             pend_p = (it - sc.dense) * WG;
-            mv_partial(Wih + F, a.wih_r, pend_p, G, 1 + S, vin, rb, lid);
+            mv_partial(Wih + F, wih_r, pend_p, G, 1 + S, vin, rb, lid);
             pend = 1;
         }
         if (it >= sc.hid && it < sc.drain1) {
             pend_p = (it - sc.hid) * WG;
-            mv_partial(Whh, a.whh_r, pend_p, n_rows, H, hbuf, rb, lid);
+            mv_partial(Whh, whh_r, pend_p, n_rows, H, hbuf, rb, lid);
             pend = 2;
         }
         if (it >= sc.rh && it < sc.n) {
@@ -356,7 +356,7 @@ void gru_rollout(RO_PARAMS, __local float *lm)
         if (it >= sc.n && it < sc.drain2) {
             /* Rows 2H.. of W_hh times r (.) h; the epilogue stores them as rows 2H + u. */
             const int q = (it - sc.n) * WG;
-            mv_partial(Whh + 2 * H * a.whh_r, a.whh_r, q, H, H, rh, rb, lid);
+            mv_partial(Whh + 2 * H * whh_r, whh_r, q, H, H, rh, rb, lid);
             pend_p = 2 * H + q;
             pend = 3;
         }
@@ -367,17 +367,17 @@ void gru_rollout(RO_PARAMS, __local float *lm)
             for (int u = lid; u - lid < H; u += WG) {
                 if (u < H) {
                     const float r = ro_sigmoid(g[u]), z = ro_sigmoid(g[H + u]);
-                    const float n = tanh(gin[u] + (a.lbr ? r * g[2 * H + u] : g[2 * H + u]));
+                    const float n = tanh(gin[u] + (lbr ? r * g[2 * H + u] : g[2 * H + u]));
                     const float h = fma(z, hbuf[u] - n, n); /* (1 - z) n + z h */
                     hbuf[u] = h;
                     hn2 = fma(h, h, hn2);
-                    yh = fma(Wy[u * a.wy_r], h, yh);
+                    yh = fma(Wy[u * wy_r], h, yh);
                 }
             }
         }
         if (it >= sc.logits && it < sc.drain3) {
             pend_p = (it - sc.logits) * WG;
-            mv_partial(Wp, a.wp_r, pend_p, S, H, hbuf, rb, lid);
+            mv_partial(Wp, wp_r, pend_p, S, H, hbuf, rb, lid);
             pend = 4;
         }
         if (it >= sc.red1a && it < sc.red1b) {
@@ -431,7 +431,7 @@ void gru_rollout(RO_PARAMS, __local float *lm)
                     lg[s] = x;
                     pe += x;
                     pl = fma(x, d, pl);
-                    pw = fma(Wy[(H + s) * a.wy_r], x, pw);
+                    pw = fma(Wy[(H + s) * wy_r], x, pw);
                 }
             }
             red[lid] = pe;
@@ -474,13 +474,13 @@ void gru_rollout(RO_PARAMS, __local float *lm)
             yt = YH + by;
             if (S) {
                 entropy = log(total) - TL / total;
-                if (a.mode == MODE_MEAN) {
+                if (mode == MODE_MEAN) {
                     yt += TW / total;
                     for (int s = c0; s < c0 + C; s++)
                         if (s < c1)
                             vin[1 + s] = lg[s] / total;
-                } else if (a.mode == MODE_SAMPLE) {
-                    const float target = ro_uniform(a.seed_lo, a.seed_hi, e, b, t) * total;
+                } else if (mode == MODE_SAMPLE) {
+                    const float target = ro_uniform(seed_lo, seed_hi, e, b, t) * total;
                     const float excl = off + (lid % BS ? red[lid - 1] : 0.0f);
                     const float incl = off + red[lid];
                     /* The work-item whose interval holds the target picks the first category
@@ -509,20 +509,20 @@ void gru_rollout(RO_PARAMS, __local float *lm)
                 }
             }
             if (lid == 0) {
-                if (a.has_ent)
-                    ent[a.en_o + e * a.en_e + b * a.en_b + t * a.en_t] = entropy;
-                if (a.has_hn)
-                    hnorm[a.hn_o + e * a.hn_e + b * a.hn_b + t * a.hn_t] = sqrt(HN);
+                if (has_ent)
+                    ent[kp_at3(entv, e, b, t)] = entropy;
+                if (has_hn)
+                    hnorm[kp_at3(hnv, e, b, t)] = sqrt(HN);
             }
         }
         if (it >= sc.fin2) {
-            if (S && a.mode != MODE_MEAN) {
+            if (S && mode != MODE_MEAN) {
                 k = clamp(kcat, 0, S - 1);
-                yt += Wy[(H + k) * a.wy_r];
+                yt += Wy[(H + k) * wy_r];
             }
             yprev = yt;
             if (lid == 0) {
-                y[a.y_o + e * a.y_e + b * a.y_b + t * a.y_t] = yt;
+                y[kp_at3(yv, e, b, t)] = yt;
                 vin[0] = yt; /* read by the next step's dense pass */
             }
         }
@@ -530,7 +530,7 @@ void gru_rollout(RO_PARAMS, __local float *lm)
     } while (++task < n_tasks);
     for (int i = lid; i - lid < H; i += WG)
         if (i < H)
-            h_T[a.hT_o + e * a.hT_e + b * a.hT_b + i * a.hT_r] = hbuf[i];
+            h_T[kp_at3(hTv, e, b, i)] = hbuf[i];
 }
 
 #else
@@ -565,10 +565,10 @@ float row_dot(const __global float *w, const __global float *v, const int K)
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void gru_rollout(RO_PARAMS)
+void gru_rollout(RO_PARAMS, RO_SCRATCH)
 {
-    const int traj = get_group_id(0), e = traj / a.B, b = traj % a.B;
-    const int H = a.H, S = a.S, F = a.F, G = 3 * H, V = max(F, 1 + S);
+    const int traj = get_group_id(0), e = traj / B, b = traj % B;
+    const int G = 3 * H, V = max(F, 1 + S);
     RO_MEMBER(e);
     __global float *h = scratch + traj * (9 * H + S + V); /* [H] h_{t-1}, then h_t */
     __global float *cf = h + H;   /* [3H] W_ih[:, :F] f + b_ih, fixed over t */
@@ -578,28 +578,28 @@ void gru_rollout(RO_PARAMS)
     __global float *lg = rh + H;  /* [S] logits, then exp(logit - max) */
     __global float *vin = lg + S; /* [V] f, then x's dynamic part [y; z] */
 
-    const __global float *fp = f + a.f_o + e * a.f_e + b * a.f_b;
+    const __global float *fp = f + kp_at3(fv, e, b, 0);
     for (int i = 0; i < F; i++)
-        vin[i] = fp[i * a.f_r];
+        vin[i] = fp[i * fv.strides[2]];
     for (int u = 0; u < H; u++)
-        h[u] = h0[a.h0_o + e * a.h0_e + b * a.h0_b + u * a.h0_r];
+        h[u] = h0[kp_at3(h0v, e, b, u)];
     for (int j = 0; j < G; j++)
-        cf[j] = row_dot(Wih + j * a.wih_r, vin, F) + (a.has_bih ? Bih[j * a.bih_r] : 0.0f);
-    float yprev = y0[a.y0_o + b * a.y0_b];
+        cf[j] = row_dot(Wih + j * wih_r, vin, F) + (has_bih ? Bih[j * bih_r] : 0.0f);
+    float yprev = y0[kp_at1(y0v, b)];
     vin[0] = yprev;
     for (int s = 0; s < S; s++)
-        vin[1 + s] = z0[a.z0_o + e * a.z0_e + b * a.z0_b + s * a.z0_r];
+        vin[1 + s] = z0[kp_at3(z0v, e, b, s)];
 
     int k = 0; /* z_{t-1}'s category when one-hot */
-    for (int t = 0; t < a.T; t++) {
-        const int dense = a.mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
+    for (int t = 0; t < T; t++) {
+        const int dense = mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
         for (int j = 0; j < G; j++) {
-            const __global float *wj = Wih + j * a.wih_r + F;
+            const __global float *wj = Wih + j * wih_r + F;
             const float x =
                 cf[j] + (dense ? row_dot(wj, vin, 1 + S) : wj[0] * yprev + (S ? wj[1 + k] : 0.0f));
-            const float bh = a.has_bhh ? Bhh[j * a.bhh_r] : 0.0f;
+            const float bh = has_bhh ? Bhh[j * bhh_r] : 0.0f;
             /* Rows 2H.. multiply r (.) h when linear_before_reset = 0: below. */
-            const float sh = a.lbr || j < 2 * H ? row_dot(Whh + j * a.whh_r, h, H) + bh : bh;
+            const float sh = lbr || j < 2 * H ? row_dot(Whh + j * whh_r, h, H) + bh : bh;
             if (j < 2 * H) {
                 g[j] = sh + x;
             } else {
@@ -607,11 +607,11 @@ void gru_rollout(RO_PARAMS)
                 gin[j - 2 * H] = x;
             }
         }
-        if (!a.lbr) {
+        if (!lbr) {
             for (int u = 0; u < H; u++)
                 rh[u] = ro_sigmoid(g[u]) * h[u];
             for (int u = 0; u < H; u++)
-                g[2 * H + u] += row_dot(Whh + (2 * H + u) * a.whh_r, rh, H);
+                g[2 * H + u] += row_dot(Whh + (2 * H + u) * whh_r, rh, H);
         }
         /* Gates and h_t, in place (each unit reads only its own h_{t-1}), VEC units at a time:
          * the vector exp and tanh, where the scalar ones took a third of the time on PoCL. */
@@ -621,7 +621,7 @@ void gru_rollout(RO_PARAMS)
             const vfloat r = 1.0f / (1.0f + exp(-VLOAD(0, g + u)));
             const vfloat z = 1.0f / (1.0f + exp(-VLOAD(0, g + H + u)));
             const vfloat gn = VLOAD(0, g + 2 * H + u);
-            const vfloat n = tanh(VLOAD(0, gin + u) + (a.lbr ? r * gn : gn));
+            const vfloat n = tanh(VLOAD(0, gin + u) + (lbr ? r * gn : gn));
             const vfloat hu = fma(z, VLOAD(0, h + u) - n, n); /* (1 - z) n + z h */
             VSTORE(hu, 0, h + u);
             hv2 = fma(hu, hu, hv2);
@@ -629,23 +629,23 @@ void gru_rollout(RO_PARAMS)
         float hn2 = HSUM(hv2), entropy = 0.0f;
         for (; u < H; u++) {
             const float r = ro_sigmoid(g[u]), z = ro_sigmoid(g[H + u]);
-            const float n = tanh(gin[u] + (a.lbr ? r * g[2 * H + u] : g[2 * H + u]));
+            const float n = tanh(gin[u] + (lbr ? r * g[2 * H + u] : g[2 * H + u]));
             const float hu = fma(z, h[u] - n, n);
             h[u] = hu;
             hn2 = fma(hu, hu, hn2);
         }
         float yt = by;
-        if (a.wy_r == 1) {
+        if (wy_r == 1) {
             yt += row_dot(Wy, h, H);
         } else {
             for (int i = 0; i < H; i++)
-                yt = fma(Wy[i * a.wy_r], h[i], yt);
+                yt = fma(Wy[i * wy_r], h[i], yt);
         }
         if (S) {
             float M = -INFINITY;
             int A = S;
             for (int s = 0; s < S; s++) {
-                lg[s] = row_dot(Wp + s * a.wp_r, h, H) + Bp[s * a.bp_r];
+                lg[s] = row_dot(Wp + s * wp_r, h, H) + Bp[s * bp_r];
                 max_combine(&M, &A, lg[s], s);
             }
             A = clamp(A, 0, S - 1); /* NaN logits leave no maximum */
@@ -665,13 +665,13 @@ void gru_rollout(RO_PARAMS)
                 tl = fma(x, d, tl);
             }
             entropy = log(total) - tl / total;
-            if (a.mode == MODE_MEAN) {
+            if (mode == MODE_MEAN) {
                 float tw = 0.0f;
-                if (a.wy_r == 1) {
+                if (wy_r == 1) {
                     tw = row_dot(Wy + H, lg, S);
                 } else {
                     for (int i = 0; i < S; i++)
-                        tw = fma(Wy[(H + i) * a.wy_r], lg[i], tw);
+                        tw = fma(Wy[(H + i) * wy_r], lg[i], tw);
                 }
                 yt += tw / total;
                 for (int s = 0; s < S; s++)
@@ -679,7 +679,7 @@ void gru_rollout(RO_PARAMS)
             } else {
                 k = A;
                 const float target =
-                    a.mode == MODE_SAMPLE ? ro_uniform(a.seed_lo, a.seed_hi, e, b, t) * total
+                    mode == MODE_SAMPLE ? ro_uniform(seed_lo, seed_hi, e, b, t) * total
                                           : total;
                 /* The first category whose CDF passes the target; rounding can leave none, then
                  * the last likely one; a target rounded up to the total keeps the argmax. */
@@ -696,19 +696,19 @@ void gru_rollout(RO_PARAMS)
                     }
                     k = k >= 0 ? k : last;
                 }
-                yt += Wy[(H + k) * a.wy_r];
+                yt += Wy[(H + k) * wy_r];
             }
         }
-        if (a.has_ent)
-            ent[a.en_o + e * a.en_e + b * a.en_b + t * a.en_t] = entropy;
-        if (a.has_hn)
-            hnorm[a.hn_o + e * a.hn_e + b * a.hn_b + t * a.hn_t] = sqrt(hn2);
-        y[a.y_o + e * a.y_e + b * a.y_b + t * a.y_t] = yt;
+        if (has_ent)
+            ent[kp_at3(entv, e, b, t)] = entropy;
+        if (has_hn)
+            hnorm[kp_at3(hnv, e, b, t)] = sqrt(hn2);
+        y[kp_at3(yv, e, b, t)] = yt;
         yprev = yt;
         vin[0] = yt; /* the next step's dense pass reads it */
     }
     for (int u = 0; u < H; u++)
-        h_T[a.hT_o + e * a.hT_e + b * a.hT_b + u * a.hT_r] = h[u];
+        h_T[kp_at3(hTv, e, b, u)] = h[u];
 }
 
 #endif
@@ -972,22 +972,12 @@ __kernel void gru_rollout_grid_reset(__global ulong *state, int n_state, __globa
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gru_rollout_grid(const ro_args a, const int G, const int cache,
-                      __global const float *w_ih, __global const float *w_hh,
-                      __global const float *b_ih, __global const float *b_hh,
-                      __global const float *w_p, __global const float *b_p,
-                      __global const float *w_y, __global const float *b_y,
-                      __global const float *f, __global const float *y0,
-                      __global const float *z0, __global const float *h0,
-                      __global float *y, __global float *h_T,
-                      __global float *ent, __global float *hnorm,
-                      volatile __global ulong *state, volatile __global uint *gave_ups,
-                      __local float *lm)
+void gru_rollout_grid(RO_PARAMS, const int G, const int cache, volatile __global ulong *state,
+                      volatile __global uint *gave_ups, __local float *lm)
 {
     const int lid = get_local_id(0), lane = lid % LANES;
     const int tr = get_group_id(0) / G, g = get_group_id(0) % G;
-    const int e = tr / a.B, b = tr % a.B;
-    const int H = a.H, S = a.S, F = a.F;
+    const int e = tr / B, b = tr % B;
     const int UH = (H + G - 1) / G, u0 = min(H, g * UH), nu = min(H, u0 + UH) - u0;
     const int US = (S + G - 1) / G, q0 = min(S, g * US), nq = min(S, q0 + US) - q0;
 
@@ -1027,40 +1017,40 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
     volatile __global uint *gave_up = gave_ups + tr;
 
     /* Prologue: f and h0 into local memory, then the owned rows' W_ih[:, :F] f + b_ih. */
-    const __global float *fp = f + a.f_o + e * a.f_e + b * a.f_b;
+    const __global float *fp = f + kp_at3(fv, e, b, 0);
     for (int i = lid; i < F; i += WG)
-        xin[i] = fp[i * a.f_r];
+        xin[i] = fp[i * fv.strides[2]];
     for (int i = lid; i < H; i += WG)
-        hl[i] = h0[a.h0_o + e * a.h0_e + b * a.h0_b + i * a.h0_r];
+        hl[i] = h0[kp_at3(h0v, e, b, i)];
     if (cache & 1)
         for (int x = lid; x < 3 * nu * H; x += WG) {
             const int i = x / H, c = x % H;
-            wa[i * HP + c] = Whh[((i / nu) * H + u0 + i % nu) * a.whh_r + c];
+            wa[i * HP + c] = Whh[((i / nu) * H + u0 + i % nu) * whh_r + c];
         }
     if (cache & 2)
         for (int x = lid; x < nq * H; x += WG)
-            wb[(x / H) * HP + x % H] = Wp[(q0 + x / H) * a.wp_r + x % H];
+            wb[(x / H) * HP + x % H] = Wp[(q0 + x / H) * wp_r + x % H];
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int p = 0; p < 3 * nu; p += GNG) {
         const int i = p + lid / LANES, j = (i / max(nu, 1)) * H + u0 + i % max(nu, 1);
-        lane_sums(dot_lane(Wih + j * a.wih_r, i < 3 * nu ? F : 0, xin, lane), 0.0f, ra, rb, lid);
+        lane_sums(dot_lane(Wih + j * wih_r, i < 3 * nu ? F : 0, xin, lane), 0.0f, ra, rb, lid);
         if (lid < GNG && p + lid < 3 * nu) {
             const int jr = ((p + lid) / nu) * H + u0 + (p + lid) % nu;
-            cfl[p + lid] = ra[lid * LANES] + (a.has_bih ? Bih[jr * a.bih_r] : 0.0f);
+            cfl[p + lid] = ra[lid * LANES] + (has_bih ? Bih[jr * bih_r] : 0.0f);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     /* f is no longer read: xin takes [y0; z0]. */
-    float yprev = y0[a.y0_o + b * a.y0_b];
+    float yprev = y0[kp_at1(y0v, b)];
     int k = 0;
     if (lid == 0)
         xin[0] = yprev;
     for (int i = lid; i < S; i += WG)
-        xin[1 + i] = z0[a.z0_o + e * a.z0_e + b * a.z0_b + i * a.z0_r];
+        xin[1 + i] = z0[kp_at3(z0v, e, b, i)];
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    for (int t = 0; t < a.T; t++) {
-        const int dense = a.mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
+    for (int t = 0; t < T; t++) {
+        const int dense = mode == MODE_MEAN || t == 0; /* z_{t-1} is not one-hot */
         const uint tag = t + 1;
         volatile __global ulong *hs = st + (t & 1) * H;
         volatile __global ulong *pt = part + (t & 1) * 2 * G;
@@ -1069,25 +1059,25 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
          * were exchanged (LOOK_AHEAD, S > 0); then their input sides: when dense W_ih[:, F:]
          * [y; z], else the two columns of the one-hot input. */
         if (!LOOK_AHEAD || t == 0 || !S)
-            hidden_sides(Whh, a.whh_r, Bhh, a.bhh_r, a.has_bhh, wa, cache, HP, H, u0, nu, a.lbr,
-                         hl, ra, rb, gh, lid);
+            hidden_sides(Whh, whh_r, Bhh, bhh_r, has_bhh, wa, cache, HP, H, u0, nu, lbr, hl, ra,
+                         rb, gh, lid);
         if (dense) {
             for (int p = 0; p < 3 * nu; p += GNG) {
                 const int i = p + lid / LANES, j = (i / max(nu, 1)) * H + u0 + i % max(nu, 1);
                 const int kx = i < 3 * nu ? 1 + S : 0;
-                lane_sums(dot_lane(Wih + j * a.wih_r + F, kx, xin, lane), 0.0f, ra, rb, lid);
+                lane_sums(dot_lane(Wih + j * wih_r + F, kx, xin, lane), 0.0f, ra, rb, lid);
                 if (lid < GNG && p + lid < 3 * nu)
                     gx[p + lid] = cfl[p + lid] + ra[lid * LANES];
                 barrier(CLK_LOCAL_MEM_FENCE);
             }
         } else {
             for (int ir = lid; ir < 3 * nu; ir += WG) {
-                const __global float *wj = Wih + ((ir / nu) * H + u0 + ir % nu) * a.wih_r + F;
+                const __global float *wj = Wih + ((ir / nu) * H + u0 + ir % nu) * wih_r + F;
                 gx[ir] = cfl[ir] + wj[0] * yprev + (S ? wj[1 + k] : 0.0f);
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
-        if (!a.lbr) {
+        if (!lbr) {
             /* W_hn (r (.) h_{t-1}) needs every unit's r: publish the owned ones and meet. */
             for (int i = lid; i < nu; i += WG)
                 put(&rhs[u0 + i], ro_sigmoid(gx[i] + gh[i]) * hl[u0 + i], tag);
@@ -1100,7 +1090,7 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
                 const int i = p + lid / LANES, j = 2 * H + u0 + min(i, nu - 1), kh = i < nu ? H : 0;
                 const float sh =
                     cache & 1 ? dot_lane_local(wa + (2 * nu + min(i, nu - 1)) * HP, kh, rhl, lane)
-                              : dot_lane(Whh + j * a.whh_r, kh, rhl, lane);
+                              : dot_lane(Whh + j * whh_r, kh, rhl, lane);
                 lane_sums(sh, 0.0f, ra, rb, lid);
                 if (lid < GNG && p + lid < nu)
                     gh[2 * nu + p + lid] += ra[lid * LANES];
@@ -1112,11 +1102,11 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
         float hn2 = 0.0f, yh = 0.0f;
         for (int i = lid; i < nu; i += WG) {
             const float r = ro_sigmoid(gx[i] + gh[i]), z = ro_sigmoid(gx[nu + i] + gh[nu + i]);
-            const float n = tanh(gx[2 * nu + i] + (a.lbr ? r * gh[2 * nu + i] : gh[2 * nu + i]));
+            const float n = tanh(gx[2 * nu + i] + (lbr ? r * gh[2 * nu + i] : gh[2 * nu + i]));
             const float h = fma(z, hl[u0 + i] - n, n); /* (1 - z) n + z h */
             put(&hs[u0 + i], h, tag);
             hn2 = fma(h, h, hn2);
-            yh = fma(Wy[(u0 + i) * a.wy_r], h, yh);
+            yh = fma(Wy[(u0 + i) * wy_r], h, yh);
         }
         ra[lid] = hn2;
         rb[lid] = yh;
@@ -1148,17 +1138,17 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
             for (int p = 0; p < nq; p += GNG) {
                 const int i = p + lid / LANES, s = q0 + min(i, nq - 1), kh = i < nq ? H : 0;
                 const float sh = cache & 2 ? dot_lane_local(wb + min(i, nq - 1) * HP, kh, hl, lane)
-                                           : dot_lane(Wp + s * a.wp_r, kh, hl, lane);
+                                           : dot_lane(Wp + s * wp_r, kh, hl, lane);
                 lane_sums(sh, 0.0f, ra, rb, lid);
                 if (lid < GNG && p + lid < nq)
-                    put(&lgs[q0 + p + lid], ra[lid * LANES] + Bp[(q0 + p + lid) * a.bp_r], tag);
+                    put(&lgs[q0 + p + lid], ra[lid * LANES] + Bp[(q0 + p + lid) * bp_r], tag);
                 barrier(CLK_LOCAL_MEM_FENCE);
             }
             /* The next step's hidden sides need only h_t: computed here, they overlap the
              * other groups' logits on their way. */
-            if (LOOK_AHEAD && t + 1 < a.T)
-                hidden_sides(Whh, a.whh_r, Bhh, a.bhh_r, a.has_bhh, wa, cache, HP, H, u0, nu,
-                             a.lbr, hl, ra, rb, gh, lid);
+            if (LOOK_AHEAD && t + 1 < T)
+                hidden_sides(Whh, whh_r, Bhh, bhh_r, has_bhh, wa, cache, HP, H, u0, nu, lbr, hl,
+                             ra, rb, gh, lid);
             announce(&rdy_l[g], tag, lid);
             await_groups(rdy_l, G, S, tag, gave_up, lid);
             for (int i = lid; i < S; i += WG)
@@ -1193,7 +1183,7 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
                 max_combine(&M, &A, ra[w], as_int(rb[w]));
             A = clamp(A, 0, S - 1);
             float pe, pl, pw;
-            chunk_exps(lg, c0, c1, M, Wy + H * a.wy_r, a.wy_r, &pe, &pl, &pw);
+            chunk_exps(lg, c0, c1, M, Wy + H * wy_r, wy_r, &pe, &pl, &pw);
             float incl = pe;
             for (int d = 1; d < 32; d *= 2) {
                 const float up = SHFL_F(up, incl, d);
@@ -1253,7 +1243,7 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
              * ends, ping-ponging ra and rb), and sums of exp(d) d (entropy) and of
              * w_y[H + s] exp(d) (the mean state's loss term) by trees in rc and rd. */
             float pe, pl, pw;
-            chunk_exps(lg, c0, c1, M, Wy + H * a.wy_r, a.wy_r, &pe, &pl, &pw);
+            chunk_exps(lg, c0, c1, M, Wy + H * wy_r, wy_r, &pe, &pl, &pw);
             ra[lid] = pe;
             rc[lid] = pl;
             rd[lid] = pw;
@@ -1279,11 +1269,11 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
             entropy = log(total) - TL / total;
             if (lid == 0)
                 mean_y = TW / total; /* the mean state's loss term, for every work-item */
-            if (a.mode == MODE_MEAN) {
+            if (mode == MODE_MEAN) {
                 for (int s = c0; s < c1; s++)
                     xin[1 + s] = lg[s] / total;
-            } else if (a.mode == MODE_SAMPLE) {
-                const float target = ro_uniform(a.seed_lo, a.seed_hi, e, b, t) * total;
+            } else if (mode == MODE_SAMPLE) {
+                const float target = ro_uniform(seed_lo, seed_hi, e, b, t) * total;
                 /* The work-item whose interval [excl, incl) holds the target picks the first
                  * category whose CDF passes it; rounding inside the chunk can leave none, then
                  * the chunk's last likely one. */
@@ -1304,9 +1294,9 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
                 kcat = A;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (a.mode != MODE_MEAN) {
+            if (mode != MODE_MEAN) {
                 k = clamp(kcat, 0, S - 1);
-                yt += Wy[(H + k) * a.wy_r];
+                yt += Wy[(H + k) * wy_r];
             } else {
                 yt += mean_y;
             }
@@ -1315,21 +1305,21 @@ void gru_rollout_grid(const ro_args a, const int G, const int cache,
         if (lid == 0) {
             xin[0] = yt; /* read by the next step's dense pass (mode mean) */
             if (g == 0) {
-                y[a.y_o + e * a.y_e + b * a.y_b + t * a.y_t] = yt;
-                if (a.has_ent)
-                    ent[a.en_o + e * a.en_e + b * a.en_b + t * a.en_t] = entropy;
-                if (a.has_hn)
-                    hnorm[a.hn_o + e * a.hn_e + b * a.hn_b + t * a.hn_t] = sqrt(HN);
+                y[kp_at3(yv, e, b, t)] = yt;
+                if (has_ent)
+                    ent[kp_at3(entv, e, b, t)] = entropy;
+                if (has_hn)
+                    hnorm[kp_at3(hnv, e, b, t)] = sqrt(HN);
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (g == 0) {
         for (int i = lid; i < H; i += WG)
-            h_T[a.hT_o + e * a.hT_e + b * a.hT_b + i * a.hT_r] = hl[i];
+            h_T[kp_at3(hTv, e, b, i)] = hl[i];
         if (lid == 0 && *gave_up)
-            for (int t = 0; t < a.T; t++)
-                y[a.y_o + e * a.y_e + b * a.y_b + t * a.y_t] = NAN;
+            for (int t = 0; t < T; t++)
+                y[kp_at3(yv, e, b, t)] = NAN;
     }
 }
 

@@ -32,7 +32,8 @@ static const kp_tunable_desc tunables[] = {
                      .n_allowed = sizeof groups / sizeof groups[0],
                      .flags = KP_TUNABLE_NO_DEFINE,
                      .doc = "work-groups per trajectory, at most compute units / (E B) and H; 0: "
-                            "that most"},
+                            "that most. Not resolved per device: the cap depends on the call's "
+                            "E B and H, so enqueue decides it for each call"},
     [TUNE_CACHE] = {.name = "CACHE",
                     .default_value = 1,
                     .allowed = switches,
@@ -48,7 +49,8 @@ static const kp_tunable_desc tunables[] = {
                    .flags = KP_TUNABLE_NO_DEFINE,
                    .doc =
                        "1: on NVIDIA with the weights cached, warp shuffles (inline PTX) instead "
-                       "of local-memory trees for the softmax"},
+                       "of local-memory trees for the softmax; resolved to 0 on other devices "
+                       "(whether the call's weights are cached is decided per call)"},
 };
 
 /* Every work-group of a launch must be resident at once, since readers wait on writers: E B G
@@ -103,14 +105,27 @@ static uint64_t local_bytes(kp_launch *l, const ro_dims *d, int64_t g, int64_t w
 }
 
 /* Whether the kernel can run the softmax on warp shuffles: NVIDIA's own driver takes inline
- * PTX. It does so only with weights cached: on the H200 the shuffle build ran the H 1024 rollout,
- * whose weights stay in global memory, in 7240 us against 3019 us without (at the seed size,
- * cached: 333 us against 365 us). Why the global-weight path slows down was not found. */
+ * PTX, so the resolve hook keeps SHFL 1 only there. It does so only with weights cached: on the
+ * H200 the shuffle build ran the H 1024 rollout, whose weights stay in global memory, in 7240 us
+ * against 3019 us without (at the seed size, cached: 333 us against 365 us). Why the global-weight
+ * path slows down was not found. */
 static int shuffle_device(kp_launch *l)
 {
+    return gru_host->tunable_index(l, TUNE_SHFL) != 0;
+}
+
+/* SHFL 1 where the device is not NVIDIA's driver compiling PTX (sm_*): 0, the local-memory
+ * trees, which is what such a device ran before SHFL was resolved here too. GROUPS 0 and CACHE 1
+ * stay: each depends on the call (E B and H; what fits next to the call's vectors). */
+static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    if (index != TUNE_SHFL || value == 0)
+        return NULL;
     const kp_device_info *d = gru_host->device(l);
-    return gru_host->tunable_index(l, TUNE_SHFL) && d && d->vendor == KP_VENDOR_NVIDIA &&
-           strncmp(d->arch, "sm_", 3) == 0;
+    if (d && d->vendor == KP_VENDOR_NVIDIA && strncmp(d->arch, "sm_", 3) == 0)
+        return NULL;
+    *resolved = 0;
+    return "warp shuffles are inline PTX, which only NVIDIA's driver takes";
 }
 
 /* The weight rows that fit in local memory next to the rest, when CACHE asks for them: bit 1
@@ -164,8 +179,6 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
 {
     ro_dims d;
     gru_rollout_dims(call, &d);
-    ro_args r;
-    gru_rollout_pack(call, &r);
     const int32_t g = (int32_t)groups_of(l, &d);
     const int32_t n_traj = (int32_t)(d.E * d.B), n_state = (int32_t)(n_traj * state_words(&d, g));
     size_t wg = (size_t)gru_host->tunable_index(l, TUNE_WG);
@@ -174,44 +187,30 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     size_t global = (size_t)(d.E * d.B * g) * wg;
     size_t reset_local = 64, reset_global = ((size_t)n_state + 63) / 64 * 64;
     kp_buffer *state = NULL, *gave_up = NULL;
-    kp_clkernel *reset = NULL, *k = NULL;
     kp_status st = gru_host->scratch(l, 0, (size_t)n_state * sizeof(uint64_t), &state);
     if (st == KP_OK)
         st = gru_host->scratch(l, 1, (size_t)n_traj * sizeof(uint32_t), &gave_up);
+    if (st != KP_OK)
+        return st;
     /* Published words must not carry a step number from an earlier launch, nor the trajectories
      * a gave-up mark: a kernel of their own clears them first. */
-    if (st == KP_OK)
-        st = gru_host->cl_kernel(l, "gru_rollout_grid_reset", NULL, &reset);
-    if (st == KP_OK)
-        st = gru_host->arg_buffer(l, reset, 0, state);
-    if (st == KP_OK)
-        st = gru_host->arg_value(l, reset, 1, sizeof n_state, &n_state);
-    if (st == KP_OK)
-        st = gru_host->arg_buffer(l, reset, 2, gave_up);
-    if (st == KP_OK)
-        st = gru_host->arg_value(l, reset, 3, sizeof n_traj, &n_traj);
-    if (st == KP_OK)
-        st = gru_host->enqueue_ndrange(l, reset, 1, &reset_global, &reset_local);
-    if (st == KP_OK)
-        st = gru_host->cl_kernel(l, "gru_rollout_grid", shfl ? "-D RO_PTX=1" : NULL, &k);
-    if (st == KP_OK)
-        st = gru_host->arg_value(l, k, 0, sizeof r, &r);
-    if (st == KP_OK)
-        st = gru_host->arg_value(l, k, 1, sizeof g, &g);
-    if (st == KP_OK)
-        st = gru_host->arg_value(l, k, 2, sizeof cache, &cache);
-    if (st == KP_OK)
-        st = gru_rollout_bind(l, k, 3, call);
-    if (st == KP_OK)
-        st = gru_host->arg_buffer(l, k, 19, state);
-    if (st == KP_OK)
-        st = gru_host->arg_buffer(l, k, 20, gave_up);
-    if (st == KP_OK)
-        st = gru_host->arg_local(
-            l, k, 21, (size_t)local_bytes(l, &d, g, (int64_t)wg, cache, shfl) - STATIC_LOCAL_BYTES);
-    if (st == KP_OK)
-        st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
-    return st;
+    kp_clargs reset = kp_clargs_begin(gru_host, l, "gru_rollout_grid_reset", NULL);
+    kp_clargs_buffer(&reset, state);
+    kp_clargs_int(&reset, n_state);
+    kp_clargs_buffer(&reset, gave_up);
+    kp_clargs_int(&reset, n_traj);
+    st = kp_clargs_enqueue(&reset, 1, &reset_global, &reset_local);
+    if (st != KP_OK)
+        return st;
+    kp_clargs a = kp_clargs_begin(gru_host, l, "gru_rollout_grid", shfl ? "-D RO_PTX=1" : NULL);
+    gru_rollout_args(&a, call);
+    kp_clargs_int(&a, g);
+    kp_clargs_int(&a, cache);
+    kp_clargs_buffer(&a, state);
+    kp_clargs_buffer(&a, gave_up);
+    kp_clargs_local(&a,
+                    (size_t)local_bytes(l, &d, g, (int64_t)wg, cache, shfl) - STATIC_LOCAL_BYTES);
+    return kp_clargs_enqueue(&a, 1, &global, &wg);
 }
 
 static kp_status describe(kp_launch *l, char *out, size_t size)
@@ -310,4 +309,5 @@ const kp_kernel_desc gru_rollout_grid_desc = {
     .tolerance = gru_rollout_tolerance,
     .describe = describe,
     .supported = supported,
+    .resolve = resolve,
 };

@@ -8,9 +8,6 @@
 #include "gru-kernels.h"
 #include "gru-rollout.h"
 
-/* 67 fields of 4 bytes, no padding: the layout the OpenCL struct has too. */
-_Static_assert(sizeof(ro_args) == 67 * 4, "ro_args must match kernels/gru-rollout.cl");
-
 #define T_F32 KP_DT(KP_F32)
 #define TENSOR(idx, nm, acc, flg, text)                                                            \
     [idx] = {.name = nm,                                                                           \
@@ -64,8 +61,9 @@ static const int64_t switches[] = {0, 1};
  * LANES and VEC default to 0, "by device type", as the cell kernels' tunables do: a CPU wants one
  * work-item per row reading 16 floats at a time, a GPU several work-items per row reading
  * consecutive floats (coalesced), and the two orders differ by several times on each
- * (docs/kernels/gru.md). They are compiled in through cl_kernel's extra options once 0 is
- * resolved, so they are NO_DEFINE here.
+ * (docs/kernels/gru.md). The resolve hook turns 0 into the device's value, which the core compiles
+ * in (-D) and `kernelport explain` shows. GRID is not resolved there: its 1 is a request, which
+ * enqueue honours where the device runs gru.rollout_grid and the call's E B leave it room.
  */
 static const kp_tunable_desc tunables[] = {
     [TUNE_WG] = {.name = "WG",
@@ -79,14 +77,13 @@ static const kp_tunable_desc tunables[] = {
                     .default_value = 0,
                     .allowed = lanes,
                     .n_allowed = sizeof lanes / sizeof lanes[0],
-                    .flags = KP_TUNABLE_NO_DEFINE,
                     .doc = "work-items that share one weight row in a matrix-vector pass; 0: 1 on "
-                           "CPUs, 16 on others"},
+                           "CPUs, 16 on others, or the most below 16 whose partial sums at the "
+                           "resolved WG leave room in local memory for H = 1024 (8 with 32 KiB)"},
     [TUNE_VEC] = {.name = "VEC",
                   .default_value = 0,
                   .allowed = vecs,
                   .n_allowed = sizeof vecs / sizeof vecs[0],
-                  .flags = KP_TUNABLE_NO_DEFINE,
                   .doc = "floats each lane loads at once (vloadN); 0: 16 on CPUs, 1 on others"},
     [TUNE_GRID] = {.name = "GRID",
                    .default_value = 0,
@@ -97,22 +94,14 @@ static const kp_tunable_desc tunables[] = {
                           "its own tunables); 0: one work-group per trajectory"},
 };
 
-/* A tunable's value, or for 0 the device type's: `cpu` on CPUs, `other` elsewhere. */
-static int64_t by_device(kp_launch *l, uint32_t index, int64_t cpu, int64_t other)
-{
-    int64_t v = gru_host->tunable_index(l, index);
-    const kp_device_info *d = gru_host->device(l);
-    return v ? v : d && d->type == KP_DEVICE_CPU ? cpu : other;
-}
-
 static int64_t lanes_of(kp_launch *l)
 {
-    return by_device(l, TUNE_LANES, 1, 16);
+    return gru_host->tunable_index(l, TUNE_LANES);
 }
 
 static int64_t vec_of(kp_launch *l)
 {
-    return by_device(l, TUNE_VEC, 16, 1);
+    return gru_host->tunable_index(l, TUNE_VEC);
 }
 
 void gru_rollout_dims(const kp_call *call, ro_dims *d)
@@ -186,6 +175,49 @@ static double scratch_floats(const ro_dims *d)
 
 /* The kernel's own __local arrays: the reduction blocks (4 x 32 floats) and the category. */
 #define STATIC_LOCAL_BYTES (4 * 32 * sizeof(float) + sizeof(int))
+
+/*
+ * LANES and VEC 0, by device: on CPUs one work-item per row reading 16 floats at once; elsewhere
+ * LANES work-items per row reading one float each, LANES 16 where the two partial-sum buffers of
+ * WG (LANES + 1) floats leave local memory room for the vectors of H = 1024 (S 0, F 1), else the
+ * most lanes that do. At WG 256 LANES 16 needs 42.5 KiB so counted (NVIDIA's 48 KiB, AMD's and
+ * Intel's 64 KiB take it; its buffers alone, 34.5 KiB, overflow a 32 KiB device such as
+ * Oclgrind's at any H, where LANES 8 leaves room up to H = 1727). WG is resolved before LANES
+ * (the core resolves tunables in order), so this is the WG the kernel runs with, unless the
+ * compiled kernel's limit lowers it later, which only frees local memory.
+ */
+static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    static _Thread_local char why[160];
+    if (value != 0 || (index != TUNE_LANES && index != TUNE_VEC))
+        return NULL;
+    const kp_device_info *d = gru_host->device(l);
+    if (d && d->type == KP_DEVICE_CPU) {
+        *resolved = index == TUNE_LANES ? 1 : 16;
+        return index == TUNE_LANES ? "1 on CPUs (a work-item streams its own row)"
+                                   : "16 on CPUs (one work-item's row, 16 floats a load)";
+    }
+    if (index == TUNE_VEC) {
+        *resolved = 1;
+        return "1 on devices other than CPUs (a row's lanes read consecutive floats)";
+    }
+    *resolved = 16;
+    int64_t wg = gru_host->tunable_index(l, TUNE_WG);
+    const ro_dims room = {.H = 1024, .S = 0, .F = 1};
+    if (!d || d->type == KP_DEVICE_HOST || !d->local_mem || wg <= 1 ||
+        local_bytes(&room, wg, 16) + STATIC_LOCAL_BYTES <= d->local_mem)
+        return "16 on devices other than CPUs";
+    for (int64_t nl = 8; nl >= 1; nl /= 2)
+        if (local_bytes(&room, wg, nl) + STATIC_LOCAL_BYTES <= d->local_mem) {
+            *resolved = nl;
+            snprintf(why, sizeof why,
+                     "%lld on this device: LANES 16 at WG %lld would leave its %.1f KiB of "
+                     "local memory no room for H = 1024",
+                     (long long)nl, (long long)wg, (double)d->local_mem / 1024);
+            return why;
+        }
+    return "16 on devices other than CPUs (fewer lanes leave no room for H = 1024 either)";
+}
 
 static kp_status check_heads(const kp_call *call, kp_launch *l, const ro_dims *d)
 {
@@ -336,106 +368,41 @@ static kp_status check(const kp_call *call, kp_launch *l)
     return KP_OK;
 }
 
-void gru_rollout_pack(const kp_call *call, ro_args *r)
+void gru_rollout_args(kp_clargs *a, const kp_call *call)
 {
-    const kp_value *a = call->args;
+    static const struct {
+        int index;
+        uint32_t rank;
+    } tensors[] = {{RO_W_IH, 3}, {RO_W_HH, 3}, {RO_B_IH, 2},    {RO_B_HH, 2},
+                   {RO_W_P, 3},  {RO_B_P, 2},  {RO_W_Y, 2},     {RO_B_Y, 1},
+                   {RO_F, 3},    {RO_Y0, 1},   {RO_Z0, 3},      {RO_H0, 3},
+                   {RO_Y, 3},    {RO_H_T, 3},  {RO_ENTROPY, 3}, {RO_HNORM, 3}};
+    const kp_value *v = call->args;
     ro_dims d;
     gru_rollout_dims(call, &d);
-    const kp_tensor *t[RO_NPARAMS];
-    for (int i = 0; i < RO_NPARAMS; i++)
-        t[i] = a[i].present ? &a[i].tensor : NULL;
-#define O(i) (int32_t)(t[i] ? t[i]->offset : 0)
-#define ST(i, dim) (int32_t)(t[i] && t[i]->rank > (dim) ? t[i]->strides[dim] : 0)
-    const kp_tensor *f = t[RO_F];
-    uint64_t seed = (uint64_t)a[RO_SEED].i;
-    *r = (ro_args){
-        .E = (int32_t)d.E,
-        .B = (int32_t)d.B,
-        .F = (int32_t)d.F,
-        .H = (int32_t)d.H,
-        .S = (int32_t)d.S,
-        .T = (int32_t)d.T,
-        .mode = (int32_t)a[RO_MODE].i,
-        .lbr = (int32_t)a[RO_LBR].i,
-        .has_bih = a[RO_B_IH].present != 0,
-        .has_bhh = a[RO_B_HH].present != 0,
-        .has_ent = a[RO_ENTROPY].present != 0,
-        .has_hn = a[RO_HNORM].present != 0,
-        .seed_lo = (uint32_t)seed,
-        .seed_hi = (uint32_t)(seed >> 32),
-        .wih_o = O(RO_W_IH),
-        .wih_e = ST(RO_W_IH, 0),
-        .wih_r = ST(RO_W_IH, 1),
-        .whh_o = O(RO_W_HH),
-        .whh_e = ST(RO_W_HH, 0),
-        .whh_r = ST(RO_W_HH, 1),
-        .bih_o = O(RO_B_IH),
-        .bih_e = ST(RO_B_IH, 0),
-        .bih_r = ST(RO_B_IH, 1),
-        .bhh_o = O(RO_B_HH),
-        .bhh_e = ST(RO_B_HH, 0),
-        .bhh_r = ST(RO_B_HH, 1),
-        .wp_o = O(RO_W_P),
-        .wp_e = ST(RO_W_P, 0),
-        .wp_r = ST(RO_W_P, 1),
-        .bp_o = O(RO_B_P),
-        .bp_e = ST(RO_B_P, 0),
-        .bp_r = ST(RO_B_P, 1),
-        .wy_o = O(RO_W_Y),
-        .wy_e = ST(RO_W_Y, 0),
-        .wy_r = ST(RO_W_Y, 1),
-        .by_o = O(RO_B_Y),
-        .by_e = ST(RO_B_Y, 0),
-        /* A shared f (first dimension 1) is read by every member: stride 0. */
-        .f_o = O(RO_F),
-        .f_e = f->shape[0] == 1 ? 0 : ST(RO_F, 0),
-        .f_b = ST(RO_F, 1),
-        .f_r = ST(RO_F, 2),
-        .y0_o = O(RO_Y0),
-        .y0_b = ST(RO_Y0, 0),
-        .z0_o = O(RO_Z0),
-        .z0_e = ST(RO_Z0, 0),
-        .z0_b = ST(RO_Z0, 1),
-        .z0_r = ST(RO_Z0, 2),
-        .h0_o = O(RO_H0),
-        .h0_e = ST(RO_H0, 0),
-        .h0_b = ST(RO_H0, 1),
-        .h0_r = ST(RO_H0, 2),
-        .y_o = O(RO_Y),
-        .y_e = ST(RO_Y, 0),
-        .y_b = ST(RO_Y, 1),
-        .y_t = ST(RO_Y, 2),
-        .hT_o = O(RO_H_T),
-        .hT_e = ST(RO_H_T, 0),
-        .hT_b = ST(RO_H_T, 1),
-        .hT_r = ST(RO_H_T, 2),
-        .en_o = O(RO_ENTROPY),
-        .en_e = ST(RO_ENTROPY, 0),
-        .en_b = ST(RO_ENTROPY, 1),
-        .en_t = ST(RO_ENTROPY, 2),
-        .hn_o = O(RO_HNORM),
-        .hn_e = ST(RO_HNORM, 0),
-        .hn_b = ST(RO_HNORM, 1),
-        .hn_t = ST(RO_HNORM, 2),
-    };
-#undef O
-#undef ST
-}
-
-kp_status gru_rollout_bind(kp_launch *l, kp_clkernel *k, uint32_t first, const kp_call *call)
-{
-    static const int order[] = {RO_W_IH, RO_W_HH, RO_B_IH,    RO_B_HH, RO_W_P, RO_B_P,
-                                RO_W_Y,  RO_B_Y,  RO_F,       RO_Y0,   RO_Z0,  RO_H0,
-                                RO_Y,    RO_H_T,  RO_ENTROPY, RO_HNORM};
-    /* Absent tensors still need a buffer argument; the kernel never reads it. */
-    const kp_tensor *stand_in = &call->args[RO_W_HH].tensor;
-    kp_status st = KP_OK;
-    for (uint32_t i = 0; st == KP_OK && i < sizeof order / sizeof order[0]; i++) {
-        const kp_value *v = &call->args[order[i]];
-        st =
-            gru_host->arg_buffer(l, k, first + i, v->present ? v->tensor.buffer : stand_in->buffer);
+    uint64_t seed = (uint64_t)v[RO_SEED].i;
+    kp_clargs_int(a, (int32_t)d.B);
+    kp_clargs_int(a, (int32_t)d.F);
+    kp_clargs_int(a, (int32_t)d.H);
+    kp_clargs_int(a, (int32_t)d.S);
+    kp_clargs_int(a, (int32_t)d.T);
+    kp_clargs_int(a, (int32_t)v[RO_MODE].i);
+    kp_clargs_int(a, (int32_t)v[RO_LBR].i);
+    kp_clargs_uint(a, (uint32_t)seed);
+    kp_clargs_uint(a, (uint32_t)(seed >> 32));
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        const kp_value *t = &v[tensors[i].index];
+        kp_tensor view = t->tensor;
+        /* A shared f ([1, B, F]) is read by every member: a broadcast [E, B, F], stride 0. */
+        if (tensors[i].index == RO_F && view.shape[0] == 1) {
+            view.shape[0] = d.E;
+            view.strides[0] = 0;
+        }
+        /* Omitted, or empty (w_p, b_p and z0 when S = 0, f when F = 0): never read, so an empty
+         * view on w_hh's buffer, whatever the rank such an empty tensor came with. */
+        int given = t->present && kp_tensor_numel(&t->tensor) > 0;
+        gru_clargs_tensor(a, given ? &view : NULL, tensors[i].rank, v[RO_W_HH].tensor.buffer);
     }
-    return st;
 }
 
 /* GRID 1 runs gru.rollout_grid where it spreads a trajectory over two work-groups or more. On a
@@ -464,31 +431,19 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
         return gru_rollout_through_grid(call, l);
     ro_dims d;
     gru_rollout_dims(call, &d);
-    ro_args r;
-    gru_rollout_pack(call, &r);
     size_t wg = (size_t)gru_host->tunable_index(l, TUNE_WG);
-    int64_t nl = lanes_of(l);
-    char options[48];
-    snprintf(options, sizeof options, "-D LANES=%lld -D VEC=%lld", (long long)nl,
-             (long long)vec_of(l));
     size_t global = (size_t)(d.E * d.B) * wg;
     kp_buffer *scratch = NULL;
-    kp_clkernel *k = NULL;
     kp_status st = gru_host->scratch(
         l, 0, (size_t)((double)(d.E * d.B) * scratch_floats(&d)) * sizeof(float), &scratch);
-    if (st == KP_OK)
-        st = gru_host->cl_kernel(l, "gru_rollout", options, &k);
-    if (st == KP_OK)
-        st = gru_host->arg_value(l, k, 0, sizeof r, &r);
-    if (st == KP_OK)
-        st = gru_rollout_bind(l, k, 1, call);
-    if (st == KP_OK)
-        st = gru_host->arg_buffer(l, k, 17, scratch);
-    if (st == KP_OK && wg > 1)
-        st = gru_host->arg_local(l, k, 18, (size_t)local_bytes(&d, (int64_t)wg, nl));
-    if (st == KP_OK)
-        st = gru_host->enqueue_ndrange(l, k, 1, &global, &wg);
-    return st;
+    if (st != KP_OK)
+        return st;
+    kp_clargs a = kp_clargs_begin(gru_host, l, "gru_rollout", NULL);
+    gru_rollout_args(&a, call);
+    kp_clargs_buffer(&a, scratch);
+    if (wg > 1)
+        kp_clargs_local(&a, (size_t)local_bytes(&d, (int64_t)wg, lanes_of(l)));
+    return kp_clargs_enqueue(&a, 1, &global, &wg);
 }
 
 void gru_rollout_cost(const kp_call *call, kp_cost *out)
@@ -580,4 +535,5 @@ const kp_kernel_desc gru_rollout_desc = {
     .bench_sizes = gru_rollout_bench_sizes,
     .tolerance = gru_rollout_tolerance,
     .describe = describe,
+    .resolve = resolve,
 };

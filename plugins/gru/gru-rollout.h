@@ -1,5 +1,4 @@
-/* gru.rollout's shared declarations: parameter order, the kernel's argument block, the reference.
- */
+/* gru.rollout's shared declarations: parameter order, the kernels' arguments, the reference. */
 #ifndef KP_GRU_ROLLOUT_H
 #define KP_GRU_ROLLOUT_H
 
@@ -33,34 +32,6 @@ enum {
 /* Values of the `mode` parameter (kp_gru_rollout_mode in kernelport/ops/gru.h). */
 enum { RO_MODE_SAMPLE = 0, RO_MODE_MEAN = 1, RO_MODE_ARGMAX = 2 };
 
-/*
- * Sizes and element offsets/strides of every tensor, passed to the OpenCL kernel by value as one
- * struct (ro_args in kernels/gru-rollout.cl, field for field: only 32-bit fields, so both sides
- * lay it out alike). Strides name the dimension they step: _e member, _b trajectory, _r row,
- * _t step; inner dimensions of the weight matrices are contiguous (check requires it).
- */
-typedef struct ro_args {
-    int32_t E, B, F, H, S, T;
-    int32_t mode, lbr, has_bih, has_bhh, has_ent, has_hn;
-    uint32_t seed_lo, seed_hi;
-    int32_t wih_o, wih_e, wih_r;
-    int32_t whh_o, whh_e, whh_r;
-    int32_t bih_o, bih_e, bih_r;
-    int32_t bhh_o, bhh_e, bhh_r;
-    int32_t wp_o, wp_e, wp_r;
-    int32_t bp_o, bp_e, bp_r;
-    int32_t wy_o, wy_e, wy_r;
-    int32_t by_o, by_e;
-    int32_t f_o, f_e, f_b, f_r;
-    int32_t y0_o, y0_b;
-    int32_t z0_o, z0_e, z0_b, z0_r;
-    int32_t h0_o, h0_e, h0_b, h0_r;
-    int32_t y_o, y_e, y_b, y_t;
-    int32_t hT_o, hT_e, hT_b, hT_r;
-    int32_t en_o, en_e, en_b, en_t;
-    int32_t hn_o, hn_e, hn_b, hn_t;
-} ro_args;
-
 /* The sizes of a call, read from its tensors (valid after gru_rollout_check). */
 typedef struct ro_dims {
     int64_t E, B, F, H, S, T, I;
@@ -69,11 +40,12 @@ typedef struct ro_dims {
 void gru_rollout_dims(const kp_call *call, ro_dims *d);
 
 /* Shared by gru.rollout and gru.rollout_grid (gru-rollout.c): the parameters, the shape checks,
- * the kernel's argument block, its 16 buffer arguments from index `first`, cost and tolerance. */
+ * the arguments both kernels start with (RO_PARAMS in kernels/gru-rollout.cl: B, F, H, S, T, mode,
+ * linear_before_reset, the seed's two halves, then the 16 tensors as buffer and kp_view pairs),
+ * cost and tolerance. */
 extern const kp_param_desc gru_rollout_params[RO_NPARAMS];
 kp_status gru_rollout_check_shapes(const kp_call *call, kp_launch *l);
-void gru_rollout_pack(const kp_call *call, ro_args *r);
-kp_status gru_rollout_bind(kp_launch *l, kp_clkernel *k, uint32_t first, const kp_call *call);
+void gru_rollout_args(kp_clargs *a, const kp_call *call);
 void gru_rollout_cost(const kp_call *call, kp_cost *out);
 void gru_rollout_tolerance(const kp_call *call, double *atol, double *rtol);
 
