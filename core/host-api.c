@@ -141,7 +141,7 @@ static kp_status arg_tensor(kp_launch *l, kp_clkernel *k, uint32_t index, const 
     if (!t)
         return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: tensor is NULL",
                         l->kernel->desc->name, index);
-    int32_t view[KP__VIEW_WORDS(KP_MAX_RANK)];
+    int32_t view[16];
     const char *why = NULL;
     st = kp__view_pack(t, rank, view, &why);
     if (st != KP_OK) {
@@ -153,7 +153,7 @@ static kp_status arg_tensor(kp_launch *l, kp_clkernel *k, uint32_t index, const 
     st = arg_buffer(l, k, index, t->buffer);
     return st != KP_OK
                ? st
-               : set_arg(l, k, index + 1, KP__VIEW_WORDS(rank) * sizeof(int32_t), view, NULL);
+               : set_arg(l, k, index + 1, kp__view_words(rank) * sizeof(int32_t), view, NULL);
 }
 
 static kp_status buffer_read(kp_launch *l, const kp_buffer *buf, size_t offset, size_t bytes,

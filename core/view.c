@@ -1,14 +1,20 @@
-/* Tensor views as kernels see them: the kp_view<R> structs of the OpenCL prelude. */
+/* Tensor views as kernels see them: the kp_view<R> vectors of the OpenCL prelude. */
 #include <limits.h>
+#include <string.h>
 
 #include "view.h"
 
 kp_status kp__view_pack(const kp_tensor *t, uint32_t rank, int32_t *out, const char **why)
 {
-    if (rank > KP_MAX_RANK || t->rank < 0 || (uint32_t)t->rank > rank) {
+    if (t->rank < 0 || (uint32_t)t->rank > rank) {
         *why = "the tensor's rank is above the view's";
         return KP_ERR_INVALID_ARG;
     }
+    if (rank > KP__VIEW_MAX_RANK) {
+        *why = "a kernel's view holds at most 7 dimensions (collapse two contiguous ones)";
+        return KP_ERR_UNSUPPORTED;
+    }
+    memset(out, 0, kp__view_words(rank) * sizeof *out);
     uint32_t pad = rank - (uint32_t)t->rank;
     int64_t last = t->offset;
     int empty = 0;
@@ -22,12 +28,14 @@ kp_status kp__view_pack(const kp_tensor *t, uint32_t rank, int32_t *out, const c
             *why = "an extent or stride is past 2^31 - 1";
             return KP_ERR_UNSUPPORTED;
         }
+        int64_t step;
         if (n == 0)
             empty = 1;
-        else if (__builtin_mul_overflow(n - 1, s, &n) || __builtin_add_overflow(last, n, &last))
+        else if (__builtin_mul_overflow(n - 1, s, &step) ||
+                 __builtin_add_overflow(last, step, &last))
             last = INT64_MAX;
-        out[1 + d] = (int32_t)(d < pad ? 1 : t->shape[d - pad]);
-        out[1 + rank + d] = (int32_t)s;
+        out[1 + 2 * d] = (int32_t)n;
+        out[2 + 2 * d] = (int32_t)s;
     }
     if (t->offset > INT_MAX || (!empty && last > INT_MAX)) {
         *why = "the view reaches past element 2^31 - 1 (kernels index with int)";

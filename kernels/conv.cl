@@ -86,7 +86,7 @@ void conv_im2col_tiles(const int16 g, __global const float *restrict im, const k
     /* The tile: input rows h0 .. h0 + th - 1, columns -PW .. tw - PW - 1. */
     const int th = (nr - 1) * GSH + (GKH - 1) * GDH + 1;
     const int tw = (GOW - 1) * GSW + (GKW - 1) * GDW + 1, te = th * tw;
-    __global const float *plane = im + iv.offset + n * iv.strides[0] + c * iv.strides[1];
+    __global const float *plane = im + kp_offset(iv) + n * kp_stride(iv, 0) + c * kp_stride(iv, 1);
     /* Four loads at a time per work-item, so that their latencies overlap. */
     const float inv_tw = 1.0f / (float)tw;
     for (int e0 = lid; e0 < te; e0 += 4 * WG) {
@@ -96,7 +96,7 @@ void conv_im2col_tiles(const int16 g, __global const float *restrict im, const k
             const int e = e0 + k * WG, r = quot(e, tw, inv_tw), h = h0 + r, w = e - r * tw - GPW;
             v[k] = 0.0f;
             if (e < te && h >= 0 && h < GH && w >= 0 && w < GW)
-                v[k] = plane[h * iv.strides[2] + w * iv.strides[3]];
+                v[k] = plane[h * kp_stride(iv, 2) + w * kp_stride(iv, 3)];
         }
 #pragma unroll
         for (int k = 0; k < 4; k++)
@@ -104,16 +104,16 @@ void conv_im2col_tiles(const int16 g, __global const float *restrict im, const k
                 tile[e0 + k * WG] = v[k];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    __global float *out = col + cv.offset + n * cv.strides[0] + c * GKH * GKW * cv.strides[1] +
-                          oh0 * GOW * cv.strides[2];
+    __global float *out = col + kp_offset(cv) + n * kp_stride(cv, 0) + c * GKH * GKW * kp_stride(cv, 1) +
+                          oh0 * GOW * kp_stride(cv, 2);
     const float inv_ow = 1.0f / (float)GOW;
     for (int p = lid; p < nr * GOW; p += WG) {
         const int oh = quot(p, GOW, inv_ow), ow = p - oh * GOW;
         __local const float *t = tile + oh * GSH * tw + ow * GSW;
-        __global float *o = out + p * cv.strides[2];
+        __global float *o = out + p * kp_stride(cv, 2);
         for (int kh = 0; kh < GKH; kh++)
             for (int kw = 0; kw < GKW; kw++)
-                o[(kh * GKW + kw) * cv.strides[1]] = t[kh * GDH * tw + kw * GDW];
+                o[(kh * GKW + kw) * kp_stride(cv, 1)] = t[kh * GDH * tw + kw * GDW];
     }
 }
 
@@ -127,9 +127,9 @@ void conv_im2col(const int16 g, __global const float *restrict im, const kp_view
     const int nc = i / L, l = i - nc * L, n = nc / GC, c = nc - n * GC, taps = GKH * GKW;
     const int oh = quot(l, GOW, 1.0f / (float)GOW), ow = l - oh * GOW;
     const int h0 = oh * GSH - GPH, w0 = ow * GSW - GPW;
-    __global const float *plane = im + iv.offset + n * iv.strides[0] + c * iv.strides[1];
+    __global const float *plane = im + kp_offset(iv) + n * kp_stride(iv, 0) + c * kp_stride(iv, 1);
     __global float *out =
-        col + cv.offset + n * cv.strides[0] + c * taps * cv.strides[1] + l * cv.strides[2];
+        col + kp_offset(cv) + n * kp_stride(cv, 0) + c * taps * kp_stride(cv, 1) + l * kp_stride(cv, 2);
     for (int kh = 0; kh < GKH; kh++) {
         const int h = h0 + kh * GDH;
         const bool row_in = h >= 0 && h < GH;
@@ -137,8 +137,8 @@ void conv_im2col(const int16 g, __global const float *restrict im, const kp_view
             const int w = w0 + kw * GDW;
             float v = 0.0f;
             if (row_in && w >= 0 && w < GW)
-                v = plane[h * iv.strides[2] + w * iv.strides[3]];
-            out[(kh * GKW + kw) * cv.strides[1]] = v;
+                v = plane[h * kp_stride(iv, 2) + w * kp_stride(iv, 3)];
+            out[(kh * GKW + kw) * kp_stride(cv, 1)] = v;
         }
     }
 }
@@ -154,17 +154,17 @@ void conv_im2col_rows(const int16 g, __global const float *im, const kp_view4 iv
     /* Columns ow with 0 <= ow SW + w0 < W: [lo, hi) in every row that is not padding. */
     const int hi_in = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
     const int lo_in = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi_in);
-    const int step = GSW * iv.strides[3];
-    __global const float *plane = im + iv.offset + n * iv.strides[0] + c * iv.strides[1];
-    __global float *cb = col + cv.offset + n * cv.strides[0] + r * cv.strides[1];
+    const int step = GSW * kp_stride(iv, 3);
+    __global const float *plane = im + kp_offset(iv) + n * kp_stride(iv, 0) + c * kp_stride(iv, 1);
+    __global float *cb = col + kp_offset(cv) + n * kp_stride(cv, 0) + r * kp_stride(cv, 1);
     for (int oh = 0; oh < GOH; oh++) {
         const int h = oh * GSH - GPH + kh * GDH, pad = h < 0 || h >= GH;
         const int lo = pad ? 0 : lo_in, hi = pad ? 0 : hi_in;
         /* Column ow reads plane[ip + ow step]: an index from the plane, since the row's start
          * minus the padding (w0 < 0) would be a pointer outside the buffer. */
-        const int ip = (pad ? 0 : h * iv.strides[2]) + w0 * iv.strides[3];
-        __global float *cp = cb + oh * GOW * cv.strides[2];
-        if (cv.strides[2] == 1) {
+        const int ip = (pad ? 0 : h * kp_stride(iv, 2)) + w0 * kp_stride(iv, 3);
+        __global float *cp = cb + oh * GOW * kp_stride(cv, 2);
+        if (kp_stride(cv, 2) == 1) {
             /* The columns' usual layout: contiguous stores (and loads, at stride 1). */
             for (int ow = 0; ow < lo; ow++)
                 cp[ow] = 0.0f;
@@ -190,7 +190,7 @@ void conv_im2col_rows(const int16 g, __global const float *im, const kp_view4 iv
                 cp[ow] = 0.0f;
         } else {
             for (int ow = 0; ow < GOW; ow++)
-                cp[ow * cv.strides[2]] = ow >= lo && ow < hi ? plane[ip + ow * step] : 0.0f;
+                cp[ow * kp_stride(cv, 2)] = ow >= lo && ow < hi ? plane[ip + ow * step] : 0.0f;
         }
     }
 }
@@ -206,7 +206,7 @@ void conv_col2im(const int16 g, __global const float *col, const kp_view3 cv,
         return;
     const int n = nc / GC, c = nc % GC, h = quot(p, GW, 1.0f / (float)GW), w = p - h * GW;
     __global const float *cp =
-        col + cv.offset + n * cv.strides[0] + c * GKH * GKW * cv.strides[1];
+        col + kp_offset(cv) + n * kp_stride(cv, 0) + c * GKH * GKW * kp_stride(cv, 1);
     float s = 0.0f;
     for (int kh = 0; kh < GKH; kh++) {
         const int t = h + GPH - kh * GDH;
@@ -217,7 +217,7 @@ void conv_col2im(const int16 g, __global const float *col, const kp_view3 cv,
             const int u = w + GPW - kw * GDW;
             const int ow = u / GSW;
             if (u >= 0 && u - ow * GSW == 0 && ow < GOW)
-                s += cp[(kh * GKW + kw) * cv.strides[1] + (oh * GOW + ow) * cv.strides[2]];
+                s += cp[(kh * GKW + kw) * kp_stride(cv, 1) + (oh * GOW + ow) * kp_stride(cv, 2)];
         }
     }
     im[kp_at4(iv, n, c, h, w)] = s;
@@ -238,10 +238,10 @@ void conv_col2im_rows(const int16 g, __global const float *col, const kp_view3 c
         return;
     const int c = i / GH, h = i % GH;
     __global float *row =
-        im + iv.offset + n * iv.strides[0] + c * iv.strides[1] + h * iv.strides[2];
+        im + kp_offset(iv) + n * kp_stride(iv, 0) + c * kp_stride(iv, 1) + h * kp_stride(iv, 2);
     for (int w = 0; w < GW; w++)
-        row[w * iv.strides[3]] = 0.0f;
-    const int fast = iv.strides[3] == 1 && cv.strides[2] == 1 && GSW == 1;
+        row[w * kp_stride(iv, 3)] = 0.0f;
+    const int fast = kp_stride(iv, 3) == 1 && kp_stride(cv, 2) == 1 && GSW == 1;
     for (int kh = 0; kh < GKH; kh++) {
         const int t = h + GPH - kh * GDH, oh = t / GSH;
         if (t < 0 || t - oh * GSH != 0 || oh >= GOH)
@@ -250,15 +250,15 @@ void conv_col2im_rows(const int16 g, __global const float *col, const kp_view3 c
             const int w0 = kw * GDW - GPW;
             const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
             const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
-            __global const float *cp = col + cv.offset + n * cv.strides[0] +
-                                       ((c * GKH + kh) * GKW + kw) * cv.strides[1] +
-                                       oh * GOW * cv.strides[2];
+            __global const float *cp = col + kp_offset(cv) + n * kp_stride(cv, 0) +
+                                       ((c * GKH + kh) * GKW + kw) * kp_stride(cv, 1) +
+                                       oh * GOW * kp_stride(cv, 2);
             if (fast)
                 for (int ow = lo; ow < hi; ow++)
                     row[ow + w0] += cp[ow];
             else
                 for (int ow = lo; ow < hi; ow++)
-                    row[(ow * GSW + w0) * iv.strides[3]] += cp[ow * cv.strides[2]];
+                    row[(ow * GSW + w0) * kp_stride(iv, 3)] += cp[ow * kp_stride(cv, 2)];
         }
     }
 }
@@ -307,16 +307,16 @@ void conv_gemm(const int M, const int N, const int K, const float beta, __global
     const int j0 = 4 * get_global_id(0), i = get_global_id(1);
     if (j0 >= N)
         return;
-    __global const float *ap = A + av.offset + i * av.strides[0];
+    __global const float *ap = A + kp_offset(av) + i * kp_stride(av, 0);
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int k = 0; k < K; k++) {
-        const float a = ap[k * av.strides[1]];
-        __global const float *bp = B + bv.offset + k * bv.strides[0];
+        const float a = ap[k * kp_stride(av, 1)];
+        __global const float *bp = B + kp_offset(bv) + k * kp_stride(bv, 0);
         for (int q = 0; q < 4; q++)
-            s[q] = j0 + q < N ? fma(a, bp[(j0 + q) * bv.strides[1]], s[q]) : 0.0f;
+            s[q] = j0 + q < N ? fma(a, bp[(j0 + q) * kp_stride(bv, 1)], s[q]) : 0.0f;
     }
     for (int q = 0; q < 4 && j0 + q < N; q++) {
-        __global float *cp = C + cv.offset + i * cv.strides[0] + (j0 + q) * cv.strides[1];
+        __global float *cp = C + kp_offset(cv) + i * kp_stride(cv, 0) + (j0 + q) * kp_stride(cv, 1);
         *cp = beta != 0.0f ? fma(beta, *cp, s[q]) : s[q];
     }
 }
@@ -346,30 +346,30 @@ void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
             for (int j = first; j < N; j++) {
                 float s = 0.0f;
                 for (int k = 0; k < K; k++)
-                    s = fma(A[kp_at2(av, i, k)], B[bv.offset + k * bv.strides[0] + j], s);
-                __global float *cp = C + cv.offset + i * cv.strides[0] + j;
+                    s = fma(A[kp_at2(av, i, k)], B[kp_offset(bv) + k * kp_stride(bv, 0) + j], s);
+                __global float *cp = C + kp_offset(cv) + i * kp_stride(cv, 0) + j;
                 *cp = beta != 0.0f ? fma(beta, *cp, s) : s;
             }
         return;
     }
     /* The last strip shifts left to stay inside B's rows and stores only its new columns. */
     const int j0 = min(first, N - 32);
-    __global const float *bp = B + bv.offset + j0;
+    __global const float *bp = B + kp_offset(bv) + j0;
     for (int m0 = r0; m0 < r1; m0 += 8) {
-        __global const float *a0 = A + av.offset + m0 * av.strides[0];
-        __global const float *a1 = A + av.offset + min(m0 + 1, M - 1) * av.strides[0];
-        __global const float *a2 = A + av.offset + min(m0 + 2, M - 1) * av.strides[0];
-        __global const float *a3 = A + av.offset + min(m0 + 3, M - 1) * av.strides[0];
-        __global const float *a4 = A + av.offset + min(m0 + 4, M - 1) * av.strides[0];
-        __global const float *a5 = A + av.offset + min(m0 + 5, M - 1) * av.strides[0];
-        __global const float *a6 = A + av.offset + min(m0 + 6, M - 1) * av.strides[0];
-        __global const float *a7 = A + av.offset + min(m0 + 7, M - 1) * av.strides[0];
+        __global const float *a0 = A + kp_offset(av) + m0 * kp_stride(av, 0);
+        __global const float *a1 = A + kp_offset(av) + min(m0 + 1, M - 1) * kp_stride(av, 0);
+        __global const float *a2 = A + kp_offset(av) + min(m0 + 2, M - 1) * kp_stride(av, 0);
+        __global const float *a3 = A + kp_offset(av) + min(m0 + 3, M - 1) * kp_stride(av, 0);
+        __global const float *a4 = A + kp_offset(av) + min(m0 + 4, M - 1) * kp_stride(av, 0);
+        __global const float *a5 = A + kp_offset(av) + min(m0 + 5, M - 1) * kp_stride(av, 0);
+        __global const float *a6 = A + kp_offset(av) + min(m0 + 6, M - 1) * kp_stride(av, 0);
+        __global const float *a7 = A + kp_offset(av) + min(m0 + 7, M - 1) * kp_stride(av, 0);
         float16 s0 = (float16)(0.0f), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0;
         float16 s7 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0, t6 = s0, t7 = s0;
         for (int k = 0; k < K; k++) {
-            __global const float *bk = bp + k * bv.strides[0];
+            __global const float *bk = bp + k * kp_stride(bv, 0);
             const float16 b = vload16(0, bk), c = vload16(1, bk);
-            const int ka = k * av.strides[1];
+            const int ka = k * kp_stride(av, 1);
             float16 a = (float16)(a0[ka]);
             s0 = fma(a, b, s0);
             t0 = fma(a, c, t0);
@@ -398,7 +398,7 @@ void conv_gemm_tiled(const int M, const int N, const int K, const float beta,
         const float16 lo[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
         const float16 hi[8] = {t0, t1, t2, t3, t4, t5, t6, t7};
         for (int i = 0; i < 8 && m0 + i < r1; i++) {
-            __global float *cp = C + cv.offset + (m0 + i) * cv.strides[0] + j0;
+            __global float *cp = C + kp_offset(cv) + (m0 + i) * kp_stride(cv, 0) + j0;
             float out[32];
             vstore16(lo[i], 0, out);
             vstore16(hi[i], 1, out);
@@ -438,7 +438,7 @@ void conv_wino_filter(const int K, const int Cg, __global const float *w, const 
     const int c = get_global_id(0), k = get_global_id(1);
     if (c >= Cg)
         return;
-    __global const float *p = w + wv.offset + k * wv.strides[0] + c * 9;
+    __global const float *p = w + kp_offset(wv) + k * kp_stride(wv, 0) + c * 9;
     float t[4][3];
     for (int j = 0; j < 3; j++) {
         const float g0 = p[j], g1 = p[3 + j], g2 = p[6 + j];
@@ -469,7 +469,7 @@ void conv_wino_input(const int16 g, __global const float *im, const kp_view4 iv,
     const int n = nc / GC, c = nc - n * GC;
     const int th = quot(t, TW, 1.0f / (float)TW), tw = t - th * TW;
     const int h0 = 2 * th - GPH, w0 = 2 * tw - GPW;
-    __global const float *plane = im + iv.offset + n * iv.strides[0] + c * iv.strides[1];
+    __global const float *plane = im + kp_offset(iv) + n * kp_stride(iv, 0) + c * kp_stride(iv, 1);
     float d[4][4];
     for (int i = 0; i < 4; i++) {
         const int h = h0 + i;
@@ -477,7 +477,7 @@ void conv_wino_input(const int16 g, __global const float *im, const kp_view4 iv,
         for (int j = 0; j < 4; j++) {
             const int x = w0 + j;
             d[i][j] =
-                row_in && x >= 0 && x < GW ? plane[h * iv.strides[2] + x * iv.strides[3]] : 0.0f;
+                row_in && x >= 0 && x < GW ? plane[h * kp_stride(iv, 2) + x * kp_stride(iv, 3)] : 0.0f;
         }
     }
     float e[4][4];
@@ -518,13 +518,13 @@ void conv_wino_output(const int K, const int OH, const int OW, const int TW, con
         s[1][j] = m1 - m2 - m3;
     }
     const float b = has_bias ? bias[kp_at1(bv, k)] : 0.0f;
-    __global float *out = y + yv.offset + n * yv.strides[0] + k * yv.strides[1];
+    __global float *out = y + kp_offset(yv) + n * kp_stride(yv, 0) + k * kp_stride(yv, 1);
     const int oh = 2 * th, ow = 2 * tw;
     for (int a = 0; a < 2 && oh + a < OH; a++) {
         const float y0 = s[a][0] + s[a][1] + s[a][2], y1 = s[a][1] - s[a][2] - s[a][3];
-        out[(oh + a) * yv.strides[2] + ow * yv.strides[3]] = y0 + b;
+        out[(oh + a) * kp_stride(yv, 2) + ow * kp_stride(yv, 3)] = y0 + b;
         if (ow + 1 < OW)
-            out[(oh + a) * yv.strides[2] + (ow + 1) * yv.strides[3]] = y1 + b;
+            out[(oh + a) * kp_stride(yv, 2) + (ow + 1) * kp_stride(yv, 3)] = y1 + b;
     }
 }
 
@@ -543,10 +543,10 @@ void conv_bias_grad(const int N, const int L, const int OW, __global const float
     const float inv = 1.0f / (float)OW;
     float s = 0.0f;
     for (int n = 0; n < N; n++) {
-        __global const float *p = dy + dv.offset + n * dv.strides[0] + k * dv.strides[1];
+        __global const float *p = dy + kp_offset(dv) + n * kp_stride(dv, 0) + k * kp_stride(dv, 1);
         for (int l = lid; l < L; l += WG) {
             const int oh = quot(l, OW, inv);
-            s += p[oh * dv.strides[2] + (l - oh * OW) * dv.strides[3]];
+            s += p[oh * kp_stride(dv, 2) + (l - oh * OW) * kp_stride(dv, 3)];
         }
     }
     part[lid] = s;
@@ -575,7 +575,7 @@ void conv_maxpool(const int16 g, __global const float *x, const kp_view4 xv, __g
         return;
     const int n = nc / GC, c = nc % GC, oh = quot(l, GOW, 1.0f / (float)GOW), ow = l - oh * GOW;
     const int h0 = oh * GSH - GPH, w0 = ow * GSW - GPW;
-    __global const float *xp = x + xv.offset + n * xv.strides[0] + c * xv.strides[1];
+    __global const float *xp = x + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1);
     float best = -INFINITY;
     int at = -1;
     for (int kh = 0; kh < GKH; kh++) {
@@ -586,7 +586,7 @@ void conv_maxpool(const int16 g, __global const float *x, const kp_view4 xv, __g
             const int w = w0 + kw * GDW;
             if (w < 0 || w >= GW)
                 continue;
-            const float v = xp[h * xv.strides[2] + w * xv.strides[3]];
+            const float v = xp[h * kp_stride(xv, 2) + w * kp_stride(xv, 3)];
             if (at < 0 || v > best || (isnan(v) && !isnan(best))) {
                 best = v;
                 at = h * GW + w;
@@ -609,8 +609,8 @@ void conv_maxpool_backward(const int16 g, __global const float *dy, const kp_vie
     if (p >= GH * GW)
         return;
     const int n = nc / GC, c = nc % GC, h = quot(p, GW, 1.0f / (float)GW), w = p - h * GW;
-    __global const float *dp = dy + dv.offset + n * dv.strides[0] + c * dv.strides[1];
-    __global const int *jp = idx + jv.offset + n * jv.strides[0] + c * jv.strides[1];
+    __global const float *dp = dy + kp_offset(dv) + n * kp_stride(dv, 0) + c * kp_stride(dv, 1);
+    __global const int *jp = idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1);
     float s = 0.0f;
     for (int kh = 0; kh < GKH; kh++) {
         const int t = h + GPH - kh * GDH;
@@ -621,8 +621,8 @@ void conv_maxpool_backward(const int16 g, __global const float *dy, const kp_vie
             const int u = w + GPW - kw * GDW;
             const int ow = u / GSW;
             if (u >= 0 && u - ow * GSW == 0 && ow < GOW &&
-                jp[oh * jv.strides[2] + ow * jv.strides[3]] == p)
-                s += dp[oh * dv.strides[2] + ow * dv.strides[3]];
+                jp[oh * kp_stride(jv, 2) + ow * kp_stride(jv, 3)] == p)
+                s += dp[oh * kp_stride(dv, 2) + ow * kp_stride(dv, 3)];
         }
     }
     dx[kp_at4(xv, n, c, h, w)] = s;
@@ -645,14 +645,14 @@ void conv_maxpool_rows(const int16 g, __global const float *x, const kp_view4 xv
         return;
     const int c = i / GOH, oh = i % GOH;
     __global float *yr =
-        y + yv.offset + n * yv.strides[0] + c * yv.strides[1] + oh * yv.strides[2];
+        y + kp_offset(yv) + n * kp_stride(yv, 0) + c * kp_stride(yv, 1) + oh * kp_stride(yv, 2);
     __global int *jr =
-        idx + jv.offset + n * jv.strides[0] + c * jv.strides[1] + oh * jv.strides[2];
-    __global const float *xp = x + xv.offset + n * xv.strides[0] + c * xv.strides[1];
+        idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1) + oh * kp_stride(jv, 2);
+    __global const float *xp = x + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1);
     for (int ow = 0; ow < GOW; ow++)
-        yr[ow * yv.strides[3]] = -INFINITY;
+        yr[ow * kp_stride(yv, 3)] = -INFINITY;
     for (int ow = 0; has_idx && ow < GOW; ow++)
-        jr[ow * jv.strides[3]] = -1;
+        jr[ow * kp_stride(jv, 3)] = -1;
     for (int kh = 0; kh < GKH; kh++) {
         const int h = oh * GSH - GPH + kh * GDH;
         if (h < 0 || h >= GH)
@@ -661,16 +661,16 @@ void conv_maxpool_rows(const int16 g, __global const float *x, const kp_view4 xv
             const int w0 = kw * GDW - GPW;
             const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
             const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
-            __global const float *xr = xp + h * xv.strides[2];
+            __global const float *xr = xp + h * kp_stride(xv, 2);
             for (int ow = lo; ow < hi; ow++) {
                 const int w = ow * GSW + w0;
-                const float v = xr[w * xv.strides[3]], best = yr[ow * yv.strides[3]];
+                const float v = xr[w * kp_stride(xv, 3)], best = yr[ow * kp_stride(yv, 3)];
                 /* A first tap of -inf leaves y at -inf, right; its index is set through -1. */
                 if (v > best || (isnan(v) && !isnan(best)) ||
-                    (has_idx && jr[ow * jv.strides[3]] < 0)) {
-                    yr[ow * yv.strides[3]] = v;
+                    (has_idx && jr[ow * kp_stride(jv, 3)] < 0)) {
+                    yr[ow * kp_stride(yv, 3)] = v;
                     if (has_idx)
-                        jr[ow * jv.strides[3]] = h * GW + w;
+                        jr[ow * kp_stride(jv, 3)] = h * GW + w;
                 }
             }
         }
@@ -687,25 +687,25 @@ void conv_maxpool_backward_rows(const int16 g, __global const float *dy, const k
         return;
     const int c = i / GH, h = i % GH;
     __global float *row =
-        dx + xv.offset + n * xv.strides[0] + c * xv.strides[1] + h * xv.strides[2];
+        dx + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1) + h * kp_stride(xv, 2);
     for (int w = 0; w < GW; w++)
-        row[w * xv.strides[3]] = 0.0f;
+        row[w * kp_stride(xv, 3)] = 0.0f;
     for (int kh = 0; kh < GKH; kh++) {
         const int t = h + GPH - kh * GDH, oh = t / GSH;
         if (t < 0 || t - oh * GSH != 0 || oh >= GOH)
             continue;
         __global const float *dr =
-            dy + dv.offset + n * dv.strides[0] + c * dv.strides[1] + oh * dv.strides[2];
+            dy + kp_offset(dv) + n * kp_stride(dv, 0) + c * kp_stride(dv, 1) + oh * kp_stride(dv, 2);
         __global const int *jr =
-            idx + jv.offset + n * jv.strides[0] + c * jv.strides[1] + oh * jv.strides[2];
+            idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1) + oh * kp_stride(jv, 2);
         for (int kw = 0; kw < GKW; kw++) {
             const int w0 = kw * GDW - GPW;
             const int hi = w0 < GW ? min((GW - 1 - w0) / GSW + 1, GOW) : 0;
             const int lo = min(w0 >= 0 ? 0 : (-w0 + GSW - 1) / GSW, hi);
             for (int ow = lo; ow < hi; ow++) {
                 const int w = ow * GSW + w0;
-                if (jr[ow * jv.strides[3]] == h * GW + w)
-                    row[w * xv.strides[3]] += dr[ow * dv.strides[3]];
+                if (jr[ow * kp_stride(jv, 3)] == h * GW + w)
+                    row[w * kp_stride(xv, 3)] += dr[ow * kp_stride(dv, 3)];
             }
         }
     }

@@ -24,8 +24,8 @@ void example_scale_rows(__global const float *x, const kp_view2 xv,
                         __global const float *scale, const kp_view1 sv,
                         __global float *y, const kp_view2 yv)
 {
-    const int i = get_global_id(0), cols = yv.shape[1];
-    if (i >= yv.shape[0] * cols)
+    const int i = get_global_id(0), cols = kp_shape(yv, 1);
+    if (i >= kp_shape(yv, 0) * cols)
         return;
     const int r = i / cols, c = i % cols;
     y[kp_at2(yv, r, c)] = x[kp_at2(xv, r, c)] * scale[kp_at1(sv, r)];

@@ -68,19 +68,19 @@ void max_combine(float *m, int *k, float m2, int k2)
 /* Member e's weights and biases (the kernels' arguments w_ih .. b_y) with their row strides
  * (element strides for the vectors), and which optional tensors were given. */
 #define RO_MEMBER(e)                                                                               \
-    const __global float *Wih = w_ih + wihv.offset + (e) * wihv.strides[0];                        \
-    const __global float *Whh = w_hh + whhv.offset + (e) * whhv.strides[0];                        \
-    const __global float *Bih = b_ih + bihv.offset + (e) * bihv.strides[0];                        \
-    const __global float *Bhh = b_hh + bhhv.offset + (e) * bhhv.strides[0];                        \
-    const __global float *Wp = w_p + wpv.offset + (e) * wpv.strides[0];                            \
-    const __global float *Bp = b_p + bpv.offset + (e) * bpv.strides[0];                            \
-    const __global float *Wy = w_y + wyv.offset + (e) * wyv.strides[0];                            \
+    const __global float *Wih = w_ih + kp_offset(wihv) + (e) * kp_stride(wihv, 0);                        \
+    const __global float *Whh = w_hh + kp_offset(whhv) + (e) * kp_stride(whhv, 0);                        \
+    const __global float *Bih = b_ih + kp_offset(bihv) + (e) * kp_stride(bihv, 0);                        \
+    const __global float *Bhh = b_hh + kp_offset(bhhv) + (e) * kp_stride(bhhv, 0);                        \
+    const __global float *Wp = w_p + kp_offset(wpv) + (e) * kp_stride(wpv, 0);                            \
+    const __global float *Bp = b_p + kp_offset(bpv) + (e) * kp_stride(bpv, 0);                            \
+    const __global float *Wy = w_y + kp_offset(wyv) + (e) * kp_stride(wyv, 0);                            \
     const float by = b_y[kp_at1(byv, e)];                                                          \
-    const int wih_r = wihv.strides[1], whh_r = whhv.strides[1], bih_r = bihv.strides[1];           \
-    const int bhh_r = bhhv.strides[1], wp_r = wpv.strides[1], bp_r = bpv.strides[1];               \
-    const int wy_r = wyv.strides[1];                                                               \
-    const int has_bih = bihv.shape[1] != 0, has_bhh = bhhv.shape[1] != 0;                          \
-    const int has_ent = entv.shape[2] != 0, has_hn = hnv.shape[2] != 0
+    const int wih_r = kp_stride(wihv, 1), whh_r = kp_stride(whhv, 1), bih_r = kp_stride(bihv, 1);           \
+    const int bhh_r = kp_stride(bhhv, 1), wp_r = kp_stride(wpv, 1), bp_r = kp_stride(bpv, 1);               \
+    const int wy_r = kp_stride(wyv, 1);                                                               \
+    const int has_bih = kp_shape(bihv, 1) != 0, has_bhh = kp_shape(bhhv, 1) != 0;                          \
+    const int has_ent = kp_shape(entv, 2) != 0, has_hn = kp_shape(hnv, 2) != 0
 
 #ifndef RO_GRID
 
@@ -320,7 +320,7 @@ void gru_rollout(RO_PARAMS, RO_SCRATCH, __local float *lm)
             const __global float *fp = f + kp_at3(fv, e, b, 0);
             for (int i = lid; i - lid < F; i += WG)
                 if (i < F)
-                    vin[i] = fp[i * fv.strides[2]];
+                    vin[i] = fp[i * kp_stride(fv, 2)];
             for (int i = lid; i - lid < H; i += WG)
                 if (i < H)
                     hbuf[i] = h0[kp_at3(h0v, e, b, i)];
@@ -580,7 +580,7 @@ void gru_rollout(RO_PARAMS, RO_SCRATCH)
 
     const __global float *fp = f + kp_at3(fv, e, b, 0);
     for (int i = 0; i < F; i++)
-        vin[i] = fp[i * fv.strides[2]];
+        vin[i] = fp[i * kp_stride(fv, 2)];
     for (int u = 0; u < H; u++)
         h[u] = h0[kp_at3(h0v, e, b, u)];
     for (int j = 0; j < G; j++)
@@ -1019,7 +1019,7 @@ void gru_rollout_grid(RO_PARAMS, const int G, const int cache, volatile __global
     /* Prologue: f and h0 into local memory, then the owned rows' W_ih[:, :F] f + b_ih. */
     const __global float *fp = f + kp_at3(fv, e, b, 0);
     for (int i = lid; i < F; i += WG)
-        xin[i] = fp[i * fv.strides[2]];
+        xin[i] = fp[i * kp_stride(fv, 2)];
     for (int i = lid; i < H; i += WG)
         hl[i] = h0[kp_at3(h0v, e, b, i)];
     if (cache & 1)

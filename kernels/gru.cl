@@ -51,7 +51,7 @@
 
 #define AT(v, r, c) kp_at2(v, r, c)
 /* Whether an optional tensor was given: an omitted one has an empty view. */
-#define PRESENT(v) ((v).shape[1] != 0)
+#define PRESENT(v) (kp_shape(v, 1) != 0)
 
 static float sigm(float a)
 {
@@ -73,10 +73,10 @@ static void dots3(int unit, int lane, int n, __global const float *v, const kp_v
 {
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
     if (unit) {
-        __global const float *vp = v + vv.offset + vrow * vv.strides[0];
-        __global const float *w0 = w + wv.offset + max(r0, 0) * wv.strides[0];
-        __global const float *w1 = w + wv.offset + max(r1, 0) * wv.strides[0];
-        __global const float *w2 = w + wv.offset + max(r2, 0) * wv.strides[0];
+        __global const float *vp = v + kp_offset(vv) + vrow * kp_stride(vv, 0);
+        __global const float *w0 = w + kp_offset(wv) + max(r0, 0) * kp_stride(wv, 0);
+        __global const float *w1 = w + kp_offset(wv) + max(r1, 0) * kp_stride(wv, 0);
+        __global const float *w2 = w + kp_offset(wv) + max(r2, 0) * kp_stride(wv, 0);
         const int nv = n / VW;
         VEC q0 = (VEC)(0.0f), q1 = (VEC)(0.0f), q2 = (VEC)(0.0f);
         for (int k = lane; k < nv; k += NL) {
@@ -386,15 +386,15 @@ void gru_matmul(const int M, const int N, const int K, const float alpha, const 
     const int c0 = 4 * get_global_id(0), m = get_global_id(1);
     if (c0 >= N)
         return;
-    __global const float *ap = A + av.offset + m * av.strides[0];
+    __global const float *ap = A + kp_offset(av) + m * kp_stride(av, 0);
     float4 s = (float4)(0.0f);
-    if (bv.strides[1] == 1 && c0 + 3 < N) {
-        __global const float *bp = B + bv.offset + c0;
+    if (kp_stride(bv, 1) == 1 && c0 + 3 < N) {
+        __global const float *bp = B + kp_offset(bv) + c0;
         for (int k = 0; k < K; k++)
-            s = fma((float4)(ap[k * av.strides[1]]), vload4(0, bp + k * bv.strides[0]), s);
+            s = fma((float4)(ap[k * kp_stride(av, 1)]), vload4(0, bp + k * kp_stride(bv, 0)), s);
     } else {
         for (int k = 0; k < K; k++) {
-            const float a = ap[k * av.strides[1]];
+            const float a = ap[k * kp_stride(av, 1)];
             s.x = fma(a, B[AT(bv, k, c0)], s.x);
             s.y = c0 + 1 < N ? fma(a, B[AT(bv, k, c0 + 1)], s.y) : 0.0f;
             s.z = c0 + 2 < N ? fma(a, B[AT(bv, k, c0 + 2)], s.z) : 0.0f;

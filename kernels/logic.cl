@@ -77,7 +77,7 @@
 #endif
 
 /* The element index of row r's first element in a 2-D view (element (r, c) is ROW(v, r) + c). */
-#define ROW(v, r) ((v).offset + (r) * (v).strides[0])
+#define ROW(v, r) (kp_offset(v) + (r) * kp_stride(v, 0))
 
 /* The 4 x 16 coefficient table: rows 1, a, b, ab; column i is op i (difflogic's order). */
 __constant float MT[4][16] = {
@@ -522,11 +522,11 @@ __kernel void logic_perceive(const int B, const int Cn, const int H, const int W
         return;
     const int b = bc / Cn, c = bc % Cn, y = cell / W, xx = cell % W;
     const int col = b * H * W + cell;
-    __global const float *plane = grid + gv.offset + b * gv.strides[0] + c * gv.strides[1];
+    __global const float *plane = grid + kp_offset(gv) + b * kp_stride(gv, 0) + c * kp_stride(gv, 1);
     for (int k = 0; k < 9; k++) {
         const int u = neighbour(y, k / 3 - 1, H, zero), v = neighbour(xx, k % 3 - 1, W, zero);
         out[ROW(ov, 9 * c + k) + col] =
-            u < 0 || v < 0 ? 0.0f : plane[u * gv.strides[2] + v * gv.strides[3]];
+            u < 0 || v < 0 ? 0.0f : plane[u * kp_stride(gv, 2) + v * kp_stride(gv, 3)];
     }
 }
 

@@ -741,8 +741,8 @@ void tc_gemm_wg(const int M, const int N, const int K, const float alpha, const 
                 __global const float *A, const kp_view2 av, __global const float *B,
                 const kp_view2 bv, __global float *C, const kp_view2 cv)
 {
-    const int a_off = av.offset, lda = av.strides[0], b_off = bv.offset, ldb = bv.strides[0];
-    const int c_off = cv.offset, ldc = cv.strides[0];
+    const int a_off = kp_offset(av), lda = kp_stride(av, 0), b_off = kp_offset(bv), ldb = kp_stride(bv, 0);
+    const int c_off = kp_offset(cv), ldc = kp_stride(cv, 0);
     __local float As[STAGES][BM * BK] __attribute__((aligned(128)));
     __local float Bs[STAGES][BN * BK] __attribute__((aligned(128)));
     const int lid = get_local_id(0), warp = lid / 32, g = lid % 32 / 4, t = lid % 4;
@@ -965,8 +965,8 @@ void tc_gemm(const int M, const int N, const int K, const float alpha, const flo
              __global const elem *A, const kp_view2 av, __global const elem *B, const kp_view2 bv,
              __global ctype *C, const kp_view2 cv)
 {
-    const int a_off = av.offset, lda = av.strides[0], b_off = bv.offset, ldb = bv.strides[0];
-    const int c_off = cv.offset, ldc = cv.strides[0];
+    const int a_off = kp_offset(av), lda = kp_stride(av, 0), b_off = kp_offset(bv), ldb = kp_stride(bv, 0);
+    const int c_off = kp_offset(cv), ldc = kp_stride(cv, 0);
     /* Aligned for the 16-byte stores and copies (each tile's size is a multiple of 16 bytes). */
     __local elem As[BUFS][A_TILE] __attribute__((aligned(16)));
     __local elem Bs[BUFS][B_TILE] __attribute__((aligned(16)));
