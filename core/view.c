@@ -6,19 +6,14 @@
 
 kp_status kp__view_pack(const kp_tensor *t, uint32_t rank, int32_t *out, const char **why)
 {
-    if (t->rank < 0 || (uint32_t)t->rank > rank) {
+    if (rank > KP_MAX_RANK || t->rank < 0 || (uint32_t)t->rank > rank) {
         *why = "the tensor's rank is above the view's";
         return KP_ERR_INVALID_ARG;
-    }
-    if (rank > KP__VIEW_MAX_RANK) {
-        *why = "a kernel's view holds at most 7 dimensions (collapse two contiguous ones)";
-        return KP_ERR_UNSUPPORTED;
     }
     memset(out, 0, kp__view_words(rank) * sizeof *out);
     uint32_t pad = rank - (uint32_t)t->rank;
     int64_t last = t->offset;
     int empty = 0;
-    out[0] = (int32_t)t->offset;
     for (uint32_t d = 0; d < rank; d++) {
         int64_t n = d < pad ? 1 : t->shape[d - pad], s = d < pad ? 0 : t->strides[d - pad];
         /* A dimension of extent 0 or 1 never multiplies its stride by anything but 0. */
@@ -34,12 +29,17 @@ kp_status kp__view_pack(const kp_tensor *t, uint32_t rank, int32_t *out, const c
         else if (__builtin_mul_overflow(n - 1, s, &step) ||
                  __builtin_add_overflow(last, step, &last))
             last = INT64_MAX;
-        out[1 + 2 * d] = (int32_t)n;
-        out[2 + 2 * d] = (int32_t)s;
+        out[1 + d] = (int32_t)s;
     }
-    if (t->offset > INT_MAX || (!empty && last > INT_MAX)) {
+    /* Nothing of an empty view is read: -1 marks it, so a kernel can tell an omitted tensor. */
+    if (empty) {
+        out[0] = -1;
+        return KP_OK;
+    }
+    if (last > INT_MAX) {
         *why = "the view reaches past element 2^31 - 1 (kernels index with int)";
         return KP_ERR_UNSUPPORTED;
     }
+    out[0] = (int32_t)t->offset;
     return KP_OK;
 }

@@ -14,8 +14,8 @@
  * core packs it: offset, extents, strides, in elements), of the tensor's own rank. A shared f
  * ([1, B, F]) arrives as a broadcast [E, B, F] view with member stride 0. The weight matrices'
  * last dimension is contiguous (check requires it), so rows are read from their row stride
- * alone. An omitted optional tensor arrives as an empty view (extents 0) on a stand-in buffer,
- * never read: the has_ flags of RO_MEMBER test the extents.
+ * alone. An omitted optional tensor arrives as an empty view (offset -1) on a stand-in buffer,
+ * never read: the has_ flags of RO_MEMBER test kp_empty.
  */
 #define RO_PARAMS                                                                                  \
     const int B, const int F, const int H, const int S, const int T, const int mode,               \
@@ -79,8 +79,8 @@ void max_combine(float *m, int *k, float m2, int k2)
     const int wih_r = kp_stride(wihv, 1), whh_r = kp_stride(whhv, 1), bih_r = kp_stride(bihv, 1);           \
     const int bhh_r = kp_stride(bhhv, 1), wp_r = kp_stride(wpv, 1), bp_r = kp_stride(bpv, 1);               \
     const int wy_r = kp_stride(wyv, 1);                                                               \
-    const int has_bih = kp_shape(bihv, 1) != 0, has_bhh = kp_shape(bhhv, 1) != 0;                          \
-    const int has_ent = kp_shape(entv, 2) != 0, has_hn = kp_shape(hnv, 2) != 0
+    const int has_bih = !kp_empty(bihv), has_bhh = !kp_empty(bhhv);                          \
+    const int has_ent = !kp_empty(entv), has_hn = !kp_empty(hnv)
 
 #ifndef RO_GRID
 

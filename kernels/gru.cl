@@ -5,7 +5,7 @@
  * Every tensor arrives as a buffer and a kp_view2 of the prelude (the plugin sets both with
  * kp_clargs_tensor): element (row, col) lives at kp_at2(v, row, col), a vector [n] as a [1, n]
  * view (row 0, stride 0). The host folds a time step into the offset. An omitted optional tensor
- * arrives as an empty view (extents 0) on a stand-in buffer, never read: PRESENT(v) is 0.
+ * arrives as an empty view (offset -1) on a stand-in buffer, never read: PRESENT(v) is 0.
  *
  * `stage` selects the variant: 0 is linear_before_reset = 1, where n = tanh(xn + r * hn) needs
  * only this unit's dot products; 1 and 2 are the two passes of linear_before_reset = 0, where
@@ -51,7 +51,7 @@
 
 #define AT(v, r, c) kp_at2(v, r, c)
 /* Whether an optional tensor was given: an omitted one has an empty view. */
-#define PRESENT(v) (kp_shape(v, 1) != 0)
+#define PRESENT(v) (!kp_empty(v))
 
 static float sigm(float a)
 {

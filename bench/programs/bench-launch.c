@@ -9,18 +9,18 @@
 
 #include "harness.h"
 
-/* example.cl's axpy with the prelude's view type (kp_view1, an int4: offset, extent, stride)
- * written out, so the bare kernel takes the same arguments and does the same work. */
+/* example.cl's axpy with the prelude's view type (kp_view1, an int2: offset, stride) written out,
+ * so the bare kernel takes the same arguments and does the same work. */
 static const char bare_source[] =
     "__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))\n"
-    "void axpy(const int n, const float alpha, __global const float *x, const int4 xv,\n"
-    "          __global float *y, const int4 yv)\n"
+    "void axpy(const int n, const float alpha, __global const float *x, const int2 xv,\n"
+    "          __global float *y, const int2 yv)\n"
     "{\n"
     "    const int i = get_global_id(0);\n"
     "    if (i >= n)\n"
     "        return;\n"
-    "    const int yi = yv.s0 + i * yv.s2;\n"
-    "    y[yi] = fma(alpha, x[xv.s0 + i * xv.s2], y[yi]);\n"
+    "    const int yi = yv.s0 + i * yv.s1;\n"
+    "    y[yi] = fma(alpha, x[xv.s0 + i * xv.s1], y[yi]);\n"
     "}\n";
 
 enum { BATCH = 100 };
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
         return 1;
     }
     const float alpha = 0.5f;
-    const int32_t view[4] = {0, n, 1, 0};
+    const int32_t view[2] = {0, 1};
     cl_mem mx = kp_buffer_cl_mem(bx), my = kp_buffer_cl_mem(by);
     clSetKernelArg(s.bare, 0, sizeof n, &n);
     clSetKernelArg(s.bare, 1, sizeof alpha, &alpha);

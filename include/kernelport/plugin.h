@@ -33,13 +33,13 @@ typedef struct kp_clkernel kp_clkernel;   /* a built OpenCL kernel of this launc
 
 /*
  * Tensors in OpenCL C. Every program the core builds starts with the prelude
- * (kernels/common/prelude.cl), which defines one view type per rank R = 0..7: an int vector
- * (int, int4, int8 or int16) holding the element offset, then each dimension's extent and stride
- * in turn, zero-padded; the accessors kp_offset(v), kp_shape(v, d) and kp_stride(v, d), the index
- * helpers kp_at1..kp_at4, and the horizontal sums kp_hsum2..kp_hsum16. A kernel takes a tensor as
- * two parameters, its buffer and its view: `__global const float *x, const kp_view2 xv`, and the
- * plugin sets both with host->arg_tensor (or kp_clargs_tensor). Offsets, extents and strides are
- * in elements.
+ * (kernels/common/prelude.cl), which defines one view type per rank R = 0..8: an int vector
+ * (int, int2, int4, int8 or int16) holding the element offset (-1 for an empty tensor), then each
+ * dimension's stride, zero-padded; the accessors kp_offset(v), kp_stride(v, d) and kp_empty(v),
+ * the index helpers kp_at1..kp_at4, and the horizontal sums kp_hsum2..kp_hsum16. A kernel takes a
+ * tensor as two parameters, its buffer and its view: `__global const float *x, const kp_view2 xv`,
+ * and the plugin sets both with host->arg_tensor (or kp_clargs_tensor); extents go as int
+ * arguments. Offsets and strides are in elements.
  */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -262,11 +262,11 @@ typedef struct kp_host_api {
     /* ---- ABI 1.2 ---- */
 
     /* Sets argument `index` to tensor t's buffer and argument `index + 1` to its view as a
-     * kp_view<rank> of the prelude: the element offset, then `rank` (extent, stride) pairs. A
-     * tensor of lower rank than `rank` gets leading extents 1 with stride 0 (NumPy's alignment
-     * for broadcasting). Errors: KP_ERR_INVALID_ARG (rank below the tensor's, no buffer),
-     * KP_ERR_UNSUPPORTED (rank above 7, or the view reaches past element 2^31 - 1: kernels
-     * index with int). */
+     * kp_view<rank> of the prelude: the element offset (-1 when the tensor is empty), then
+     * `rank` strides. A tensor of lower rank than `rank` gets leading strides 0 (NumPy's
+     * alignment for broadcasting). Errors: KP_ERR_INVALID_ARG (rank below the tensor's or above
+     * KP_MAX_RANK, no buffer), KP_ERR_UNSUPPORTED (the view reaches past element 2^31 - 1:
+     * kernels index with int). */
     kp_status (*arg_tensor)(kp_launch *l, kp_clkernel *k, uint32_t index, const kp_tensor *t,
                             uint32_t rank);
     /* cl_kernel with build flags (KP_BUILD_*), which ask the core for what the OpenCL compiler

@@ -6,49 +6,47 @@
  * A tensor reaches a kernel as two parameters, its buffer and its view:
  *     __kernel void f(__global const float *x, const kp_view2 xv, ...)
  * set by the plugin with host->arg_tensor(l, k, index, &tensor, 2) (plugin.h). A view of rank R
- * (0 to 7) is an int vector: the element offset, then each dimension's extent and stride in turn,
- * zero-padded to the vector's width:
+ * is an int vector holding the element offset, then the stride of each dimension, zero-padded to
+ * the vector's width:
  *     kp_view0 int      offset
- *     kp_view1 int4     offset, n0, s0
- *     kp_view2 int8     offset, n0, s0, n1, s1
- *     kp_view3 int8     offset, n0, s0, n1, s1, n2, s2
- *     kp_view4..7 int16 offset, n0, s0, ..., n6, s6
- * A vector rather than a struct because NVIDIA's OpenCL compiles loops reading through struct
- * parameters slower (logic.groupsum: 307 against 233 us on an H100 with the same PTX loop). Read
- * views with the accessors below, whose dimension is a literal 0 to 6 (a dimension the view does
- * not have is a compile error). A tensor of lower rank than its view has leading extents 1 and
- * strides 0, so a broadcast operand needs no special case. Offsets, extents and strides count
+ *     kp_view1 int2     offset, s0
+ *     kp_view2 int4     offset, s0, s1          kp_view3 int4  offset, s0, s1, s2
+ *     kp_view4..7 int8  offset, s0, ..., s6     kp_view8 int16 offset, s0, ..., s7
+ * A view locates elements; how many there are (the call's shape, or one output shape that
+ * broadcast operands share through stride 0) goes to the kernel as int arguments. An empty tensor
+ * (an extent of 0) has offset -1: kp_empty(v) tells a kernel that an optional tensor was left out.
+ * Vectors rather than structs because NVIDIA's OpenCL compiles loops that read through struct
+ * parameters slower (logic.groupsum: 307 against 233 us on an H100 for the same PTX loop), and
+ * narrow ones because wider parameters cost other kernels registers (logic.backward's dx: 6% with
+ * shapes in the views). Read views with the accessors below, whose dimension is a literal 0 to 7
+ * (a dimension the view does not have is a compile error). A tensor of lower rank than its view
+ * has leading strides 0, so a broadcast operand needs no special case. Offsets and strides count
  * elements.
  */
 typedef int kp_view0;
-typedef int4 kp_view1;
-typedef int8 kp_view2;
-typedef int8 kp_view3;
-typedef int16 kp_view4;
-typedef int16 kp_view5;
-typedef int16 kp_view6;
-typedef int16 kp_view7;
+typedef int2 kp_view1;
+typedef int4 kp_view2;
+typedef int4 kp_view3;
+typedef int8 kp_view4;
+typedef int8 kp_view5;
+typedef int8 kp_view6;
+typedef int8 kp_view7;
+typedef int16 kp_view8;
 
-#define KP_N_0(v) ((v).s1)
-#define KP_N_1(v) ((v).s3)
-#define KP_N_2(v) ((v).s5)
-#define KP_N_3(v) ((v).s7)
-#define KP_N_4(v) ((v).s9)
-#define KP_N_5(v) ((v).sb)
-#define KP_N_6(v) ((v).sd)
-#define KP_S_0(v) ((v).s2)
-#define KP_S_1(v) ((v).s4)
-#define KP_S_2(v) ((v).s6)
-#define KP_S_3(v) ((v).s8)
-#define KP_S_4(v) ((v).sa)
-#define KP_S_5(v) ((v).sc)
-#define KP_S_6(v) ((v).se)
+#define KP_S_0(v) ((v).s1)
+#define KP_S_1(v) ((v).s2)
+#define KP_S_2(v) ((v).s3)
+#define KP_S_3(v) ((v).s4)
+#define KP_S_4(v) ((v).s5)
+#define KP_S_5(v) ((v).s6)
+#define KP_S_6(v) ((v).s7)
+#define KP_S_7(v) ((v).s8)
 
-/* The view's offset, the extent and the stride of dimension d (a literal 0 to 6). kp_view0 is its
- * offset alone. */
+/* The view's offset (-1 for an empty tensor) and the stride of dimension d (a literal 0 to 7).
+ * kp_view0 is its offset alone. */
 #define kp_offset(v) ((v).s0)
-#define kp_shape(v, d) KP_N_##d(v)
 #define kp_stride(v, d) KP_S_##d(v)
+#define kp_empty(v) (kp_offset(v) < 0)
 
 /* Element index of (i), (i, j), ... in a view: the offset plus each index times its stride. */
 #define kp_at1(v, i) (kp_offset(v) + (i) * kp_stride(v, 0))

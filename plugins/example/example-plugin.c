@@ -151,6 +151,8 @@ static kp_status scale_enqueue(const kp_call *call, kp_launch *l)
     size_t wg = (size_t)host->tunable(l, "WG");
     size_t global = ((size_t)x->shape[0] * (size_t)x->shape[1] + wg - 1) / wg * wg;
     kp_clargs a = kp_clargs_begin(host, l, "example_scale_rows", NULL);
+    kp_clargs_int(&a, (int32_t)x->shape[0]);
+    kp_clargs_int(&a, (int32_t)x->shape[1]);
     kp_clargs_tensor(&a, x, 2);
     kp_clargs_tensor(&a, &call->args[SCALE_S].tensor, 1);
     kp_clargs_tensor(&a, &call->args[SCALE_Y].tensor, 2);

@@ -8,8 +8,8 @@
 extern const kp_host_api *gru_host;
 
 /* Adds a tensor to an argument list as its buffer and kp_view<rank> (kp_clargs_tensor). An
- * absent one (t NULL or without a buffer) goes as an empty view, extents 0, on `stand_in`'s
- * buffer, which the kernels never read: they test an optional tensor's presence by its extents
+ * absent one (t NULL or without a buffer) goes as an empty view (offset -1) on `stand_in`'s
+ * buffer, which the kernels never read: they test an optional tensor's presence with kp_empty
  * (PRESENT in gru.cl, the has_ flags of gru-rollout.cl), and every tensor the family takes has
  * extents >= 1 where given. (gru-plugin.c) */
 void gru_clargs_tensor(kp_clargs *a, const kp_tensor *t, uint32_t rank, kp_buffer *stand_in);
