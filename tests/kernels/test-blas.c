@@ -11,7 +11,9 @@
 #include "test-util.h"
 
 /* One runtime with CLBlast's own parameters for most tests (CLBlast compiles are slow on PoCL:
- * every new parameter set or context costs seconds), and one whose manifest overrides some. */
+ * every new parameter set or context costs seconds), and one whose manifest overrides some. The
+ * manifests' entries match any device (`match: {}`), so the tests hold on whichever device they
+ * run (test_device()). */
 static kp_runtime *rt;
 static test_log rt_log;
 static kp_runtime *tuned;
@@ -20,7 +22,7 @@ static test_log tuned_log;
 static const char *const tuned_manifest =
     "kernelport: 1\n"
     "tuning:\n"
-    "  - match: { type: cpu }\n"
+    "  - match: {}\n"
     "    kernels:\n"
     "      blas.gemm: { clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
     "                   clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n"
@@ -29,7 +31,8 @@ static const char *const tuned_manifest =
 
 static kp_runtime *open_runtime(const char *manifest, test_log *log)
 {
-    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), NULL, log);
+    kp_runtime_options o =
+        test_options(test_build_path("lib/kernelport/plugins"), test_device(), log);
     o.manifest_path = manifest;
     o.log_level = KP_LOG_INFO; /* warnings and the plugin's override reports, not debug noise */
     kp_runtime *r = NULL;
@@ -579,7 +582,7 @@ static void test_override_not_allowed_is_refused(void **state)
 {
     test_log log;
     const char *path = test_write_tmp("mwg48.yaml", "kernelport: 1\ntuning:\n"
-                                                    "  - match: { type: cpu }\n"
+                                                    "  - match: {}\n"
                                                     "    kernels:\n"
                                                     "      blas.gemm: { clblast.Xgemm.MWG: 48 }\n");
     kp_runtime *r = open_runtime(path, &log);
@@ -602,7 +605,7 @@ static void test_override_inconsistent_set_fails_launch(void **state)
     test_log log;
     const char *path = test_write_tmp(
         "mwg16.yaml", "kernelport: 1\ntuning:\n"
-                      "  - match: { type: cpu }\n"
+                      "  - match: {}\n"
                       "    kernels:\n"
                       "      blas.gemm: { clblast.Xgemm: { MWG: 16, MDIMC: 32, VWM: 1 } }\n");
     kp_runtime *r = open_runtime(path, &log);
@@ -638,7 +641,7 @@ static void test_override_partial_set_applied(void **state)
     assert_int_equal(
         kp_kernel_tuning(tuned, k, tunable_index(tuned, k, "clblast.Xgemm.MWG"), &info), KP_OK);
     assert_int_equal(info.value, 64);
-    assert_non_null(strstr(info.origin, "tuned.yaml:3 match {type: cpu}"));
+    assert_non_null(strstr(info.origin, "tuned.yaml:3 match {}"));
     gemm_case g = {.a = padded(row_major(96, 80), 3, 2),
                    .b = col_major(80, 72),
                    .c = row_major(96, 72),

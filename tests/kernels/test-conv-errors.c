@@ -160,7 +160,8 @@ static void test_im2col_and_pool(void **state)
 static int setup(void **state)
 {
     (void)state;
-    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), NULL, NULL);
+    kp_runtime_options o =
+        test_options(test_build_path("lib/kernelport/plugins"), test_device(), NULL);
     if (kp_runtime_create(&o, &rt) != KP_OK) {
         fprintf(stderr, "kp_runtime_create: %s\n", kp_last_error(NULL));
         return -1;

@@ -221,7 +221,8 @@ static void test_im2col_tile_blocks(void **state)
 {
     (void)state;
     static test_log log;
-    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), NULL, &log);
+    kp_runtime_options o =
+        test_options(test_build_path("lib/kernelport/plugins"), test_device(), &log);
     o.log_level = KP_LOG_DEBUG;
     kp_runtime *r = NULL;
     assert_int_equal(kp_runtime_create(&o, &r), KP_OK);

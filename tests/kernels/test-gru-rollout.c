@@ -643,17 +643,34 @@ static void test_rejections(void **state)
     }
 }
 
+/* The value a tunable of gru.rollout resolves to on rt's device. */
+static int64_t tuned(kp_runtime *rt, const char *name)
+{
+    kp_kernel *k = rollout_kernel(rt);
+    kp_kernel_info info;
+    assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
+    for (size_t i = 0; i < info.n_tunables; i++) {
+        kp_tuning_info t;
+        assert_int_equal(kp_kernel_tuning(rt, k, i, &t), KP_OK);
+        if (strcmp(t.name, name) == 0)
+            return t.value;
+    }
+    fail_msg("gru.rollout has no tunable %s", name);
+    return 0;
+}
+
 /* A hidden size whose local memory exceeds what the device has (read from it: PoCL reports its
- * L2 cache, 512 KiB to 1 MiB and more), from broadcast views of small buffers (row stride 0), so
- * nothing large is allocated: KP_ERR_UNSUPPORTED, saying what to change. */
+ * L2 cache, 512 KiB to 1 MiB and more; Oclgrind 32 KiB), from broadcast views of small buffers
+ * (row stride 0), so nothing large is allocated: KP_ERR_UNSUPPORTED, saying what to change. */
 static void test_local_memory_limit(void **state)
 {
     kp_device_info dev = {.struct_size = sizeof dev};
     assert_int_equal(kp_runtime_device(pocl, &dev, NULL), KP_OK);
     assert_true(dev.local_mem > 0);
     /* (2H + S + max(F, 1 + S) + 2 WG (LANES + 1)) floats + 516 bytes of the kernel's own, with
-     * WG 256 and LANES 1 (the defaults), just past the device's local memory. */
-    const int64_t S = 0, F = 1, I = F + 1 + S, fixed = S + 1 + 2 * 256 * 2;
+     * the WG and LANES the device resolves, just past the device's local memory. */
+    const int64_t wg = tuned(pocl, "WG"), lanes = tuned(pocl, "LANES");
+    const int64_t S = 0, F = 1, I = F + 1 + S, fixed = S + 1 + 2 * wg * (lanes + 1);
     const int64_t H = ((int64_t)dev.local_mem / 4 - fixed) / 2 + 1000;
     const double need_kib = (double)((2 * H + fixed) * 4 + 516) / 1024;
     kp_buffer *buf = NULL;
@@ -681,9 +698,10 @@ static void test_local_memory_limit(void **state)
     char want[512];
     snprintf(want, sizeof want,
              "kernel gru.rollout: H = %lld, S = 0, F = 1 need %.1f KiB of local memory per "
-             "work-group with WG = 256, LANES = 1, but %s has %.1f KiB; set smaller WG or LANES "
-             "tunables",
-             (long long)H, need_kib, dev.name, (double)dev.local_mem / 1024);
+             "work-group with WG = %lld, LANES = %lld, but %s has %.1f KiB; set smaller WG or "
+             "LANES tunables",
+             (long long)H, need_kib, (long long)wg, (long long)lanes, dev.name,
+             (double)dev.local_mem / 1024);
     if (!strstr(msg, want))
         fail_msg("unexpected message: %s\nexpected: %s", msg, want);
     kp_buffer_destroy(pocl, buf);
@@ -703,7 +721,7 @@ static void test_grid_on_cpu(void **state)
                                                        "    kernels:\n"
                                                        "      gru.rollout: { GRID: 1 }\n");
     test_log log;
-    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), NULL, &log);
+    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), "pocl", &log);
     o.log_level = KP_LOG_INFO;
     o.manifest_path = manifest;
     kp_runtime *rt = NULL;
@@ -749,7 +767,7 @@ static void test_grid_on_cpu(void **state)
 
 static int setup(void **state)
 {
-    pocl = open_runtime(NULL);
+    pocl = open_runtime(test_device());
     host = open_runtime("host");
     return 0;
 }

@@ -16,7 +16,8 @@ static kp_runtime *noblas;
 
 static kp_runtime *open_runtime(const char *manifest)
 {
-    kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), NULL, NULL);
+    kp_runtime_options o =
+        test_options(test_build_path("lib/kernelport/plugins"), test_device(), NULL);
     o.manifest_path = manifest;
     kp_runtime *r = NULL;
     kp_status st = kp_runtime_create(&o, &r);
