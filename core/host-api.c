@@ -169,6 +169,27 @@ static kp_status buffer_read(kp_launch *l, const kp_buffer *buf, size_t offset, 
                : kp__fail_prefix(l->rt, st, "kernel %s: buffer_read", l->kernel->desc->name);
 }
 
+static kp_status check_shape(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
+                             const int64_t *shape, const char *pattern)
+{
+    if (!l || !name || !t || (rank > 0 && !shape) || rank < 0 || rank > KP_MAX_RANK)
+        return kp__fail(l ? l->rt : NULL, KP_ERR_INVALID_ARG, "check_shape: bad argument");
+    int ok = t->rank == rank;
+    for (int32_t d = 0; ok && d < rank; d++)
+        ok = shape[d] < 0 || t->shape[d] == shape[d];
+    if (ok)
+        return KP_OK;
+    char want[KP_MAX_RANK * 24 + 8] = "", got[160];
+    size_t n = 0;
+    for (int32_t d = 0; d < rank; d++)
+        n += (size_t)(shape[d] < 0 ? snprintf(want + n, sizeof want - n, "%s*", d ? ", " : "")
+                                   : snprintf(want + n, sizeof want - n, "%s%lld", d ? ", " : "",
+                                              (long long)shape[d]));
+    return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: %s: expected %s = [%s], got %s",
+                    l->kernel->desc->name, name, pattern ? pattern : "", want,
+                    kp_tensor_describe(t, got, sizeof got));
+}
+
 static kp_status arg_local(kp_launch *l, kp_clkernel *k, uint32_t index, size_t bytes)
 {
     kp_status st = need_device(l, "arg_local");
@@ -308,6 +329,7 @@ static const kp_host_api host_api = {
     .arg_tensor = arg_tensor,
     .cl_kernel_build = cl_kernel_build,
     .buffer_read = buffer_read,
+    .check_shape = check_shape,
 };
 
 const kp_host_api *kp__host_api(void)

@@ -22,7 +22,7 @@ extern "C" {
 #define KP_ABI_MAJOR 1
 /* 1: kp_kernel_desc.describe and .supported, KP_TUNABLE_NO_SEARCH.
  * 2: tensor views (kp_host_api.arg_tensor and the prelude, kp_clargs), build flags
- *    (cl_kernel_build, KP_BUILD_PTX_SM90A), buffer_read, kp_kernel_desc.resolve. */
+ *    (cl_kernel_build, KP_BUILD_PTX_SM90A), buffer_read, check_shape, kp_kernel_desc.resolve. */
 #define KP_ABI_MINOR 2
 
 /* Opaque objects the core passes to plugin callbacks. */
@@ -279,6 +279,11 @@ typedef struct kp_host_api {
      * this is a copy. Errors: KP_ERR_INVALID_ARG (range outside the buffer), KP_ERR_CL. */
     kp_status (*buffer_read)(kp_launch *l, const kp_buffer *buf, size_t offset, size_t bytes,
                              void *dst);
+    /* KP_OK when tensor t has rank `rank` and extents `shape` (a negative extent accepts any);
+     * else fails with KP_ERR_INVALID_ARG and "NAME: expected PATTERN = [2, 3], got f32[2, 4]",
+     * PATTERN the caller's names of the dimensions ("[N, C, H, W]"). For `check`. */
+    kp_status (*check_shape)(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
+                             const int64_t *shape, const char *pattern);
 } kp_host_api;
 
 /* Flags of host->cl_kernel_build. */

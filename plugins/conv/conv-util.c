@@ -87,18 +87,7 @@ kp_status conv_check_nchw(kp_launch *l, const char *name, const kp_tensor *t)
 kp_status conv_expect(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
                       const int64_t *shape, const char *pattern)
 {
-    int ok = t->rank == rank;
-    for (int32_t d = 0; ok && d < rank; d++)
-        ok = t->shape[d] == shape[d];
-    if (ok)
-        return KP_OK;
-    char want[128] = "", got[160];
-    size_t n = 0;
-    for (int32_t d = 0; d < rank && n < sizeof want; d++)
-        n += (size_t)snprintf(want + n, sizeof want - n, "%s%lld", d ? ", " : "",
-                              (long long)shape[d]);
-    return conv_host->fail(l, KP_ERR_INVALID_ARG, "%s: expected %s = [%s], got %s", name, pattern,
-                           want, kp_tensor_describe(t, got, sizeof got));
+    return conv_host->check_shape(l, name, t, rank, shape, pattern);
 }
 
 kp_status conv_kernel_size(kp_launch *l, const kp_call *call, int kh, conv_geom *g)

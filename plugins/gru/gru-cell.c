@@ -83,18 +83,7 @@ size_t gru_wg(kp_launch *l)
 kp_status gru_expect(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
                      const int64_t *shape, const char *pattern)
 {
-    int ok = t->rank == rank;
-    for (int32_t d = 0; ok && d < rank; d++)
-        ok = t->shape[d] == shape[d];
-    if (ok)
-        return KP_OK;
-    char want[96] = "", got[160];
-    size_t n = 0;
-    for (int32_t d = 0; d < rank && n < sizeof want; d++)
-        n += (size_t)snprintf(want + n, sizeof want - n, "%s%lld", d ? ", " : "",
-                              (long long)shape[d]);
-    return gru_host->fail(l, KP_ERR_INVALID_ARG, "%s: expected %s = [%s], got %s", name, pattern,
-                          want, kp_tensor_describe(t, got, sizeof got));
+    return gru_host->check_shape(l, name, t, rank, shape, pattern);
 }
 
 kp_status gru_check_sequence(kp_launch *l, const kp_tensor *x, const kp_tensor *h0, gru_dims *dims)

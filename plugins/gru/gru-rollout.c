@@ -118,30 +118,14 @@ void gru_rollout_dims(const kp_call *call, ro_dims *d)
 }
 
 /* "[3, 2, 7]" into buf. */
-static const char *dims_text(char *buf, size_t size, int rank, const int64_t *dims)
-{
-    size_t n = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < rank && n < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)dims[i]);
-    if (n < size)
-        snprintf(buf + n, size - n, "]");
-    return buf;
-}
-
 /* Fails unless argument `i` has shape `dims` (`names` spells it: "E, B, H"). */
 static kp_status expect(const kp_call *call, kp_launch *l, int i, const char *names, int rank,
                         const int64_t *dims)
 {
-    const kp_tensor *t = &call->args[i].tensor;
-    int ok = t->rank == rank;
-    for (int d = 0; ok && d < rank; d++)
-        ok = t->shape[d] == dims[d];
-    if (ok)
-        return KP_OK;
-    char want[96], got[160];
-    return gru_host->fail(
-        l, KP_ERR_INVALID_ARG, "%s: expected [%s] = %s, got %s", call->desc->params[i].name, names,
-        dims_text(want, sizeof want, rank, dims), kp_tensor_describe(t, got, sizeof got));
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "[%s]", names);
+    return gru_host->check_shape(l, call->desc->params[i].name, &call->args[i].tensor, rank, dims,
+                                 pattern);
 }
 
 /* The weight matrices are read row by row with vector loads: their rows must be contiguous. */

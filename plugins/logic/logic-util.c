@@ -17,18 +17,10 @@ const int64_t logic_auto_16[6] = {0, 1, 2, 4, 8, 16};
 kp_status logic_expect(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
                        const int64_t *shape, const char *pattern)
 {
-    int ok = t->rank == rank;
-    for (int32_t d = 0; ok && d < rank; d++)
-        ok = shape[d] < 0 || t->shape[d] == shape[d];
-    char want[96] = "", got[160];
-    size_t n = 0;
-    for (int32_t d = 0; d < rank && n < sizeof want; d++)
-        n += (size_t)(shape[d] < 0 ? snprintf(want + n, sizeof want - n, "%s*", d ? ", " : "")
-                                   : snprintf(want + n, sizeof want - n, "%s%lld", d ? ", " : "",
-                                              (long long)shape[d]));
-    if (!ok)
-        return logic_host->fail(l, KP_ERR_INVALID_ARG, "%s: expected %s = [%s], got %s", name,
-                                pattern, want, kp_tensor_describe(t, got, sizeof got));
+    kp_status st = logic_host->check_shape(l, name, t, rank, shape, pattern);
+    if (st != KP_OK)
+        return st;
+    char got[160];
     /* The kernels read rows as contiguous runs (the batch, the words, the 16 logits). */
     if (rank == 2 && t->shape[1] > 1 && t->strides[1] != 1)
         return logic_host->fail(l, KP_ERR_UNSUPPORTED,
