@@ -3,7 +3,7 @@
 /*
  * Layouts (docs/kernels/logic.md): activations are feature-major, x [IN, N] with the batch N
  * contiguous, so the gathers x[a_idx[g], n..n+k] read contiguous runs. A tensor arrives as its
- * buffer and a view of the prelude (kp_view1, kp_view2, kp_view4: offset, extents, strides). The
+ * buffer and a view of the prelude (kp_view1, kp_view2, kp_view4: offset and strides). The
  * last dimension of a 2-D tensor is contiguous (`check` enforces it), so a row is found with ROW
  * below and indexed by its column directly: the column stride is never read.
  *

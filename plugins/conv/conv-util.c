@@ -193,10 +193,10 @@ kp_status conv_check_int_range(kp_launch *l, const kp_call *call)
             return conv_host->fail(l, KP_ERR_UNSUPPORTED,
                                    "%s: views reaching beyond 2^31 elements are not supported",
                                    call->desc->params[i].name);
-        /* Views reach the kernels as int (kp_view<R>): a stride of an extent-1 dimension, which
-         * reaches no element, must fit too. */
+        /* Views reach the kernels as int (kp_view<R>); the core sends the stride of an extent-1
+         * dimension, which reaches no element, as 0, and refuses any other past int. */
         for (int32_t d = 0; d < t->rank; d++)
-            if (t->strides[d] > INT_MAX)
+            if (t->shape[d] > 1 && t->strides[d] > INT_MAX)
                 return conv_host->fail(l, KP_ERR_UNSUPPORTED,
                                        "%s: stride %lld of dimension %d is past 2^31 - 1",
                                        call->desc->params[i].name, (long long)t->strides[d], d);

@@ -91,7 +91,8 @@ kp_status conv_check_geometry(kp_launch *l, const kp_call *call, int first, int 
 /* The kernel size integers (kernel_h, kernel_w) at call->args[kh], [kh + 1]. */
 kp_status conv_kernel_size(kp_launch *l, const kp_call *call, int kh, conv_geom *g);
 /* OpenCL kernels index with int: every present tensor argument's view (its extent, element
- * count and strides) must fit, as the core's view packing needs; checked before any enqueue. */
+ * count and the strides of dimensions longer than 1) must fit, as the core's view packing needs;
+ * checked before any enqueue. */
 kp_status conv_check_int_range(kp_launch *l, const kp_call *call);
 /* Fails with KP_ERR_UNSUPPORTED when one image's columns and GEMM block, (C KH KW + K) OH OW
  * values, or the output, N K OH OW values, pass what the kernels index with int. */

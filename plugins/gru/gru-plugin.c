@@ -10,7 +10,7 @@ void gru_clargs_tensor(kp_clargs *a, const kp_tensor *t, uint32_t rank, kp_buffe
         kp_clargs_tensor(a, t, rank);
         return;
     }
-    /* Extents 0: an empty view, which the core packs with offset 0 and strides 0. */
+    /* Extents 0: an empty tensor, whose view the core packs with offset -1 (kp_empty). */
     kp_tensor none = {.buffer = stand_in, .dtype = KP_F32, .rank = (int32_t)rank};
     kp_clargs_tensor(a, &none, rank);
 }

@@ -37,7 +37,7 @@ kp_status logic_fits_int(kp_launch *l, const kp_call *call)
             continue;
         int big = kp_tensor_extent(t) > INT_MAX || kp_tensor_numel(t) > INT_MAX;
         for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++)
-            big |= t->shape[d] > INT_MAX || t->strides[d] > INT_MAX;
+            big |= t->shape[d] > INT_MAX || (t->shape[d] > 1 && t->strides[d] > INT_MAX);
         if (big)
             return logic_host->fail(l, KP_ERR_UNSUPPORTED,
                                     "%s: views reaching beyond 2^31 elements are not supported",
