@@ -248,6 +248,13 @@ static void test_bad_descriptors_are_refused(void **state)
     strcpy(g->name, "Gen");
     assert_int_equal(kp_kernel_register(rt, &g->desc, &k), KP_ERR_INVALID_ARG);
     assert_non_null(strstr(kp_last_error(rt), "invalid kernel name \"Gen\""));
+    /* More parameters than a kernel may have, and NULL arguments. */
+    g->desc.n_params = KP_MAX_PARAMS + 1;
+    assert_int_equal(kp_kernel_register(rt, &g->desc, &k), KP_ERR_INVALID_ARG);
+    assert_non_null(strstr(kp_last_error(rt), "parameters (at most 64)"));
+    g->desc.n_params = 2;
+    assert_int_equal(kp_kernel_register(rt, NULL, &k), KP_ERR_INVALID_ARG);
+    assert_int_equal(kp_kernel_register(rt, &g->desc, NULL), KP_ERR_INVALID_ARG);
     /* A default the tunable does not allow. */
     strcpy(g->name, "gen.other");
     g->tunable.default_value = 48;
