@@ -726,6 +726,9 @@ void gru_rollout(RO_PARAMS, RO_SCRATCH)
  * - Each published value shares one 64-bit word with the number of its step, so a reader polls
  *   the word itself until that number appears: no barrier counter, no fences, one trip through
  *   the device's memory per exchange. The reset kernel zeroes the words before each launch.
+ * - The words are written and polled by several work-items at once, so every access to them is
+ *   an atomic load or store of device scope (RO_SYNC below); relaxed order is enough, since no
+ *   reader infers one word's content from another's: each word carries its own step.
  * - Every work-group then computes the softmax, the draw, y_t and the norms from the published
  *   logits and partial sums, with the same operations in the same order, so all of them hold
  *   the same z_t and y_t without another exchange.
@@ -745,22 +748,105 @@ void gru_rollout(RO_PARAMS, RO_SCRATCH)
 #define CW 32                 /* work-items sharing the categories (WG >= 64): short trees */
 #define SPIN_LIMIT (1u << 22) /* polls of one word before giving up: seconds on a GPU */
 
+/*
+ * Relaxed atomic loads and stores of device scope on the exchanged words, in what the device
+ * offers (the host picks RO_SYNC):
+ * 1 NVIDIA's driver, which compiles OpenCL C 1.2 and offers atomics of work-group scope alone:
+ *   PTX's relaxed loads and stores of GPU scope (sm_70 and later), which the plain volatile
+ *   accesses they replace compiled to in all but name, so they cost nothing;
+ * 2 OpenCL C 2.0 and later (the host compiles with -cl-std=CL2.0 or CL3.0): C11-style atomics,
+ *   where the device has 64-bit atomics and, in 3.0, device scope;
+ * 0 OpenCL C 1.2 elsewhere (or 2 without those): the cl_khr_int64_base_atomics functions, whose
+ *   loads are read-modify-writes (atom_cmpxchg with equal operands), dearer, but the only atomic
+ *   load 1.2 has.
+ */
+#ifndef RO_SYNC
+#define RO_SYNC 0
+#endif
+#if RO_SYNC == 1
+ulong word_load(volatile __global const ulong *w)
+{
+    ulong x;
+    __asm__ volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(x) : "l"((ulong)w) : "memory");
+    return x;
+}
+void word_store(volatile __global ulong *w, ulong x)
+{
+    __asm__ volatile("st.relaxed.gpu.global.u64 [%0], %1;" : : "l"((ulong)w), "l"(x) : "memory");
+}
+uint flag_load(volatile __global const uint *w)
+{
+    uint x;
+    __asm__ volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(x) : "l"((ulong)w) : "memory");
+    return x;
+}
+void flag_store(volatile __global uint *w, uint x)
+{
+    __asm__ volatile("st.relaxed.gpu.global.u32 [%0], %1;" : : "l"((ulong)w), "r"(x) : "memory");
+}
+#elif RO_SYNC == 2 && __OPENCL_C_VERSION__ >= 200 && defined(cl_khr_int64_extended_atomics) &&     \
+    (__OPENCL_C_VERSION__ < 300 || defined(__opencl_c_atomic_scope_device))
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+ulong word_load(volatile __global const ulong *w)
+{
+    return atomic_load_explicit((volatile __global atomic_ulong *)w, memory_order_relaxed,
+                                memory_scope_device);
+}
+void word_store(volatile __global ulong *w, ulong x)
+{
+    atomic_store_explicit((volatile __global atomic_ulong *)w, x, memory_order_relaxed,
+                          memory_scope_device);
+}
+uint flag_load(volatile __global const uint *w)
+{
+    return atomic_load_explicit((volatile __global atomic_uint *)w, memory_order_relaxed,
+                                memory_scope_device);
+}
+void flag_store(volatile __global uint *w, uint x)
+{
+    atomic_store_explicit((volatile __global atomic_uint *)w, x, memory_order_relaxed,
+                          memory_scope_device);
+}
+#else
+#ifndef cl_khr_int64_base_atomics
+#error "gru_rollout_grid exchanges 64-bit words atomically: it needs cl_khr_int64_base_atomics"
+#endif
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+ulong word_load(volatile __global const ulong *w)
+{
+    return atom_cmpxchg((volatile __global ulong *)w, 0, 0);
+}
+void word_store(volatile __global ulong *w, ulong x)
+{
+    atom_xchg(w, x);
+}
+uint flag_load(volatile __global const uint *w)
+{
+    return atomic_cmpxchg((volatile __global uint *)w, 0, 0);
+}
+void flag_store(volatile __global uint *w, uint x)
+{
+    atomic_xchg(w, x);
+}
+#endif
+
 /* Publishes v as step `tag`'s value of word w: value and tag in one 64-bit store, which a
  * reader sees whole or not at all. */
 void put(volatile __global ulong *w, float v, uint tag)
 {
-    *w = (ulong)tag << 32 | as_uint(v);
+    word_store(w, (ulong)tag << 32 | as_uint(v));
 }
 
 /* Step `tag`'s value of word w, polled until its writer has published it (or the trajectory has
  * given up waiting: then whatever the word holds). */
 float take(volatile __global const ulong *w, uint tag, volatile __global uint *gave_up)
 {
-    ulong x = *w;
-    for (uint spins = 0; (uint)(x >> 32) != tag && !*gave_up; spins++) {
+    ulong x = word_load(w);
+    for (uint spins = 0; (uint)(x >> 32) != tag && !flag_load(gave_up); spins++) {
         if (spins == SPIN_LIMIT)
-            *gave_up = 1;
-        x = *w;
+            flag_store(gave_up, 1);
+        x = word_load(w);
     }
     return as_float((uint)x);
 }
@@ -1317,7 +1403,7 @@ void gru_rollout_grid(RO_PARAMS, const int G, const int cache, volatile __global
     if (g == 0) {
         for (int i = lid; i < H; i += WG)
             h_T[kp_at3(hTv, e, b, i)] = hl[i];
-        if (lid == 0 && *gave_up)
+        if (lid == 0 && flag_load(gave_up))
             for (int t = 0; t < T; t++)
                 y[kp_at3(yv, e, b, t)] = NAN;
     }

@@ -175,6 +175,24 @@ static int shuffles(kp_launch *l, int cache)
     return cache && shuffle_device(l);
 }
 
+/* The build options that pick how the kernel's exchanged words are accessed (RO_SYNC in
+ * gru-rollout.cl), with RO_PTX when the softmax runs on shuffles: 1 on NVIDIA's driver for
+ * sm_70 and later, whose PTX has relaxed loads and stores of GPU scope; 2 where the device
+ * compiles OpenCL C 2.0 or later, asked for with -cl-std; 0, OpenCL 1.2's atomics, elsewhere. */
+static void sync_options(kp_launch *l, int shfl, char *out, size_t size)
+{
+    const kp_device_info *d = gru_host->device(l);
+    int sync = 0, major = 0, minor = 0, sm = 0;
+    char std[32] = "";
+    if (d && d->vendor == KP_VENDOR_NVIDIA && sscanf(d->arch, "sm_%d", &sm) == 1 && sm >= 70)
+        sync = 1;
+    else if (d && sscanf(d->c_version, "OpenCL C %d.%d", &major, &minor) == 2 && major >= 2) {
+        sync = 2;
+        snprintf(std, sizeof std, " -cl-std=CL%d.%d", major, minor);
+    }
+    snprintf(out, size, "-D RO_SYNC=%d%s%s", sync, std, shfl ? " -D RO_PTX=1" : "");
+}
+
 static kp_status enqueue(const kp_call *call, kp_launch *l)
 {
     ro_dims d;
@@ -194,7 +212,9 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
         return st;
     /* Published words must not carry a step number from an earlier launch, nor the trajectories
      * a gave-up mark: a kernel of their own clears them first. */
-    kp_clargs reset = kp_clargs_begin(gru_host, l, "gru_rollout_grid_reset", NULL);
+    char options[96];
+    sync_options(l, shfl, options, sizeof options);
+    kp_clargs reset = kp_clargs_begin(gru_host, l, "gru_rollout_grid_reset", options);
     kp_clargs_buffer(&reset, state);
     kp_clargs_int(&reset, n_state);
     kp_clargs_buffer(&reset, gave_up);
@@ -202,7 +222,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     st = kp_clargs_enqueue(&reset, 1, &reset_global, &reset_local);
     if (st != KP_OK)
         return st;
-    kp_clargs a = kp_clargs_begin(gru_host, l, "gru_rollout_grid", shfl ? "-D RO_PTX=1" : NULL);
+    kp_clargs a = kp_clargs_begin(gru_host, l, "gru_rollout_grid", options);
     gru_rollout_args(&a, call);
     kp_clargs_int(&a, g);
     kp_clargs_int(&a, cache);
