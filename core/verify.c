@@ -150,3 +150,27 @@ kp_status kp_kernel_verify(kp_runtime *rt, kp_kernel *k, const char *size, uint6
                         k->desc->name);
     return KP_OK;
 }
+
+kp_status kp_kernel_sample_bytes(kp_runtime *rt, kp_kernel *k, const char *size, uint64_t *bytes)
+{
+    if (!rt || !k || !size || !bytes)
+        return kp__fail(rt, KP_ERR_INVALID_ARG,
+                        "kp_kernel_sample_bytes: NULL runtime, kernel, size or bytes");
+    if (!k->desc->sample)
+        return kp__fail(rt, KP_ERR_UNSUPPORTED, "kernel %s has no sample function", k->desc->name);
+    kp_sample s;
+    kp_status st = kp__sample_init(&s, rt, k, 1, size);
+    if (st == KP_OK)
+        st = kp__sample_build(&s, size);
+    if (st == KP_OK) {
+        uint64_t sum = 0;
+        for (uint32_t p = 0; p < k->desc->n_params; p++) {
+            const kp__sample_arg *a = &s.args[p];
+            if (a->present && k->desc->params[p].kind == KP_ARG_KIND_TENSOR)
+                sum += (uint64_t)a->numel * kp_dtype_size((kp_dtype)a->dtype);
+        }
+        *bytes = sum;
+    }
+    kp__sample_fini(&s);
+    return st;
+}

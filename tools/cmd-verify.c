@@ -114,6 +114,23 @@ static void run_kernel(kp_runtime *rt, kp_kernel *k, const char *name, const cha
     run->error_row = run->status != KP_OK && !(run->status == KP_ERR_VERIFY && failed_check);
 }
 
+/* The verification size of k whose sample takes the fewest bytes (the first of equals), or NULL
+ * when none builds: the one to run where every run is dear, as under a simulator. */
+static const char *smallest_size(kp_runtime *rt, kp_kernel *k)
+{
+    const char *const *sizes = kp_kernel_sample_sizes(k, 0);
+    const char *best = NULL;
+    uint64_t least = UINT64_MAX;
+    for (size_t i = 0; sizes[i] != NULL; i++) {
+        uint64_t bytes;
+        if (kp_kernel_sample_bytes(rt, k, sizes[i], &bytes) == KP_OK && bytes < least) {
+            least = bytes;
+            best = sizes[i];
+        }
+    }
+    return best;
+}
+
 static void check_cells(cli_table *t, const char *kernel, const check *c)
 {
     const kp_verify_result *r = &c->r;
@@ -250,6 +267,9 @@ static int run_verify(const cli_ctx *ctx)
 {
     const char *pattern = ctx->argc > 0 ? ctx->argv[0] : NULL;
     const char *size = cli_flag_value(ctx, "size");
+    const int smallest = cli_flag_value(ctx, "smallest") != NULL;
+    if (size != NULL && smallest)
+        return cli_usage_error(ctx->command, "--size and --smallest exclude each other");
     uint64_t seed;
     int rc = parse_seed(ctx, &seed);
     if (rc != CLI_EXIT_OK)
@@ -290,7 +310,7 @@ static int run_verify(const cli_ctx *ctx)
             !kp_kernel_name_matches(pattern, info.name))
             continue;
         cli_progress("verify [%zu/%zu] %s", ++done, total, info.name);
-        run_kernel(rt, k, info.name, size, seed, &v);
+        run_kernel(rt, k, info.name, smallest ? smallest_size(rt, k) : size, seed, &v);
     }
     cli_progress_clear();
 
@@ -360,6 +380,7 @@ static int run_verify(const cli_ctx *ctx)
 
 static const cli_flag verify_flags[] = {
     {"size", "NAME", "only the sample size NAME (default: each size a kernel offers)"},
+    {"smallest", NULL, "only each kernel's verification size with the fewest bytes"},
     {"seed", "N", "seed of the random inputs (default: 1)"},
     {NULL, NULL, NULL},
 };
@@ -367,7 +388,7 @@ static const cli_flag verify_flags[] = {
 const cli_command cli_cmd_verify = {
     .name = "verify",
     .summary = "compare kernels on the device with their host reference",
-    .usage = "[PATTERN] [--size NAME] [--seed N]",
+    .usage = "[PATTERN] [--size NAME | --smallest] [--seed N]",
     .details = "Each output is compared element by element within the kernel's tolerance,\n"
                "|device - reference| <= atol + rtol * |reference|. A kernel that does not offer\n"
                "--size is skipped. Exits 1 when any check or run failed, or nothing matched.",

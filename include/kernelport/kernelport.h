@@ -626,6 +626,14 @@ KP_API kp_status kp_kernel_verify(kp_runtime *rt, kp_kernel *k, const char *size
  * "prime", ...) or for benchmarks (bench != 0). Owned by the plugin; never NULL. */
 KP_API const char *const *kp_kernel_sample_sizes(const kp_kernel *k, int bench);
 
+/* Bytes of storage the tensors of kernel k's sample `size` take: the sample is built on the host
+ * (seed 1) and nothing is launched. Lets a caller pick the cheapest sample to run where each run
+ * is dear (`kernelport verify --smallest` under a simulator). Errors: KP_ERR_INVALID_ARG,
+ * KP_ERR_UNSUPPORTED (no sample function), the sample function's (KP_ERR_NOT_FOUND for a size
+ * it does not know). */
+KP_API kp_status kp_kernel_sample_bytes(kp_runtime *rt, kp_kernel *k, const char *size,
+                                        uint64_t *bytes);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Tuning overrides, benchmarks, device peaks and the tuner                                    */
 /* ------------------------------------------------------------------------------------------ */

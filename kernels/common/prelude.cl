@@ -69,12 +69,17 @@ static inline float kp_hsum4(float4 q)
     return (q.x + q.y) + (q.z + q.w);
 }
 
+/* The wider sums spell out the same lane-wise halving lane by lane: Oclgrind 21.10's
+ * uninitialized-value check loses track of .lo and .hi of a vector computed from a float16's
+ * halves (tests/oclgrind/hsum-false-report.cl), and reported kernels using the vector form. */
 static inline float kp_hsum8(float8 q)
 {
-    return kp_hsum4(q.lo + q.hi);
+    return ((q.s0 + q.s4) + (q.s1 + q.s5)) + ((q.s2 + q.s6) + (q.s3 + q.s7));
 }
 
 static inline float kp_hsum16(float16 q)
 {
-    return kp_hsum8(q.lo + q.hi);
+    const float h0 = q.s0 + q.s8, h1 = q.s1 + q.s9, h2 = q.s2 + q.sa, h3 = q.s3 + q.sb;
+    const float h4 = q.s4 + q.sc, h5 = q.s5 + q.sd, h6 = q.s6 + q.se, h7 = q.s7 + q.sf;
+    return ((h0 + h4) + (h1 + h5)) + ((h2 + h6) + (h3 + h7));
 }

@@ -390,6 +390,29 @@ static void test_verify_passes_on_pocl(void **state)
     kp_runtime_destroy(rt);
 }
 
+/* kp_kernel_sample_bytes: the sample's tensors, x [rows, cols], scale [rows] and y [rows, cols]
+ * in f32, built without a launch; `verify --smallest` picks the size by it. */
+static void test_sample_bytes(void **state)
+{
+    kp_runtime *rt = open_runtime("host", NULL);
+    kp_kernel *k;
+    assert_int_equal(kp_kernel_find(rt, "example.scale_rows", &k), KP_OK);
+    const struct {
+        const char *size;
+        uint64_t bytes;
+    } want[] = {
+        {"one", 12}, {"prime", 4 * (2 * 31 * 67 + 31)}, {"small", 4 * (2 * 100 * 129 + 100)}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        uint64_t bytes = 0;
+        assert_int_equal(kp_kernel_sample_bytes(rt, k, want[i].size, &bytes), KP_OK);
+        assert_int_equal(bytes, want[i].bytes);
+    }
+    uint64_t bytes;
+    assert_int_equal(kp_kernel_sample_bytes(rt, k, NULL, &bytes), KP_ERR_INVALID_ARG);
+    assert_int_equal(kp_kernel_sample_bytes(rt, k, "one", NULL), KP_ERR_INVALID_ARG);
+    kp_runtime_destroy(rt);
+}
+
 static void test_verify_passes_on_host(void **state)
 {
     kp_runtime *rt = open_runtime("host", NULL);
@@ -410,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_event_destroy_null_is_noop),
         cmocka_unit_test(test_verify_passes_on_pocl),
         cmocka_unit_test(test_verify_passes_on_host),
+        cmocka_unit_test(test_sample_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
