@@ -70,8 +70,9 @@ static inline float kp_hsum4(float4 q)
 }
 
 /* The wider sums spell out the same lane-wise halving lane by lane: Oclgrind 21.10's
- * uninitialized-value check loses track of .lo and .hi of a vector computed from a float16's
- * halves (tests/oclgrind/hsum-false-report.cl), and reported kernels using the vector form. */
+ * uninitialized-value check loses track of halves of a vector computed from a float16's halves
+ * (`float16 v = vload16(0, p); float8 h = v.lo + v.hi; out[0] = h.lo.w;` is reported, with p
+ * initialized), and so reported the kernels that used the vector form. */
 static inline float kp_hsum8(float8 q)
 {
     return ((q.s0 + q.s4) + (q.s1 + q.s5)) + ((q.s2 + q.s6) + (q.s3 + q.s7));
