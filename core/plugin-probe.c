@@ -193,7 +193,7 @@ static void apply(kp_runtime *rt, kp__plugin *p, const kp__verdict *v, const cha
     if (v->crash)
         kp__plugin_reject(rt, p,
                           "%s (remembered in %s from an earlier start; probed again when the "
-                          "file changes)",
+                          "file changes or is touched)",
                           v->crash, file);
     else
         p->probe = "cached";
@@ -268,12 +268,14 @@ void kp__plugins_probe(kp_runtime *rt, kp__plugin **plugins, size_t n)
             apply(rt, p, v, file);
             continue;
         }
-        /* Copied, touched or rebuilt the same: the contents decide. */
+        /* Copied, touched or rebuilt the same: the contents decide whether it passed. A crash
+         * is probed again, so that touching the file retries a plugin whose crash came from
+         * its surroundings. */
         probe *pr = &todo[n_todo];
         pr->p = p;
         if (kp__file_sha256(p->path, pr->sha256) != 0)
             pr->sha256[0] = '\0';
-        else if (v && strcmp(v->sha256, pr->sha256) == 0) {
+        else if (v && !v->crash && strcmp(v->sha256, pr->sha256) == 0) {
             v->file = p->file;
             vs.changed = 1;
             apply(rt, p, v, file);
