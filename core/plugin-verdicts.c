@@ -93,7 +93,8 @@ int kp__verdicts_write(const kp__verdicts *vs, const char *dir, const char *file
     int e = kp__make_dirs(dir);
     if (e)
         return e;
-    char *tmp = kp__asprintf("%s.tmp-XXXXXX", file);
+    /* Named as the program cache names its temporary files, whose stale ones it deletes. */
+    char *tmp = kp__asprintf("%s/.tmp-plugin-verdicts-XXXXXX", dir);
     int fd = tmp ? mkstemp(tmp) : -1;
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {

@@ -1,5 +1,6 @@
 /* Plugin loading: every way a plugin can be refused, duplicates, and the runtime staying usable. */
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <pwd.h>
 #include <setjmp.h>
@@ -35,15 +36,31 @@ static char *fixture_plugin(const char *name)
     return buf;
 }
 
+/* The directories tmp_dir made, removed when the tests are done. */
+static char made[64][4096];
+static int n_made;
+
 /* A new empty directory under KP_TEST_TMP (mode 0700). */
 static char *tmp_dir(const char *prefix)
 {
-    static char buf[8][4096];
-    static int next;
-    char *out = buf[next++ % 8];
-    snprintf(out, sizeof buf[0], "%s/%s-XXXXXX", test_env("KP_TEST_TMP"), prefix);
+    assert_true(n_made < 64);
+    char *out = made[n_made++];
+    snprintf(out, sizeof made[0], "%s/%s-XXXXXX", test_env("KP_TEST_TMP"), prefix);
     assert_non_null(mkdtemp(out));
     return out;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    remove(path);
+    return 0;
+}
+
+static int remove_tmp_dirs(void **state)
+{
+    for (int i = 0; i < n_made; i++)
+        nftw(made[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
 }
 
 /* A runtime that loaded only the fixture `name`, with its single rejection's reason. Each has a
@@ -577,5 +594,5 @@ int main(void)
         cmocka_unit_test(test_verdicts_kept_until_the_file_changes),
         cmocka_unit_test(test_build_failure_leaves_runtime_usable),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, remove_tmp_dirs);
 }
