@@ -10,7 +10,10 @@ static kp_status register_kernel(kp_registrar *reg, const kp_kernel_desc *desc)
 {
     if (!reg)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "register_kernel: registrar is NULL");
-    return kp__registry_add(reg->rt, reg->plugin, desc);
+    kp_status st = kp__registry_add(reg->rt, reg->plugin, desc);
+    if (st == KP_OK)
+        reg->plugin->n_registered++;
+    return st;
 }
 
 static kp_status fail(kp_launch *l, kp_status status, const char *fmt, ...)

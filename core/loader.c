@@ -1,8 +1,10 @@
-/* Plugin loading: directory scan, dlopen, ABI and field checks, init, and rejection records. */
+/* Plugin loading: directory scan, trust and probe, dlopen, ABI and field checks, init, and
+ * rejection records. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,26 @@
 #include "registry.h"
 
 _Thread_local kp_runtime *kp__initializing;
+
+/* Where kp__plugin_scan reports the steps it reaches; -1 in every other process. */
+static int scan_fd = -1;
+
+static void reached(const char *line)
+{
+    if (scan_fd < 0)
+        return;
+    /* Unbuffered, so that the line is out before a crash in the step it announces. */
+    size_t n = strlen(line);
+    while (n) {
+        ssize_t w = write(scan_fd, line, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        line += w;
+        n -= (size_t)w;
+    }
+}
 
 /* Every field of a version 1.0 kp_plugin_info up to and including init. */
 #define INFO_MIN_SIZE (offsetof(kp_plugin_info, init) + sizeof(void (*)(void)))
@@ -33,8 +55,7 @@ static kp__plugin *record(kp_runtime *rt, const char *path)
     return p;
 }
 
-static void reject(kp_runtime *rt, kp__plugin *p, const char *fmt, ...) KP_PRINTF(3, 4);
-static void reject(kp_runtime *rt, kp__plugin *p, const char *fmt, ...)
+void kp__plugin_reject(kp_runtime *rt, kp__plugin *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -70,48 +91,52 @@ static int disabled(const kp_runtime *rt, const char *name)
 static void start(kp_runtime *rt, kp__plugin *p, const kp_plugin_info *info)
 {
     if (!info) {
-        reject(rt, p, "kp_plugin_entry returned NULL");
+        kp__plugin_reject(rt, p, "kp_plugin_entry returned NULL");
         return;
     }
     if (info->struct_size < INFO_MIN_SIZE) {
-        reject(rt, p, "kp_plugin_info is %u bytes, smaller than ABI 1.0's %zu", info->struct_size,
-               (size_t)INFO_MIN_SIZE);
+        kp__plugin_reject(rt, p, "kp_plugin_info is %u bytes, smaller than ABI 1.0's %zu",
+                          info->struct_size, (size_t)INFO_MIN_SIZE);
         return;
     }
     if (info->abi_major != KP_ABI_MAJOR) {
-        reject(rt, p,
-               "plugin ABI %u.%u is not supported by this Kernelport (ABI %d.%d); rebuild the "
-               "plugin against Kernelport %s",
-               info->abi_major, info->abi_minor, KP_ABI_MAJOR, KP_ABI_MINOR, KP_VERSION_STRING);
+        kp__plugin_reject(
+            rt, p,
+            "plugin ABI %u.%u is not supported by this Kernelport (ABI %d.%d); rebuild the "
+            "plugin against Kernelport %s",
+            info->abi_major, info->abi_minor, KP_ABI_MAJOR, KP_ABI_MINOR, KP_VERSION_STRING);
         return;
     }
     if (info->abi_minor > KP_ABI_MINOR) {
-        reject(rt, p,
-               "plugin needs ABI %u.%u but this Kernelport provides %d.%d; upgrade Kernelport",
-               info->abi_major, info->abi_minor, KP_ABI_MAJOR, KP_ABI_MINOR);
+        kp__plugin_reject(
+            rt, p, "plugin needs ABI %u.%u but this Kernelport provides %d.%d; upgrade Kernelport",
+            info->abi_major, info->abi_minor, KP_ABI_MAJOR, KP_ABI_MINOR);
         return;
     }
     if (!valid_plugin_name(info->name)) {
-        reject(rt, p,
-               "plugin name \"%s\" is missing or invalid (lowercase letters, digits, '_', "
-               "'-')",
-               info->name ? info->name : "");
+        kp__plugin_reject(
+            rt, p,
+            "plugin name \"%s\" is missing or invalid (lowercase letters, digits, '_', "
+            "'-')",
+            info->name ? info->name : "");
         return;
     }
     p->name = kp__strdup(info->name);
     p->version = kp__strdup(info->version ? info->version : "");
     if (!info->init) {
-        reject(rt, p, "plugin %s has no init function", info->name);
+        kp__plugin_reject(rt, p, "plugin %s has no init function", info->name);
         return;
     }
     if (disabled(rt, info->name)) {
-        reject(rt, p, "plugin %s is disabled by the manifest (plugins.disable)", info->name);
+        kp__plugin_reject(rt, p, "plugin %s is disabled by the manifest (plugins.disable)",
+                          info->name);
         return;
     }
     p->info = info;
     kp_registrar reg = {.rt = rt, .plugin = p};
     /* An init that fails without a message must not inherit an older one. */
     kp__fail(rt, KP_OK, "%s", "");
+    reached(KP__SCAN_INIT "\n");
     kp__initializing = rt;
     kp_status st = info->init(kp__host_api(), &reg);
     kp__initializing = NULL;
@@ -119,14 +144,15 @@ static void start(kp_runtime *rt, kp__plugin *p, const kp_plugin_info *info)
         kp__registry_remove_plugin(rt, p);
         p->n_kernels = 0;
         const char *why = kp_last_error(rt);
-        reject(rt, p, "init failed with %s%s%s", kp_status_name(st), *why ? ": " : "", why);
+        kp__plugin_reject(rt, p, "init failed with %s%s%s", kp_status_name(st), *why ? ": " : "",
+                          why);
+    } else if (!p->n_registered) {
+        /* Often an init cut short: PoCL's LLVM, for one, catches SIGABRT and lets it return. */
+        kp__log(rt, KP_LOG_WARN,
+                "plugin %s (%s) registered no kernels: its init returned KP_OK without "
+                "registering any",
+                info->name, p->path);
     }
-}
-
-static int insecure(const struct stat *st)
-{
-    /* Anyone else who can write there could make us run their code. */
-    return (st->st_mode & (S_IWGRP | S_IWOTH)) != 0 || (st->st_uid != geteuid() && st->st_uid != 0);
 }
 
 static int already_seen(const kp_runtime *rt, const char *real)
@@ -137,7 +163,67 @@ static int already_seen(const kp_runtime *rt, const char *real)
     return 0;
 }
 
-static void load_file(kp_runtime *rt, const char *path)
+/* Non-zero unless the symbol table says `sym` is data: calling data jumps into it. Symbols
+ * without a type (hand-written assembly) get the benefit of the doubt. */
+static int is_function(void *sym)
+{
+    Dl_info dl;
+    const ElfW(Sym) *entry = NULL;
+    if (!dladdr1(sym, &dl, (void **)&entry, RTLD_DL_SYMENT) || !entry)
+        return 1;
+    int type = ELF64_ST_TYPE(entry->st_info); /* the same bits in ELF32 */
+    return type == STT_FUNC || type == STT_GNU_IFUNC || type == STT_NOTYPE;
+}
+
+/* dlopen, the entry point and start: everything of loading that runs the plugin's code. */
+static void open_plugin(kp_runtime *rt, kp__plugin *p)
+{
+    reached(KP__SCAN_LOAD "\n");
+    p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+    if (!p->handle) {
+        const char *e = dlerror();
+        kp__plugin_reject(rt, p, "dlopen failed: %s", e ? e : "unknown error");
+        return;
+    }
+    dlerror();
+    void *sym = dlsym(p->handle, "kp_plugin_entry");
+    if (!sym) {
+        kp__plugin_reject(rt, p,
+                          "no kp_plugin_entry symbol: not a Kernelport plugin (define the entry "
+                          "with KP_PLUGIN_DEFINE)");
+        return;
+    }
+    if (!is_function(sym)) {
+        kp__plugin_reject(rt, p,
+                          "kp_plugin_entry is not a function: the library exports it as data "
+                          "(define the entry with KP_PLUGIN_DEFINE)");
+        return;
+    }
+    kp_plugin_entry_fn entry;
+    /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
+    memcpy(&entry, &sym, sizeof entry);
+    reached(KP__SCAN_ENTRY "\n");
+    start(rt, p, entry());
+}
+
+static void file_id(const struct stat *st, kp__file_id *id)
+{
+    id->dev = (uint64_t)st->st_dev;
+    id->ino = (uint64_t)st->st_ino;
+    id->size = (uint64_t)st->st_size;
+    id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    id->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+/* The plugins found on disk that may be loaded, in scan order, until the probe has vetted them. */
+typedef struct found {
+    kp__plugin **v;
+    size_t n;
+} found;
+
+/* Records a plugin file of directory `dir` (resolved and checked) unless it was seen before, and
+ * adds it to `f` when its path is safe. */
+static void find_file(kp_runtime *rt, const char *path, const char *dir, found *f)
 {
     char real[PATH_MAX];
     if (!realpath(path, real) || already_seen(rt, real))
@@ -147,34 +233,28 @@ static void load_file(kp_runtime *rt, const char *path)
         return;
     struct stat st;
     if (stat(real, &st) != 0) {
-        reject(rt, p, "cannot stat: %s", strerror(errno));
+        kp__plugin_reject(rt, p, "cannot stat: %s", strerror(errno));
         return;
     }
-    if (insecure(&st) && !rt->manifest.allow_insecure) {
-        reject(rt, p,
-               "refused: the file is writable by other users (mode %03o, owner %u); set "
-               "plugins.allow_insecure: true in the manifest to load it anyway",
-               (unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
+    if (!rt->manifest.allow_insecure) {
+        char *why = kp__path_distrust(real, &st, "the file", dir);
+        if (why) {
+            kp__plugin_reject(rt, p,
+                              "refused: %s; set plugins.allow_insecure: true in the manifest to "
+                              "load it anyway",
+                              why);
+            free(why);
+            return;
+        }
+    }
+    file_id(&st, &p->file);
+    kp__plugin **grown = realloc(f->v, (f->n + 1) * sizeof *grown);
+    if (!grown) {
+        kp__plugin_reject(rt, p, "out of host memory");
         return;
     }
-    p->handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
-    if (!p->handle) {
-        const char *e = dlerror();
-        reject(rt, p, "dlopen failed: %s", e ? e : "unknown error");
-        return;
-    }
-    dlerror();
-    void *sym = dlsym(p->handle, "kp_plugin_entry");
-    if (!sym) {
-        reject(rt, p,
-               "no kp_plugin_entry symbol: not a Kernelport plugin (define the entry with "
-               "KP_PLUGIN_DEFINE)");
-        return;
-    }
-    kp_plugin_entry_fn entry;
-    /* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
-    memcpy(&entry, &sym, sizeof entry);
-    start(rt, p, entry());
+    f->v = grown;
+    f->v[f->n++] = p;
 }
 
 static int is_plugin_file(const struct dirent *e)
@@ -183,7 +263,7 @@ static int is_plugin_file(const struct dirent *e)
     return e->d_name[0] != '.' && n > 3 && strcmp(e->d_name + n - 3, ".so") == 0;
 }
 
-static void scan_dir(kp_runtime *rt, const char *dir, int quiet_if_missing)
+static void scan_dir(kp_runtime *rt, const char *dir, int quiet_if_missing, found *f)
 {
     char real[PATH_MAX];
     if (!realpath(dir, real)) {
@@ -196,13 +276,16 @@ static void scan_dir(kp_runtime *rt, const char *dir, int quiet_if_missing)
         kp__log(rt, KP_LOG_WARN, "plugin directory %s is not a directory", dir);
         return;
     }
-    if (insecure(&st) && !rt->manifest.allow_insecure) {
+    char *why =
+        rt->manifest.allow_insecure ? NULL : kp__path_distrust(real, &st, "the directory", NULL);
+    if (why) {
         kp__plugin *p = record(rt, real);
         if (p)
-            reject(rt, p,
-                   "refused directory: writable by other users (mode %03o, owner %u); set "
-                   "plugins.allow_insecure: true in the manifest to load from it anyway",
-                   (unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
+            kp__plugin_reject(rt, p,
+                              "refused directory: %s; set plugins.allow_insecure: true in the "
+                              "manifest to load from it anyway",
+                              why);
+        free(why);
         return;
     }
     struct dirent **names = NULL;
@@ -210,16 +293,14 @@ static void scan_dir(kp_runtime *rt, const char *dir, int quiet_if_missing)
     for (int i = 0; i < n; i++) {
         char *path = kp__asprintf("%s/%s", real, names[i]->d_name);
         if (path)
-            load_file(rt, path);
+            find_file(rt, path, real, f);
         free(path);
         free(names[i]);
     }
     free(names);
 }
 
-/* lib/kernelport/plugins beside the library, found from the library's own path so an installed
- * tree (or the build tree, which mirrors it) needs no configuration. */
-static char *installed_dir(void)
+char *kp__beside_library(const char *rel)
 {
     Dl_info dl;
     if (!dladdr((void *)&kp_runtime_create, &dl) || !dl.dli_fname)
@@ -231,41 +312,70 @@ static char *installed_dir(void)
     if (!slash)
         return NULL;
     *slash = '\0';
-    return kp__asprintf("%s/%s", real, KP_PLUGIN_SUBDIR);
+    return kp__asprintf("%s/%s", real, rel);
 }
 
 static void load_static(kp_runtime *rt)
 {
     for (size_t i = 0; kp__static_plugins[i]; i++) {
         kp__plugin *p = record(rt, "(static)");
-        if (p)
-            start(rt, p, kp__static_plugins[i]());
+        if (!p)
+            continue;
+        p->probe = "static"; /* part of the library: it runs as the library does */
+        start(rt, p, kp__static_plugins[i]());
     }
 }
 
 kp_status kp__plugins_load(kp_runtime *rt, const kp_runtime_options *opt)
 {
     load_static(rt);
+    found f = {NULL, 0};
     for (size_t i = 0; i < opt->n_plugin_dirs; i++)
         if (opt->plugin_dirs[i])
-            scan_dir(rt, opt->plugin_dirs[i], 0);
+            scan_dir(rt, opt->plugin_dirs[i], 0, &f);
     const char *env = kp__env(rt, "KP_PLUGIN_PATH");
     if (env) {
         char *copy = kp__strdup(env), *save = NULL;
         for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save))
-            scan_dir(rt, d, 0);
+            scan_dir(rt, d, 0, &f);
         free(copy);
     }
     for (size_t i = 0; i < rt->manifest.n_plugin_dirs; i++)
-        scan_dir(rt, rt->manifest.plugin_dirs[i], 1);
+        scan_dir(rt, rt->manifest.plugin_dirs[i], 1, &f);
     if (!(rt->flags & KP_RUNTIME_NO_INSTALLED_PLUGINS)) {
-        char *dir = installed_dir();
+        /* lib/kernelport/plugins beside the library: an installed tree (or the build tree, which
+         * mirrors it) needs no configuration. */
+        char *dir = kp__beside_library(KP_PLUGIN_SUBDIR);
         if (dir)
-            scan_dir(rt, dir, 1);
+            scan_dir(rt, dir, 1, &f);
         free(dir);
     }
+    /* Nothing found on disk runs in this process before the probe has vetted all of it. */
+    kp__plugins_probe(rt, f.v, f.n);
+    for (size_t i = 0; i < f.n; i++)
+        if (!f.v[i]->reason)
+            open_plugin(rt, f.v[i]);
+    free(f.v);
     kp__registry_finish(rt);
     return KP_OK;
+}
+
+void kp__plugin_scan(const char *path, int report_fd)
+{
+    scan_fd = report_fd;
+    reached(KP__SCAN_STARTED "\n");
+    /* The runtime init needs, and no more: no device, no manifest file, no log but errors. */
+    kp_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return;
+    rt->log_level = KP_LOG_ERROR;
+    kp__manifest_init(&rt->manifest);
+    pthread_mutex_init(&rt->lock, NULL);
+    pthread_mutex_init(&rt->error_lock, NULL);
+    kp__plugin *p = record(rt, path);
+    if (p)
+        open_plugin(rt, p);
+    reached(KP__SCAN_DONE "\n");
 }
 
 void kp__plugins_close(kp_runtime *rt)
@@ -285,23 +395,31 @@ void kp__plugins_close(kp_runtime *rt)
     rt->n_plugins = 0;
 }
 
+/* The index-th loaded (or rejected) plugin, or NULL. */
+static const kp__plugin *nth(const kp_runtime *rt, size_t index, int rejected)
+{
+    size_t seen = 0;
+    for (size_t i = 0; rt && i < rt->n_plugins; i++) {
+        const kp__plugin *p = rt->plugins[i];
+        if ((p->reason != NULL) == rejected && seen++ == index)
+            return p;
+    }
+    return NULL;
+}
+
 static kp_status get_record(const kp_runtime *rt, size_t index, int rejected, kp_plugin_record *out)
 {
     if (!rt || !out)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "plugin record: NULL argument");
-    size_t seen = 0;
-    for (size_t i = 0; i < rt->n_plugins; i++) {
-        const kp__plugin *p = rt->plugins[i];
-        if ((p->reason != NULL) != rejected || seen++ != index)
-            continue;
-        out->path = p->path;
-        out->name = p->name ? p->name : "";
-        out->version = p->version ? p->version : "";
-        out->reason = p->reason ? p->reason : "";
-        out->n_kernels = p->n_kernels;
-        return KP_OK;
-    }
-    return kp__fail(rt, KP_ERR_INVALID_ARG, "plugin record %zu does not exist", index);
+    const kp__plugin *p = nth(rt, index, rejected);
+    if (!p)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "plugin record %zu does not exist", index);
+    out->path = p->path;
+    out->name = p->name ? p->name : "";
+    out->version = p->version ? p->version : "";
+    out->reason = p->reason ? p->reason : "";
+    out->n_kernels = p->n_kernels;
+    return KP_OK;
 }
 
 static size_t count(const kp_runtime *rt, int rejected)
@@ -330,4 +448,10 @@ size_t kp_plugin_rejected_count(const kp_runtime *rt)
 kp_status kp_plugin_rejected(const kp_runtime *rt, size_t index, kp_plugin_record *out)
 {
     return get_record(rt, index, 1, out);
+}
+
+const char *kp_plugin_probe_result(const kp_runtime *rt, size_t index)
+{
+    const kp__plugin *p = nth(rt, index, 0);
+    return p ? p->probe : NULL;
 }

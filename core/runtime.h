@@ -33,6 +33,13 @@ typedef struct kp__tuning_choice {
     char *notes;
 } kp__tuning_choice;
 
+/* What identifies a plugin file's contents without reading it: a change to any of these sends
+ * the file back to the scanner (or to a hash of its contents). */
+typedef struct kp__file_id {
+    uint64_t dev, ino, size;
+    int64_t mtime_ns, ctime_ns;
+} kp__file_id;
+
 typedef struct kp__plugin {
     char *path;
     char *name;
@@ -41,6 +48,9 @@ typedef struct kp__plugin {
     void *handle; /* dlopen handle; NULL for static plugins */
     const kp_plugin_info *info;
     size_t n_kernels;
+    size_t n_registered; /* register_kernel calls its init made that succeeded */
+    kp__file_id file;    /* the file when it was found */
+    const char *probe;   /* how it was vetted before loading (kp_plugin_probe_result); static */
 } kp__plugin;
 
 struct kp_kernel {
@@ -159,6 +169,35 @@ void kp__register_free(kp_runtime *rt);
 extern _Thread_local kp_runtime *kp__initializing;
 kp_status kp__plugins_load(kp_runtime *rt, const kp_runtime_options *opt);
 void kp__plugins_close(kp_runtime *rt);
+/* Records why plugin p is refused, logs it as a warning and closes it. */
+void kp__plugin_reject(kp_runtime *rt, kp__plugin *p, const char *fmt, ...) KP_PRINTF(3, 4);
+/* `rel` resolved against the directory of the library's own file (malloc'd), or NULL. */
+char *kp__beside_library(const char *rel);
+/* kernelport-plugin-scan's work in its own process: loads the plugin at `path` and runs its init
+ * as the loader would, writing each step it reaches to `report_fd` (plugin-probe.c reads it). */
+void kp__plugin_scan(const char *path, int report_fd);
+/* The lines kp__plugin_scan writes, in this order, each before the step it names. */
+#define KP__SCAN_STARTED "kernelport-plugin-scan 1"
+#define KP__SCAN_LOAD "load"   /* dlopen: the plugin's constructors and the libraries it needs */
+#define KP__SCAN_ENTRY "entry" /* calling kp_plugin_entry */
+#define KP__SCAN_INIT "init"   /* calling init */
+#define KP__SCAN_DONE "done"   /* the plugin's code has returned (or it was refused) */
+
+/* ---- whose code a plugin path runs (plugin-trust.c) ---- */
+struct stat;
+/* NULL when `real` (a resolved path, stat'ed as `st`: a plugin file, or a directory to scan) and
+ * every directory above it belong to root or to the effective user and no one else may write to
+ * them, a sticky directory above it excepted; else why not, naming `subject` ("the file") or the
+ * directory at fault (malloc'd). The walk stops early at `trusted`, a directory already checked
+ * (may be NULL). */
+char *kp__path_distrust(const char *real, const struct stat *st, const char *subject,
+                        const char *trusted);
+
+/* ---- the out-of-process probe and its verdicts (plugin-probe.c, plugin-verdicts.c) ---- */
+/* Vets the `n` plugins found on disk before any is loaded in this process: a plugin new or changed
+ * since its last verdict is loaded and initialised by kernelport-plugin-scan in a child process
+ * first. Those that crashed there are rejected; the others get their `probe`. */
+void kp__plugins_probe(kp_runtime *rt, kp__plugin **plugins, size_t n);
 
 /* ---- host table (host-api.c) ---- */
 /* The function table handed to every plugin; static, valid for the life of the process. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "runtime.h"
 
@@ -92,6 +93,38 @@ char *kp__read_file(const char *path, size_t *len)
     if (len)
         *len = size;
     return buf;
+}
+
+/* Whether `path` now is a directory, after a mkdir that failed with `err`. An existing ancestor
+ * may answer EACCES (or EROFS) rather than EEXIST, so the answer is stat's, not errno's. */
+static int is_dir_after(const char *path, int err, int *why)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        *why = S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+        return S_ISDIR(st.st_mode);
+    }
+    *why = err;
+    return 0;
+}
+
+int kp__make_dirs(const char *dir)
+{
+    char *path = kp__strdup(dir);
+    if (!path)
+        return ENOMEM;
+    int why = 0, ok = 1;
+    for (char *p = path + 1; ok && *p; p++) {
+        if (*p != '/' || p[-1] == '/')
+            continue;
+        *p = '\0';
+        ok = mkdir(path, 0700) == 0 || is_dir_after(path, errno, &why);
+        *p = '/';
+    }
+    if (ok && (mkdir(path, 0700) == 0 || is_dir_after(path, errno, &why)))
+        why = 0;
+    free(path);
+    return why;
 }
 
 const char *kp__env(const kp_runtime *rt, const char *name)

@@ -15,5 +15,8 @@ char *kp__vasprintf(const char *fmt, va_list ap);
 void kp__append(char **s, const char *fmt, ...) KP_PRINTF(2, 3);
 /* Reads a whole file; NULL with errno set on failure. */
 char *kp__read_file(const char *path, size_t *len);
+/* mkdir -p with mode 0700; returns 0 or an errno value. Racing creators are fine: a directory
+ * that exists by the time we look is success. */
+int kp__make_dirs(const char *path);
 
 #endif

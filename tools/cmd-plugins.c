@@ -1,15 +1,16 @@
 /* `kernelport plugins`: the plugins loaded, and those found but refused with the reason. */
 #include "cli.h"
 
-static void json_record(kpj_writer *w, const kp_plugin_record *p, int loaded)
+static void json_record(kpj_writer *w, const kp_plugin_record *p, const char *probe)
 {
     kpj_begin_object(w);
     kpj_key_string(w, "path", p->path);
     cli_json_optional(w, "name", p->name);
     cli_json_optional(w, "version", p->version);
-    if (loaded)
+    if (probe) {
         kpj_key_uint(w, "kernels", p->n_kernels);
-    else
+        kpj_key_string(w, "probe", probe);
+    } else
         kpj_key_string(w, "reason", p->reason);
     kpj_end_object(w);
 }
@@ -27,12 +28,13 @@ static int list(kp_runtime *rt, int loaded, kpj_writer *w)
         printf("%s plugins: none\n", loaded ? "Loaded" : "Rejected");
     } else {
         printf("%s plugins:\n", loaded ? "Loaded" : "Rejected");
-        t = cli_table_create(loaded ? 4 : 2);
+        t = cli_table_create(loaded ? 5 : 2);
         if (loaded) {
             cli_table_align_right(t, 2);
             cli_table_cell(t, "NAME");
             cli_table_cell(t, "VERSION");
             cli_table_cell(t, "KERNELS");
+            cli_table_cell(t, "PROBE");
             cli_table_cell(t, "PATH");
         } else {
             cli_table_cell(t, "PATH");
@@ -47,12 +49,14 @@ static int list(kp_runtime *rt, int loaded, kpj_writer *w)
             rc = CLI_EXIT_FAILED;
             continue;
         }
+        const char *probe = loaded ? kp_plugin_probe_result(rt, i) : NULL;
         if (w != NULL) {
-            json_record(w, &p, loaded);
+            json_record(w, &p, probe);
         } else if (loaded) {
             cli_table_cell(t, "%s", p.name);
             cli_table_cell(t, "%s", p.version);
             cli_table_cell(t, "%zu", p.n_kernels);
+            cli_table_cell(t, "%s", probe);
             cli_table_cell(t, "%s", p.path);
         } else {
             cli_table_cell(t, "%s", p.path);
@@ -98,8 +102,10 @@ const cli_command cli_cmd_plugins = {
     .name = "plugins",
     .summary = "list the plugins loaded and the plugins refused",
     .usage = "",
-    .details = "A refused plugin (no entry point, a wrong ABI, a failing init, an insecure\n"
-               "directory, ...) does not stop the others from loading; this lists why it was\n"
-               "refused.",
+    .details = "A refused plugin (no entry point, a wrong ABI, a failing init, a crash in the\n"
+               "out-of-process probe, an insecure directory, ...) does not stop the others from\n"
+               "loading; this lists why it was refused. PROBE says how a loaded plugin was\n"
+               "vetted: probed (in a child process, this time), cached (on an earlier start,\n"
+               "file unchanged), static, off (plugins.probe: false) or unavailable.",
     .run = run_plugins,
 };

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sha256.h"
+#include "util.h"
 
 #define MAGIC "KPBC"
 #define FORMAT_VERSION 1u
@@ -149,38 +150,6 @@ static void drop_bad_file(int dfd, const char *name, const struct stat *read_st)
 /* Open and close                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Whether `path` now is a directory, after a mkdir that failed with `err`. An existing ancestor
- * may answer EACCES (or EROFS) rather than EEXIST, so the answer is stat's, not errno's. */
-static int is_dir_after(const char *path, int err, int *why)
-{
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        *why = S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
-        return S_ISDIR(st.st_mode);
-    }
-    *why = err;
-    return 0;
-}
-
-/* mkdir -p with mode 0700; returns 0 or an errno value. Racing creators are fine: a directory
- * that exists by the time we look is success. */
-static int make_dirs(char *path)
-{
-    int why = 0;
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/' || p[-1] == '/')
-            continue;
-        *p = '\0';
-        int ok = mkdir(path, 0700) == 0 || is_dir_after(path, errno, &why);
-        *p = '/';
-        if (!ok)
-            return why;
-    }
-    if (mkdir(path, 0700) == 0 || is_dir_after(path, errno, &why))
-        return 0;
-    return why;
-}
-
 kp_status kp__disk_cache_open(kp__disk_cache *c, const char *dir, uint64_t max_bytes, char **err)
 {
     if (err)
@@ -195,18 +164,16 @@ kp_status kp__disk_cache_open(kp__disk_cache *c, const char *dir, uint64_t max_b
         return KP_ERR_INVALID_ARG;
     }
 
-    char *copy = strdup(dir);
-    if (!copy)
+    int e = kp__make_dirs(dir);
+    if (e == ENOMEM)
         return KP_ERR_OUT_OF_MEMORY;
-    int e = make_dirs(copy);
     if (e) {
         if (err)
             *err = format_message("cannot create cache directory %s: %s", dir, strerror(e));
-        free(copy);
         return KP_ERR_IO;
     }
-    c->dir = copy;
-    return KP_OK;
+    c->dir = strdup(dir);
+    return c->dir ? KP_OK : KP_ERR_OUT_OF_MEMORY;
 }
 
 void kp__disk_cache_close(kp__disk_cache *c)

@@ -17,6 +17,7 @@ typedef struct kp__manifest_layer {
     int has_require;
     int has_device;
     int has_allow_insecure;
+    int has_plugin_probe;
     int has_cache_dir;
     int has_cache_max_mb;
     int has_cache_binaries;

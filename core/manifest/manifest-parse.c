@@ -286,11 +286,19 @@ static int on_insecure(kp__yaml *c, yaml_node_t *node, const kp__yaml_value *v, 
     return 0;
 }
 
+static int on_probe(kp__yaml *c, yaml_node_t *node, const kp__yaml_value *v, void *obj)
+{
+    model(c)->plugin_probe = (int)v->i;
+    layer(c)->has_plugin_probe = 1;
+    return 0;
+}
+
 static const kp__yaml_field plugin_fields[] = {
     {.key = "dirs", .kind = KP__YAML_SEQUENCE, .fn = on_dirs},
     {.key = "disable", .kind = KP__YAML_SEQUENCE, .fn = on_disable},
     {.key = "prefer", .kind = KP__YAML_MAPPING, .fn = on_prefer},
     {.key = "allow_insecure", .kind = KP__YAML_BOOL, .fn = on_insecure},
+    {.key = "probe", .kind = KP__YAML_BOOL, .fn = on_probe},
 };
 
 static int on_plugins(kp__yaml *c, yaml_node_t *node, const kp__yaml_value *v, void *obj)

@@ -14,6 +14,7 @@ void kp__manifest_init(kp__manifest *m)
 {
     memset(m, 0, sizeof *m);
     m->cache_max_mb = 512;
+    m->plugin_probe = 1;
 }
 
 static void free_strs(char **v, size_t n)
@@ -134,6 +135,8 @@ static kp_status merge(kp__manifest *m, kp__manifest_layer *l, uint32_t layer)
     s->n_prefer = 0;
     if (l->has_allow_insecure)
         m->allow_insecure = s->allow_insecure;
+    if (l->has_plugin_probe)
+        m->plugin_probe = s->plugin_probe;
     if (l->has_cache_dir) {
         free(m->cache_dir);
         m->cache_dir = s->cache_dir;

@@ -67,6 +67,7 @@ typedef struct kp__manifest {
     char **prefer_plugin;
     size_t n_prefer;
     int allow_insecure;
+    int plugin_probe;         /* plugins.probe: 1 unless set */
     char *cache_dir;          /* expanded; NULL when no layer set it */
     int64_t cache_max_mb;     /* 512 unless set */
     int cache_binaries;       /* KP__BINARIES_*; auto unless set */

@@ -586,6 +586,16 @@ typedef struct kp_plugin_record {
 KP_API size_t kp_plugin_count(const kp_runtime *rt);
 KP_API kp_status kp_plugin_get(const kp_runtime *rt, size_t index, kp_plugin_record *out);
 
+/*
+ * How loaded plugin `index` (kp_plugin_get's numbering) was vetted before this process loaded it,
+ * a static string: "probed" (kernelport-plugin-scan loaded it and ran its init in a child process
+ * first, during this kp_runtime_create), "cached" (a child process did so on an earlier start,
+ * and the file is unchanged since), "static" (compiled into the library), "off" (the manifest
+ * says plugins.probe: false) or "unavailable" (the scanner could not run; a warning said why).
+ * NULL when there is no such plugin.
+ */
+KP_API const char *kp_plugin_probe_result(const kp_runtime *rt, size_t index);
+
 /* Plugins that were found but refused, with the reason. */
 KP_API size_t kp_plugin_rejected_count(const kp_runtime *rt);
 KP_API kp_status kp_plugin_rejected(const kp_runtime *rt, size_t index, kp_plugin_record *out);

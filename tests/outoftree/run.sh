@@ -51,6 +51,8 @@ cc=$(cache_get CMAKE_C_COMPILER)
 cc=${cc:-${CC:-cc}}
 libdir=$(cache_get CMAKE_INSTALL_LIBDIR)
 libdir=${libdir:-lib}
+libexecdir=$(cache_get CMAKE_INSTALL_LIBEXECDIR)
+libexecdir=${libexecdir:-libexec}
 # An application must be built with the sanitizers the library was built with (KP_SANITIZE),
 # or the sanitizer runtime would not be loaded first.
 app_flags=()
@@ -86,7 +88,7 @@ installed_plugins=$prefix/$libdir/kernelport/plugins
 for f in "$kp" "$prefix/include/kernelport/kernelport.h" "$prefix/include/kernelport/plugin.h" \
     "$prefix/$libdir/cmake/Kernelport/KernelportConfig.cmake" \
     "$prefix/$libdir/cmake/Kernelport/embed.cmake" "$prefix/$libdir/pkgconfig/kernelport.pc" \
-    "$installed_plugins/example.so"; do
+    "$installed_plugins/example.so" "$prefix/$libexecdir/kernelport/kernelport-plugin-scan"; do
     [[ -e $f ]] || fail "the install lacks $f"
 done
 
@@ -156,6 +158,12 @@ out=$("$kp" kernels example 2>&1) || {
 expect "$out" "example.axpy" "kernelport kernels example"
 expect "$out" "$installed_plugins/example.so" "kernelport kernels example"
 out=$("$kp" plugins 2>&1) || fail "kernelport plugins failed: $out"
+# The installed scanner probed the plugins on the first run; this one read its verdicts.
+if ! awk -v so="$installed_plugins/example.so" '$NF == so && $(NF-1) == "cached" { ok = 1 }
+    END { exit !ok }' <<<"$out"; then
+    printf '%s\n' "$out" >&2
+    fail "kernelport plugins: example.so's PROBE is not \"cached\" (the installed scanner's verdict)"
+fi
 # The scratch dir may lie inside the build tree, so look for the build's own plugin directory.
 if grep -qF -- "$build/$libdir/" <<<"$out"; then
     printf '%s\n' "$out" >&2

@@ -1,5 +1,8 @@
 /* Plugin loading: every way a plugin can be refused, duplicates, and the runtime staying usable. */
+#include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,13 +36,42 @@ static char *fixture_plugin(const char *name)
     return buf;
 }
 
-/* A runtime that loaded only the fixture `name`, with its single rejection's reason. */
+/* The directories tmp_dir made, removed when the tests are done. */
+static char made[64][4096];
+static int n_made;
+
+/* A new empty directory under KP_TEST_TMP (mode 0700). */
+static char *tmp_dir(const char *prefix)
+{
+    assert_true(n_made < 64);
+    char *out = made[n_made++];
+    snprintf(out, sizeof made[0], "%s/%s-XXXXXX", test_env("KP_TEST_TMP"), prefix);
+    assert_non_null(mkdtemp(out));
+    return out;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    remove(path);
+    return 0;
+}
+
+static int remove_tmp_dirs(void **state)
+{
+    for (int i = 0; i < n_made; i++)
+        nftw(made[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+/* A runtime that loaded only the fixture `name`, with its single rejection's reason. Each has a
+ * cache directory of its own, so that no verdict of an earlier run answers for the probe. */
 static void expect_rejected(const char *name, const char *file, const char *reason)
 {
     test_log log;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", fixture_plugin(name));
     kp_runtime_options o = test_options(dir, "host", &log);
+    o.cache_dir = tmp_dir("cache");
     kp_runtime *rt;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
     assert_int_equal(kp_plugin_count(rt), 0);
@@ -213,46 +245,260 @@ static void copy_file(const char *from, const char *to)
     fclose(out);
 }
 
-static void test_insecure_directory_refused(void **state)
+/* A copy of the example plugin in `dir`, readable and executable by all, written by no one else. */
+static char *copy_example(const char *dir, const char *name)
 {
-    char dir[4096], so[8192], src[8192];
-    snprintf(dir, sizeof dir, "%s/open-dir-XXXXXX", test_env("KP_TEST_TMP"));
-    assert_non_null(mkdtemp(dir));
-    snprintf(so, sizeof so, "%s/example.so", dir);
+    static char so[4][8192];
+    static int next;
+    char *out = so[next++ % 4], src[8192];
+    snprintf(out, sizeof so[0], "%s/%s", dir, name);
     snprintf(src, sizeof src, "%s/example.so", plugin_dir());
-    copy_file(src, so);
-    chmod(so, 0755);
-    assert_int_equal(chmod(dir, 0777), 0);
+    copy_file(src, out);
+    assert_int_equal(chmod(out, 0755), 0);
+    return out;
+}
 
+/* The reason the one plugin (or directory) `dir` gives was refused for, in a fresh runtime with
+ * the manifest `manifest` (may be NULL); NULL when it loaded (its 2 kernels, then). */
+static const char *refusal(const char *dir, const char *manifest)
+{
+    static char reason[1024];
     kp_runtime_options o = test_options(dir, "host", NULL);
+    o.manifest_path = manifest;
     kp_runtime *rt;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
-    assert_int_equal(kp_kernel_count(rt), 0);
     kp_plugin_record rec;
-    assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
-    char want[512];
-    snprintf(want, sizeof want,
-             "refused directory: writable by other users (mode 777, owner %u); set "
-             "plugins.allow_insecure: true in the manifest to load from it anyway",
-             (unsigned)geteuid());
-    assert_string_equal(rec.reason, want);
+    const char *out = NULL;
+    if (kp_plugin_rejected_count(rt)) {
+        assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
+        snprintf(reason, sizeof reason, "%s", rec.reason);
+        out = reason;
+        assert_int_equal(kp_kernel_count(rt), 0);
+    } else {
+        assert_int_equal(kp_kernel_count(rt), 2);
+    }
     kp_runtime_destroy(rt);
+    return out;
+}
 
-    o.manifest_path =
-        write_tmp("insecure.yaml", "kernelport: 1\nplugins: { allow_insecure: true }\n");
-    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
-    assert_int_equal(kp_kernel_count(rt), 2);
-    kp_runtime_destroy(rt);
+static void test_insecure_directory_refused(void **state)
+{
+    char *dir = tmp_dir("open-dir");
+    char *so = copy_example(dir, "example.so");
+    assert_int_equal(chmod(dir, 0777), 0);
+    assert_string_equal(refusal(dir, NULL),
+                        "refused directory: the directory is writable by other users (mode 777); "
+                        "set plugins.allow_insecure: true in the manifest to load from it anyway");
+    char *allow = write_tmp("insecure.yaml", "kernelport: 1\nplugins: { allow_insecure: true }\n");
+    assert_null(refusal(dir, allow));
 
     /* A writable plugin file in a safe directory is refused too. */
     assert_int_equal(chmod(dir, 0755), 0);
     assert_int_equal(chmod(so, 0666), 0);
-    o.manifest_path = NULL;
+    assert_string_equal(refusal(dir, NULL),
+                        "refused: the file is writable by other users (mode 666); set "
+                        "plugins.allow_insecure: true in the manifest to load it anyway");
+}
+
+/* The sticky bit does not make a directory that anyone may add a plugin to safe to scan, and the
+ * message shows the mode whole. */
+static void test_sticky_directory_refused_with_full_mode(void **state)
+{
+    char *dir = tmp_dir("sticky-dir");
+    copy_example(dir, "example.so");
+    assert_int_equal(chmod(dir, 01777), 0);
+    assert_string_equal(refusal(dir, NULL),
+                        "refused directory: the directory is writable by other users (mode "
+                        "1777); set plugins.allow_insecure: true in the manifest to load from it "
+                        "anyway");
+}
+
+/* A safe directory inside one that anyone may write to: they could rename it away and put their
+ * own in its place. Sticky (/tmp), the parent lets only an entry's owner do that. */
+static void test_directory_in_open_parent_refused(void **state)
+{
+    char *parent = tmp_dir("open-parent");
+    char dir[8192];
+    snprintf(dir, sizeof dir, "%s/plugins", parent);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    copy_example(dir, "example.so");
+    assert_int_equal(chmod(parent, 0777), 0);
+    char want[8192];
+    snprintf(want, sizeof want,
+             "refused directory: directory %s above it is writable by other users (mode 777); "
+             "set plugins.allow_insecure: true in the manifest to load from it anyway",
+             real(parent));
+    assert_string_equal(refusal(dir, NULL), want);
+    assert_int_equal(chmod(parent, 01777), 0);
+    assert_null(refusal(dir, NULL));
+}
+
+/* A symlink in a safe directory to a plugin in a directory anyone may write to: the file it
+ * resolves to is what gets checked, with every directory above it. */
+static void test_symlink_into_open_directory_refused(void **state)
+{
+    char *open_dir = tmp_dir("open-target"), *dir = tmp_dir("links");
+    char *so = copy_example(open_dir, "example.so");
+    assert_int_equal(chmod(open_dir, 0777), 0);
+    assert_int_equal(chmod(dir, 0755), 0);
+    char link[8192];
+    snprintf(link, sizeof link, "%s/linked.so", dir);
+    assert_int_equal(symlink(so, link), 0);
+    char want[8192];
+    snprintf(want, sizeof want,
+             "refused: directory %s above it is writable by other users (mode 777); set "
+             "plugins.allow_insecure: true in the manifest to load it anyway",
+             real(open_dir));
+    assert_string_equal(refusal(dir, NULL), want);
+    assert_int_equal(chmod(open_dir, 01777), 0);
+    assert_null(refusal(dir, NULL));
+}
+
+/* What a file or directory of another user is refused as: its owner, not its mode. Needs root to
+ * give a file away; a test run as another user skips it. */
+static void test_other_owner_named(void **state)
+{
+    if (geteuid() != 0)
+        skip();
+    const uid_t other = 65534;
+    const struct passwd *pw = getpwuid(other);
+    char owner[256];
+    snprintf(owner, sizeof owner, "uid %u%s%s%s", (unsigned)other, pw ? " (" : "",
+             pw ? pw->pw_name : "", pw ? ")" : "");
+    char *parent = tmp_dir("owned"), dir[8192], want[16384];
+    snprintf(dir, sizeof dir, "%s/plugins", parent);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    char *so = copy_example(dir, "example.so");
+    assert_int_equal(chmod(so, 0644), 0);
+    assert_int_equal(chown(so, other, other), 0);
+    snprintf(want, sizeof want,
+             "refused: the file belongs to %s, not to you or root; set plugins.allow_insecure: "
+             "true in the manifest to load it anyway",
+             owner);
+    assert_string_equal(refusal(dir, NULL), want);
+    assert_int_equal(chown(so, 0, 0), 0);
+    assert_int_equal(chmod(parent, 0755), 0);
+    assert_int_equal(chown(parent, other, other), 0);
+    snprintf(want, sizeof want,
+             "refused directory: directory %s above it belongs to %s, not to you or root; set "
+             "plugins.allow_insecure: true in the manifest to load from it anyway",
+             real(parent), owner);
+    assert_string_equal(refusal(dir, NULL), want);
+}
+
+static void test_crash_in_init_rejected(void **state)
+{
+    expect_rejected("init-crashes", "init-crashes.so",
+                    "crashed in init with SIGSEGV during the out-of-process probe");
+}
+
+static void test_crash_in_constructor_rejected(void **state)
+{
+    expect_rejected("ctor-crashes", "ctor-crashes.so",
+                    "crashed in dlopen (its constructors or a library it needs) with SIGSEGV "
+                    "during the out-of-process probe");
+}
+
+static void test_abort_in_init_rejected(void **state)
+{
+    expect_rejected("init-aborts", "init-aborts.so",
+                    "crashed in init with SIGABRT during the out-of-process probe");
+}
+
+static void test_entry_exported_as_data_rejected(void **state)
+{
+    expect_rejected("entry-is-data", "entry-is-data.so",
+                    "kp_plugin_entry is not a function: the library exports it as data (define "
+                    "the entry with KP_PLUGIN_DEFINE)");
+}
+
+static void test_plugin_registering_nothing_warns(void **state)
+{
+    test_log log;
+    kp_runtime_options o = test_options(fixture_plugin("registers-nothing"), "host", &log);
+    kp_runtime *rt;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    assert_int_equal(kp_plugin_count(rt), 1);
     assert_int_equal(kp_kernel_count(rt), 0);
-    assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
-    assert_non_null(strstr(rec.reason, "refused: the file is writable by other users (mode 666"));
+    char want[8192];
+    snprintf(want, sizeof want,
+             "warn: plugin nothing (%s/registers-nothing.so) registered no kernels: its init "
+             "returned KP_OK without registering any",
+             real(fixture_plugin("registers-nothing")));
+    assert_non_null(strstr(log.text, want));
     kp_runtime_destroy(rt);
+}
+
+/* The probe result of the one plugin `dir` holds, or its rejection reason. */
+static const char *probed(const char *dir, const char *cache, uint32_t flags, const char *manifest)
+{
+    static char out[1024];
+    kp_runtime_options o = test_options(dir, "host", NULL);
+    o.cache_dir = cache;
+    o.flags |= flags;
+    o.manifest_path = manifest;
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    kp_plugin_record rec;
+    if (kp_plugin_count(rt) == 1) {
+        assert_non_null(kp_plugin_probe_result(rt, 0));
+        snprintf(out, sizeof out, "%s", kp_plugin_probe_result(rt, 0));
+    } else {
+        assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
+        snprintf(out, sizeof out, "%s", rec.reason);
+    }
+    assert_null(kp_plugin_probe_result(rt, 1));
+    kp_runtime_destroy(rt);
+    return out;
+}
+
+/* A verdict is kept until the file's contents change: a copy with a new time is not probed again,
+ * a changed one is. */
+static void test_verdicts_kept_until_the_file_changes(void **state)
+{
+    char *cache = tmp_dir("cache"), *dir = tmp_dir("probed");
+    assert_int_equal(chmod(dir, 0755), 0);
+    char *so = copy_example(dir, "example.so");
+    assert_string_equal(probed(dir, cache, 0, NULL), "probed");
+    assert_string_equal(probed(dir, cache, 0, NULL), "cached");
+    struct timespec ts[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+    assert_int_equal(utimensat(AT_FDCWD, so, ts, 0), 0);
+    assert_string_equal(probed(dir, cache, 0, NULL), "cached");
+    FILE *f = fopen(so, "ab");
+    assert_non_null(f);
+    fputc(0, f);
+    fclose(f);
+    assert_string_equal(probed(dir, cache, 0, NULL), "probed");
+    assert_string_equal(probed(dir, cache, 0, NULL), "cached");
+
+    /* No disk cache: probed every time, nothing written. */
+    char *none = tmp_dir("no-cache");
+    assert_string_equal(probed(dir, none, KP_RUNTIME_NO_DISK_CACHE, NULL), "probed");
+    assert_string_equal(probed(dir, none, KP_RUNTIME_NO_DISK_CACHE, NULL), "probed");
+    assert_int_equal(rmdir(none), 0);
+
+    char *off = write_tmp("probe-off.yaml", "kernelport: 1\nplugins: { probe: false }\n");
+    assert_string_equal(probed(dir, cache, 0, off), "off");
+
+    char want[8192];
+    snprintf(want, sizeof want,
+             "crashed in init with SIGSEGV during the out-of-process probe (remembered in "
+             "%s/plugin-verdicts.txt from an earlier start; probed again when the file changes "
+             "or is touched)",
+             cache);
+    const char *fresh = "crashed in init with SIGSEGV during the out-of-process probe";
+    char *crashes = tmp_dir("crashes"), crash_so[8192], src[8192];
+    assert_int_equal(chmod(crashes, 0755), 0);
+    snprintf(src, sizeof src, "%s/init-crashes.so", fixture_plugin("init-crashes"));
+    snprintf(crash_so, sizeof crash_so, "%s/init-crashes.so", crashes);
+    copy_file(src, crash_so);
+    assert_int_equal(chmod(crash_so, 0755), 0);
+    assert_string_equal(probed(crashes, cache, 0, NULL), fresh);
+    assert_string_equal(probed(crashes, cache, 0, NULL), want);
+    /* Touched, the same contents: a crash is retried (a pass is not, above). */
+    assert_int_equal(utimensat(AT_FDCWD, crash_so, ts, 0), 0);
+    assert_string_equal(probed(crashes, cache, 0, NULL), fresh);
+    assert_string_equal(probed(crashes, cache, 0, NULL), want);
 }
 
 static void test_build_failure_leaves_runtime_usable(void **state)
@@ -336,7 +582,17 @@ int main(void)
         cmocka_unit_test(test_duplicate_prefer_chooses),
         cmocka_unit_test(test_disabled_plugin),
         cmocka_unit_test(test_insecure_directory_refused),
+        cmocka_unit_test(test_sticky_directory_refused_with_full_mode),
+        cmocka_unit_test(test_directory_in_open_parent_refused),
+        cmocka_unit_test(test_symlink_into_open_directory_refused),
+        cmocka_unit_test(test_other_owner_named),
+        cmocka_unit_test(test_crash_in_init_rejected),
+        cmocka_unit_test(test_crash_in_constructor_rejected),
+        cmocka_unit_test(test_abort_in_init_rejected),
+        cmocka_unit_test(test_entry_exported_as_data_rejected),
+        cmocka_unit_test(test_plugin_registering_nothing_warns),
+        cmocka_unit_test(test_verdicts_kept_until_the_file_changes),
         cmocka_unit_test(test_build_failure_leaves_runtime_usable),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, remove_tmp_dirs);
 }

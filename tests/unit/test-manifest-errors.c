@@ -114,7 +114,7 @@ static void test_unknown_key_nested(void **state)
     kp__test_expect_fixture_error(
         "unknown-key-nested.yaml",
         ":5:3: error: plugins.dir: unknown key \"dir\" (allowed: dirs, disable, "
-        "prefer, allow_insecure)\n"
+        "prefer, allow_insecure, probe)\n"
         "    dir: [\"/opt/kernelport/plugins\"]\n"
         "    ^");
     kp__test_expect_text_error(

@@ -188,6 +188,7 @@ static void test_good_manifest_loads_every_key(void **state)
     assert_string_equal(m.prefer_kernel[1], "blas.gemm");
     assert_string_equal(m.prefer_plugin[1], "clblast");
     assert_int_equal(m.allow_insecure, 1);
+    assert_int_equal(m.plugin_probe, 0);
     assert_string_equal(m.cache_dir, "/var/cache/kernelport");
     assert_int_equal(m.cache_max_mb, 256);
 
@@ -196,7 +197,7 @@ static void test_good_manifest_loads_every_key(void **state)
     assert_string_equal(e->vendor, "nvidia");
     assert_string_equal(e->name, "H100");
     assert_string_equal(e->arch, "sm_90");
-    assert_int_equal(e->loc.line, 22);
+    assert_int_equal(e->loc.line, 23);
     assert_int_equal(e->loc.col, 5);
     assert_int_equal(e->n_values, 9);
     assert_null(m.tuning[1].vendor); /* match: {} matches everything */
@@ -219,7 +220,7 @@ static void test_scalar_values_booleans_hex_and_text(void **state)
     assert_true(v->is_int);
     assert_int_equal(v->value, 64);
     assert_string_equal(v->text, "64");
-    assert_int_equal(v->loc.line, 24);
+    assert_int_equal(v->loc.line, 25);
     assert_int_equal(v->loc.col, 27);
     v = find_value(e, "example.axpy", "VECTOR");
     assert_true(v->is_int);
