@@ -55,6 +55,7 @@ kp_status kp_buffer_create(kp_runtime *rt, size_t bytes, kp_buffer **out)
     kp_buffer *b = calloc(1, sizeof *b);
     if (!b)
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "kp_buffer_create: out of host memory");
+    b->rt = rt;
     b->size = bytes;
     st = rt->ops->buffer_alloc(rt->backend, bytes, &b->mem, &b->host);
     if (st != KP_OK) {
@@ -76,6 +77,7 @@ kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out)
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory",
                         bytes);
     }
+    b->rt = rt;
     b->size = bytes;
     b->host = mem;
     b->is_host = 1;
@@ -97,6 +99,14 @@ void kp_buffer_destroy(kp_runtime *rt, kp_buffer *buf)
 {
     if (!rt || !buf)
         return;
+    if (buf->rt != rt) {
+        /* Released through another runtime's backend and list, it would corrupt both. */
+        static const char msg[] = "kp_buffer_destroy: the buffer belongs to another runtime, "
+                                  "which still owns it";
+        kp__fail(rt, KP_ERR_INVALID_ARG, "%s", msg);
+        kp__log(rt, KP_LOG_ERROR, "%s", msg);
+        return;
+    }
     unlink_buffer(rt, buf);
     release(rt, buf);
 }
@@ -127,6 +137,8 @@ static kp_status check_range(kp_runtime *rt, const char *fn, const kp_buffer *bu
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "%s: runtime is NULL", fn);
     if (!buf)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "%s: buffer is NULL", fn);
+    if (buf->rt != rt)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "%s: the buffer belongs to another runtime", fn);
     if (!ptr && bytes)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "%s: host pointer is NULL", fn);
     if (offset > buf->size || bytes > buf->size - offset)

@@ -118,9 +118,10 @@ static kp_status arg_buffer(kp_launch *l, kp_clkernel *k, uint32_t index, const 
     kp_status st = need_device(l, "arg_buffer");
     if (st != KP_OK)
         return st;
-    void *mem = buf && !buf->host ? buf->mem : NULL;
+    void *mem = buf && !buf->host && buf->rt == l->rt ? buf->mem : NULL;
     if (!mem)
-        return kp__fail(l->rt, KP_ERR_INVALID_ARG, "kernel %s: argument %u: not a device buffer",
+        return kp__fail(l->rt, KP_ERR_INVALID_ARG,
+                        "kernel %s: argument %u: not a device buffer of this runtime",
                         l->kernel->desc->name, index);
     return set_arg(l, k, index, sizeof mem, &mem, buf);
 }

@@ -39,12 +39,43 @@ static char *param_list(const kp_kernel_desc *d)
     return s;
 }
 
+/* Whether two elements of t may be one: sorted by stride, each dimension longer than 1 must step
+ * past all the elements of those with smaller strides (PyTorch's rule; sufficient, and for two
+ * dimensions also necessary). Spans fit int64: the caller checked the view's extent. */
+static int self_overlaps(const kp_tensor *t)
+{
+    int64_t shape[KP_MAX_RANK], strides[KP_MAX_RANK];
+    int n = 0;
+    for (int32_t d = 0; d < t->rank; d++) {
+        if (t->shape[d] == 0)
+            return 0;
+        if (t->shape[d] == 1)
+            continue;
+        int i = n++;
+        for (; i > 0 && strides[i - 1] > t->strides[d]; i--) {
+            shape[i] = shape[i - 1];
+            strides[i] = strides[i - 1];
+        }
+        shape[i] = t->shape[d];
+        strides[i] = t->strides[d];
+    }
+    int64_t span = 0;
+    for (int i = 0; i < n; i++) {
+        if (strides[i] <= span)
+            return 1;
+        span += (shape[i] - 1) * strides[i];
+    }
+    return 0;
+}
+
 /* Checks a tensor against its parameter and its buffer; byte range in *lo, *hi. */
 static kp_status check_tensor(kp_runtime *rt, const kp_kernel *k, const kp_param_desc *p,
                               const kp_tensor *t, size_t *lo, size_t *hi)
 {
     if (!t->buffer)
         return arg_fail(rt, k, p->name, "the tensor has no buffer");
+    if (t->buffer->rt != rt)
+        return arg_fail(rt, k, p->name, "the tensor's buffer belongs to another runtime");
     if (t->dtype <= KP_DTYPE_NONE || t->dtype >= KP_DTYPE_COUNT ||
         !(p->dtypes & (1u << t->dtype))) {
         char *want = dtype_list(p->dtypes);
@@ -63,6 +94,14 @@ static kp_status check_tensor(kp_runtime *rt, const kp_kernel *k, const kp_param
                             "dimension %d has shape %lld and stride %lld (both "
                             "must be >= 0)",
                             d, (long long)t->shape[d], (long long)t->strides[d]);
+    char desc[160];
+    /* Stride-0 dimensions cost no memory, so only this bounds the element count; zeros count as
+     * ones so that a kernel may multiply any of an empty view's extents. */
+    int64_t count = 1;
+    for (int32_t d = 0; d < t->rank; d++)
+        if (t->shape[d] > 0 && __builtin_mul_overflow(count, t->shape[d], &count))
+            return arg_fail(rt, k, p->name, "%s: its extents multiply past 2^63 - 1",
+                            kp_tensor_describe(t, desc, sizeof desc));
     int64_t last = t->offset, size = (int64_t)kp_dtype_size((kp_dtype)t->dtype);
     int empty = 0, overflow = 0;
     for (int32_t d = 0; d < t->rank; d++) {
@@ -76,12 +115,23 @@ static kp_status check_tensor(kp_runtime *rt, const kp_kernel *k, const kp_param
     int64_t end_bytes = 0;
     overflow |=
         __builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(last, size, &end_bytes);
-    char desc[160];
     if (overflow || (!empty && (uint64_t)end_bytes > t->buffer->size))
         return arg_fail(rt, k, p->name, "%s needs %lld bytes but its buffer has %zu",
                         kp_tensor_describe(t, desc, sizeof desc),
                         overflow ? -1LL : (long long)end_bytes, t->buffer->size);
-    *lo = (size_t)(t->offset * size);
+    /* An empty view touches nothing, but where it starts must still be in its buffer (the
+     * product cannot overflow: it is at most end_bytes). */
+    int64_t start_bytes = t->offset * size;
+    if (empty && (uint64_t)start_bytes > t->buffer->size)
+        return arg_fail(rt, k, p->name, "%s starts at byte %lld but its buffer has %zu",
+                        kp_tensor_describe(t, desc, sizeof desc), (long long)start_bytes,
+                        t->buffer->size);
+    if (p->access != KP_ACCESS_IN && self_overlaps(t))
+        return arg_fail(rt, k, p->name,
+                        "%s: the output's elements would overlap (each stride must exceed the "
+                        "span of the dimensions with smaller strides)",
+                        kp_tensor_describe(t, desc, sizeof desc));
+    *lo = (size_t)start_bytes;
     *hi = empty ? *lo : (size_t)end_bytes;
     return KP_OK;
 }

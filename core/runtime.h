@@ -17,6 +17,7 @@ typedef struct kp__capture kp__capture;
 #define KP__SCRATCH_SLOTS 16
 
 struct kp_buffer {
+    kp_runtime *rt; /* the owner: its backend holds the memory, its list releases it */
     size_t size;
     void *host;  /* the memory as a host pointer (host backend, reference copies), else NULL */
     void *mem;   /* the backend's handle (cl_mem; the host backend's block); NULL when is_host */

@@ -127,7 +127,11 @@ kp_status kp__sample_tensor(kp_sample *s, const char *name, int32_t dtype, int32
                             s->kernel->desc->name, name);
         a->shape[d] = shape[d];
     }
-    size_t bytes = (size_t)a->numel * kp_dtype_size((kp_dtype)dtype);
+    size_t bytes = 0;
+    if (__builtin_mul_overflow((size_t)a->numel, kp_dtype_size((kp_dtype)dtype), &bytes))
+        return kp__fail(s->rt, KP_ERR_OUT_OF_MEMORY,
+                        "kernel %s: sample \"%s\" of %lld elements passes SIZE_MAX bytes",
+                        s->kernel->desc->name, name, (long long)a->numel);
     a->data = malloc(bytes ? bytes : 1);
     if (!a->data)
         return kp__fail(s->rt, KP_ERR_OUT_OF_MEMORY, "kernel %s: sample \"%s\" of %zu bytes",

@@ -43,9 +43,13 @@ static int matches_any(const char *globs, const char *name)
 static size_t range_values(const kp_tunable_desc *t, int64_t *out, size_t cap)
 {
     size_t n = 0;
-    for (int64_t v = 1; v > 0 && v <= t->max && n + 1 < cap; v *= 2)
+    /* Doubling stops before it could pass the maximum, INT64_MAX included. */
+    for (int64_t v = 1; v <= t->max && n + 1 < cap; v *= 2) {
         if (v >= t->min)
             out[n++] = v;
+        if (v > t->max / 2)
+            break;
+    }
     int has_default = 0;
     for (size_t i = 0; i < n; i++)
         has_default |= out[i] == t->default_value;

@@ -274,7 +274,8 @@ KP_API kp_status kp_runtime_opencl(kp_runtime *rt, void **context, void **queue,
  */
 KP_API kp_status kp_buffer_create(kp_runtime *rt, size_t bytes, kp_buffer **out);
 
-/* Releases a buffer after the work queued on it. NULL is a no-op. */
+/* Releases a buffer after the work queued on it. NULL is a no-op. A buffer of another runtime is
+ * left to it: the call logs an error and sets kp_last_error(rt). */
 KP_API void kp_buffer_destroy(kp_runtime *rt, kp_buffer *buf);
 
 /* Size in bytes; 0 for NULL. */
@@ -287,7 +288,8 @@ KP_API void *kp_buffer_cl_mem(const kp_buffer *buf);
 /*
  * Copies `bytes` from host memory `src` (borrowed, only read during the call) into the buffer at
  * byte `offset`. Blocking: returns after the data left `src`, ordered after earlier launches.
- * Errors: KP_ERR_INVALID_ARG (range outside the buffer, NULL pointers), KP_ERR_CL.
+ * Errors: KP_ERR_INVALID_ARG (range outside the buffer, NULL pointers, a buffer of another
+ * runtime: here and in every call that takes a runtime and a buffer), KP_ERR_CL.
  */
 KP_API kp_status kp_buffer_write(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t bytes,
                                  const void *src);
@@ -495,13 +497,14 @@ KP_API kp_status kp_kernel_supported(kp_runtime *rt, kp_kernel *k);
 /*
  * Launches `k` with named arguments (any order; optional parameters may be omitted).
  * Validates before anything is enqueued: argument count, unknown or repeated names, kinds,
- * dtypes, NULL buffers, tensor extents within their buffers, outputs overlapping other
- * arguments, then the kernel's own check of shapes. Asynchronous on OpenCL devices: buffers must
- * stay alive until the work is done (kp_finish, a read, or an event). When `event` is not NULL,
- * *event receives a caller-owned event spanning every command of the launch.
- * Errors: KP_ERR_INVALID_ARG (message names the kernel and argument), KP_ERR_BUILD,
- * KP_ERR_UNSUPPORTED, KP_ERR_CL, KP_ERR_OUT_OF_MEMORY. A failed launch leaves the runtime usable.
- * Thread-safety: launches from several threads are serialised on the runtime's queue.
+ * dtypes, NULL buffers and buffers of another runtime, extents that multiply past 2^63 - 1,
+ * tensor extents and offsets within their buffers, outputs whose elements overlap each other
+ * or another argument, then the kernel's own check of shapes. Asynchronous on OpenCL devices:
+ * buffers must stay alive until the work is done (kp_finish, a read, or an event). When `event` is
+ * not NULL, *event receives a caller-owned event spanning every command of the launch. Errors:
+ * KP_ERR_INVALID_ARG (message names the kernel and argument), KP_ERR_BUILD, KP_ERR_UNSUPPORTED,
+ * KP_ERR_CL, KP_ERR_OUT_OF_MEMORY. A failed launch leaves the runtime usable. Thread-safety:
+ * launches from several threads are serialised on the runtime's queue.
  */
 KP_API kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n_args,
                                   kp_event **event);

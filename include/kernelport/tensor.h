@@ -59,11 +59,17 @@ typedef struct kp_tensor {
  * Helpers. All are pure functions of their arguments, thread-safe, and never fail:
  *   kp_dtype_name: "f32", "f16", "i32", "u32", "u8", "bf16" ("none" otherwise); kp_dtype_size:
  * bytes per element (0 for none); kp_tensor_nd/1d/2d/3d: a contiguous row-major view over `buf` at
- * offset 0 (rank <= KP_MAX_RANK; a bad rank gives rank -1, which launches reject); kp_tensor_numel:
- *   the product of the shape (1 for rank 0); kp_tensor_is_contiguous: row-major strides;
- *   kp_tensor_extent: one past the largest element index the view touches (offset for an empty
- *   view); kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved;
- *   kp_tensor_describe: "f32[3, 4]" plus strides and offset when they matter, into buf.
+ * offset 0 (rank <= KP_MAX_RANK; a bad rank gives rank -1, which launches reject; strides past
+ *   INT64_MAX stop at INT64_MAX, a view launches reject); kp_tensor_numel: the product of the
+ *   shape (1 for rank 0); kp_tensor_is_contiguous: row-major strides; kp_tensor_extent: one past
+ *   the largest element index the view touches (offset for an empty view);
+ *   kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved; kp_tensor_describe:
+ *   "f32[3, 4]" plus strides and offset when they matter, into buf.
+ * kp_tensor_numel and kp_tensor_extent return INT64_MAX for a count past INT64_MAX (stride-0
+ * dimensions cost no memory, so [2^32, 2^32] is a view of one element) and for a view with a
+ * negative extent, stride or offset: never a small number, so that a check against a limit
+ * refuses such a view. Launches reject a view whose extents multiply past INT64_MAX, so a
+ * kernel's callbacks never see one.
  */
 KP_INLINE const char *kp_dtype_name(kp_dtype dtype)
 {
@@ -93,7 +99,8 @@ KP_INLINE kp_tensor kp_tensor_nd(kp_buffer *buf, kp_dtype dtype, int32_t rank, c
     for (int32_t d = rank - 1; d >= 0; d--) {
         t.shape[d] = shape[d];
         t.strides[d] = stride;
-        stride *= shape[d] > 0 ? shape[d] : 1;
+        if (shape[d] > 1)
+            stride = stride > INT64_MAX / shape[d] ? INT64_MAX : stride * shape[d];
     }
     return t;
 }
@@ -119,17 +126,33 @@ KP_INLINE kp_tensor kp_tensor_3d(kp_buffer *buf, kp_dtype dtype, int64_t n0, int
 KP_INLINE int64_t kp_tensor_numel(const kp_tensor *t)
 {
     int64_t n = 1;
-    for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++)
-        n *= t->shape[d];
-    return n;
+    int past = 0;
+    for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++) {
+        if (t->shape[d] < 0)
+            return INT64_MAX;
+        if (t->shape[d] == 0)
+            n = 0;
+        else if (n > INT64_MAX / t->shape[d])
+            past = 1;
+        else
+            n *= t->shape[d];
+    }
+    return n == 0 ? 0 : past ? INT64_MAX : n;
 }
 
 KP_INLINE int kp_tensor_is_contiguous(const kp_tensor *t)
 {
     int64_t stride = 1;
     for (int32_t d = t->rank - 1; d >= 0; d--) {
-        if (t->shape[d] != 1 && t->strides[d] != stride)
+        if (t->shape[d] < 0 || (t->shape[d] != 1 && t->strides[d] != stride))
             return 0;
+        if (t->shape[d] > 1 && stride > INT64_MAX / t->shape[d]) {
+            /* The next stride would pass INT64_MAX, which no stride equals. */
+            while (--d >= 0)
+                if (t->shape[d] != 1)
+                    return 0;
+            return 1;
+        }
         stride *= t->shape[d];
     }
     return 1;
@@ -137,11 +160,22 @@ KP_INLINE int kp_tensor_is_contiguous(const kp_tensor *t)
 
 KP_INLINE int64_t kp_tensor_extent(const kp_tensor *t)
 {
-    int64_t last = t->offset;
+    int empty = 0;
+    if (t->offset < 0 || t->offset == INT64_MAX)
+        return INT64_MAX;
     for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++) {
-        if (t->shape[d] == 0)
-            return t->offset;
-        last += (t->shape[d] - 1) * t->strides[d];
+        if (t->shape[d] < 0 || t->strides[d] < 0)
+            return INT64_MAX;
+        empty |= t->shape[d] == 0;
+    }
+    if (empty)
+        return t->offset;
+    int64_t last = t->offset; /* at most INT64_MAX - 1, so that last + 1 fits */
+    for (int32_t d = 0; d < t->rank && d < KP_MAX_RANK; d++) {
+        int64_t n = t->shape[d] - 1;
+        if (n > 0 && t->strides[d] > (INT64_MAX - 1 - last) / n)
+            return INT64_MAX;
+        last += n * t->strides[d];
     }
     return last + 1;
 }

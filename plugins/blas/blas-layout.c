@@ -207,9 +207,6 @@ kp_status blas_plan_gemm(const kp_call *call, kp_launch *l, int batched, blas_ge
             st = batch_stride(l, "B", b, p->batch, &p->stride_b);
         if (st != KP_OK)
             return st;
-        if (c->shape[0] > 1 && c->strides[0] == 0)
-            return blas_host->fail(l, KP_ERR_INVALID_ARG,
-                                   "C: batch stride 0 would make every batch write one matrix");
         p->stride_c = c->shape[0] > 1 ? c->strides[0] : 0;
     }
     st = as_matrix(l, "C", c, o, o + 1, 0, &p->c);

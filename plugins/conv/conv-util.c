@@ -206,12 +206,13 @@ kp_status conv_check_int_range(kp_launch *l, const kp_call *call)
 
 kp_status conv_check_columns(kp_launch *l, const conv_geom *g)
 {
-    double L = (double)(g->OH * g->OW);
-    if ((double)(g->C * g->KH * g->KW + g->K) * L > (double)INT_MAX)
+    /* In double: C, KH and KW come from different tensors, so their product may pass int64. */
+    double L = (double)(g->OH * g->OW), ckk = (double)g->C * (double)g->KH * (double)g->KW;
+    if ((ckk + (double)g->K) * L > (double)INT_MAX)
         return conv_host->fail(l, KP_ERR_UNSUPPORTED,
                                "one image's columns and GEMM block, (C KH KW + K) OH OW = "
-                               "(%lld + %lld) x %.0f values, pass 2^31",
-                               (long long)(g->C * g->KH * g->KW), (long long)g->K, L);
+                               "(%.0f + %lld) x %.0f values, pass 2^31",
+                               ckk, (long long)g->K, L);
     if ((double)g->N * (double)g->K * L > (double)INT_MAX)
         return conv_host->fail(l, KP_ERR_UNSUPPORTED, "N K OH OW = %.0f outputs pass 2^31",
                                (double)g->N * (double)g->K * L);

@@ -55,6 +55,8 @@ static kp_status backward_check(const kp_call *call, kp_launch *l)
         return gru_host->fail(l, KP_ERR_INVALID_ARG,
                               "dh_all, dh_last: give at least one upstream gradient");
     st = gru_check_weights(l, call, BWD_W_IH, BWD_W_HH, -1, -1, BWD_LBR, &d);
+    if (st != KP_OK)
+        return st; /* before 4H and 3H, which fit only once H has been checked */
     int64_t TBH[] = {d.T, d.B, d.H}, BH[] = {d.B, d.H};
     struct {
         int index, rank;

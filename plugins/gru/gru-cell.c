@@ -118,6 +118,13 @@ kp_status gru_check_weights(kp_launch *l, const kp_call *call, int w_ih, int w_h
                               "linear_before_reset: %lld is not 0 (ONNX) or 1 (PyTorch)",
                               (long long)lbr_v);
     d->lbr = (int)lbr_v;
+    /* Broadcast views cost no memory whatever their extents; the kernels take sizes as int (and
+     * 3H then fits int64). */
+    if (d->T > INT_MAX || d->B > INT_MAX || d->I > INT_MAX || d->H > INT_MAX)
+        return gru_host->fail(l, KP_ERR_UNSUPPORTED,
+                              "T, B, I, H = %lld, %lld, %lld, %lld: sizes beyond 2^31 - 1 are not "
+                              "supported",
+                              (long long)d->T, (long long)d->B, (long long)d->I, (long long)d->H);
     kp_status st =
         gru_expect(l, "w_ih", &call->args[w_ih].tensor, 2, (int64_t[]){3 * d->H, d->I}, "[3H, I]");
     if (st == KP_OK)

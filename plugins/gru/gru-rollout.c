@@ -240,8 +240,8 @@ kp_status gru_rollout_check_shapes(const kp_call *call, kp_launch *l)
                     *h0 = &a[RO_H0].tensor;
     char got[160];
     /* The tensors that define E, H, S, F and B first, each named in the message. */
-    if (whh->rank != 3 || whh->shape[1] != 3 * whh->shape[2] || whh->shape[0] < 1 ||
-        whh->shape[2] < 1)
+    if (whh->rank != 3 || whh->shape[1] % 3 || whh->shape[1] / 3 != whh->shape[2] ||
+        whh->shape[0] < 1 || whh->shape[2] < 1)
         return gru_host->fail(
             l, KP_ERR_INVALID_ARG,
             "w_hh: expected [E, 3H, H] with E, H >= 1 (it defines E and H), got %s",
@@ -260,6 +260,17 @@ kp_status gru_rollout_check_shapes(const kp_call *call, kp_launch *l)
         return gru_host->fail(l, KP_ERR_INVALID_ARG,
                               "h0: expected [E, B, H] with B >= 1 (it defines B), got %s",
                               kp_tensor_describe(h0, got, sizeof got));
+    /* Broadcast views cost no memory whatever their extents, and the kernel takes them as int
+     * (sums such as F + 1 + S then fit int64 too). */
+    const int defining[] = {RO_W_HH, RO_W_Y, RO_F, RO_H0};
+    for (int i = 0; i < 4; i++) {
+        const kp_tensor *t = &a[defining[i]].tensor;
+        for (int32_t dim = 0; dim < t->rank; dim++)
+            if (t->shape[dim] > INT_MAX)
+                return gru_host->fail(
+                    l, KP_ERR_UNSUPPORTED, "%s: extents past 2^31 - 1 are not supported, got %s",
+                    gru_rollout_params[defining[i]].name, kp_tensor_describe(t, got, sizeof got));
+    }
     ro_dims d;
     gru_rollout_dims(call, &d);
     if (f->shape[0] != 1 && f->shape[0] != d.E)
@@ -268,6 +279,10 @@ kp_status gru_rollout_check_shapes(const kp_call *call, kp_launch *l)
             "f: its first dimension must be E = %lld or 1 (shared by the members), "
             "got %lld",
             (long long)d.E, (long long)f->shape[0]);
+    if (f->shape[1] != d.B)
+        return gru_host->fail(l, KP_ERR_INVALID_ARG,
+                              "f: expected [E or 1, B, F] with B = %lld (h0's), got %s",
+                              (long long)d.B, kp_tensor_describe(f, got, sizeof got));
     if (a[RO_T].i < 1 || a[RO_T].i > INT_MAX)
         return gru_host->fail(l, KP_ERR_INVALID_ARG, "T: must be 1..%d, got %lld", INT_MAX,
                               (long long)a[RO_T].i);

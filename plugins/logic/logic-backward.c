@@ -95,6 +95,11 @@ static kp_status backward_check(const kp_call *call, kp_launch *l)
         st = logic_host->fail(l, KP_ERR_INVALID_ARG,
                               "csr_start, csr_entries: dx needs the wiring's reverse index "
                               "(kp_logic_csr_build)");
+    /* Before IN + 1 and 2G: broadcast views' extents cost no memory, so only this bounds them. */
+    if (st == KP_OK)
+        st = logic_fits_int(l, call);
+    if (st != KP_OK)
+        return st;
     struct {
         int index, rank;
         int64_t shape[2];
@@ -115,8 +120,6 @@ static kp_status backward_check(const kp_call *call, kp_launch *l)
                               expect[i].rank, expect[i].shape, expect[i].pattern);
     if (st == KP_OK)
         st = logic_check_flag(l, call, BW_CHECK);
-    if (st == KP_OK)
-        st = logic_fits_int(l, call);
     if (st == KP_OK && a[BW_CHECK].i)
         st = logic_check_wiring(l, call, BW_A, BW_B, IN, "x");
     if (st == KP_OK && a[BW_CHECK].i && a[BW_DX].present)

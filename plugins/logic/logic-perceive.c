@@ -47,15 +47,19 @@ static kp_status check_pair(kp_launch *l, const kp_call *call, int grid, int out
                                 "%s: expected [C, H, W] or [B, C, H, W], "
                                 "got %s",
                                 gname, kp_tensor_describe(g, got, sizeof got));
+    /* First: a broadcast grid's extents cost no memory, and 9C must fit int64. */
+    kp_status st = logic_fits_int(l, call);
+    if (st != KP_OK)
+        return st;
     grid_dims d = dims_of(g);
-    kp_status st = logic_expect(l, oname, &call->args[out].tensor, 2,
-                                (int64_t[]){9 * d.C, d.B * d.H * d.W}, "[9C, B H W]");
+    st = logic_expect(l, oname, &call->args[out].tensor, 2, (int64_t[]){9 * d.C, d.B * d.H * d.W},
+                      "[9C, B H W]");
     if (st == KP_OK && call->args[boundary].i != 0 && call->args[boundary].i != 1)
         st = logic_host->fail(l, KP_ERR_INVALID_ARG,
                               "boundary: %lld is not 0 (periodic) or 1 "
                               "(zero)",
                               (long long)call->args[boundary].i);
-    return st == KP_OK ? logic_fits_int(l, call) : st;
+    return st;
 }
 
 /* Arguments B, C, H, W and zero. */

@@ -259,7 +259,8 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
         if (all[i]->rank != 2)
             return tc_host->fail(l, KP_ERR_INVALID_ARG, "%s: expected rank 2, got rank %d",
                                  names[i], all[i]->rank);
-        if (kp_tensor_extent(all[i]) > INT_MAX)
+        /* The count too: a broadcast (stride-0) operand's extents cost no memory. */
+        if (kp_tensor_extent(all[i]) > INT_MAX || kp_tensor_numel(all[i]) > INT_MAX)
             return tc_host->fail(l, KP_ERR_UNSUPPORTED,
                                  "%s: views reaching beyond 2^31 elements are not supported",
                                  names[i]);
@@ -311,12 +312,6 @@ static kp_status plan_gemm(const kp_call *call, kp_launch *l, tc_plan *p)
         st = operand(l, call, TC_B, &ob, &tb);
     if (st != KP_OK)
         return st;
-    /* Rows of C closer than a row apart would be written by several work-items at once. */
-    int64_t c_cols = c_trans ? m : n, c_rows = c_trans ? n : m;
-    if (c_rows > 1 && oc.view.strides[0] < c_cols)
-        return tc_host->fail(l, KP_ERR_UNSUPPORTED,
-                             "C: strides [%lld, %lld] make its elements overlap",
-                             (long long)c->strides[0], (long long)c->strides[1]);
     *p = (tc_plan){.m = m,
                    .n = n,
                    .k = k,

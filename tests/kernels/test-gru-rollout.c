@@ -641,6 +641,41 @@ static void test_rejections(void **state)
         unmake(&good);
         unmake(&bad);
     }
+    /* An f with fewer rows than B: the kernel would read rows past it. */
+    problem good = make(3, 3, 3, 7, 5, 6, 0, KP_GRU_ROLLOUT_SAMPLE, 1, 54);
+    problem fewer = make(3, 2, 3, 7, 5, 6, 0, KP_GRU_ROLLOUT_SAMPLE, 1, 55);
+    swap_input(&good, P_F, &fewer);
+    expect_rejected(&good, KP_ERR_INVALID_ARG,
+                    "kernel gru.rollout: f: expected [E or 1, B, F] with B = 3 (h0's), got "
+                    "f32[3, 2, 3]");
+    unmake(&good);
+    unmake(&fewer);
+
+    /* A broadcast f costs no memory whatever F is: I = F + 1 + S must not wrap around. */
+    kp_buffer *in = NULL, *outs[2] = {0};
+    assert_int_equal(kp_buffer_create(pocl, 64, &in), KP_OK);
+    assert_int_equal(kp_buffer_create(pocl, 4, &outs[0]), KP_OK);
+    assert_int_equal(kp_buffer_create(pocl, 4, &outs[1]), KP_OK);
+    kp_tensor f = kp_tensor_3d(in, KP_F32, 1, 1, INT64_MAX);
+    f.strides[0] = f.strides[1] = f.strides[2] = 0;
+    kp_arg args[] = {KP_ARG_TENSOR("w_ih", kp_tensor_3d(in, KP_F32, 1, 3, 2)),
+                     KP_ARG_TENSOR("w_hh", kp_tensor_3d(in, KP_F32, 1, 3, 1)),
+                     KP_ARG_TENSOR("w_y", kp_tensor_2d(in, KP_F32, 1, 1)),
+                     KP_ARG_TENSOR("b_y", kp_tensor_1d(in, KP_F32, 1)),
+                     KP_ARG_TENSOR("f", f),
+                     KP_ARG_TENSOR("y0", kp_tensor_1d(in, KP_F32, 1)),
+                     KP_ARG_TENSOR("h0", kp_tensor_3d(in, KP_F32, 1, 1, 1)),
+                     KP_ARG_TENSOR("h_T", kp_tensor_3d(outs[0], KP_F32, 1, 1, 1)),
+                     KP_ARG_TENSOR("y", kp_tensor_3d(outs[1], KP_F32, 1, 1, 1)),
+                     KP_ARG_INT("T", 1)};
+    assert_int_equal(kp_kernel_launch(pocl, rollout_kernel(pocl), args, 10, NULL),
+                     KP_ERR_UNSUPPORTED);
+    assert_string_equal(kp_last_error(pocl),
+                        "kernel gru.rollout: f: extents past 2^31 - 1 are not supported, got "
+                        "f32[1, 1, 9223372036854775807] strides [0, 0, 0]");
+    kp_buffer_destroy(pocl, in);
+    kp_buffer_destroy(pocl, outs[0]);
+    kp_buffer_destroy(pocl, outs[1]);
 }
 
 /* The value a tunable of gru.rollout resolves to on rt's device. */

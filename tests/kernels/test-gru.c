@@ -611,6 +611,17 @@ static void test_rejects_step(void **state)
     reject("gru.step", base, n, TA("h_out", T2(1, 2, 4)), "output overlaps argument \"h\"");
     reject("gru.step", base, n, KP_ARG_INT("linear_before_reset", 2),
            "linear_before_reset: 2 is not 0 (ONNX) or 1 (PyTorch)");
+    /* A broadcast h costs no memory whatever H is: 3H must not wrap around. */
+    kp_tensor wide = T2(1, 2, INT64_MAX / 3 + 1);
+    wide.strides[0] = 1;
+    wide.strides[1] = 0;
+    kp_arg args[sizeof base / sizeof base[0]];
+    memcpy(args, base, sizeof args);
+    args[1] = TA("h", wide);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "gru.step"), args, n, NULL), KP_ERR_UNSUPPORTED);
+    assert_string_equal(kp_last_error(rt), "kernel gru.step: T, B, I, H = 1, 2, 3, "
+                                           "3074457345618258603: sizes beyond 2^31 - 1 are not "
+                                           "supported");
 }
 
 static void test_rejects_sequence(void **state)
@@ -654,6 +665,16 @@ static void test_rejects_backward(void **state)
            "dw_hh: expected [3H, H] = [12, 4], got f32[12, 3]");
     reject(k, base, n, TA("dh_all", T3(6, 2, 2, 5)),
            "dh_all: expected [T, B, H] = [2, 2, 4], got f32[2, 2, 5]");
+    kp_tensor wide = T2(1, 2, INT64_MAX / 4 + 1);
+    wide.strides[0] = 1;
+    wide.strides[1] = 0;
+    kp_arg args[sizeof base / sizeof base[0]];
+    memcpy(args, base, sizeof args);
+    args[1] = TA("h0", wide);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, k), args, n, NULL), KP_ERR_UNSUPPORTED);
+    assert_string_equal(kp_last_error(rt), "kernel gru.sequence_backward: T, B, I, H = 2, 2, 3, "
+                                           "2305843009213693952: sizes beyond 2^31 - 1 are not "
+                                           "supported");
 }
 
 static int setup(void **state)

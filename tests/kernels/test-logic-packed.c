@@ -363,6 +363,26 @@ void test_shapes_rejected(void **state)
                    KP_ARG_TENSOR("out", T2(by, KP_F32, 18, 11))};
     expect_fail("logic.perceive", pc, 2, KP_ERR_INVALID_ARG,
                 "kernel logic.perceive: out: expected [9C, B H W] = [18, 12], got f32[18, 11]");
+    /* Broadcast views cost no memory whatever their extents: 9C and IN + 1 must not wrap. */
+    kp_tensor channels = kp_tensor_3d(buf, KP_F32, (int64_t)1 << 62, 1, 1);
+    channels.strides[0] = 0;
+    pc[0] = KP_ARG_TENSOR("grid", channels);
+    expect_fail("logic.perceive", pc, 2, KP_ERR_UNSUPPORTED,
+                "kernel logic.perceive: grid: views reaching beyond 2^31 elements are not "
+                "supported");
+    kp_tensor rows = T2(buf, KP_F32, INT64_MAX, 1);
+    rows.strides[0] = 0;
+    kp_arg bw[] = {KP_ARG_TENSOR("x", rows),
+                   KP_ARG_TENSOR("a_idx", T1(buf, KP_I32, 8)),
+                   KP_ARG_TENSOR("b_idx", T1(buf, KP_I32, 8)),
+                   KP_ARG_TENSOR("C", T2(buf, KP_F32, 8, 4)),
+                   KP_ARG_TENSOR("dy", T2(buf, KP_F32, 8, 1)),
+                   KP_ARG_TENSOR("csr_start", T1(buf, KP_I32, 11)),
+                   KP_ARG_TENSOR("csr_entries", T1(buf, KP_I32, 16)),
+                   KP_ARG_TENSOR("dx", T2(by, KP_F32, 10, 1))};
+    expect_fail("logic.backward", bw, 8, KP_ERR_UNSUPPORTED,
+                "kernel logic.backward: x: views reaching beyond 2^31 elements are not "
+                "supported");
     kp_buffer_destroy(rt, buf), kp_buffer_destroy(rt, by);
 }
 

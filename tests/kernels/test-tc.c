@@ -112,13 +112,26 @@ static void test_bad_arguments(void **state)
     args[1] = KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F32, 3, 2));
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), args, 3, NULL), KP_ERR_UNSUPPORTED);
     assert_non_null(strstr(kp_last_error(rt), "A: strides [6, 2]"));
-    /* Rows of C one element apart: work-items would write the same elements. */
+    /* Rows of C one element apart: work-items would write the same elements (the core says so). */
     kp_tensor overlapping = kp_tensor_2d(bc, KP_F32, 2, 2);
     overlapping.strides[0] = 1;
     args[0] = KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F32, 2, 3));
     args[2] = KP_ARG_TENSOR("C", overlapping);
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), args, 3, NULL), KP_ERR_INVALID_ARG);
+    assert_non_null(strstr(kp_last_error(rt), "f32[2, 2] strides [1, 1]: the output's elements "
+                                              "would overlap"));
+    /* K = 2^32 from broadcast operands: no memory, but more than the kernel's int counts. */
+    kp_tensor wide_a = kp_tensor_2d(ba, KP_F32, 2, (int64_t)1 << 32),
+              wide_b = kp_tensor_2d(bb, KP_F32, (int64_t)1 << 32, 2);
+    wide_a.strides[0] = 1;
+    wide_a.strides[1] = wide_b.strides[0] = 0;
+    args[0] = KP_ARG_TENSOR("A", wide_a);
+    args[1] = KP_ARG_TENSOR("B", wide_b);
+    args[2] = KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F32, 2, 2));
     assert_int_equal(kp_kernel_launch(rt, find(rt, "tc.gemm"), args, 3, NULL), KP_ERR_UNSUPPORTED);
-    assert_non_null(strstr(kp_last_error(rt), "C: strides [1, 1] make its elements overlap"));
+    assert_string_equal(kp_last_error(rt), "kernel tc.gemm: A: views reaching beyond 2^31 elements "
+                                           "are not supported");
+    args[1] = KP_ARG_TENSOR("B", kp_tensor_2d(bb, KP_F32, 3, 2));
     /* f16 tensors: A and B alike, and only in precision f16. */
     args[0] = KP_ARG_TENSOR("A", kp_tensor_2d(ba, KP_F16, 2, 3));
     args[2] = KP_ARG_TENSOR("C", kp_tensor_2d(bc, KP_F32, 2, 2));

@@ -233,6 +233,128 @@ static void test_view_past_its_buffer(void **state)
     expect_rejected(f, f->axpy, args3, 3, KP_ERR_INVALID_ARG, want);
 }
 
+/* Stride-0 dimensions cost no memory: [2^32, 2^32] is a view of one element whose element count
+ * passes int64 (it wrapped to 0, so scale_rows' limit of 2^31 elements let it through and PoCL
+ * computed nothing). Refused before the kernel sees it, also when an extent is 0. */
+static void test_extents_multiplying_past_int64(void **state)
+{
+    fixture *f = *state;
+    const int64_t big = (int64_t)1 << 32;
+    kp_tensor x = kp_tensor_2d(f->x, KP_F32, big, big), s = kp_tensor_1d(f->x, KP_F32, big),
+              y = kp_tensor_2d(f->y, KP_F32, big, big);
+    x.strides[0] = x.strides[1] = s.strides[0] = y.strides[0] = y.strides[1] = 0;
+    kp_arg args[] = {KP_ARG_TENSOR("x", x), KP_ARG_TENSOR("scale", s), KP_ARG_TENSOR("y", y)};
+    expect_rejected(f, f->scale, args, 3, KP_ERR_INVALID_ARG,
+                    "kernel example.scale_rows: argument \"x\": f32[4294967296, 4294967296] "
+                    "strides [0, 0]: its extents multiply past 2^63 - 1");
+    kp_tensor empty = kp_tensor_3d(f->x, KP_F32, 0, big, big);
+    empty.strides[0] = empty.strides[1] = empty.strides[2] = 0;
+    kp_arg args2[] = {KP_ARG_INT("n", 0), KP_ARG_TENSOR("x", empty), KP_ARG_TENSOR("y", ty(f))};
+    expect_rejected(f, f->axpy, args2, 3, KP_ERR_INVALID_ARG,
+                    "kernel example.axpy: argument \"x\": f32[0, 4294967296, 4294967296] strides "
+                    "[0, 0, 0]: its extents multiply past 2^63 - 1");
+}
+
+/* An output whose elements share memory would be written by several work-items at once: a
+ * broadcast (stride 0) or rows closer than a row apart. */
+static void test_output_overlapping_itself(void **state)
+{
+    fixture *f = *state;
+    kp_tensor y = ty(f);
+    y.strides[0] = 0;
+    kp_arg args[] = {KP_ARG_INT("n", N), KP_ARG_TENSOR("x", tx(f)), KP_ARG_TENSOR("y", y)};
+    expect_rejected(f, f->axpy, args, 3, KP_ERR_INVALID_ARG,
+                    "kernel example.axpy: argument \"y\": f32[16] strides [0]: the output's "
+                    "elements would overlap (each stride must exceed the span of the dimensions "
+                    "with smaller strides)");
+    kp_tensor rows = kp_tensor_2d(f->y, KP_F32, 4, 4);
+    rows.strides[0] = 3;
+    kp_arg args2[] = {KP_ARG_TENSOR("x", kp_tensor_2d(f->x, KP_F32, 4, 4)),
+                      KP_ARG_TENSOR("scale", kp_tensor_1d(f->x, KP_F32, 4)),
+                      KP_ARG_TENSOR("y", rows)};
+    expect_rejected(f, f->scale, args2, 3, KP_ERR_INVALID_ARG,
+                    "kernel example.scale_rows: argument \"y\": f32[4, 4] strides [3, 1]: the "
+                    "output's elements would overlap (each stride must exceed the span of the "
+                    "dimensions with smaller strides)");
+    /* Outputs whose elements are all apart: transposed, and with a stride 0 on an extent of 1. */
+    kp_tensor cols = kp_tensor_transpose(kp_tensor_2d(f->y, KP_F32, 4, 4), 0, 1);
+    kp_tensor x = kp_tensor_2d(f->x, KP_F32, 4, 4), scale = kp_tensor_1d(f->x, KP_F32, 4);
+    kp_arg ok[] = {KP_ARG_TENSOR("x", x), KP_ARG_TENSOR("scale", scale), KP_ARG_TENSOR("y", cols)};
+    assert_int_equal(kp_kernel_launch(f->rt, f->scale, ok, 3, NULL), KP_OK);
+    float got[N];
+    assert_int_equal(kp_buffer_read(f->rt, f->y, 0, sizeof got, got), KP_OK);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++) {
+            float want = f->hx[r * 4 + c] * f->hx[r];
+            assert_memory_equal(&got[c * 4 + r], &want, sizeof want);
+        }
+    kp_tensor row = kp_tensor_2d(f->y, KP_F32, 1, N);
+    row.strides[0] = 0;
+    kp_arg one_row[] = {KP_ARG_TENSOR("x", kp_tensor_2d(f->x, KP_F32, 1, N)),
+                        KP_ARG_TENSOR("scale", kp_tensor_1d(f->x, KP_F32, 1)),
+                        KP_ARG_TENSOR("y", row)};
+    assert_int_equal(kp_kernel_launch(f->rt, f->scale, one_row, 3, NULL), KP_OK);
+    expect_good_launch(f);
+}
+
+/* A buffer of another runtime lives in another context (or host memory): refused by launches and
+ * by every buffer call, and left alone by kp_buffer_destroy. */
+static void test_buffer_of_another_runtime(void **state)
+{
+    fixture *f = *state;
+    kp_runtime_options o = test_options(NULL, "host", NULL);
+    kp_runtime *other = NULL;
+    assert_int_equal(kp_runtime_create(&o, &other), KP_OK);
+    kp_buffer *foreign = NULL;
+    assert_int_equal(kp_buffer_create(other, N * sizeof(float), &foreign), KP_OK);
+    assert_int_equal(kp_buffer_write(other, foreign, 0, sizeof f->hx, f->hx), KP_OK);
+    kp_arg args[] = {KP_ARG_INT("n", N), KP_ARG_TENSOR("x", kp_tensor_1d(foreign, KP_F32, N)),
+                     KP_ARG_TENSOR("y", ty(f))};
+    expect_rejected(f, f->axpy, args, 3, KP_ERR_INVALID_ARG,
+                    "kernel example.axpy: argument \"x\": the tensor's buffer belongs to another "
+                    "runtime");
+    float host[N];
+    assert_int_equal(kp_buffer_read(f->rt, foreign, 0, sizeof host, host), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(f->rt),
+                        "kp_buffer_read: the buffer belongs to another runtime");
+    assert_int_equal(kp_buffer_write(f->rt, foreign, 0, sizeof host, host), KP_ERR_INVALID_ARG);
+    assert_int_equal(kp_buffer_copy(f->rt, foreign, 0, f->y, 0, 16), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(f->rt),
+                        "kp_buffer_copy (source): the buffer belongs to another runtime");
+    assert_int_equal(kp_buffer_copy(f->rt, f->x, 0, foreign, 0, 16), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(f->rt),
+                        "kp_buffer_copy (destination): the buffer belongs to another runtime");
+    assert_int_equal(kp_buffer_fill(f->rt, foreign, 0, 16, host, 4), KP_ERR_INVALID_ARG);
+    kp_buffer_destroy(f->rt, foreign);
+    assert_string_equal(kp_last_error(f->rt), "kp_buffer_destroy: the buffer belongs to another "
+                                              "runtime, which still owns it");
+    /* Its own runtime still has it, unchanged. */
+    assert_int_equal(kp_buffer_read(other, foreign, 0, sizeof host, host), KP_OK);
+    assert_memory_equal(host, f->hx, sizeof host);
+    kp_runtime_destroy(other);
+    expect_good_launch(f);
+}
+
+/* An empty view touches no memory, but its offset must still be within its buffer. */
+static void test_empty_view_past_its_buffer(void **state)
+{
+    fixture *f = *state;
+    kp_tensor far = kp_tensor_1d(f->x, KP_F32, 0);
+    far.offset = (int64_t)1 << 40;
+    kp_arg args[] = {KP_ARG_INT("n", 0), KP_ARG_TENSOR("x", far),
+                     KP_ARG_TENSOR("y", kp_tensor_1d(f->y, KP_F32, 0))};
+    expect_rejected(f, f->axpy, args, 3, KP_ERR_INVALID_ARG,
+                    "kernel example.axpy: argument \"x\": f32[0] offset 1099511627776 starts at "
+                    "byte 4398046511104 but its buffer has 64");
+    args[1].tensor.offset = N + 1;
+    expect_rejected(f, f->axpy, args, 3, KP_ERR_INVALID_ARG,
+                    "kernel example.axpy: argument \"x\": f32[0] offset 17 starts at byte 68 but "
+                    "its buffer has 64");
+    /* At the very end is still within. */
+    args[1].tensor.offset = N;
+    assert_int_equal(kp_kernel_launch(f->rt, f->axpy, args, 3, NULL), KP_OK);
+}
+
 static void test_output_overlapping_input(void **state)
 {
     fixture *f = *state;
@@ -414,6 +536,10 @@ int main(void)
         cmocka_unit_test(test_bad_rank),
         cmocka_unit_test(test_view_past_its_buffer),
         cmocka_unit_test(test_output_overlapping_input),
+        cmocka_unit_test(test_extents_multiplying_past_int64),
+        cmocka_unit_test(test_output_overlapping_itself),
+        cmocka_unit_test(test_buffer_of_another_runtime),
+        cmocka_unit_test(test_empty_view_past_its_buffer),
         cmocka_unit_test(test_kernel_check_message),
         cmocka_unit_test(test_args_null_with_count),
         cmocka_unit_test(test_null_runtime_or_kernel),

@@ -157,6 +157,14 @@ static void test_bad_arguments(void **state)
                         "kernel example.axpy: argument \"n\": expected int, got float");
     kp_tensor past = kp_tensor_1d(bx, KP_F32, N + 1);
     assert_int_equal(kp_prepared_set_tensor(p, "x", past), KP_ERR_INVALID_ARG);
+    /* A buffer of another runtime: it would outlive its runtime's destroy unseen. */
+    kp_runtime *other = open_runtime("host", NULL);
+    kp_buffer *foreign = upload(other, x, N);
+    assert_int_equal(kp_prepared_set_tensor(p, "x", kp_tensor_1d(foreign, KP_F32, N)),
+                     KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(rt), "kernel example.axpy: argument \"x\": the tensor's "
+                                           "buffer belongs to another runtime");
+    kp_runtime_destroy(other);
     /* n no longer matches x: the kernel's own check, at the next launch. */
     assert_int_equal(kp_prepared_set_int(p, "n", 5), KP_OK);
     assert_int_equal(kp_prepared_launch(p, NULL), KP_ERR_INVALID_ARG);

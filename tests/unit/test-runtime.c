@@ -785,6 +785,55 @@ static void test_tensor_helpers(void **state)
     assert_float_equal(kp_bf16_to_float(0x3f81), 1.0f + 0x1p-7f, 0);
 }
 
+/* Counts past int64 stop at INT64_MAX, never a small number a limit would let through: the
+ * [2^32, 2^32] broadcast's element count wrapped to 0. Invalid views (negative parts) too. */
+static void test_tensor_helpers_past_int64(void **state)
+{
+    kp_buffer *b = (kp_buffer *)&b;
+    const int64_t big = (int64_t)1 << 32;
+    kp_tensor bc = kp_tensor_2d(b, KP_F32, big, big);
+    bc.strides[0] = bc.strides[1] = 0;
+    assert_true(kp_tensor_numel(&bc) == INT64_MAX);
+    assert_int_equal(kp_tensor_extent(&bc), 1);
+    assert_false(kp_tensor_is_contiguous(&bc));
+    bc.shape[0] = 0;
+    assert_int_equal(kp_tensor_numel(&bc), 0);
+    kp_tensor edge = kp_tensor_2d(b, KP_U8, INT64_MAX, 1);
+    edge.strides[0] = 0;
+    assert_true(kp_tensor_numel(&edge) == INT64_MAX);
+    /* Contiguous strides past int64 stop at INT64_MAX; the helpers stay defined on the result. */
+    kp_tensor cube = kp_tensor_3d(b, KP_F32, big, big, big);
+    assert_true(cube.strides[0] == INT64_MAX);
+    assert_true(cube.strides[1] == big);
+    assert_true(kp_tensor_numel(&cube) == INT64_MAX);
+    assert_true(kp_tensor_extent(&cube) == INT64_MAX);
+    assert_false(kp_tensor_is_contiguous(&cube));
+    char buf[128];
+    assert_string_equal(kp_tensor_describe(&cube, buf, sizeof buf),
+                        "f32[4294967296, 4294967296, 4294967296] strides [9223372036854775807, "
+                        "4294967296, 1]");
+    /* 2^31 x 2^32 contiguous is 2^63 elements: its strides fit, its count does not. */
+    kp_tensor wide = kp_tensor_2d(b, KP_U8, (int64_t)1 << 31, big);
+    assert_true(kp_tensor_is_contiguous(&wide));
+    assert_true(kp_tensor_numel(&wide) == INT64_MAX);
+    assert_true(kp_tensor_extent(&wide) == INT64_MAX);
+    kp_tensor last = kp_tensor_1d(b, KP_U8, 2);
+    last.offset = INT64_MAX - 2;
+    assert_true(kp_tensor_extent(&last) == INT64_MAX);
+    last.offset = INT64_MAX - 1;
+    assert_true(kp_tensor_extent(&last) == INT64_MAX);
+    kp_tensor neg = kp_tensor_2d(b, KP_F32, 2, -3);
+    assert_true(kp_tensor_numel(&neg) == INT64_MAX);
+    assert_true(kp_tensor_extent(&neg) == INT64_MAX);
+    assert_false(kp_tensor_is_contiguous(&neg));
+    neg = kp_tensor_1d(b, KP_F32, 4);
+    neg.strides[0] = -1;
+    assert_true(kp_tensor_extent(&neg) == INT64_MAX);
+    neg.strides[0] = 1;
+    neg.offset = -1;
+    assert_true(kp_tensor_extent(&neg) == INT64_MAX);
+}
+
 static void test_uuid_format(void **state)
 {
     uint8_t u[16];
@@ -831,6 +880,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tuning_unknown_key_warns),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_tensor_helpers),
+        cmocka_unit_test(test_tensor_helpers_past_int64),
         cmocka_unit_test(test_uuid_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "kernelport/plugin.h"
 #include "test-util.h"
 #include "tuning/tune.h"
 
@@ -192,6 +193,66 @@ static void test_kernel_tune_on_the_host_device(void **state)
     kp_runtime_destroy(rt);
 }
 
+/* A kernel registered at run time whose ranged tunable reaches INT64_MAX: the tuner's candidates
+ * are the powers of two up to 2^62 (doubling once more overflowed). Host device: y = x. */
+static kp_status copy_reference(const kp_call *call, kp_launch *l)
+{
+    (void)l;
+    ((float *)call->args[1].host)[0] = ((const float *)call->args[0].host)[0];
+    return KP_OK;
+}
+
+static kp_status copy_enqueue(const kp_call *call, kp_launch *l)
+{
+    (void)call;
+    (void)l;
+    return KP_ERR_UNSUPPORTED;
+}
+
+static kp_status copy_sample(kp_sample *s, const char *size)
+{
+    (void)size;
+    const kp_host_api *host = kp_host_api_get();
+    int64_t one = 1;
+    kp_status st = host->sample_tensor(s, "x", KP_F32, 1, &one, -1.0, 1.0, NULL);
+    return st == KP_OK ? host->sample_tensor(s, "y", KP_F32, 1, &one, 0.0, 0.0, NULL) : st;
+}
+
+static void test_tunable_up_to_int64_max(void **state)
+{
+    kp_runtime_options o = test_options(NULL, "host", NULL);
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    static const kp_param_desc params[] = {
+        {.name = "x", .kind = KP_ARG_KIND_TENSOR, .access = KP_ACCESS_IN, .dtypes = KP_DT(KP_F32)},
+        {.name = "y", .kind = KP_ARG_KIND_TENSOR, .access = KP_ACCESS_OUT, .dtypes = KP_DT(KP_F32)},
+    };
+    static const kp_tunable_desc chunk = {
+        .name = "CHUNK", .default_value = 1, .min = 1, .max = INT64_MAX};
+    static const char *const sizes[] = {"one", NULL};
+    const kp_kernel_desc d = {.struct_size = sizeof d,
+                              .name = "wide.copy",
+                              .summary = "y = x, with a tunable up to INT64_MAX",
+                              .params = params,
+                              .n_params = 2,
+                              .tunables = &chunk,
+                              .n_tunables = 1,
+                              .enqueue = copy_enqueue,
+                              .reference = copy_reference,
+                              .sample = copy_sample,
+                              .verify_sizes = sizes};
+    kp_kernel *k;
+    assert_int_equal(kp_kernel_register(rt, &d, &k), KP_OK);
+    kp_tune_options t = kp_tune_options_default();
+    t.bench.min_runs = 1;
+    t.bench.min_seconds = 0;
+    kp_tune_result r;
+    assert_int_equal(kp_kernel_tune(rt, k, &t, &r), KP_OK);
+    assert_int_equal(r.tried, 63); /* 2^0 .. 2^62 */
+    assert_true(r.exhaustive);
+    kp_runtime_destroy(rt);
+}
+
 static void test_wrong_only_at_the_timing_size_is_rejected(void **state)
 {
     char dir[4096];
@@ -226,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_fatal_stops),
         cmocka_unit_test(test_kernel_tune_on_the_host_device),
         cmocka_unit_test(test_wrong_only_at_the_timing_size_is_rejected),
+        cmocka_unit_test(test_tunable_up_to_int64_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
