@@ -329,6 +329,7 @@ static const kp_host_api host_api = {
     .sample_float = kp__sample_float,
     .sample_random = kp__sample_random,
     .sample_view = kp__sample_view,
+    .sample_kernel_user = kp__sample_kernel_user,
     .tunable_index = tunable_index,
     .arg_tensor = arg_tensor,
     .cl_kernel_build = cl_kernel_build,

@@ -136,6 +136,18 @@ static kp_status check_tensor(kp_runtime *rt, const kp_kernel *k, const kp_param
     return KP_OK;
 }
 
+/* Whether a and b are the same view of the same buffer: an in-place output's input. */
+static int same_view(const kp_tensor *a, const kp_tensor *b)
+{
+    if (a->buffer != b->buffer || a->dtype != b->dtype || a->rank != b->rank ||
+        a->offset != b->offset)
+        return 0;
+    for (int32_t d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d]))
+            return 0;
+    return 1;
+}
+
 kp_status kp__args_bind(kp_runtime *rt, const kp_kernel *k, const kp_arg *args, size_t n_args,
                         kp_value *values)
 {
@@ -202,7 +214,10 @@ kp_status kp__args_bind(kp_runtime *rt, const kp_kernel *k, const kp_arg *args, 
         for (uint32_t q = 0; q < d->n_params; q++)
             if (q != p && values[q].present && d->params[q].kind == KP_ARG_KIND_TENSOR &&
                 values[q].tensor.buffer == values[p].tensor.buffer && lo[q] < hi[q] &&
-                lo[p] < hi[q] && lo[q] < hi[p])
+                lo[p] < hi[q] && lo[q] < hi[p] &&
+                !((d->params[p].flags & KP_PARAM_ALIAS_INPUTS) &&
+                  d->params[q].access == KP_ACCESS_IN &&
+                  same_view(&values[p].tensor, &values[q].tensor)))
                 return arg_fail(rt, k, d->params[p].name,
                                 "output overlaps argument \"%s\" in the same buffer (bytes "
                                 "[%zu, %zu) and [%zu, %zu))",

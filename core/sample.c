@@ -20,6 +20,11 @@ static uint64_t hash_string(uint64_t h, const char *s)
     return h;
 }
 
+void *kp__sample_kernel_user(kp_sample *s)
+{
+    return s ? s->kernel->desc->user : NULL;
+}
+
 uint64_t kp__sample_random(kp_sample *s)
 {
     return splitmix64(&s->state);

@@ -40,6 +40,7 @@ kp_status kp__sample_view(kp_sample *s, const char *name, int32_t rank, const in
 kp_status kp__sample_int(kp_sample *s, const char *name, int64_t value);
 kp_status kp__sample_float(kp_sample *s, const char *name, double value);
 uint64_t kp__sample_random(kp_sample *s);
+void *kp__sample_kernel_user(kp_sample *s);
 
 /* A sample's arguments as device buffers (`dev`) and, with_reference, host copies (`ref`) for
  * the reference; both in the kernel's parameter order, omitting absent optional ones. */

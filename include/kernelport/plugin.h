@@ -22,8 +22,9 @@ extern "C" {
 #define KP_ABI_MAJOR 1
 /* 1: kp_kernel_desc.describe and .supported, KP_TUNABLE_NO_SEARCH.
  * 2: tensor views (kp_host_api.arg_tensor and the prelude, kp_clargs), build flags
- *    (cl_kernel_build, KP_BUILD_PTX_SM90A), buffer_read, check_shape, kp_kernel_desc.resolve. */
-#define KP_ABI_MINOR 2
+ *    (cl_kernel_build, KP_BUILD_PTX_SM90A), buffer_read, check_shape, kp_kernel_desc.resolve.
+ * 3: KP_PARAM_ALIAS_INPUTS (in-place outputs), sample_kernel_user (table-driven plugins). */
+#define KP_ABI_MINOR 3
 
 /* Opaque objects the core passes to plugin callbacks. */
 typedef struct kp_registrar kp_registrar; /* registration, valid during init */
@@ -51,6 +52,11 @@ typedef struct kp_clkernel kp_clkernel;   /* a built OpenCL kernel of this launc
 
 enum {
     KP_PARAM_OPTIONAL = 1u << 0, /* may be omitted; ints/floats then take their default */
+    /* An output that may be exactly one of the inputs' views (same buffer, offset, shape and
+     * strides): in-place use of a kernel whose every output element depends only on the input
+     * elements at its own position, read before it is written. Any other overlap is refused.
+     * (ABI 1.3) */
+    KP_PARAM_ALIAS_INPUTS = 1u << 1,
 };
 
 typedef struct kp_param_desc {
@@ -284,6 +290,12 @@ typedef struct kp_host_api {
      * PATTERN the caller's names of the dimensions ("[N, C, H, W]"). For `check`. */
     kp_status (*check_shape)(kp_launch *l, const char *name, const kp_tensor *t, int32_t rank,
                              const int64_t *shape, const char *pattern);
+
+    /* ---- ABI 1.3 ---- */
+
+    /* The `user` pointer of the descriptor whose sample is being built, so one sample function
+     * can serve kernels a plugin generates from a table. */
+    void *(*sample_kernel_user)(kp_sample *s);
 } kp_host_api;
 
 /* Flags of host->cl_kernel_build. */

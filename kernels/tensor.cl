@@ -1,0 +1,285 @@
+/*
+ * The tensor family's one kernel: out[o] = combine over r of map(inputs at (o, r)).
+ *
+ * The host lays every operand out in one iteration space of at most 8 dimensions: RO kept
+ * dimensions (the output's) at view positions 0 .. RO - 1, and RR reduced dimensions at positions
+ * 8 - RR .. 7, innermost last in each group; `ext` holds their extents at the same positions.
+ * Elementwise ops have RR = 0; reductions and the backward of broadcast operands (the sum over
+ * the axes an operand was broadcast along) have RR > 0. RO and RR are build options, so the
+ * index arithmetic is unrolled, and a coalesced space (the common case: RO = 1, RR <= 1) divides
+ * nothing. The op and the combine are arguments: one program serves every op, so a device
+ * compiles one program per (RO, RR) rather than one per op.
+ *
+ * Determinism: each output element is one work-item's sequential loop over r in row-major order
+ * of the reduced dimensions, so its bits depend neither on the work-group size nor on the run.
+ */
+
+#ifndef RO
+#define RO 1
+#endif
+#ifndef RR
+#define RR 0
+#endif
+
+/* Map ops: forward unary (x0), forward binary (x0, x1), where (x0 ? x1 : x2), the backward of
+ * unary ops (dy = x0, x = x1: dy f'(x)), of binary ops (dy = x0, a = x1, b = x2) for each
+ * operand, and the helpers of reductions. Numbered as plugins/tensor/tensor-ops.h numbers them. */
+enum {
+    M_NEG, M_ABS, M_EXP, M_EXP2, M_LOG, M_LOG2, M_SQRT, M_RSQRT, M_RECIP, M_SIN, M_COS, M_TANH,
+    M_SIGMOID, M_RELU, M_GELU, M_GELU_ERF, M_SILU, M_SQUARE, M_COPY, M_SCALE,
+    M_ADD, M_SUB, M_MUL, M_DIV, M_MAX, M_MIN, M_POW, M_MOD, M_CMPLT, M_CMPEQ, M_WHERE,
+    M_D_NEG, M_D_ABS, M_D_EXP, M_D_EXP2, M_D_LOG, M_D_LOG2, M_D_SQRT, M_D_RSQRT, M_D_RECIP,
+    M_D_SIN, M_D_COS, M_D_TANH, M_D_SIGMOID, M_D_RELU, M_D_GELU, M_D_GELU_ERF, M_D_SILU,
+    M_D_SQUARE,
+    M_DA_ADD, M_DB_ADD, M_DA_SUB, M_DB_SUB, M_DA_MUL, M_DB_MUL, M_DA_DIV, M_DB_DIV, M_DA_MAX,
+    M_DB_MAX, M_DA_MIN, M_DB_MIN, M_DA_POW, M_DB_POW, M_DA_MOD, M_DB_MOD,
+    M_COUNT
+};
+
+/* Combines: a sum (mean is a sum scaled after), a product, the extremes and their first
+ * index. */
+enum { C_SUM, C_PROD, C_MAX, C_MIN, C_ARGMAX, C_ARGMIN };
+
+#define SQRT_2_OVER_PI 0.7978845608028654f
+#define INV_SQRT_2 0.7071067811865476f
+
+float sigmoid_f(float x)
+{
+    return 1.0f / (1.0f + exp(-x));
+}
+
+/* Python's and NumPy's remainder: the sign of the divisor. */
+float mod_f(float a, float b)
+{
+    const float r = fmod(a, b);
+    return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
+}
+
+float gelu_tanh_f(float x)
+{
+    return 0.5f * x * (1.0f + tanh(SQRT_2_OVER_PI * fma(0.044715f * x, x * x, x)));
+}
+
+float d_gelu_tanh_f(float x)
+{
+    const float u = SQRT_2_OVER_PI * fma(0.044715f * x, x * x, x);
+    const float t = tanh(u), du = SQRT_2_OVER_PI * fma(3.0f * 0.044715f, x * x, 1.0f);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+
+float map(int op, float a, float b, float c, float alpha)
+{
+    switch (op) {
+    case M_NEG: return -a;
+    case M_ABS: return fabs(a);
+    case M_EXP: return exp(a);
+    case M_EXP2: return exp2(a);
+    case M_LOG: return log(a);
+    case M_LOG2: return log2(a);
+    case M_SQRT: return sqrt(a);
+    case M_RSQRT: return rsqrt(a);
+    case M_RECIP: return 1.0f / a;
+    case M_SIN: return sin(a);
+    case M_COS: return cos(a);
+    case M_TANH: return tanh(a);
+    case M_SIGMOID: return sigmoid_f(a);
+    case M_RELU: return a > 0.0f ? a : 0.0f;
+    case M_GELU: return gelu_tanh_f(a);
+    case M_GELU_ERF: return 0.5f * a * (1.0f + erf(a * INV_SQRT_2));
+    case M_SILU: return a * sigmoid_f(a);
+    case M_SQUARE: return a * a;
+    case M_COPY: return a;
+    case M_SCALE: return a * alpha;
+    case M_ADD: return a + b;
+    case M_SUB: return a - b;
+    case M_MUL: return a * b;
+    case M_DIV: return a / b;
+    case M_MAX: return isnan(a) || isnan(b) ? NAN : fmax(a, b);
+    case M_MIN: return isnan(a) || isnan(b) ? NAN : fmin(a, b);
+    case M_POW: return pow(a, b);
+    case M_MOD: return mod_f(a, b);
+    case M_CMPLT: return a < b ? 1.0f : 0.0f;
+    case M_CMPEQ: return a == b ? 1.0f : 0.0f;
+    case M_WHERE: return a != 0.0f ? b : c;
+    /* dy = a, x = b */
+    case M_D_NEG: return -a;
+    case M_D_ABS: return b > 0.0f ? a : b < 0.0f ? -a : 0.0f;
+    case M_D_EXP: return a * exp(b);
+    case M_D_EXP2: return a * exp2(b) * M_LN2_F;
+    case M_D_LOG: return a / b;
+    case M_D_LOG2: return a / (b * M_LN2_F);
+    case M_D_SQRT: return a * 0.5f / sqrt(b);
+    case M_D_RSQRT: return a * -0.5f * rsqrt(b) / b;
+    case M_D_RECIP: return -a / (b * b);
+    case M_D_SIN: return a * cos(b);
+    case M_D_COS: return -a * sin(b);
+    case M_D_TANH: {
+        const float t = tanh(b);
+        return a * (1.0f - t * t);
+    }
+    case M_D_SIGMOID: {
+        const float s = sigmoid_f(b);
+        return a * s * (1.0f - s);
+    }
+    case M_D_RELU: return b > 0.0f ? a : 0.0f;
+    case M_D_GELU: return a * d_gelu_tanh_f(b);
+    case M_D_GELU_ERF:
+        return a * (0.5f * (1.0f + erf(b * INV_SQRT_2)) +
+                    b * M_2_SQRTPI_F * INV_SQRT_2 * 0.5f * exp(-0.5f * b * b));
+    case M_D_SILU: {
+        const float s = sigmoid_f(b);
+        return a * s * (1.0f + b * (1.0f - s));
+    }
+    case M_D_SQUARE: return a * 2.0f * b;
+    /* dy = a, then the operands b and c of the forward op */
+    case M_DA_ADD: return a;
+    case M_DB_ADD: return a;
+    case M_DA_SUB: return a;
+    case M_DB_SUB: return -a;
+    case M_DA_MUL: return a * c;
+    case M_DB_MUL: return a * b;
+    case M_DA_DIV: return a / c;
+    case M_DB_DIV: return -a * b / (c * c);
+    /* Ties split the gradient evenly between the operands, as PyTorch's maximum and minimum. */
+    case M_DA_MAX: return b > c ? a : b == c ? 0.5f * a : 0.0f;
+    case M_DB_MAX: return c > b ? a : b == c ? 0.5f * a : 0.0f;
+    case M_DA_MIN: return b < c ? a : b == c ? 0.5f * a : 0.0f;
+    case M_DB_MIN: return c < b ? a : b == c ? 0.5f * a : 0.0f;
+    case M_DA_POW: return c == 0.0f ? 0.0f : a * c * pow(b, c - 1.0f);
+    /* As PyTorch: 0^c with c >= 0 gives the exponent no gradient (log 0 would make it NaN). */
+    case M_DB_POW: return b == 0.0f && c >= 0.0f ? 0.0f : a * pow(b, c) * log(b);
+    case M_DA_MOD: return a;
+    case M_DB_MOD: return -a * floor(b / c);
+    default: return NAN;
+    }
+}
+
+/* How many inputs op reads: x1 and x2 are read only when it uses them. */
+int arity(int op)
+{
+    return op == M_WHERE || (op >= M_DA_ADD && op < M_COUNT) ? 3
+           : (op >= M_ADD && op <= M_CMPEQ) || (op >= M_D_NEG && op < M_DA_ADD) ? 2
+                                                                                  : 1;
+}
+
+/* Splits `q` over the dimension at view position p: its coordinate moves the inputs' offsets
+ * (and, for a kept dimension, the output's). The outermost dimension of a group takes what is
+ * left without a division. */
+#define SPLIT_IN(p, last)                                                                          \
+    const int c##p = (last) ? q : q % ext.s##p;                                                    \
+    q = (last) ? 0 : q / ext.s##p;                                                                 \
+    o0 += c##p * KP_S_##p(v0);                                                                     \
+    o1 += c##p * KP_S_##p(v1);                                                                     \
+    o2 += c##p * KP_S_##p(v2);
+#define SPLIT_KEPT(p, last)                                                                        \
+    {                                                                                              \
+        SPLIT_IN(p, last)                                                                          \
+        oy += c##p * KP_S_##p(vy);                                                                 \
+    }
+#define SPLIT_RED(p, last)                                                                         \
+    {                                                                                              \
+        SPLIT_IN(p, last)                                                                          \
+    }
+
+__kernel void tensor_map_reduce(const int n_out, const int n_red, const int op, const int comb,
+                                const float alpha, const float post, const int8 ext,
+                                __global const float *x0, const kp_view8 v0,
+                                __global const float *x1, const kp_view8 v1,
+                                __global const float *x2, const kp_view8 v2, __global float *y,
+                                __global int *yi, const kp_view8 vy)
+{
+    const int n_in = arity(op);
+    for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
+        int q = o;
+        int o0 = kp_offset(v0), o1 = kp_offset(v1), o2 = kp_offset(v2), oy = kp_offset(vy);
+        /* Kept dimensions, innermost (RO - 1) first. */
+#if RO > 7
+        SPLIT_KEPT(7, 0)
+#endif
+#if RO > 6
+        SPLIT_KEPT(6, 0)
+#endif
+#if RO > 5
+        SPLIT_KEPT(5, 0)
+#endif
+#if RO > 4
+        SPLIT_KEPT(4, 0)
+#endif
+#if RO > 3
+        SPLIT_KEPT(3, 0)
+#endif
+#if RO > 2
+        SPLIT_KEPT(2, 0)
+#endif
+#if RO > 1
+        SPLIT_KEPT(1, 0)
+#endif
+#if RO > 0
+        SPLIT_KEPT(0, 1)
+#endif
+#if RR == 0
+        const float v = map(op, x0[o0], n_in > 1 ? x1[o1] : 0.0f, n_in > 2 ? x2[o2] : 0.0f, alpha);
+        if (comb == C_ARGMAX || comb == C_ARGMIN)
+            yi[oy] = 0;
+        else
+            y[oy] = v * post;
+#else
+        const int b0 = o0, b1 = o1, b2 = o2;
+        float acc = comb == C_PROD ? 1.0f
+                    : comb == C_MAX || comb == C_ARGMAX ? -INFINITY
+                    : comb == C_MIN || comb == C_ARGMIN ? INFINITY
+                                                        : 0.0f;
+        int arg = 0, seen_nan = 0;
+        for (int r = 0; r < n_red; r++) {
+            q = r;
+            o0 = b0;
+            o1 = b1;
+            o2 = b2;
+            /* Reduced dimensions, innermost (position 7) first. */
+#if RR > 0
+            SPLIT_RED(7, RR == 1)
+#endif
+#if RR > 1
+            SPLIT_RED(6, RR == 2)
+#endif
+#if RR > 2
+            SPLIT_RED(5, RR == 3)
+#endif
+#if RR > 3
+            SPLIT_RED(4, RR == 4)
+#endif
+#if RR > 4
+            SPLIT_RED(3, RR == 5)
+#endif
+#if RR > 5
+            SPLIT_RED(2, RR == 6)
+#endif
+#if RR > 6
+            SPLIT_RED(1, RR == 7)
+#endif
+#if RR > 7
+            SPLIT_RED(0, RR == 8)
+#endif
+            const float v =
+                map(op, x0[o0], n_in > 1 ? x1[o1] : 0.0f, n_in > 2 ? x2[o2] : 0.0f, alpha);
+            if (comb == C_SUM) {
+                acc += v;
+            } else if (comb == C_PROD) {
+                acc *= v;
+            } else if (!seen_nan) {
+                /* Extremes: the first one wins ties; a NaN wins over everything, as in PyTorch. */
+                const int better = comb == C_MAX || comb == C_ARGMAX ? v > acc : v < acc;
+                if (isnan(v) || better) {
+                    acc = v;
+                    arg = r;
+                    seen_nan = isnan(v);
+                }
+            }
+        }
+        if (comb == C_ARGMAX || comb == C_ARGMIN)
+            yi[oy] = arg;
+        else
+            y[oy] = acc * post;
+#endif
+    }
+}

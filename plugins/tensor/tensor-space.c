@@ -1,0 +1,250 @@
+/* Iteration spaces: broadcasting operands to one shape, splitting kept from reduced dimensions,
+ * coalescing, and the one launch (or host loop) that runs a map and a combine over them. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tensor-kernels.h"
+#include "tensor.h"
+
+const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int32_t d = 0; d < t->rank && n < size; d++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
+/* Operand t's stride along dimension d of a rank-`rank` space of extents `full`, aligned at the
+ * last dimension; -1 when t's extent there is neither full[d] nor 1. */
+static int64_t aligned_stride(const kp_tensor *t, int rank, const int64_t *full, int d)
+{
+    int od = d - (rank - t->rank);
+    if (od < 0 || t->shape[od] == 1)
+        return 0;
+    return t->shape[od] == full[d] ? t->strides[od] : -1;
+}
+
+static int mergeable(const tensor_space *s, int outer, int inner)
+{
+    if (s->out_stride[outer] != s->out_stride[inner] * s->ext[inner])
+        return 0;
+    for (int i = 0; i < s->n_in; i++)
+        if (s->in_stride[i][outer] != s->in_stride[i][inner] * s->ext[inner])
+            return 0;
+    return 1;
+}
+
+/* Appends dimension d of the broadcast layout to the space, merging it into the previous one of
+ * its group when every operand steps through the two as through one. */
+static void push(tensor_space *s, int reduced, int64_t ext, int64_t out_stride,
+                 const int64_t *in_strides)
+{
+    const int first_of_group = reduced ? s->rank_kept : 0;
+    int at = s->rank_kept + s->rank_red;
+    s->ext[at] = ext;
+    s->out_stride[at] = out_stride;
+    for (int i = 0; i < s->n_in; i++)
+        s->in_stride[i][at] = in_strides[i];
+    if (at > first_of_group && mergeable(s, at - 1, at)) {
+        s->ext[at - 1] *= ext;
+        s->out_stride[at - 1] = out_stride;
+        for (int i = 0; i < s->n_in; i++)
+            s->in_stride[i][at - 1] = in_strides[i];
+        return;
+    }
+    if (reduced)
+        s->rank_red++;
+    else
+        s->rank_kept++;
+}
+
+kp_status tensor_space_make(kp_launch *l, int rank, const int64_t *full, const kp_tensor *out,
+                            const char *out_name, const kp_tensor *const *in,
+                            const char *const *in_names, int n_in, tensor_space *s)
+{
+    memset(s, 0, sizeof *s);
+    s->n_in = n_in;
+    char a[160], b[160];
+    kp_tensor f = {.rank = rank};
+    for (int d = 0; d < rank; d++)
+        f.shape[d] = full[d];
+    if (out->rank > rank)
+        return tensor_host->fail(l, KP_ERR_INVALID_ARG, "%s: rank %d is above the %d of %s",
+                                 out_name, out->rank, rank, tensor_shape_str(&f, a, sizeof a));
+    for (int i = 0; i < n_in; i++)
+        if (in[i]->rank > rank)
+            return tensor_host->fail(l, KP_ERR_INVALID_ARG, "%s: rank %d is above the %d of %s",
+                                     in_names[i], in[i]->rank, rank,
+                                     tensor_shape_str(&f, a, sizeof a));
+    int64_t os[KP_MAX_RANK], is[TS_MAX_IN][KP_MAX_RANK];
+    int reduced[KP_MAX_RANK];
+    s->n_out = s->n_red = 1;
+    for (int d = 0; d < rank; d++) {
+        os[d] = aligned_stride(out, rank, full, d);
+        if (os[d] < 0)
+            return tensor_host->fail(l, KP_ERR_INVALID_ARG, "%s: shape %s does not broadcast to %s",
+                                     out_name, tensor_shape_str(out, a, sizeof a),
+                                     tensor_shape_str(&f, b, sizeof b));
+        for (int i = 0; i < n_in; i++) {
+            is[i][d] = aligned_stride(in[i], rank, full, d);
+            if (is[i][d] < 0)
+                return tensor_host->fail(
+                    l, KP_ERR_INVALID_ARG, "%s: shape %s does not broadcast to %s", in_names[i],
+                    tensor_shape_str(in[i], a, sizeof a), tensor_shape_str(&f, b, sizeof b));
+        }
+        int od = d - (rank - out->rank);
+        reduced[d] = full[d] > 1 && (od < 0 || out->shape[od] == 1);
+        if (reduced[d])
+            s->n_red *= full[d];
+        else
+            s->n_out *= full[d];
+    }
+    s->out_offset = out->offset;
+    for (int i = 0; i < n_in; i++)
+        s->in_offset[i] = in[i]->offset;
+    /* Kept dimensions in order, then reduced ones in order: a reduction's index counts the
+     * reduced dimensions row-major, as PyTorch's argmax over several dimensions does. */
+    for (int group = 0; group < 2; group++) {
+        for (int d = 0; d < rank; d++) {
+            if (full[d] == 1 || reduced[d] != group)
+                continue;
+            int64_t strides[TS_MAX_IN];
+            for (int i = 0; i < n_in; i++)
+                strides[i] = is[i][d];
+            push(s, group, full[d], group ? 0 : os[d], strides);
+        }
+    }
+    for (int d = 0; d < rank; d++)
+        if (full[d] == 0)
+            s->n_out = 0;
+    return KP_OK;
+}
+
+/* Operand `t`'s view over the space as a rank-8 tensor: kept dimensions at positions
+ * 0 .. rank_kept - 1, reduced ones at 8 - rank_red .. 7, as kernels/tensor.cl reads them. */
+static kp_tensor view8(const tensor_space *s, const kp_tensor *t, const int64_t *strides,
+                       int64_t offset, int with_reduced)
+{
+    kp_tensor v = *t;
+    v.rank = KP_MAX_RANK;
+    v.offset = offset;
+    for (int d = 0; d < KP_MAX_RANK; d++) {
+        v.shape[d] = 1;
+        v.strides[d] = 0;
+    }
+    for (int k = 0; k < s->rank_kept; k++) {
+        v.shape[k] = s->ext[k];
+        v.strides[k] = strides[k];
+    }
+    for (int r = 0; with_reduced && r < s->rank_red; r++) {
+        int p = KP_MAX_RANK - s->rank_red + r;
+        v.shape[p] = s->ext[s->rank_kept + r];
+        v.strides[p] = strides[s->rank_kept + r];
+    }
+    return v;
+}
+
+kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_tensor *out,
+                               const kp_tensor *const *in, int map, int comb, double alpha,
+                               double post)
+{
+    if (s->n_out == 0)
+        return KP_OK;
+    if (s->n_out > INT32_MAX || s->n_red > INT32_MAX)
+        return tensor_host->fail(l, KP_ERR_UNSUPPORTED,
+                                 "%lld outputs of %lld terms each: past 2^31 - 1 (kernels index "
+                                 "with int)",
+                                 (long long)s->n_out, (long long)s->n_red);
+    char options[48];
+    snprintf(options, sizeof options, "-D RO=%d -D RR=%d", s->rank_kept, s->rank_red);
+    size_t wg = (size_t)tensor_host->tunable_index(l, 0);
+    /* Enough work-groups to fill any device; each work-item then strides over the outputs. */
+    size_t groups = ((size_t)s->n_out + wg - 1) / wg;
+    if (groups > 65536)
+        groups = 65536;
+    size_t global = groups * wg;
+    int32_t ext[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    for (int k = 0; k < s->rank_kept; k++)
+        ext[k] = (int32_t)s->ext[k];
+    for (int r = 0; r < s->rank_red; r++)
+        ext[KP_MAX_RANK - s->rank_red + r] = (int32_t)s->ext[s->rank_kept + r];
+    kp_clargs a = kp_clargs_begin(tensor_host, l, "tensor_map_reduce", options);
+    kp_clargs_int(&a, (int32_t)s->n_out);
+    kp_clargs_int(&a, (int32_t)s->n_red);
+    kp_clargs_int(&a, map);
+    kp_clargs_int(&a, comb);
+    kp_clargs_float(&a, (float)alpha);
+    kp_clargs_float(&a, (float)post);
+    kp_clargs_value(&a, sizeof ext, ext);
+    for (int i = 0; i < TS_MAX_IN; i++) {
+        /* An input the map does not read still needs a buffer: the first one stands in. */
+        int j = i < s->n_in ? i : 0;
+        kp_tensor v = view8(s, in[j], s->in_stride[j], s->in_offset[j], 1);
+        kp_clargs_tensor(&a, &v, KP_MAX_RANK);
+    }
+    /* The output goes to y (values) or yi (indices): both slots get its buffer, and the kernel
+     * writes through the one its combine calls for. */
+    kp_tensor vy = view8(s, out, s->out_stride, s->out_offset, 0);
+    kp_clargs_buffer(&a, out->buffer);
+    kp_clargs_tensor(&a, &vy, KP_MAX_RANK);
+    return kp_clargs_enqueue(&a, 1, &global, &wg);
+}
+
+/* Offsets of output element o's kept coordinates, or of reduced term r's, for each operand. */
+static void locate(const tensor_space *s, int64_t idx, int from, int count, int64_t *out_off,
+                   int64_t *in_off)
+{
+    for (int d = from + count - 1; d >= from; d--) {
+        int64_t c = idx % s->ext[d];
+        idx /= s->ext[d];
+        if (out_off)
+            *out_off += c * s->out_stride[d];
+        for (int i = 0; i < s->n_in; i++)
+            in_off[i] += c * s->in_stride[i][d];
+    }
+}
+
+void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
+                            const float *const *in, int map, int comb, double alpha, double post)
+{
+    for (int64_t o = 0; o < s->n_out; o++) {
+        int64_t oy = s->out_offset, base[TS_MAX_IN];
+        for (int i = 0; i < s->n_in; i++)
+            base[i] = s->in_offset[i];
+        locate(s, o, 0, s->rank_kept, &oy, base);
+        double acc = comb == TC_PROD                       ? 1.0
+                     : comb == TC_MAX || comb == TC_ARGMAX ? -INFINITY
+                     : comb == TC_MIN || comb == TC_ARGMIN ? INFINITY
+                                                           : 0.0;
+        int64_t arg = 0;
+        int seen_nan = 0;
+        for (int64_t r = 0; r < s->n_red; r++) {
+            int64_t off[TS_MAX_IN];
+            memcpy(off, base, sizeof off);
+            locate(s, r, s->rank_kept, s->rank_red, NULL, off);
+            double x[TS_MAX_IN] = {0, 0, 0};
+            for (int i = 0; i < s->n_in; i++)
+                x[i] = in[i][off[i]];
+            double v = tensor_map_host(map, x[0], x[1], x[2], alpha);
+            if (comb == TC_SUM) {
+                acc += v;
+            } else if (comb == TC_PROD) {
+                acc *= v;
+            } else if (!seen_nan) {
+                int better = comb == TC_MAX || comb == TC_ARGMAX ? v > acc : v < acc;
+                if (isnan(v) || better) {
+                    acc = v;
+                    arg = r;
+                    seen_nan = isnan(v);
+                }
+            }
+        }
+        if (comb == TC_ARGMAX || comb == TC_ARGMIN)
+            ((int32_t *)out)[oy] = (int32_t)arg;
+        else if (out_dtype == KP_F32)
+            ((float *)out)[oy] = (float)(acc * post);
+    }
+}

@@ -1,0 +1,155 @@
+/* The tensor plugin's shared declarations: the op table, iteration spaces, launches, references.
+ * docs/kernels/tensor.md describes the family. */
+#ifndef KP_TENSOR_H
+#define KP_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernelport/plugin.h"
+
+/* Set by init; valid while the plugin is loaded. */
+extern const kp_host_api *tensor_host;
+
+/* Map ops and combines, numbered as kernels/tensor.cl numbers them. */
+enum {
+    TM_NEG,
+    TM_ABS,
+    TM_EXP,
+    TM_EXP2,
+    TM_LOG,
+    TM_LOG2,
+    TM_SQRT,
+    TM_RSQRT,
+    TM_RECIP,
+    TM_SIN,
+    TM_COS,
+    TM_TANH,
+    TM_SIGMOID,
+    TM_RELU,
+    TM_GELU,
+    TM_GELU_ERF,
+    TM_SILU,
+    TM_SQUARE,
+    TM_COPY,
+    TM_SCALE,
+    TM_ADD,
+    TM_SUB,
+    TM_MUL,
+    TM_DIV,
+    TM_MAX,
+    TM_MIN,
+    TM_POW,
+    TM_MOD,
+    TM_CMPLT,
+    TM_CMPEQ,
+    TM_WHERE,
+    TM_D_NEG,
+    TM_D_ABS,
+    TM_D_EXP,
+    TM_D_EXP2,
+    TM_D_LOG,
+    TM_D_LOG2,
+    TM_D_SQRT,
+    TM_D_RSQRT,
+    TM_D_RECIP,
+    TM_D_SIN,
+    TM_D_COS,
+    TM_D_TANH,
+    TM_D_SIGMOID,
+    TM_D_RELU,
+    TM_D_GELU,
+    TM_D_GELU_ERF,
+    TM_D_SILU,
+    TM_D_SQUARE,
+    TM_DA_ADD,
+    TM_DB_ADD,
+    TM_DA_SUB,
+    TM_DB_SUB,
+    TM_DA_MUL,
+    TM_DB_MUL,
+    TM_DA_DIV,
+    TM_DB_DIV,
+    TM_DA_MAX,
+    TM_DB_MAX,
+    TM_DA_MIN,
+    TM_DB_MIN,
+    TM_DA_POW,
+    TM_DB_POW,
+    TM_DA_MOD,
+    TM_DB_MOD,
+    TM_COUNT
+};
+enum { TC_SUM, TC_PROD, TC_MAX, TC_MIN, TC_ARGMAX, TC_ARGMIN, TC_COUNT };
+
+/* The op the plugin registers a kernel for, with what its samples need. */
+typedef struct tensor_op {
+    const char *name;    /* "exp": kernels tensor.exp and tensor.exp_backward */
+    const char *summary; /* "y = exp(x)" */
+    int map;             /* TM_* of the forward */
+    int d_map;           /* TM_* of the backward (unary: dy f'(x); binary: da), -1: none */
+    int db_map;          /* binary: TM_* of db */
+    int arity;           /* 1, 2 or 3 (where) */
+    double lo, hi;       /* the samples' input range: the op's domain, away from its poles */
+    double b_lo, b_hi;   /* the second operand's, for binary ops */
+} tensor_op;
+
+extern const tensor_op tensor_unary_ops[];
+extern const size_t tensor_n_unary;
+extern const tensor_op tensor_binary_ops[];
+extern const size_t tensor_n_binary;
+
+/* The map in double, for the host references. */
+double tensor_map_host(int map, double a, double b, double c, double alpha);
+/* How many inputs a map reads. */
+int tensor_map_arity(int map);
+
+/* ---- tensor-space.c: iteration spaces ------------------------------------------------------ */
+
+#define TS_MAX_IN 3
+
+/*
+ * One launch's iteration space: every operand viewed over the same dimensions, the kept ones
+ * (the output's) first and the reduced ones (the output is broadcast along them) last, each group
+ * coalesced (extent-1 dimensions dropped, neighbours merged where every operand steps through
+ * them as through one).
+ */
+typedef struct tensor_space {
+    int rank_kept, rank_red;
+    int64_t ext[KP_MAX_RANK];        /* kept extents, then reduced ones */
+    int64_t out_stride[KP_MAX_RANK]; /* 0 at reduced dimensions */
+    int64_t in_stride[TS_MAX_IN][KP_MAX_RANK];
+    int64_t out_offset, in_offset[TS_MAX_IN];
+    int n_in;
+    int64_t n_out, n_red; /* elements of the output; terms of each output element */
+} tensor_space;
+
+/*
+ * Lays out `full`-shaped operands: `out` and each of `in` must broadcast to `full` (NumPy's rule:
+ * aligned at the last dimension, extents equal or 1). A dimension where `out` is broadcast (extent
+ * 1 or absent, against more than 1) is reduced. Fails naming the operands and their shapes.
+ */
+kp_status tensor_space_make(kp_launch *l, int rank, const int64_t *full, const kp_tensor *out,
+                            const char *out_name, const kp_tensor *const *in,
+                            const char *const *in_names, int n_in, tensor_space *s);
+
+/* Runs `map` then `comb` over the space on the device: one tensor_map_reduce launch. The
+ * tensors give buffers and dtypes; the space gives their views. */
+kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_tensor *out,
+                               const kp_tensor *const *in, int map, int comb, double alpha,
+                               double post);
+
+/* The same on host memory, in double: `out` and `in` point at each operand's element 0. */
+void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
+                            const float *const *in, int map, int comb, double alpha, double post);
+
+/* "[3, 1, 7]" of a tensor's shape, into buf. */
+const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size);
+
+/* ---- descriptors ---------------------------------------------------------------------------- */
+
+/* Registers the elementwise kernels (tensor-elementwise.c) and the reductions (tensor-reduce.c). */
+kp_status tensor_register_elementwise(const kp_host_api *api, kp_registrar *reg);
+kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg);
+
+#endif
