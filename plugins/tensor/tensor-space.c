@@ -79,6 +79,16 @@ kp_status tensor_space_make(kp_launch *l, int rank, const int64_t *full, const k
             return tensor_host->fail(l, KP_ERR_INVALID_ARG, "%s: rank %d is above the %d of %s",
                                      in_names[i], in[i]->rank, rank,
                                      tensor_shape_str(&f, a, sizeof a));
+    /* Kernels index with int. */
+    for (int i = -1; i < n_in; i++) {
+        const kp_tensor *t = i < 0 ? out : in[i];
+        if (kp_tensor_numel(t) > INT32_MAX)
+            return tensor_host->fail(l, KP_ERR_UNSUPPORTED,
+                                     "%s: %s has more than 2^31 - 1 elements (kernels index with "
+                                     "int)",
+                                     i < 0 ? out_name : in_names[i],
+                                     tensor_shape_str(t, a, sizeof a));
+    }
     int64_t os[KP_MAX_RANK], is[TS_MAX_IN][KP_MAX_RANK];
     int reduced[KP_MAX_RANK];
     s->n_out = s->n_red = 1;
