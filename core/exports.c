@@ -12,3 +12,4 @@
 #include "kernelport/ops/gru.h"
 #include "kernelport/ops/logic.h"
 #include "kernelport/ops/tc.h"
+#include "kernelport/ops/tensor.h"

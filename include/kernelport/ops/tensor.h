@@ -1,0 +1,156 @@
+/* Typed calls of the tensor family: kp_add(rt, a, b, y) rather than an argument array.
+ * docs/kernels/tensor.md gives each op's semantics, broadcasting and determinism. */
+#ifndef KERNELPORT_OPS_TENSOR_H
+#define KERNELPORT_OPS_TENSOR_H
+
+#include <stdio.h>
+
+#include "../kernelport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Every call below looks its kernel up by name ("tensor.<op>") and launches it on `rt`'s queue,
+ * asynchronously like kp_kernel_launch, whose errors it returns (KP_ERR_NOT_FOUND when the tensor
+ * plugin is not loaded). Tensors are f32 views with any strides; inputs broadcast NumPy's way to
+ * the output's shape, which is never broadcast itself; an output may be one of the inputs' very
+ * views (in place).
+ */
+
+/* y = op(x) for a unary op by name: "neg", "abs", "exp", "exp2", "log", "log2", "sqrt",
+ * "rsqrt", "recip", "sin", "cos", "tanh", "sigmoid", "relu", "gelu" (tanh form), "gelu_erf",
+ * "silu", "square". */
+KP_INLINE kp_status kp_tensor_unary(kp_runtime *rt, const char *op, kp_tensor x, kp_tensor y)
+{
+    char name[64];
+    kp_kernel *k = NULL;
+    snprintf(name, sizeof name, "tensor.%s", op ? op : "");
+    kp_status st = kp_kernel_find(rt, name, &k);
+    kp_arg args[2] = {kp_arg_tensor("x", x), kp_arg_tensor("y", y)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 2, NULL) : st;
+}
+
+/* y = a op b for a binary op by name: "add", "sub", "mul", "div", "maximum", "minimum", "pow",
+ * "mod" (the sign of b, as Python's %), "cmplt" and "cmpeq" (1 or 0). A rank-0 tensor is a
+ * scalar operand. */
+KP_INLINE kp_status kp_tensor_binary(kp_runtime *rt, const char *op, kp_tensor a, kp_tensor b,
+                                     kp_tensor y)
+{
+    char name[64];
+    kp_kernel *k = NULL;
+    snprintf(name, sizeof name, "tensor.%s", op ? op : "");
+    kp_status st = kp_kernel_find(rt, name, &k);
+    kp_arg args[3] = {kp_arg_tensor("a", a), kp_arg_tensor("b", b), kp_arg_tensor("y", y)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 3, NULL) : st;
+}
+
+/* dx = dy op'(x), summed over the axes x was broadcast along (a fixed order: the same bits on
+ * every run). */
+KP_INLINE kp_status kp_tensor_unary_backward(kp_runtime *rt, const char *op, kp_tensor dy,
+                                             kp_tensor x, kp_tensor dx)
+{
+    char name[64];
+    kp_kernel *k = NULL;
+    snprintf(name, sizeof name, "tensor.%s_backward", op ? op : "");
+    kp_status st = kp_kernel_find(rt, name, &k);
+    kp_arg args[3] = {kp_arg_tensor("dy", dy), kp_arg_tensor("x", x), kp_arg_tensor("dx", dx)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 3, NULL) : st;
+}
+
+/* The gradients of y = a op b: da and db (either may be NULL, not both), each summed over the
+ * axes its operand was broadcast along. */
+KP_INLINE kp_status kp_tensor_binary_backward(kp_runtime *rt, const char *op, kp_tensor dy,
+                                              kp_tensor a, kp_tensor b, const kp_tensor *da,
+                                              const kp_tensor *db)
+{
+    char name[64];
+    kp_kernel *k = NULL;
+    snprintf(name, sizeof name, "tensor.%s_backward", op ? op : "");
+    kp_status st = kp_kernel_find(rt, name, &k);
+    kp_arg args[5] = {kp_arg_tensor("dy", dy), kp_arg_tensor("a", a), kp_arg_tensor("b", b)};
+    size_t n = 3;
+    if (da)
+        args[n++] = kp_arg_tensor("da", *da);
+    if (db)
+        args[n++] = kp_arg_tensor("db", *db);
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, n, NULL) : st;
+}
+
+/* Bit d of an `axes` mask: reduce dimension d. */
+#define KP_AXIS(d) (1LL << (d))
+/* Every dimension. */
+#define KP_ALL_AXES (-1LL)
+
+/* y = a reduction of x over `axes` (KP_AXIS(d) | ...): "sum", "mean", "prod", "max", "min"
+ * (f32 y), "argmax", "argmin" (i32 y: the row-major index over the reduced axes of the first
+ * extreme; a NaN counts as the extreme, as in PyTorch). y is x's shape with the reduced axes of
+ * extent 1 (keepdim) or left out. */
+KP_INLINE kp_status kp_tensor_reduce(kp_runtime *rt, const char *op, kp_tensor x, kp_tensor y,
+                                     int64_t axes)
+{
+    char name[64];
+    kp_kernel *k = NULL;
+    snprintf(name, sizeof name, "tensor.%s", op ? op : "");
+    kp_status st = kp_kernel_find(rt, name, &k);
+    kp_arg args[3] = {kp_arg_tensor("x", x), kp_arg_tensor("y", y), kp_arg_int("axes", axes)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 3, NULL) : st;
+}
+
+/* y = cond ? a : b elementwise (cond nonzero), the three broadcast to y's shape. */
+KP_INLINE kp_status kp_where(kp_runtime *rt, kp_tensor cond, kp_tensor a, kp_tensor b, kp_tensor y)
+{
+    kp_kernel *k = NULL;
+    kp_status st = kp_kernel_find(rt, "tensor.where", &k);
+    kp_arg args[4] = {kp_arg_tensor("cond", cond), kp_arg_tensor("a", a), kp_arg_tensor("b", b),
+                      kp_arg_tensor("y", y)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 4, NULL) : st;
+}
+
+/* The most used ops by name. */
+KP_INLINE kp_status kp_add(kp_runtime *rt, kp_tensor a, kp_tensor b, kp_tensor y)
+{
+    return kp_tensor_binary(rt, "add", a, b, y);
+}
+
+KP_INLINE kp_status kp_sub(kp_runtime *rt, kp_tensor a, kp_tensor b, kp_tensor y)
+{
+    return kp_tensor_binary(rt, "sub", a, b, y);
+}
+
+KP_INLINE kp_status kp_mul(kp_runtime *rt, kp_tensor a, kp_tensor b, kp_tensor y)
+{
+    return kp_tensor_binary(rt, "mul", a, b, y);
+}
+
+KP_INLINE kp_status kp_div(kp_runtime *rt, kp_tensor a, kp_tensor b, kp_tensor y)
+{
+    return kp_tensor_binary(rt, "div", a, b, y);
+}
+
+KP_INLINE kp_status kp_exp(kp_runtime *rt, kp_tensor x, kp_tensor y)
+{
+    return kp_tensor_unary(rt, "exp", x, y);
+}
+
+KP_INLINE kp_status kp_relu(kp_runtime *rt, kp_tensor x, kp_tensor y)
+{
+    return kp_tensor_unary(rt, "relu", x, y);
+}
+
+KP_INLINE kp_status kp_sum(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t axes)
+{
+    return kp_tensor_reduce(rt, "sum", x, y, axes);
+}
+
+KP_INLINE kp_status kp_mean(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t axes)
+{
+    return kp_tensor_reduce(rt, "mean", x, y, axes);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
