@@ -86,6 +86,8 @@ void kp__sha256_init(kp__sha256_ctx *h)
 
 void kp__sha256_update(kp__sha256_ctx *h, const void *data, size_t len)
 {
+    if (len == 0) /* (NULL, 0) too: memcpy must not be handed the NULL */
+        return;
     const uint8_t *p = data;
     h->length += len;
 

@@ -16,9 +16,13 @@
 #include "util.h"
 
 #define MAGIC "KPBC"
-#define FORMAT_VERSION 1u
-#define HEADER_SIZE 16u  /* magic, version u32, payload size u64 */
-#define TRAILER_SIZE 32u /* SHA-256 of the payload */
+/* Version 1 had no key: its files are misses (KP__CACHE_OTHER_FORMAT), deleted and rewritten. */
+#define FORMAT_VERSION 2u
+#define PREFIX_SIZE 8u /* magic, version u32: the same in every version */
+#define SIZE_OFFSET 8u /* payload size u64 */
+#define KEY_OFFSET 16u /* the key, 32 bytes */
+#define HEADER_SIZE 48u
+#define TRAILER_SIZE 32u /* SHA-256 of the header and the payload */
 #define OVERHEAD (HEADER_SIZE + TRAILER_SIZE)
 
 #define KEY_NAME_LEN 68 /* 64 hex digits + ".bin" */
@@ -188,8 +192,19 @@ void kp__disk_cache_close(kp__disk_cache *c)
 /* Get                                                                                        */
 /* ------------------------------------------------------------------------------------------ */
 
-int kp__disk_cache_get(const kp__disk_cache *c, const uint8_t key[32], void **data, size_t *size)
+char *kp__disk_cache_file(const kp__disk_cache *c, const uint8_t key[32])
 {
+    char name[KEY_NAME_LEN + 1];
+    key_name(key, name);
+    return format_message("%s/%s", c && c->dir ? c->dir : "(no cache)", name);
+}
+
+int kp__disk_cache_get(const kp__disk_cache *c, const uint8_t key[32], void **data, size_t *size,
+                       kp__cache_miss *why)
+{
+    kp__cache_miss miss = KP__CACHE_ABSENT;
+    if (why)
+        *why = miss;
     if (data)
         *data = NULL;
     if (size)
@@ -218,22 +233,42 @@ int kp__disk_cache_get(const kp__disk_cache *c, const uint8_t key[32], void **da
     /* Writers never change a file in place (they rename a new one over it), so the open file is
      * exactly what some writer completed, or a damaged file: never a half-written one. */
     uint8_t header[HEADER_SIZE];
-    if ((uint64_t)st.st_size < OVERHEAD || read_all(fd, header, sizeof header) != 0)
+    miss = KP__CACHE_DAMAGED;
+    if ((uint64_t)st.st_size < PREFIX_SIZE || read_all(fd, header, PREFIX_SIZE) != 0 ||
+        memcmp(header, MAGIC, 4) != 0)
         goto miss_drop;
-    uint64_t payload_size = get_le64(header + 8);
-    if (memcmp(header, MAGIC, 4) != 0 || get_le32(header + 4) != FORMAT_VERSION ||
-        payload_size != (uint64_t)st.st_size - OVERHEAD || payload_size > SIZE_MAX - 1)
+    if (get_le32(header + 4) != FORMAT_VERSION) {
+        miss = KP__CACHE_OTHER_FORMAT;
+        goto miss_drop;
+    }
+    if ((uint64_t)st.st_size < OVERHEAD ||
+        read_all(fd, header + PREFIX_SIZE, HEADER_SIZE - PREFIX_SIZE) != 0)
+        goto miss_drop;
+    uint64_t payload_size = get_le64(header + SIZE_OFFSET);
+    if (payload_size != (uint64_t)st.st_size - OVERHEAD || payload_size > SIZE_MAX - 1)
         goto miss_drop;
 
     payload = malloc(payload_size ? (size_t)payload_size : 1);
-    if (!payload)
+    if (!payload) {
+        miss = KP__CACHE_ABSENT;
         goto miss_keep; /* our problem, not the file's */
+    }
     uint8_t stored[32], actual[32];
     if (read_all(fd, payload, (size_t)payload_size) != 0 || read_all(fd, stored, 32) != 0)
         goto miss_drop;
-    kp__sha256(payload, (size_t)payload_size, actual);
+    kp__sha256_ctx h;
+    kp__sha256_init(&h);
+    kp__sha256_update(&h, header, HEADER_SIZE);
+    kp__sha256_update(&h, payload, (size_t)payload_size);
+    kp__sha256_final(&h, actual);
     if (memcmp(stored, actual, 32) != 0)
         goto miss_drop;
+    /* A whole entry, for another key: renamed or copied under this name. Loading it would run
+     * another program in place of the one asked for. */
+    if (memcmp(header + KEY_OFFSET, key, 32) != 0) {
+        miss = KP__CACHE_OTHER_KEY;
+        goto miss_drop;
+    }
 
     /* The mtime is the LRU clock eviction sorts by. Failure (a read-only cache) costs nothing. */
     futimens(fd, NULL);
@@ -249,6 +284,8 @@ miss_keep:
     free(payload);
     close(fd);
     close(dfd);
+    if (why)
+        *why = miss;
     return 0;
 }
 
@@ -407,8 +444,13 @@ int kp__disk_cache_put(const kp__disk_cache *c, const uint8_t key[32], const voi
     uint8_t header[HEADER_SIZE], digest[32];
     memcpy(header, MAGIC, 4);
     put_le32(header + 4, FORMAT_VERSION);
-    put_le64(header + 8, (uint64_t)size);
-    kp__sha256(data, size, digest);
+    put_le64(header + SIZE_OFFSET, (uint64_t)size);
+    memcpy(header + KEY_OFFSET, key, 32);
+    kp__sha256_ctx h;
+    kp__sha256_init(&h);
+    kp__sha256_update(&h, header, HEADER_SIZE);
+    kp__sha256_update(&h, data, size);
+    kp__sha256_final(&h, digest);
 
     char temp[64], name[KEY_NAME_LEN + 1];
     key_name(key, name);

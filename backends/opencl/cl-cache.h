@@ -9,10 +9,12 @@
 
 /*
  * One file per key, named by the key's hex digest, holding:
- *   magic "KPBC", format version (u32 LE), payload size (u64 LE), payload, SHA-256 of payload.
+ *   magic "KPBC", format version (u32 LE), payload size (u64 LE), the key, payload, and the
+ *   SHA-256 of all that precedes it.
  * Writes go to a unique temporary name in the same directory and are renamed into place, so a
- * reader sees a whole file or none. Any failure to read, a bad magic/version/size/checksum, is a
- * miss and the bad file is deleted. After a write, when the directory holds more than max_bytes,
+ * reader sees a whole file or none. Any failure to read, a bad magic/version/size/checksum, or a
+ * key other than the file's name (an entry renamed or copied there), is a miss and the bad file
+ * is deleted. After a write, when the directory holds more than max_bytes,
  * the least recently used files (by mtime; a hit touches the file) are deleted. Several processes
  * may use one directory at once.
  */
@@ -27,8 +29,21 @@ typedef struct kp__disk_cache {
 kp_status kp__disk_cache_open(kp__disk_cache *c, const char *dir, uint64_t max_bytes, char **err);
 void kp__disk_cache_close(kp__disk_cache *c);
 
-/* On a hit returns 1 and *data (malloc'd, caller frees) and *size; on a miss returns 0. */
-int kp__disk_cache_get(const kp__disk_cache *c, const uint8_t key[32], void **data, size_t *size);
+/* Why a get missed: every reason but ABSENT deleted the file. */
+typedef enum kp__cache_miss {
+    KP__CACHE_ABSENT,       /* no file, one that is not ours to judge (not regular), or no memory */
+    KP__CACHE_DAMAGED,      /* unreadable, truncated, or a bad magic, size or checksum */
+    KP__CACHE_OTHER_FORMAT, /* written in another format version (another Kernelport) */
+    KP__CACHE_OTHER_KEY,    /* a whole entry, but for another key */
+} kp__cache_miss;
+
+/* On a hit returns 1 and *data (malloc'd, caller frees) and *size; on a miss returns 0 and, when
+ * `why` is not NULL, the reason in *why. */
+int kp__disk_cache_get(const kp__disk_cache *c, const uint8_t key[32], void **data, size_t *size,
+                       kp__cache_miss *why);
+
+/* The path of key's file, for messages (malloc'd; NULL when out of memory). */
+char *kp__disk_cache_file(const kp__disk_cache *c, const uint8_t key[32]);
 
 /* Best effort: returns 0 when stored, -1 when not (disabled cache, I/O error). */
 int kp__disk_cache_put(const kp__disk_cache *c, const uint8_t key[32], const void *data,

@@ -109,8 +109,14 @@ void kp__cl_event_mark(kp__backend *b, kp__event_record *e)
     if (!e || e->first)
         return;
     cl_event ev = NULL;
-    if (clEnqueueMarkerWithWaitList(b->queue, 0, NULL, &ev) == CL_SUCCESS)
+    cl_int err = clEnqueueMarkerWithWaitList(b->queue, 0, NULL, &ev);
+    if (err == CL_SUCCESS)
         record(e, ev);
+    else /* the launch goes on: only its time would be short, so say so */
+        kp__sink_log(&b->sink, KP_LOG_WARN,
+                     "clEnqueueMarkerWithWaitList failed: %s (%d): the launch's time covers only "
+                     "its last library call",
+                     kp__cl_error_name(err), (int)err);
 }
 
 void kp__cl_event_adopt(kp__backend *b, kp__event_record *e, void *event)

@@ -73,19 +73,28 @@ static char *build_log(cl_program p, cl_device_id d)
  * (kp__ptx_sm90a) and builds that as the program's binary.
  */
 
-/* A cached binary that no longer loads is only a miss: the source build replaces it. */
-static cl_program from_binary(kp__backend *b, const void *bin, size_t size, const char *options)
+/* A cached binary that no longer loads is only a miss: the source build replaces it. NULL when it
+ * does not load, with the reason in `why`. */
+static cl_program from_binary(kp__backend *b, const void *bin, size_t size, const char *options,
+                              char *why, size_t why_size)
 {
-    cl_int err, status;
+    cl_int err, status = CL_SUCCESS;
+    const char *call = "clCreateProgramWithBinary";
     const unsigned char *ptr = bin;
     cl_program p = clCreateProgramWithBinary(b->context, 1, &b->device, &size, &ptr, &status, &err);
-    if (err != CL_SUCCESS || status != CL_SUCCESS)
-        return NULL;
-    if (clBuildProgram(p, 1, &b->device, options, NULL, NULL) != CL_SUCCESS) {
-        clReleaseProgram(p);
-        return NULL;
+    if (err == CL_SUCCESS && status != CL_SUCCESS)
+        err = status;
+    if (err == CL_SUCCESS) {
+        call = "clBuildProgram";
+        err = clBuildProgram(p, 1, &b->device, options, NULL, NULL);
     }
-    return p;
+    if (err == CL_SUCCESS)
+        return p;
+    if (p)
+        clReleaseProgram(p);
+    snprintf(why, why_size, "did not load on this device (%s failed: %s)", call,
+             kp__cl_error_name(err));
+    return NULL;
 }
 
 static void store_binary(kp__backend *b, cl_program p, const uint8_t key[32])
@@ -180,6 +189,37 @@ static kp_status from_source(kp__backend *b, const kp__build_request *req, const
     return KP_OK;
 }
 
+/* A cache file that could not be used, and why. A program found under another's name is worth a
+ * warning (someone renamed or copied it there); a damaged or outdated file only a note. */
+static void log_unusable(kp__backend *b, const kp__build_request *req, const uint8_t key[32],
+                         kp_log_level level, const char *why)
+{
+    char *file = kp__disk_cache_file(&b->disk, key);
+    kp__sink_log(&b->sink, level, "kernel %s: the program cache file %s %s; the program is rebuilt",
+                 req->kernel, file ? file : "(out of memory)", why);
+    free(file);
+}
+
+static void log_miss(kp__backend *b, const kp__build_request *req, const uint8_t key[32],
+                     kp__cache_miss miss)
+{
+    switch (miss) {
+    case KP__CACHE_ABSENT:
+        return;
+    case KP__CACHE_DAMAGED:
+        log_unusable(b, req, key, KP_LOG_INFO, "was damaged and is deleted");
+        return;
+    case KP__CACHE_OTHER_FORMAT:
+        log_unusable(b, req, key, KP_LOG_INFO,
+                     "was in another format (another Kernelport version) and is deleted");
+        return;
+    case KP__CACHE_OTHER_KEY:
+        log_unusable(b, req, key, KP_LOG_WARN,
+                     "held another program's entry (renamed or copied there) and is deleted");
+        return;
+    }
+}
+
 static kp_status get_program(kp__backend *b, const kp__build_request *req, const char *options,
                              cl_program *out)
 {
@@ -194,12 +234,18 @@ static kp_status get_program(kp__backend *b, const kp__build_request *req, const
     cl_program prog = NULL;
     void *bin = NULL;
     size_t size = 0;
-    if (kp__disk_cache_get(&b->disk, key, &bin, &size)) {
-        prog = from_binary(b, bin, size, options);
+    kp__cache_miss miss;
+    if (kp__disk_cache_get(&b->disk, key, &bin, &size, &miss)) {
+        char why[160];
+        prog = from_binary(b, bin, size, options, why, sizeof why);
         free(bin);
         if (prog)
             kp__sink_log(&b->sink, KP_LOG_DEBUG, "kernel %s: program loaded from the disk cache",
                          req->kernel);
+        else
+            log_unusable(b, req, key, KP_LOG_INFO, why);
+    } else {
+        log_miss(b, req, key, miss);
     }
     if (!prog) {
         kp_status st = from_source(b, req, options, sm90a, &prog);

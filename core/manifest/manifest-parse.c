@@ -319,10 +319,14 @@ static int on_cache_dir(kp__yaml *c, yaml_node_t *node, const kp__yaml_value *v,
     return 0;
 }
 
+/* The bound in bytes must fit the cache's 64-bit count: past this, max_mb * 2^20 would wrap. */
+#define MAX_CACHE_MB ((int64_t)(UINT64_MAX >> 20))
+
 static int on_max_mb(kp__yaml *c, yaml_node_t *node, const kp__yaml_value *v, void *obj)
 {
-    if (v->i < 0)
-        return kp__yaml_fail(c, node, "max_mb must be >= 0, got %lld", (long long)v->i);
+    if (v->i < 0 || v->i > MAX_CACHE_MB)
+        return kp__yaml_fail(c, node, "max_mb must be between 0 (no limit) and %lld, got %lld",
+                             (long long)MAX_CACHE_MB, (long long)v->i);
     model(c)->cache_max_mb = v->i;
     layer(c)->has_cache_max_mb = 1;
     return 0;

@@ -15,7 +15,9 @@ typedef struct status_row {
 static const status_row statuses[] = {
     ROW(-3, CLBlastOpenCLCompilerNotAvailable, "CL_COMPILER_NOT_AVAILABLE", ERR_BUILD),
     ROW(-4, CLBlastTempBufferAllocFailure, "CL_MEM_OBJECT_ALLOCATION_FAILURE", ERR_OUT_OF_MEMORY),
-    ROW(-5, CLBlastOpenCLOutOfResources, "CL_OUT_OF_RESOURCES", ERR_CL),
+    /* As the core maps CL_OUT_OF_RESOURCES (backends/opencl/cl-errors.c): the same shortage gives
+     * the same status whether Kernelport or CLBlast made the call. */
+    ROW(-5, CLBlastOpenCLOutOfResources, "CL_OUT_OF_RESOURCES", ERR_OUT_OF_MEMORY),
     ROW(-6, CLBlastOpenCLOutOfHostMemory, "CL_OUT_OF_HOST_MEMORY", ERR_OUT_OF_MEMORY),
     ROW(-11, CLBlastOpenCLBuildProgramFailure, "CL_BUILD_PROGRAM_FAILURE", ERR_BUILD),
     ROW(-30, CLBlastInvalidValue, "CL_INVALID_VALUE", ERR_CL),
@@ -72,13 +74,18 @@ static const status_row statuses[] = {
     ROW(-2039, CLBlastUnexpectedError, NULL, ERR_INTERNAL),
 };
 
+static const status_row *row_of(int code)
+{
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+        if (statuses[i].code == code)
+            return &statuses[i];
+    return NULL;
+}
+
 /* Reports a CLBlast failure: "CLBlastSgemm: CLBlastInsufficientMemoryC (-1009)". */
 kp_status blas_clblast_fail(kp_launch *l, const char *call, int code)
 {
-    const status_row *r = NULL;
-    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
-        if (statuses[i].code == code)
-            r = &statuses[i];
+    const status_row *r = row_of(code);
     const kp_device_info *d = blas_host->device(l);
     const char *dev = d ? d->name : "?";
     if (!r)
@@ -93,4 +100,13 @@ kp_status blas_clblast_fail(kp_launch *l, const char *call, int code)
         return blas_host->fail(l, r->kp, "%s: %s (%d, %s) on device \"%s\"", call, r->name, code,
                                r->cl, dev);
     return blas_host->fail(l, r->kp, "%s: %s (%d) on device \"%s\"", call, r->name, code, dev);
+}
+
+/* CLBlast's statuses from -3 to -63 are the OpenCL errors of the same codes. */
+kp_status blas_cl_fail(kp_launch *l, const char *call, int err)
+{
+    const status_row *r = row_of(err);
+    if (!r || !r->cl)
+        return blas_host->fail(l, KP_ERR_CL, "%s failed: OpenCL error %d", call, err);
+    return blas_host->fail(l, r->kp, "%s failed: %s (%d)", call, r->cl, err);
 }

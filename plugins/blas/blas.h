@@ -102,6 +102,9 @@ int blas_params_valid(const blas_clkernel *k, const size_t *values, uint32_t fro
 /* Fails the launch with the kp_status for CLBlast status `code` of `call`, naming the status:
  * "CLBlastSgemm: CLBlastInsufficientMemoryC (-1009) on device ...". */
 kp_status blas_clblast_fail(kp_launch *l, const char *call, int code);
+/* Fails the launch for an OpenCL call of the plugin's own as the core reports its calls, with the
+ * status it gives the same error: "clFinish failed: CL_OUT_OF_RESOURCES (-5)". */
+kp_status blas_cl_fail(kp_launch *l, const char *call, int err);
 
 /* ---- blas-clblast.c: CLBlast calls and parameter overrides ---------------------------------- */
 

@@ -21,7 +21,8 @@
 #include "opencl/cl-cache.h"
 #include "sha256.h"
 
-#define OVERHEAD 48u /* header 16 + checksum 32 */
+#define HEADER 48u   /* magic, version, payload size, key */
+#define OVERHEAD 80u /* header + checksum 32 */
 
 typedef struct fixture {
     char root[1024];  /* fresh per test, removed afterwards */
@@ -136,7 +137,7 @@ static void expect_key(const kp__disk_cache *c, int i, size_t base, int hit)
     make_key(i, key);
     void *data = (void *)1;
     size_t size = 1;
-    assert_int_equal(kp__disk_cache_get(c, key, &data, &size), hit);
+    assert_int_equal(kp__disk_cache_get(c, key, &data, &size, NULL), hit);
     if (!hit) {
         assert_null(data);
         assert_int_equal(size, 0);
@@ -151,23 +152,58 @@ static void expect_key(const kp__disk_cache *c, int i, size_t base, int hit)
     free(data);
 }
 
+/* Asserts a miss for key i, for the reason `want`. */
+static void expect_miss(const kp__disk_cache *c, int i, kp__cache_miss want)
+{
+    uint8_t key[32];
+    make_key(i, key);
+    void *data = (void *)1;
+    size_t size = 1;
+    kp__cache_miss why = (kp__cache_miss)-1;
+    assert_int_equal(kp__disk_cache_get(c, key, &data, &size, &why), 0);
+    assert_null(data);
+    assert_int_equal(why, want);
+}
+
+static void write_file(const char *path, const uint8_t *header, size_t header_size,
+                       const uint8_t *payload, size_t size, const uint8_t digest[32])
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(header, 1, header_size, fp), header_size);
+    assert_int_equal(fwrite(payload, 1, size, fp), size);
+    assert_int_equal(fwrite(digest, 1, 32, fp), 32);
+    assert_int_equal(fclose(fp), 0);
+}
+
 /* Writes a cache file by hand, with a valid checksum, so header fields can be wrong on purpose. */
 static void write_raw(const char *path, const char *magic, uint32_t version, uint64_t stated,
-                      const uint8_t *payload, size_t size)
+                      const uint8_t key[32], const uint8_t *payload, size_t size)
 {
-    uint8_t header[16], digest[32];
+    uint8_t header[HEADER], digest[32];
     memcpy(header, magic, 4);
     for (int i = 0; i < 4; i++)
         header[4 + i] = (uint8_t)(version >> (8 * i));
     for (int i = 0; i < 8; i++)
         header[8 + i] = (uint8_t)(stated >> (8 * i));
+    memcpy(header + 16, key, 32);
+    kp__sha256_ctx h;
+    kp__sha256_init(&h);
+    kp__sha256_update(&h, header, HEADER);
+    kp__sha256_update(&h, payload, size);
+    kp__sha256_final(&h, digest);
+    write_file(path, header, HEADER, payload, size, digest);
+}
+
+/* A whole file of format version 1 (before entries held their key): magic, version, payload
+ * size, payload, SHA-256 of the payload. */
+static void write_v1(const char *path, const uint8_t *payload, size_t size)
+{
+    uint8_t header[16] = "KPBC\x01", digest[32];
+    for (int i = 0; i < 8; i++)
+        header[8 + i] = (uint8_t)((uint64_t)size >> (8 * i));
     kp__sha256(payload, size, digest);
-    FILE *fp = fopen(path, "wb");
-    assert_non_null(fp);
-    assert_int_equal(fwrite(header, 1, 16, fp), 16);
-    assert_int_equal(fwrite(payload, 1, size, fp), size);
-    assert_int_equal(fwrite(digest, 1, 32, fp), 32);
-    assert_int_equal(fclose(fp), 0);
+    write_file(path, header, sizeof header, payload, size, digest);
 }
 
 static int count_temp_files(const char *dir)
@@ -220,7 +256,7 @@ static void test_miss_put_hit(void **state)
     assert_int_equal(kp__disk_cache_put(&c, key, NULL, 0), 0);
     void *data = NULL;
     size_t size = 99;
-    assert_int_equal(kp__disk_cache_get(&c, key, &data, &size), 1);
+    assert_int_equal(kp__disk_cache_get(&c, key, &data, &size, NULL), 1);
     assert_int_equal(size, 0);
     free(data);
 
@@ -243,9 +279,10 @@ static void test_corrupt_payload_is_deleted(void **state)
     char path[4200];
     entry_path(f->cache, key, path, sizeof path);
 
-    /* Flip one byte of the payload, then one of the checksum: both fail the checksum. */
-    static const off_t offsets[] = {16 + 10, -1};
-    for (size_t i = 0; i < 2; i++) {
+    /* Flip one byte of the payload, then one of the checksum, then one of the key: each fails the
+     * checksum. */
+    static const off_t offsets[] = {HEADER + 10, -1, 16 + 5};
+    for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
         put_key(&c, 7, 300);
         struct stat st;
         assert_int_equal(stat(path, &st), 0);
@@ -258,7 +295,7 @@ static void test_corrupt_payload_is_deleted(void **state)
         assert_int_equal(pwrite(fd, &b, 1, at), 1);
         close(fd);
 
-        expect_key(&c, 7, 300, 0);
+        expect_miss(&c, 7, KP__CACHE_DAMAGED);
         assert_false(exists(path));
         put_key(&c, 7, 300);
         expect_key(&c, 7, 300, 1);
@@ -278,13 +315,14 @@ static void test_truncated_file_is_deleted(void **state)
     size_t size = payload_size_for(key, 400);
     off_t full = (off_t)(size + OVERHEAD);
 
-    /* Empty, inside the magic, inside the size field, header only, mid-payload, no checksum,
-     * one byte short. */
-    const off_t cuts[] = {0, 3, 11, 16, 16 + (off_t)size / 2, 16 + (off_t)size, full - 1};
+    /* Empty, inside the magic, inside the size field, inside the key, header only,
+     * mid-payload, no checksum, one byte short. */
+    const off_t cuts[] = {
+        0, 3, 11, 30, HEADER, HEADER + (off_t)size / 2, HEADER + (off_t)size, full - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         put_key(&c, 3, 400);
         assert_int_equal(truncate(path, cuts[i]), 0);
-        expect_key(&c, 3, 400, 0);
+        expect_miss(&c, 3, KP__CACHE_DAMAGED);
         assert_false(exists(path));
     }
 
@@ -316,26 +354,89 @@ static void test_bad_header_is_deleted(void **state)
     assert_non_null(p);
 
     /* The control: a hand-written file in the right format is a hit. */
-    write_raw(path, "KPBC", 1, size, p, size);
+    write_raw(path, "KPBC", 2, size, key, p, size);
     expect_key(&c, 4, 64, 1);
 
-    write_raw(path, "KPBD", 1, size, p, size);
-    expect_key(&c, 4, 64, 0);
+    write_raw(path, "KPBD", 2, size, key, p, size);
+    expect_miss(&c, 4, KP__CACHE_DAMAGED);
     assert_false(exists(path));
 
-    write_raw(path, "KPBC", 2, size, p, size);
-    expect_key(&c, 4, 64, 0);
+    /* Another version: a miss, whatever follows the version field. */
+    write_raw(path, "KPBC", 3, size, key, p, size);
+    expect_miss(&c, 4, KP__CACHE_OTHER_FORMAT);
+    assert_false(exists(path));
+    write_raw(path, "KPBC", 1, size, key, p, size);
+    expect_miss(&c, 4, KP__CACHE_OTHER_FORMAT);
     assert_false(exists(path));
 
     /* A stated size that disagrees with the file, small or absurd. */
-    write_raw(path, "KPBC", 1, size - 1, p, size);
-    expect_key(&c, 4, 64, 0);
+    write_raw(path, "KPBC", 2, size - 1, key, p, size);
+    expect_miss(&c, 4, KP__CACHE_DAMAGED);
     assert_false(exists(path));
-    write_raw(path, "KPBC", 1, UINT64_MAX, p, size);
-    expect_key(&c, 4, 64, 0);
+    write_raw(path, "KPBC", 2, UINT64_MAX, key, p, size);
+    expect_miss(&c, 4, KP__CACHE_DAMAGED);
     assert_false(exists(path));
 
     free(p);
+    kp__disk_cache_close(&c);
+}
+
+/* A file of the first format, which entries of this Kernelport replace: a miss, never an error, and
+ * the key is stored again in the current format. Old files of every size are read only as far as
+ * the version field. */
+static void test_version_1_file_is_a_miss(void **state)
+{
+    fixture *f = *state;
+    kp__disk_cache c;
+    open_cache(&c, f, 0);
+    uint8_t key[32];
+    make_key(8, key);
+    char path[4200];
+    entry_path(f->cache, key, path, sizeof path);
+    static const size_t sizes[] = {0, 1, 47, 5000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint8_t *p = payload_for(key, sizes[i]);
+        assert_non_null(p);
+        write_v1(path, p, sizes[i]);
+        free(p);
+        expect_miss(&c, 8, KP__CACHE_OTHER_FORMAT);
+        assert_false(exists(path));
+    }
+    put_key(&c, 8, 100);
+    expect_key(&c, 8, 100, 1);
+    kp__disk_cache_close(&c);
+}
+
+/* Two whole, checksummed entries swapped under each other's names, and one copied under a third
+ * name: each is the entry of another key, so a miss that deletes it, never another key's data. */
+static void test_entry_of_another_key_is_a_miss(void **state)
+{
+    fixture *f = *state;
+    kp__disk_cache c;
+    open_cache(&c, f, 0);
+    char paths[3][4200], swap[4300];
+    for (int i = 0; i < 3; i++) {
+        uint8_t key[32];
+        make_key(20 + i, key);
+        entry_path(f->cache, key, paths[i], sizeof paths[i]);
+    }
+    put_key(&c, 20, 300);
+    put_key(&c, 21, 500);
+    snprintf(swap, sizeof swap, "%s/swap", f->cache);
+    assert_int_equal(rename(paths[0], swap), 0);
+    assert_int_equal(rename(paths[1], paths[0]), 0);
+    assert_int_equal(rename(swap, paths[1]), 0);
+    expect_miss(&c, 20, KP__CACHE_OTHER_KEY);
+    assert_false(exists(paths[0]));
+    expect_miss(&c, 21, KP__CACHE_OTHER_KEY);
+    assert_false(exists(paths[1]));
+
+    put_key(&c, 20, 300);
+    expect_key(&c, 20, 300, 1);
+    assert_int_equal(link(paths[0], paths[2]), 0);
+    expect_miss(&c, 22, KP__CACHE_OTHER_KEY);
+    assert_false(exists(paths[2]));
+    expect_key(&c, 20, 300, 1); /* the original, under its own name, is untouched */
     kp__disk_cache_close(&c);
 }
 
@@ -351,11 +452,11 @@ static void test_foreign_files_are_left_alone(void **state)
 
     /* A directory, or a FIFO (which must not block the reader), under a cache file's name. */
     assert_int_equal(mkdir(path, 0700), 0);
-    expect_key(&c, 5, 10, 0);
+    expect_miss(&c, 5, KP__CACHE_ABSENT);
     assert_true(exists(path));
     assert_int_equal(rmdir(path), 0);
     assert_int_equal(mkfifo(path, 0600), 0);
-    expect_key(&c, 5, 10, 0);
+    expect_miss(&c, 5, KP__CACHE_ABSENT);
     assert_true(exists(path));
     assert_int_equal(unlink(path), 0);
 
@@ -510,7 +611,7 @@ static void test_uncreatable_directory_disables(void **state)
     make_key(1, key);
     void *data = (void *)1;
     size_t size = 1;
-    assert_int_equal(kp__disk_cache_get(&c, key, &data, &size), 0);
+    assert_int_equal(kp__disk_cache_get(&c, key, &data, &size, NULL), 0);
     assert_null(data);
     assert_int_equal(size, 0);
     assert_int_equal(kp__disk_cache_put(&c, key, "x", 1), -1);
@@ -521,7 +622,7 @@ static void test_uncreatable_directory_disables(void **state)
     assert_int_equal(kp__disk_cache_open(NULL, dir, 0, NULL), KP_ERR_INVALID_ARG);
     assert_int_equal(kp__disk_cache_open(&c, NULL, 0, &err), KP_ERR_INVALID_ARG);
     free(err);
-    assert_int_equal(kp__disk_cache_get(NULL, key, &data, &size), 0);
+    assert_int_equal(kp__disk_cache_get(NULL, key, &data, &size, NULL), 0);
     assert_int_equal(kp__disk_cache_put(NULL, key, "x", 1), -1);
     assert_int_equal(kp__disk_cache_usage(NULL), 0);
     kp__disk_cache_close(NULL);
@@ -572,7 +673,7 @@ static int child_main(const char *dir, uint64_t max_bytes, unsigned seed, int re
         }
         void *data = NULL;
         size_t size = 0;
-        if (kp__disk_cache_get(&c, keys[k], &data, &size)) {
+        if (kp__disk_cache_get(&c, keys[k], &data, &size, NULL)) {
             hits++;
             if (size != sizes[k] || memcmp(data, expected[k], size) != 0)
                 rc = 2;
@@ -629,7 +730,7 @@ static void run_processes(const fixture *f, uint64_t max_bytes)
         make_key(1000 + i, key);
         void *data = NULL;
         size_t size = 0;
-        if (kp__disk_cache_get(&c, key, &data, &size)) {
+        if (kp__disk_cache_get(&c, key, &data, &size, NULL)) {
             size_t want = payload_size_for(key, shared_base(i));
             uint8_t *p = payload_for(key, want);
             assert_non_null(p);
@@ -666,6 +767,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_payload_is_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_file_is_deleted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_header_is_deleted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version_1_file_is_a_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_entry_of_another_key_is_a_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_files_are_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_drops_least_recently_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_temp_files_are_removed, setup, teardown),

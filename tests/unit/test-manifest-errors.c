@@ -157,9 +157,23 @@ static void test_bad_values(void **state)
         "           ^");
     kp__test_expect_text_error(
         "kernelport: 1\ncache:\n  max_mb: -5\n",
-        "inline.yaml:3:11: error: cache.max_mb: max_mb must be >= 0, got -5\n"
+        "inline.yaml:3:11: error: cache.max_mb: max_mb must be between 0 (no limit) and "
+        "17592186044415, got -5\n"
         "    max_mb: -5\n"
         "            ^");
+    /* One more MiB than 2^64 bytes hold: it used to wrap to a 1 MiB bound. */
+    kp__test_expect_text_error(
+        "kernelport: 1\ncache:\n  max_mb: 17592186044417\n",
+        "inline.yaml:3:11: error: cache.max_mb: max_mb must be between 0 (no limit) and "
+        "17592186044415, got 17592186044417\n"
+        "    max_mb: 17592186044417\n"
+        "            ^");
+    kp__test_expect_text_error(
+        "kernelport: 1\ncache: { max_mb: 0x7fffffffffffffff }\n",
+        "inline.yaml:2:18: error: cache.max_mb: max_mb must be between 0 (no limit) and "
+        "17592186044415, got 9223372036854775807\n"
+        "  cache: { max_mb: 0x7fffffffffffffff }\n"
+        "                   ^");
     kp__test_expect_text_error(
         "kernelport: 1\ndevice:\n  - { type: gpu, index: -1 }\n",
         "inline.yaml:3:25: error: device[0].index: index must be >= 0, got -1\n"

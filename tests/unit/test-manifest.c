@@ -265,6 +265,20 @@ static void test_scalar_values_booleans_hex_and_text(void **state)
     kp__manifest_fini(&m);
 }
 
+/* 0 (no limit) and the largest bound whose bytes fit 64 bits are both accepted as written. */
+static void test_cache_max_mb_bounds(void **state)
+{
+    kp__manifest m;
+    kp__manifest_init(&m);
+    kp__test_text_ok(&m, "kernelport: 1\ncache: { max_mb: 0 }\n", 0);
+    assert_int_equal(m.cache_max_mb, 0);
+    kp__manifest_fini(&m);
+    kp__manifest_init(&m);
+    kp__test_text_ok(&m, "kernelport: 1\ncache: { max_mb: 17592186044415 }\n", 0);
+    assert_int_equal(m.cache_max_mb, 17592186044415);
+    kp__manifest_fini(&m);
+}
+
 static void test_nested_maps_flatten_with_dots(void **state)
 {
     kp__manifest m;
@@ -550,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_init_defaults),
         cmocka_unit_test(test_good_manifest_loads_every_key),
         cmocka_unit_test(test_scalar_values_booleans_hex_and_text),
+        cmocka_unit_test(test_cache_max_mb_bounds),
         cmocka_unit_test(test_nested_maps_flatten_with_dots),
         cmocka_unit_test(test_provenance_kept_verbatim),
         cmocka_unit_test(test_bad_workgroup_parses),

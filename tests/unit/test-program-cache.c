@@ -86,35 +86,46 @@ static unsigned char *slurp(const char *path, size_t *size)
     return buf;
 }
 
-/* A whole cache file: "KPBC", version 1, payload size, payload, SHA-256 of the payload. */
+/* A whole cache file: "KPBC", version 2, payload size, the key its name spells, payload, and the
+ * SHA-256 of all that precedes it. */
 static int file_is_valid(const char *path)
 {
     size_t size;
     unsigned char *b = slurp(path, &size);
-    int ok = size >= 48 && memcmp(b, "KPBC", 4) == 0;
+    int ok = size >= 80 && memcmp(b, "KPBC", 4) == 0;
     uint32_t version = 0;
     uint64_t payload = 0;
     for (int i = 3; ok && i >= 0; i--)
         version = version << 8 | b[4 + i];
     for (int i = 7; ok && i >= 0; i--)
         payload = payload << 8 | b[8 + i];
-    ok = ok && version == 1 && payload == size - 48 && payload > 0;
+    ok = ok && version == 2 && payload == size - 80 && payload > 0;
+    if (ok) {
+        char hex[65];
+        kp__sha256_hex(b + 16, hex);
+        const char *name = strrchr(path, '/');
+        ok = strncmp(name ? name + 1 : path, hex, 64) == 0;
+    }
     if (ok) {
         uint8_t digest[32];
-        kp__sha256(b + 16, (size_t)payload, digest);
-        ok = memcmp(digest, b + 16 + payload, 32) == 0;
+        kp__sha256(b, 48 + (size_t)payload, digest);
+        ok = memcmp(digest, b + 48 + payload, 32) == 0;
     }
     free(b);
     return ok;
 }
 
 /* A PoCL runtime with the example plugin and `cache_dir`, with the manifest's cache.binaries set
- * to `binaries` (PoCL's default, auto, writes none). */
-static kp_runtime *open_runtime_with(const char *cache_dir, uint32_t extra_flags, test_log *log,
-                                     const char *binaries)
+ * to `binaries` (PoCL's default, auto, writes none) and example.axpy's WG to `wg` (0: the
+ * default). */
+static kp_runtime *open_runtime_wg(const char *cache_dir, uint32_t extra_flags, test_log *log,
+                                   const char *binaries, int wg)
 {
-    char text[128], name[64];
-    snprintf(text, sizeof text, "kernelport: 1\ncache: { binaries: %s }\n", binaries);
+    char text[256], name[64];
+    int n = snprintf(text, sizeof text, "kernelport: 1\ncache: { binaries: %s }\n", binaries);
+    if (wg)
+        snprintf(text + n, sizeof text - (size_t)n,
+                 "tuning:\n  - kernels: { example.axpy: { WG: %d } }\n", wg);
     /* One file per process: test_two_processes_at_once runs several at once. */
     snprintf(name, sizeof name, "binaries-%ld.yaml", (long)getpid());
     kp_runtime_options o = test_options(test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR), "pocl", log);
@@ -126,6 +137,12 @@ static kp_runtime *open_runtime_with(const char *cache_dir, uint32_t extra_flags
     if (st != KP_OK)
         fprintf(stderr, "kp_runtime_create: %s\n", kp_last_error(NULL));
     return st == KP_OK ? rt : NULL;
+}
+
+static kp_runtime *open_runtime_with(const char *cache_dir, uint32_t extra_flags, test_log *log,
+                                     const char *binaries)
+{
+    return open_runtime_wg(cache_dir, extra_flags, log, binaries, 0);
 }
 
 static kp_runtime *open_runtime(const char *cache_dir, uint32_t extra_flags, test_log *log)
@@ -176,16 +193,23 @@ static int axpy_is_right(kp_runtime *rt)
     return 0;
 }
 
-/* One runtime's whole life on `dir`: returns whether it loaded the program from the cache. */
-static int run_once(const char *dir)
+/* One runtime's whole life on `dir`, example.axpy's WG `wg` (0: the default), its log in `log`:
+ * returns whether it loaded the program from the cache. */
+static int run_wg(const char *dir, int wg, test_log *log)
 {
-    test_log log;
-    kp_runtime *rt = open_runtime(dir, 0, &log);
+    kp_runtime *rt = open_runtime_wg(dir, 0, log, "always", wg);
     assert_non_null(rt);
     assert_int_equal(axpy_is_right(rt), 0);
     kp_runtime_destroy(rt);
+    return strstr(log->text, LOADED) != NULL;
+}
+
+static int run_once(const char *dir)
+{
+    test_log log;
+    int loaded = run_wg(dir, 0, &log);
     assert_null(strstr(log.text, "warn"));
-    return strstr(log.text, LOADED) != NULL;
+    return loaded;
 }
 
 static void expect_one_valid_file(const char *dir, listing *out)
@@ -260,15 +284,40 @@ static void wrong_magic(const char *path)
     assert_int_equal(close(fd), 0);
 }
 
+/* The file of the first format, before entries held their key: magic, version 1, payload size,
+ * payload, SHA-256 of the payload. Another Kernelport's file: a miss, never an error. */
+static void version_1(const char *path)
+{
+    size_t size;
+    unsigned char *b = slurp(path, &size);
+    size_t payload = size - 80;
+    unsigned char *old = malloc(16 + payload + 32);
+    assert_non_null(old);
+    memcpy(old, b, 16);
+    old[4] = 1;
+    memcpy(old + 16, b + 48, payload);
+    kp__sha256(old + 16, payload, old + 16 + payload);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(old, 1, 16 + payload + 32, f), 16 + payload + 32);
+    assert_int_equal(fclose(f), 0);
+    free(old);
+    free(b);
+}
+
 /* A well-formed cache file whose payload is no program binary: only building it can tell. */
 static void garbage_payload(const char *path)
 {
-    unsigned char file[16 + 256 + 32] = "KPBC\x01\0\0\0";
+    size_t size;
+    unsigned char *b = slurp(path, &size);
+    unsigned char file[48 + 256 + 32] = "KPBC\x02\0\0\0";
     file[8] = 0; /* payload size 256, little-endian */
     file[9] = 1;
+    memcpy(file + 16, b + 16, 32); /* the key, which stays right */
+    free(b);
     for (int i = 0; i < 256; i++)
-        file[16 + i] = (unsigned char)(i * 37 + 11);
-    kp__sha256(file + 16, 256, file + 16 + 256);
+        file[48 + i] = (unsigned char)(i * 37 + 11);
+    kp__sha256(file, 48 + 256, file + 48 + 256);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(file, 1, sizeof file, f), sizeof file);
@@ -294,6 +343,71 @@ static void test_truncated_to_0_bytes(void **state)
 static void test_wrong_magic(void **state)
 {
     expect_recovery("cache-magic", wrong_magic);
+}
+
+static void test_version_1_file(void **state)
+{
+    expect_recovery("cache-v1", version_1);
+}
+
+/* The path of the cache file `dir` gained since `before` was listed (its only one when `before` is
+ * empty), in `out`. */
+static void new_file(const char *dir, const char *before, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    out[0] = '\0';
+    while ((de = readdir(d)) != NULL) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (strlen(de->d_name) == 68 && strcmp(path, before) != 0)
+            snprintf(out, cap, "%s", path);
+    }
+    closedir(d);
+    assert_true(out[0] != '\0');
+}
+
+/* The log of a run that found `path` holding another program's entry. */
+static void expect_other_key_warning(const test_log *log, const char *path)
+{
+    char want[8192];
+    snprintf(want, sizeof want,
+             "warn: kernel example.axpy: the program cache file %s held another program's entry "
+             "(renamed or copied there) and is deleted; the program is rebuilt",
+             path);
+    if (!strstr(log->text, want))
+        fail_msg("log lacks \"%s\":\n%s", want, log->text);
+}
+
+/* The entries of two programs (example.axpy built for WG 64 and for WG 32), each whole and
+ * checksummed, swapped under each other's names: each run finds the other program under its
+ * key, warns naming the file, rebuilds and stores its own, and the next run loads it. Loading
+ * the other program instead ran a kernel compiled for another work-group size. */
+static void test_swapped_entries_rebuild(void **state)
+{
+    const char *dir = fresh_dir("cache-swapped");
+    test_log log;
+    char a[4096], b[4096], swap[4200];
+    assert_false(run_wg(dir, 64, &log));
+    new_file(dir, "", a, sizeof a);
+    assert_false(run_wg(dir, 32, &log));
+    new_file(dir, a, b, sizeof b);
+    snprintf(swap, sizeof swap, "%s/swap", dir);
+    assert_int_equal(rename(a, swap), 0);
+    assert_int_equal(rename(b, a), 0);
+    assert_int_equal(rename(swap, b), 0);
+
+    assert_false(run_wg(dir, 64, &log));
+    expect_other_key_warning(&log, a);
+    assert_false(run_wg(dir, 32, &log));
+    expect_other_key_warning(&log, b);
+    assert_true(file_is_valid(a));
+    assert_true(file_is_valid(b));
+    assert_true(run_wg(dir, 64, &log));
+    assert_null(strstr(log.text, "warn"));
+    assert_true(run_wg(dir, 32, &log));
+    assert_null(strstr(log.text, "warn"));
 }
 
 static void test_well_formed_garbage_binary(void **state)
@@ -434,6 +548,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_truncated_to_10_bytes),
         cmocka_unit_test(test_truncated_to_0_bytes),
         cmocka_unit_test(test_wrong_magic),
+        cmocka_unit_test(test_version_1_file),
+        cmocka_unit_test(test_swapped_entries_rebuild),
         cmocka_unit_test(test_well_formed_garbage_binary),
         cmocka_unit_test(test_no_disk_cache_flag_writes_nothing),
         cmocka_unit_test(test_binaries_auto_and_never_write_nothing_on_pocl),
