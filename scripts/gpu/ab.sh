@@ -63,7 +63,9 @@ declare -A manifest=([base]="" [new]="")
 
 for pattern in ${KP_AB_VERIFY:-}; do
   step "verify $pattern (new)"
-  timeout "$(cap 300)" "${kp[new]}" --device "$dev" ${manifest[new]} verify "$pattern" | tail -25
+  # The whole table goes to $OUT; the log keeps the failures and the summary.
+  timeout "$(cap 300)" "${kp[new]}" --device "$dev" ${manifest[new]} verify "$pattern" |
+    tee "$out/verify-${pattern//[^a-z0-9]/_}.txt" | grep -E 'FAIL|SKIP|kernels?, '
 done
 
 # One side's `kernelport bench` as "kernel size microseconds" lines (a status name for a failed
