@@ -35,20 +35,8 @@
  * first word as a float in [0, 1). kp_gru_rollout_uniform in kernelport/ops/gru.h is the same. */
 float ro_uniform(uint seed_lo, uint seed_hi, uint e, uint b, uint t)
 {
-    uint c0 = t, c1 = b, c2 = e, c3 = 0, k0 = seed_lo, k1 = seed_hi;
-    for (int round = 0; round < 10; round++) {
-        if (round) {
-            k0 += 0x9E3779B9u;
-            k1 += 0xBB67AE85u;
-        }
-        const uint hi0 = mul_hi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-        const uint hi1 = mul_hi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-        c0 = hi1 ^ c1 ^ k0;
-        c1 = lo1;
-        c2 = hi0 ^ c3 ^ k1;
-        c3 = lo0;
-    }
-    return (float)(c0 >> 8) * 0x1p-24f;
+    return (float)(kp_philox4x32_10((uint4)(t, b, e, 0), (uint2)(seed_lo, seed_hi)).x >> 8) *
+           0x1p-24f;
 }
 
 float ro_sigmoid(float x)

@@ -283,3 +283,70 @@ __kernel void tensor_map_reduce(const int n_out, const int n_red, const int op, 
 #endif
     }
 }
+
+/*
+ * tensor_generate: values that depend only on an element's index o (row-major over y's shape,
+ * which the kept dimensions' order preserves): a constant, a ramp, or Philox4x32-10 random
+ * numbers of the counter (o + offset as 64 bits, 0, 0) under the key `seed`, the same bits on
+ * every device and in kernelport/ops/random.h.
+ */
+enum { G_FILL, G_ARANGE, G_UNIFORM, G_NORMAL, G_BERNOULLI };
+
+#define SPLIT_Y(p, last)                                                                           \
+    {                                                                                              \
+        const int c = (last) ? q : q % ext.s##p;                                                   \
+        q = (last) ? 0 : q / ext.s##p;                                                             \
+        oy += c * KP_S_##p(vy);                                                                    \
+    }
+
+__kernel void tensor_generate(const int n_out, const int kind, const float a, const float b,
+                              const uint2 seed, const uint2 offset, const int8 ext,
+                              __global float *y, const kp_view8 vy)
+{
+    for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
+        int q = o, oy = kp_offset(vy);
+#if RO > 7
+        SPLIT_Y(7, 0)
+#endif
+#if RO > 6
+        SPLIT_Y(6, 0)
+#endif
+#if RO > 5
+        SPLIT_Y(5, 0)
+#endif
+#if RO > 4
+        SPLIT_Y(4, 0)
+#endif
+#if RO > 3
+        SPLIT_Y(3, 0)
+#endif
+#if RO > 2
+        SPLIT_Y(2, 0)
+#endif
+#if RO > 1
+        SPLIT_Y(1, 0)
+#endif
+#if RO > 0
+        SPLIT_Y(0, 1)
+#endif
+        float v = a;
+        if (kind == G_ARANGE) {
+            v = fma(b, (float)o, a);
+        } else if (kind != G_FILL) {
+            const uint lo = (uint)o + offset.x, hi = offset.y + (lo < offset.x);
+            const uint4 w = kp_philox4x32_10((uint4)(lo, hi, 0, 0), seed);
+            const float u = (float)(w.x >> 8) * 0x1p-24f;
+            if (kind == G_UNIFORM) {
+                v = fma(b - a, u, a);
+            } else if (kind == G_BERNOULLI) {
+                v = u < a ? b : 0.0f;
+            } else {
+                /* Box-Muller: u1 in (0, 1] keeps the logarithm finite. */
+                const float u1 = (float)((w.x >> 8) + 1) * 0x1p-24f;
+                const float u2 = (float)(w.y >> 8) * 0x1p-24f;
+                v = fma(b, sqrt(-2.0f * log(u1)) * cos(2.0f * M_PI_F * u2), a);
+            }
+        }
+        y[oy] = v;
+    }
+}

@@ -84,3 +84,20 @@ static inline float kp_hsum16(float16 q)
     const float h4 = q.s4 + q.sc, h5 = q.s5 + q.sd, h6 = q.s6 + q.se, h7 = q.s7 + q.sf;
     return ((h0 + h4) + (h1 + h5)) + ((h2 + h6) + (h3 + h7));
 }
+
+/* Philox4x32-10 (Salmon et al., SC'11; the generator of cuRAND and PyTorch): four random words
+ * of counter c under key k, from 32-bit integer operations only, so every device and the host
+ * (kp_philox4x32_10 in kernelport/ops/random.h) compute the same bits. */
+static inline uint4 kp_philox4x32_10(uint4 c, uint2 k)
+{
+    for (int round = 0; round < 10; round++) {
+        if (round) {
+            k.x += 0x9E3779B9u;
+            k.y += 0xBB67AE85u;
+        }
+        const uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        const uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    }
+    return c;
+}

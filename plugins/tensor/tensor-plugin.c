@@ -8,7 +8,11 @@ static kp_status tensor_init(const kp_host_api *api, kp_registrar *reg)
 {
     tensor_host = api;
     kp_status st = tensor_register_elementwise(api, reg);
-    return st == KP_OK ? tensor_register_reductions(api, reg) : st;
+    if (st == KP_OK)
+        st = tensor_register_reductions(api, reg);
+    if (st == KP_OK)
+        st = tensor_register_generators(api, reg);
+    return st == KP_OK ? tensor_register_movement(api, reg) : st;
 }
 
 KP_PLUGIN_DEFINE(tensor, .name = "tensor", .version = "0.1.0",

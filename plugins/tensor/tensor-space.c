@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernelport/ops/random.h"
 #include "tensor-kernels.h"
 #include "tensor.h"
 
@@ -256,5 +257,64 @@ void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
             ((int32_t *)out)[oy] = (int32_t)arg;
         else if (out_dtype == KP_F32)
             ((float *)out)[oy] = (float)(acc * post);
+    }
+}
+
+kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, const kp_tensor *y,
+                                        int kind, double a, double b, uint64_t seed,
+                                        uint64_t offset)
+{
+    if (s->n_out == 0)
+        return KP_OK;
+    if (s->n_out > INT32_MAX)
+        return tensor_host->fail(l, KP_ERR_UNSUPPORTED,
+                                 "%lld elements: past 2^31 - 1 (kernels index with int)",
+                                 (long long)s->n_out);
+    char options[32];
+    snprintf(options, sizeof options, "-D RO=%d", s->rank_kept);
+    size_t wg = (size_t)tensor_host->tunable_index(l, 0);
+    size_t groups = ((size_t)s->n_out + wg - 1) / wg;
+    size_t global = (groups > 65536 ? 65536 : groups) * wg;
+    int32_t ext[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    for (int k = 0; k < s->rank_kept; k++)
+        ext[k] = (int32_t)s->ext[k];
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    const uint32_t off[2] = {(uint32_t)offset, (uint32_t)(offset >> 32)};
+    kp_tensor vy = view8(s, y, s->out_stride, s->out_offset, 0);
+    kp_clargs c = kp_clargs_begin(tensor_host, l, "tensor_generate", options);
+    kp_clargs_int(&c, (int32_t)s->n_out);
+    kp_clargs_int(&c, kind);
+    kp_clargs_float(&c, (float)a);
+    kp_clargs_float(&c, (float)b);
+    kp_clargs_value(&c, sizeof key, key);
+    kp_clargs_value(&c, sizeof off, off);
+    kp_clargs_value(&c, sizeof ext, ext);
+    kp_clargs_tensor(&c, &vy, KP_MAX_RANK);
+    return kp_clargs_enqueue(&c, 1, &global, &wg);
+}
+
+void tensor_space_reference_generate(const tensor_space *s, float *y, int kind, double a, double b,
+                                     uint64_t seed, uint64_t offset)
+{
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    for (int64_t o = 0; o < s->n_out; o++) {
+        int64_t oy = s->out_offset;
+        locate(s, o, 0, s->rank_kept, &oy, NULL);
+        const uint64_t n = (uint64_t)o + offset;
+        const uint32_t counter[4] = {(uint32_t)n, (uint32_t)(n >> 32), 0, 0};
+        uint32_t w[4];
+        kp_philox4x32_10(counter, key, w);
+        const double u = (double)(w[0] >> 8) * 0x1p-24;
+        double v = a;
+        if (kind == TG_ARANGE)
+            v = a + b * (double)o;
+        else if (kind == TG_UNIFORM)
+            v = a + (b - a) * u;
+        else if (kind == TG_BERNOULLI)
+            v = u < (double)(float)a ? b : 0.0;
+        else if (kind == TG_NORMAL)
+            v = a + b * sqrt(-2.0 * log((double)((w[0] >> 8) + 1) * 0x1p-24)) *
+                        cos(2.0 * M_PI * (double)(w[1] >> 8) * 0x1p-24);
+        y[oy] = (float)v;
     }
 }

@@ -143,6 +143,16 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
 void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
                             const float *const *in, int map, int comb, double alpha, double post);
 
+/* Index-only values (tensor_generate in kernels/tensor.cl): y[o] for its row-major index o. */
+enum { TG_FILL, TG_ARANGE, TG_UNIFORM, TG_NORMAL, TG_BERNOULLI };
+kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, const kp_tensor *y,
+                                        int kind, double a, double b, uint64_t seed,
+                                        uint64_t offset);
+/* The same on host memory (y points at element 0), in double: the random ones from the same
+ * Philox4x32-10 words (kernelport/ops/random.h). */
+void tensor_space_reference_generate(const tensor_space *s, float *y, int kind, double a, double b,
+                                     uint64_t seed, uint64_t offset);
+
 /* "[3, 1, 7]" of a tensor's shape, into buf. */
 const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size);
 
@@ -151,5 +161,9 @@ const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size);
 /* Registers the elementwise kernels (tensor-elementwise.c) and the reductions (tensor-reduce.c). */
 kp_status tensor_register_elementwise(const kp_host_api *api, kp_registrar *reg);
 kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg);
+/* tensor.fill, arange, uniform, normal, bernoulli (tensor-generate.c); copy and its backward
+ * (tensor-movement.c). */
+kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg);
+kp_status tensor_register_movement(const kp_host_api *api, kp_registrar *reg);
 
 #endif

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "../../plugins/tensor/tensor.h"
+#include "kernelport/ops/random.h"
 #include "kernelport/ops/tensor.h"
 #include "test-util.h"
 
@@ -69,8 +70,8 @@ static void test_verify_every_kernel(void **state)
         verified++;
     }
     /* 18 unary ops and 8 differentiable binary ops with their backward, cmplt, cmpeq and where,
-     * 7 reductions and 2 reduction backwards. */
-    assert_int_equal(verified, 18 * 2 + 8 * 2 + 3 + 7 + 2);
+     * 7 reductions and 2 reduction backwards, 5 generators, copy and its backward. */
+    assert_int_equal(verified, 18 * 2 + 8 * 2 + 3 + 7 + 2 + 5 + 2);
 }
 
 /* ---- the same bits on every run and at every work-group size ---- */
@@ -158,6 +159,39 @@ static void test_deterministic(void **state)
     free(x);
     free(col);
     free(row);
+}
+
+/* ---- random numbers: the host's bits ---- */
+
+/* tensor.uniform in [0, 1) and tensor.bernoulli give exactly kp_random_uniform's numbers, on a
+ * strided y, past a 32-bit boundary of the stream's offset. */
+static void test_random_matches_host(void **state)
+{
+    enum { R = 13, C = 77 };
+    const int64_t seed = (int64_t)0x9e3779b97f4a7c15ull, offset = (1LL << 32) - 100;
+    kp_buffer *b = upload(NULL, R * C);
+    /* y [C, R] as the transpose of its storage: element (i, j) of the row-major order is at j C +
+     * i. */
+    kp_tensor y = kp_tensor_2d(b, KP_F32, C, R);
+    y.strides[0] = 1;
+    y.strides[1] = C;
+    kp_arg args[] = {kp_arg_tensor("y", y), kp_arg_float("low", 0.0), kp_arg_float("high", 1.0),
+                     kp_arg_int("seed", seed), kp_arg_int("offset", offset)};
+    assert_int_equal(kp_kernel_launch(rt, find("tensor.uniform"), args, 5, NULL), KP_OK);
+    float got[R * C];
+    download(b, got, R * C);
+    for (int64_t i = 0; i < C; i++)
+        for (int64_t j = 0; j < R; j++)
+            assert_true(got[j * C + i] ==
+                        kp_random_uniform((uint64_t)seed, (uint64_t)offset, (uint64_t)(i * R + j)));
+    kp_arg bern[] = {kp_arg_tensor("y", kp_tensor_1d(b, KP_F32, R * C)), kp_arg_float("p", 0.25),
+                     kp_arg_float("value", 4.0), kp_arg_int("seed", seed)};
+    assert_int_equal(kp_kernel_launch(rt, find("tensor.bernoulli"), bern, 4, NULL), KP_OK);
+    download(b, got, R * C);
+    for (int64_t i = 0; i < R * C; i++)
+        assert_true(got[i] ==
+                    (kp_random_uniform((uint64_t)seed, 0, (uint64_t)i) < 0.25f ? 4.0f : 0.0f));
+    kp_buffer_destroy(rt, b);
 }
 
 /* ---- gradients against finite differences, in double on the host ---- */
@@ -280,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_verify_every_kernel),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_random_matches_host),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

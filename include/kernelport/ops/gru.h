@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../kernelport.h"
+#include "random.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -84,29 +85,6 @@ KP_INLINE kp_status kp_gru_rollout(kp_runtime *rt, const kp_gru_rollout_args *a,
  * the same numbers; exposed so applications can reproduce or audit a rollout's draws.
  * Thread-safe, no state.
  */
-KP_INLINE void kp_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4])
-{
-    uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int round = 0; round < 10; round++) {
-        if (round) {
-            k0 += 0x9E3779B9u;
-            k1 += 0xBB67AE85u;
-        }
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n1 = (uint32_t)p1;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1, n3 = (uint32_t)p0;
-        c0 = n0;
-        c1 = n1;
-        c2 = n2;
-        c3 = n3;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
-}
-
 KP_INLINE float kp_gru_rollout_uniform(uint64_t seed, int64_t e, int64_t b, int64_t t)
 {
     const uint32_t counter[4] = {(uint32_t)t, (uint32_t)b, (uint32_t)e, 0};

@@ -1,0 +1,238 @@
+/* tensor.copy: y = x with x broadcast to y's shape, any strides on both, which makes permute
+ * (a permuted view of x), expand, slice (a view), strided gathers and, into a slice of y, pad and
+ * concatenation; tensor.copy_backward: dx = dy summed over the axes x was broadcast along (the
+ * backward of expand; the backward of slice and pad is a copy of the matching view). */
+#include <string.h>
+
+#include "tensor-kernels.h"
+#include "tensor.h"
+
+static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
+static const kp_tunable_desc tunables[] = {{
+    .name = "WG",
+    .default_value = 256,
+    .allowed = workgroups,
+    .n_allowed = sizeof workgroups / sizeof workgroups[0],
+    .flags = KP_TUNABLE_WORKGROUP,
+    .doc = "work-items per work-group (results do not depend on it)",
+}};
+
+enum { CP_X, CP_Y, CP_N };
+static const kp_param_desc copy_params[] = {
+    [CP_X] = {.name = "x",
+              .kind = KP_ARG_KIND_TENSOR,
+              .access = KP_ACCESS_IN,
+              .dtypes = KP_DT(KP_F32),
+              .doc = "broadcasts to y's shape; any strides"},
+    [CP_Y] = {.name = "y",
+              .kind = KP_ARG_KIND_TENSOR,
+              .access = KP_ACCESS_OUT,
+              .dtypes = KP_DT(KP_F32),
+              .doc = "any strides"},
+};
+enum { CB_DY, CB_DX, CB_N };
+static const kp_param_desc back_params[] = {
+    [CB_DY] = {.name = "dy",
+               .kind = KP_ARG_KIND_TENSOR,
+               .access = KP_ACCESS_IN,
+               .dtypes = KP_DT(KP_F32),
+               .doc = "the gradient of y"},
+    [CB_DX] = {.name = "dx",
+               .kind = KP_ARG_KIND_TENSOR,
+               .access = KP_ACCESS_OUT,
+               .dtypes = KP_DT(KP_F32),
+               .doc = "x's shape: dy summed over the axes x was broadcast along"},
+};
+
+/* copy: x into y's space; backward: dy's space, dx broadcast (reduced) where x was. */
+static kp_status space(kp_launch *l, const kp_call *call, int backward, tensor_space *s)
+{
+    const kp_tensor *in = &call->args[0].tensor, *out = &call->args[1].tensor;
+    const kp_tensor *full = backward ? in : out;
+    static const char *const copy_names[1] = {"x"}, *const back_names[1] = {"dy"};
+    return tensor_space_make(l, full->rank, full->shape, out, backward ? "dx" : "y", &in,
+                             backward ? back_names : copy_names, 1, s);
+}
+
+static kp_status run(const kp_call *call, kp_launch *l, int backward, int reference)
+{
+    tensor_space s;
+    kp_status st = space(l, call, backward, &s);
+    if (st != KP_OK || !reference) {
+        const kp_tensor *in = &call->args[0].tensor;
+        return st == KP_OK ? tensor_space_enqueue(l, &s, &call->args[1].tensor, &in, TM_COPY,
+                                                  TC_SUM, 0.0, 1.0)
+                           : st;
+    }
+    const float *in = call->args[0].host;
+    tensor_space_reference(&s, call->args[1].host, KP_F32, &in, TM_COPY, TC_SUM, 0.0, 1.0);
+    return KP_OK;
+}
+
+static kp_status copy_check(const kp_call *call, kp_launch *l)
+{
+    tensor_space s;
+    return space(l, call, 0, &s);
+}
+
+static kp_status copy_enqueue(const kp_call *call, kp_launch *l)
+{
+    return run(call, l, 0, 0);
+}
+
+static kp_status copy_reference(const kp_call *call, kp_launch *l)
+{
+    return run(call, l, 0, 1);
+}
+
+static kp_status back_check(const kp_call *call, kp_launch *l)
+{
+    tensor_space s;
+    return space(l, call, 1, &s);
+}
+
+static kp_status back_enqueue(const kp_call *call, kp_launch *l)
+{
+    return run(call, l, 1, 0);
+}
+
+static kp_status back_reference(const kp_call *call, kp_launch *l)
+{
+    return run(call, l, 1, 1);
+}
+
+/* One element; a permute of [5, 7, 11] to (2, 0, 1); an expand of [7, 1] to [3, 7, 13]; a slice
+ * [2:5, 1:9] of [7, 11] into a gapped y; the benchmark's permute [64, 128, 56, 56] to
+ * (0, 2, 3, 1). */
+static const char *const verify_sizes[] = {"one", "permute", "expand", "slice", NULL};
+static const char *const bench_sizes[] = {"permute-64x128x56x56", NULL};
+
+/* x and y of `size` (copy: x the source view, y the destination; backward: dy and dx). */
+static kp_status copy_sample(kp_sample *smp, const char *size)
+{
+    kp_status st;
+    if (strcmp(size, "one") == 0) {
+        const int64_t n = 1;
+        st = tensor_host->sample_tensor(smp, "x", KP_F32, 1, &n, -1, 1, NULL);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 1, &n, 0, 0, NULL) : st;
+    }
+    if (strcmp(size, "permute") == 0 || strcmp(size, "permute-64x128x56x56") == 0) {
+        const int big = size[7] == '-';
+        const int64_t d[4] = {big ? 64 : 1, big ? 128 : 5, big ? 56 : 7, big ? 56 : 11};
+        /* x [N, C, H, W] read as its (0, 2, 3, 1) permutation [N, H, W, C]. */
+        const int64_t perm[4] = {d[0], d[2], d[3], d[1]};
+        const int64_t strides[4] = {d[1] * d[2] * d[3], d[3], 1, d[2] * d[3]};
+        st = tensor_host->sample_tensor(smp, "x", KP_F32, 4, d, -1, 1, NULL);
+        if (st == KP_OK)
+            st = tensor_host->sample_view(smp, "x", 4, perm, 0, strides);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 4, perm, 0, 0, NULL) : st;
+    }
+    if (strcmp(size, "expand") == 0) {
+        const int64_t x[2] = {7, 1}, y[3] = {3, 7, 13};
+        st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, x, -1, 1, NULL);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 3, y, 0, 0, NULL) : st;
+    }
+    if (strcmp(size, "slice") == 0) {
+        const int64_t x[2] = {7, 11}, part[2] = {3, 8}, storage = 3 * 12 + 4;
+        st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, x, -1, 1, NULL);
+        if (st == KP_OK)
+            st = tensor_host->sample_view(smp, "x", 2, part, 2 * 11 + 1, (const int64_t[]){11, 1});
+        if (st == KP_OK)
+            st = tensor_host->sample_tensor(smp, "y", KP_F32, 1, &storage, 0, 0, NULL);
+        return st == KP_OK
+                   ? tensor_host->sample_view(smp, "y", 2, part, 2, (const int64_t[]){12, 1})
+                   : st;
+    }
+    return KP_ERR_NOT_FOUND;
+}
+
+/* dy of y's shape and dx of x's: the expand's backward sums dy over the broadcast axes. */
+static kp_status back_sample(kp_sample *smp, const char *size)
+{
+    if (strcmp(size, "expand") == 0) {
+        const int64_t x[2] = {7, 1}, y[3] = {3, 7, 13};
+        kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 3, y, -1, 1, NULL);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "dx", KP_F32, 2, x, 0, 0, NULL) : st;
+    }
+    if (strcmp(size, "one") == 0) {
+        const int64_t n = 1;
+        kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 1, &n, -1, 1, NULL);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "dx", KP_F32, 1, &n, 0, 0, NULL) : st;
+    }
+    if (strcmp(size, "all") == 0) {
+        const int64_t y[2] = {37, 53};
+        kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 2, y, -1, 1, NULL);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "dx", KP_F32, 0, NULL, 0, 0, NULL)
+                           : st;
+    }
+    return KP_ERR_NOT_FOUND;
+}
+
+static const char *const back_sizes[] = {"one", "expand", "all", NULL};
+
+static void cost(const kp_call *call, kp_cost *out)
+{
+    double a = (double)kp_tensor_numel(&call->args[0].tensor);
+    double b = (double)kp_tensor_numel(&call->args[1].tensor);
+    out->flops = 0;
+    out->bytes = 4 * (a + b);
+}
+
+static void back_tolerance(const kp_call *call, double *atol, double *rtol)
+{
+    double a = (double)kp_tensor_numel(&call->args[0].tensor);
+    double b = (double)kp_tensor_numel(&call->args[1].tensor);
+    *atol = 1e-6 * (b > 0 ? a / b : 1);
+    *rtol = 1e-5;
+}
+
+static const kp_kernel_desc descs[] = {
+    {
+        .struct_size = sizeof(kp_kernel_desc),
+        .name = "tensor.copy",
+        .summary = "y = x broadcast to y's shape, any strides: permute, expand, slice, gather",
+        .params = copy_params,
+        .n_params = CP_N,
+        .n_tunables = 1,
+        .tunables = tunables,
+        .source = kp_kernel_tensor_cl,
+        .source_name = "tensor.cl",
+        .entry = "tensor_map_reduce",
+        .check = copy_check,
+        .enqueue = copy_enqueue,
+        .reference = copy_reference,
+        .sample = copy_sample,
+        .cost = cost,
+        .verify_sizes = verify_sizes,
+        .bench_sizes = bench_sizes,
+    },
+    {
+        .struct_size = sizeof(kp_kernel_desc),
+        .name = "tensor.copy_backward",
+        .summary = "dx = dy summed over the axes x was broadcast along (expand's backward)",
+        .params = back_params,
+        .n_params = CB_N,
+        .n_tunables = 1,
+        .tunables = tunables,
+        .source = kp_kernel_tensor_cl,
+        .source_name = "tensor.cl",
+        .entry = "tensor_map_reduce",
+        .check = back_check,
+        .enqueue = back_enqueue,
+        .reference = back_reference,
+        .sample = back_sample,
+        .cost = cost,
+        .verify_sizes = back_sizes,
+        .tolerance = back_tolerance,
+    },
+};
+
+kp_status tensor_register_movement(const kp_host_api *api, kp_registrar *reg)
+{
+    for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++) {
+        kp_status st = api->register_kernel(reg, &descs[i]);
+        if (st != KP_OK)
+            return st;
+    }
+    return KP_OK;
+}
