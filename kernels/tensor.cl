@@ -181,106 +181,210 @@ int arity(int op)
         SPLIT_IN(p, last)                                                                          \
     }
 
-__kernel void tensor_map_reduce(const int n_out, const int n_red, const int op, const int comb,
-                                const float alpha, const float post, const int8 ext,
-                                __global const float *x0, const kp_view8 v0,
-                                __global const float *x1, const kp_view8 v1,
-                                __global const float *x2, const kp_view8 v2, __global float *y,
-                                __global int *yi, const kp_view8 vy)
+/* Output element q's offsets in the inputs and the output, from its kept coordinates. */
+void kept_offsets(int q, const int8 ext, const kp_view8 v0, const kp_view8 v1, const kp_view8 v2,
+                  const kp_view8 vy, int *p0, int *p1, int *p2, int *py)
+{
+    int o0 = kp_offset(v0), o1 = kp_offset(v1), o2 = kp_offset(v2), oy = kp_offset(vy);
+    /* Innermost (RO - 1) first. */
+#if RO > 7
+    SPLIT_KEPT(7, 0)
+#endif
+#if RO > 6
+    SPLIT_KEPT(6, 0)
+#endif
+#if RO > 5
+    SPLIT_KEPT(5, 0)
+#endif
+#if RO > 4
+    SPLIT_KEPT(4, 0)
+#endif
+#if RO > 3
+    SPLIT_KEPT(3, 0)
+#endif
+#if RO > 2
+    SPLIT_KEPT(2, 0)
+#endif
+#if RO > 1
+    SPLIT_KEPT(1, 0)
+#endif
+#if RO > 0
+    SPLIT_KEPT(0, 1)
+#endif
+    *p0 = o0;
+    *p1 = o1;
+    *p2 = o2;
+    *py = oy;
+}
+
+/* Term q's offsets in the inputs: the bases moved by its reduced coordinates. */
+void term_offsets(int q, const int8 ext, const kp_view8 v0, const kp_view8 v1, const kp_view8 v2,
+                  int *p0, int *p1, int *p2)
+{
+    int o0 = *p0, o1 = *p1, o2 = *p2;
+    /* Innermost (position 7) first. */
+#if RR > 0
+    SPLIT_RED(7, RR == 1)
+#endif
+#if RR > 1
+    SPLIT_RED(6, RR == 2)
+#endif
+#if RR > 2
+    SPLIT_RED(5, RR == 3)
+#endif
+#if RR > 3
+    SPLIT_RED(4, RR == 4)
+#endif
+#if RR > 4
+    SPLIT_RED(3, RR == 5)
+#endif
+#if RR > 5
+    SPLIT_RED(2, RR == 6)
+#endif
+#if RR > 6
+    SPLIT_RED(1, RR == 7)
+#endif
+#if RR > 7
+    SPLIT_RED(0, RR == 8)
+#endif
+    *p0 = o0;
+    *p1 = o1;
+    *p2 = o2;
+}
+
+/* A combine's running state: its value, the index of the extreme it holds, whether that is a
+ * NaN (which wins over everything, the first one among NaNs). */
+typedef struct acc_t {
+    float v;
+    int arg;
+    int nan;
+} acc_t;
+
+acc_t acc_init(int comb, int first)
+{
+    acc_t a;
+    a.v = comb == C_PROD                       ? 1.0f
+          : comb == C_MAX || comb == C_ARGMAX ? -INFINITY
+          : comb == C_MIN || comb == C_ARGMIN ? INFINITY
+                                               : 0.0f;
+    a.arg = first;
+    a.nan = 0;
+    return a;
+}
+
+/* Term r of value v, r above every term a holds. */
+void acc_add(acc_t *a, int comb, float v, int r)
+{
+    if (comb == C_SUM) {
+        a->v += v;
+    } else if (comb == C_PROD) {
+        a->v *= v;
+    } else if (!a->nan) {
+        const int better = comb == C_MAX || comb == C_ARGMAX ? v > a->v : v < a->v;
+        if (isnan(v) || better) {
+            a->v = v;
+            a->arg = r;
+            a->nan = isnan(v);
+        }
+    }
+}
+
+/* a, then b's terms: sums add in that order; extremes keep the first in row-major order. */
+void acc_merge(acc_t *a, int comb, acc_t b)
+{
+    if (comb == C_SUM) {
+        a->v += b.v;
+    } else if (comb == C_PROD) {
+        a->v *= b.v;
+    } else if (b.nan || !a->nan) {
+        const int better = b.nan ? !a->nan || b.arg < a->arg
+                           : comb == C_MAX || comb == C_ARGMAX
+                               ? b.v > a->v || (b.v == a->v && b.arg < a->arg)
+                               : b.v < a->v || (b.v == a->v && b.arg < a->arg);
+        if (better)
+            *a = b;
+    }
+}
+
+float term(int op, int n_in, __global const float *x0, __global const float *x1,
+           __global const float *x2, int o0, int o1, int o2, float alpha)
+{
+    return map(op, x0[o0], n_in > 1 ? x1[o1] : 0.0f, n_in > 2 ? x2[o2] : 0.0f, alpha);
+}
+
+void store(int comb, acc_t a, float post, __global float *y, __global int *yi, int oy)
+{
+    if (comb == C_ARGMAX || comb == C_ARGMIN)
+        yi[oy] = a.arg;
+    else
+        y[oy] = a.v * post;
+}
+
+#define MAP_REDUCE_PARAMS                                                                          \
+    const int n_out, const int n_red, const int op, const int comb, const float alpha,             \
+        const float post, const int8 ext, __global const float *x0, const kp_view8 v0,             \
+        __global const float *x1, const kp_view8 v1, __global const float *x2,                     \
+        const kp_view8 v2, __global float *y, __global int *yi, const kp_view8 vy
+
+/* One work-item per output element, its terms in row-major order. */
+__kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
 {
     const int n_in = arity(op);
     for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
-        int q = o;
-        int o0 = kp_offset(v0), o1 = kp_offset(v1), o2 = kp_offset(v2), oy = kp_offset(vy);
-        /* Kept dimensions, innermost (RO - 1) first. */
-#if RO > 7
-        SPLIT_KEPT(7, 0)
-#endif
-#if RO > 6
-        SPLIT_KEPT(6, 0)
-#endif
-#if RO > 5
-        SPLIT_KEPT(5, 0)
-#endif
-#if RO > 4
-        SPLIT_KEPT(4, 0)
-#endif
-#if RO > 3
-        SPLIT_KEPT(3, 0)
-#endif
-#if RO > 2
-        SPLIT_KEPT(2, 0)
-#endif
-#if RO > 1
-        SPLIT_KEPT(1, 0)
-#endif
-#if RO > 0
-        SPLIT_KEPT(0, 1)
-#endif
-#if RR == 0
-        const float v = map(op, x0[o0], n_in > 1 ? x1[o1] : 0.0f, n_in > 2 ? x2[o2] : 0.0f, alpha);
-        if (comb == C_ARGMAX || comb == C_ARGMIN)
-            yi[oy] = 0;
-        else
-            y[oy] = v * post;
-#else
-        const int b0 = o0, b1 = o1, b2 = o2;
-        float acc = comb == C_PROD ? 1.0f
-                    : comb == C_MAX || comb == C_ARGMAX ? -INFINITY
-                    : comb == C_MIN || comb == C_ARGMIN ? INFINITY
-                                                        : 0.0f;
-        int arg = 0, seen_nan = 0;
+        int o0, o1, o2, oy;
+        kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
+        acc_t a = acc_init(comb, 0);
         for (int r = 0; r < n_red; r++) {
-            q = r;
-            o0 = b0;
-            o1 = b1;
-            o2 = b2;
-            /* Reduced dimensions, innermost (position 7) first. */
-#if RR > 0
-            SPLIT_RED(7, RR == 1)
-#endif
-#if RR > 1
-            SPLIT_RED(6, RR == 2)
-#endif
-#if RR > 2
-            SPLIT_RED(5, RR == 3)
-#endif
-#if RR > 3
-            SPLIT_RED(4, RR == 4)
-#endif
-#if RR > 4
-            SPLIT_RED(3, RR == 5)
-#endif
-#if RR > 5
-            SPLIT_RED(2, RR == 6)
-#endif
-#if RR > 6
-            SPLIT_RED(1, RR == 7)
-#endif
-#if RR > 7
-            SPLIT_RED(0, RR == 8)
-#endif
-            const float v =
-                map(op, x0[o0], n_in > 1 ? x1[o1] : 0.0f, n_in > 2 ? x2[o2] : 0.0f, alpha);
-            if (comb == C_SUM) {
-                acc += v;
-            } else if (comb == C_PROD) {
-                acc *= v;
-            } else if (!seen_nan) {
-                /* Extremes: the first one wins ties; a NaN wins over everything, as in PyTorch. */
-                const int better = comb == C_MAX || comb == C_ARGMAX ? v > acc : v < acc;
-                if (isnan(v) || better) {
-                    acc = v;
-                    arg = r;
-                    seen_nan = isnan(v);
-                }
-            }
+            int t0 = o0, t1 = o1, t2 = o2;
+            term_offsets(r, ext, v0, v1, v2, &t0, &t1, &t2);
+            acc_add(&a, comb, term(op, n_in, x0, x1, x2, t0, t1, t2, alpha), r);
         }
-        if (comb == C_ARGMAX || comb == C_ARGMIN)
-            yi[oy] = arg;
-        else
-            y[oy] = acc * post;
-#endif
+        store(comb, a, post, y, yi, oy);
+    }
+}
+
+/*
+ * LANES work-items per output element, for few outputs of many terms (GPUs): lane j takes terms
+ * j, j + LANES, ... in order, then the lanes meet in a fixed tree. The order is fixed by LANES,
+ * not by the work-group size, so the bits are the same on every run; they differ from
+ * tensor_map_reduce's, and the host picks one kernel from the shapes and the device alone.
+ */
+#define LANES 64
+__kernel __attribute__((reqd_work_group_size(LANES, 1, 1))) void
+tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
+{
+    __local float lv[LANES];
+    __local int larg[LANES], lnan[LANES];
+    const int n_in = arity(op), lane = get_local_id(0);
+    for (int o = get_group_id(0); o < n_out; o += get_num_groups(0)) {
+        int o0, o1, o2, oy;
+        kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
+        acc_t a = acc_init(comb, lane);
+        for (int r = lane; r < n_red; r += LANES) {
+            int t0 = o0, t1 = o1, t2 = o2;
+            term_offsets(r, ext, v0, v1, v2, &t0, &t1, &t2);
+            acc_add(&a, comb, term(op, n_in, x0, x1, x2, t0, t1, t2, alpha), r);
+        }
+        lv[lane] = a.v;
+        larg[lane] = a.arg;
+        lnan[lane] = a.nan;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int step = LANES / 2; step > 0; step /= 2) {
+            if (lane < step) {
+                acc_t b;
+                b.v = lv[lane + step];
+                b.arg = larg[lane + step];
+                b.nan = lnan[lane + step];
+                acc_merge(&a, comb, b);
+                lv[lane] = a.v;
+                larg[lane] = a.arg;
+                lnan[lane] = a.nan;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (lane == 0)
+            store(comb, a, post, y, yi, oy);
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
 

@@ -7,17 +7,6 @@
 #include "tensor-kernels.h"
 #include "tensor.h"
 
-static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
-static const kp_tunable_desc tunables[] = {{
-    .name = "WG",
-    .default_value = 256,
-    .allowed = workgroups,
-    .n_allowed = sizeof workgroups / sizeof workgroups[0],
-    .flags = KP_TUNABLE_WORKGROUP,
-    .doc = "work-items per work-group (each output element is one work-item's: results do not "
-           "depend on it)",
-}};
-
 #define F32 KP_DT(KP_F32)
 
 /* Parameters of each kind of kernel. Outputs may be an input's very view (in place). */
@@ -534,8 +523,8 @@ static void add(const tensor_op *op, int backward)
         .struct_size = sizeof(kp_kernel_desc),
         .name = names_buf[n_descs - 1],
         .summary = op->summary,
-        .n_tunables = 1,
-        .tunables = tunables,
+        .n_tunables = backward ? 2 : 1,
+        .tunables = tensor_tunables,
         .source = kp_kernel_tensor_cl,
         .source_name = "tensor.cl",
         .entry = "tensor_map_reduce",

@@ -6,16 +6,6 @@
 #include "tensor-kernels.h"
 #include "tensor.h"
 
-static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
-static const kp_tunable_desc tunables[] = {{
-    .name = "WG",
-    .default_value = 256,
-    .allowed = workgroups,
-    .n_allowed = sizeof workgroups / sizeof workgroups[0],
-    .flags = KP_TUNABLE_WORKGROUP,
-    .doc = "work-items per work-group (values depend on the element's index alone)",
-}};
-
 /* One generator: its kind and the names, defaults and docs of its two scalars. */
 typedef struct generator {
     const char *name, *summary;
@@ -184,7 +174,7 @@ kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg)
                         : g->b    ? GN_B + 1
                                   : GN_A + 1,
             .n_tunables = 1,
-            .tunables = tunables,
+            .tunables = tensor_tunables,
             .source = kp_kernel_tensor_cl,
             .source_name = "tensor.cl",
             .entry = "tensor_generate",

@@ -7,16 +7,6 @@
 #include "tensor-kernels.h"
 #include "tensor.h"
 
-static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
-static const kp_tunable_desc tunables[] = {{
-    .name = "WG",
-    .default_value = 256,
-    .allowed = workgroups,
-    .n_allowed = sizeof workgroups / sizeof workgroups[0],
-    .flags = KP_TUNABLE_WORKGROUP,
-    .doc = "work-items per work-group (results do not depend on it)",
-}};
-
 enum { CP_X, CP_Y, CP_N };
 static const kp_param_desc copy_params[] = {
     [CP_X] = {.name = "x",
@@ -194,7 +184,7 @@ static const kp_kernel_desc descs[] = {
         .params = copy_params,
         .n_params = CP_N,
         .n_tunables = 1,
-        .tunables = tunables,
+        .tunables = tensor_tunables,
         .source = kp_kernel_tensor_cl,
         .source_name = "tensor.cl",
         .entry = "tensor_map_reduce",
@@ -212,8 +202,8 @@ static const kp_kernel_desc descs[] = {
         .summary = "dx = dy summed over the axes x was broadcast along (expand's backward)",
         .params = back_params,
         .n_params = CB_N,
-        .n_tunables = 1,
-        .tunables = tunables,
+        .n_tunables = 2,
+        .tunables = tensor_tunables,
         .source = kp_kernel_tensor_cl,
         .source_name = "tensor.cl",
         .entry = "tensor_map_reduce",

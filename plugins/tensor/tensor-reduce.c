@@ -7,16 +7,6 @@
 #include "tensor-kernels.h"
 #include "tensor.h"
 
-static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
-static const kp_tunable_desc tunables[] = {{
-    .name = "WG",
-    .default_value = 256,
-    .allowed = workgroups,
-    .n_allowed = sizeof workgroups / sizeof workgroups[0],
-    .flags = KP_TUNABLE_WORKGROUP,
-    .doc = "work-items per work-group (results do not depend on it)",
-}};
-
 /* One reduction: its combine, the scale applied after (mean), and its output dtype. */
 typedef struct reduction {
     const char *name, *summary;
@@ -387,8 +377,8 @@ kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg)
                       : r->out_dtype == KP_I32 ? params_i32
                                                : params_f32,
             .n_params = RD_N,
-            .n_tunables = 1,
-            .tunables = tunables,
+            .n_tunables = 2,
+            .tunables = tensor_tunables,
             .source = kp_kernel_tensor_cl,
             .source_name = "tensor.cl",
             .entry = "tensor_map_reduce",

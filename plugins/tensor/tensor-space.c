@@ -8,6 +8,27 @@
 #include "tensor-kernels.h"
 #include "tensor.h"
 
+static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
+static const int64_t routes[] = {TR_AUTO, TR_ITEMS, TR_LANES};
+const kp_tunable_desc tensor_tunables[TT_COUNT] = {
+    [TT_WG] = {.name = "WG",
+               .default_value = 256,
+               .allowed = workgroups,
+               .n_allowed = sizeof workgroups / sizeof workgroups[0],
+               .flags = KP_TUNABLE_WORKGROUP,
+               .doc = "work-items per work-group of the one-work-item-per-element kernels (results "
+                      "do not depend on it)"},
+    [TT_REDUCE] = {.name = "REDUCE",
+                   .default_value = TR_AUTO,
+                   .allowed = routes,
+                   .n_allowed = 3,
+                   .flags = KP_TUNABLE_NO_DEFINE,
+                   .doc = "how an output element's terms are summed: 1 one work-item each, in "
+                          "order; 2 64 lanes each, a fixed tree (GPUs, rows of contiguous terms); "
+                          "0 decided per call: 2 on GPUs where the terms are contiguous and at "
+                          "least 256, else 1. Each gives the same bits on every run"},
+};
+
 const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size)
 {
     size_t n = (size_t)snprintf(buf, size, "[");
@@ -158,6 +179,19 @@ static kp_tensor view8(const tensor_space *s, const kp_tensor *t, const int64_t 
     return v;
 }
 
+/* Whether the space's output elements are summed by 64 lanes each (REDUCE, tensor_tunables). */
+static int uses_lanes(kp_launch *l, const tensor_space *s)
+{
+    if (s->rank_red == 0)
+        return 0;
+    const int64_t route = tensor_host->tunable(l, "REDUCE");
+    if (route != TR_AUTO)
+        return route == TR_LANES;
+    const kp_device_info *d = tensor_host->device(l);
+    const int contiguous = s->in_stride[0][s->rank_kept + s->rank_red - 1] == 1;
+    return d && d->type == KP_DEVICE_GPU && contiguous && s->n_red >= 256;
+}
+
 kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_tensor *out,
                                const kp_tensor *const *in, int map, int comb, double alpha,
                                double post)
@@ -171,9 +205,11 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                                  (long long)s->n_out, (long long)s->n_red);
     char options[48];
     snprintf(options, sizeof options, "-D RO=%d -D RR=%d", s->rank_kept, s->rank_red);
-    size_t wg = (size_t)tensor_host->tunable_index(l, 0);
-    /* Enough work-groups to fill any device; each work-item then strides over the outputs. */
-    size_t groups = ((size_t)s->n_out + wg - 1) / wg;
+    /* Enough work-groups to fill any device; each work-item (or group of lanes) then strides
+     * over the outputs. */
+    const int lanes = uses_lanes(l, s);
+    size_t wg = lanes ? 64 : (size_t)tensor_host->tunable_index(l, TT_WG);
+    size_t groups = lanes ? (size_t)s->n_out : ((size_t)s->n_out + wg - 1) / wg;
     if (groups > 65536)
         groups = 65536;
     size_t global = groups * wg;
@@ -182,7 +218,8 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
         ext[k] = (int32_t)s->ext[k];
     for (int r = 0; r < s->rank_red; r++)
         ext[KP_MAX_RANK - s->rank_red + r] = (int32_t)s->ext[s->rank_kept + r];
-    kp_clargs a = kp_clargs_begin(tensor_host, l, "tensor_map_reduce", options);
+    kp_clargs a = kp_clargs_begin(tensor_host, l,
+                                  lanes ? "tensor_map_reduce_lanes" : "tensor_map_reduce", options);
     kp_clargs_int(&a, (int32_t)s->n_out);
     kp_clargs_int(&a, (int32_t)s->n_red);
     kp_clargs_int(&a, map);
@@ -272,7 +309,7 @@ kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, con
                                  (long long)s->n_out);
     char options[32];
     snprintf(options, sizeof options, "-D RO=%d", s->rank_kept);
-    size_t wg = (size_t)tensor_host->tunable_index(l, 0);
+    size_t wg = (size_t)tensor_host->tunable_index(l, TT_WG);
     size_t groups = ((size_t)s->n_out + wg - 1) / wg;
     size_t global = (groups > 65536 ? 65536 : groups) * wg;
     int32_t ext[8] = {1, 1, 1, 1, 1, 1, 1, 1};

@@ -99,6 +99,12 @@ extern const size_t tensor_n_unary;
 extern const tensor_op tensor_binary_ops[];
 extern const size_t tensor_n_binary;
 
+/* The family's tunables: WG, then REDUCE, which kernels that may reduce (reductions, gradients
+ * summed over broadcast axes) list too (n_tunables 2) and the others leave out (1). */
+enum { TT_WG, TT_REDUCE, TT_COUNT };
+enum { TR_AUTO, TR_ITEMS, TR_LANES };
+extern const kp_tunable_desc tensor_tunables[TT_COUNT];
+
 /* The map in double, for the host references. */
 double tensor_map_host(int map, double a, double b, double c, double alpha);
 /* How many inputs a map reads. */
