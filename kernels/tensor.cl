@@ -327,9 +327,35 @@ void store(int comb, acc_t a, float post, __global float *y, __global int *yi, i
         const kp_view8 v2, __global float *y, __global int *yi, const kp_view8 vy
 
 /* One work-item per output element, its terms in row-major order. */
+/* Elements per work-item of an elementwise launch, loaded before any is computed: one 4-byte
+ * load per work-item leaves too few bytes in flight to cover a GPU's memory latency (exp on 16M
+ * floats ran at 32% of an H200's bandwidth so). tensor-space.c sizes the launch by it. */
+#define UNROLL 4
+
 __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
 {
     const int n_in = arity(op);
+#if RR == 0
+    const int step = get_global_size(0);
+    for (int o = get_global_id(0); o < n_out; o += UNROLL * step) {
+        float a[UNROLL], b[UNROLL], c[UNROLL];
+        int oy[UNROLL];
+        for (int k = 0; k < UNROLL; k++) {
+            const int i = o + k * step;
+            int o0, o1, o2;
+            kept_offsets(min(i, n_out - 1), ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy[k]);
+            a[k] = x0[o0];
+            b[k] = n_in > 1 ? x1[o1] : 0.0f;
+            c[k] = n_in > 2 ? x2[o2] : 0.0f;
+        }
+        for (int k = 0; k < UNROLL; k++) {
+            acc_t acc = acc_init(comb, 0);
+            acc_add(&acc, comb, map(op, a[k], b[k], c[k], alpha), 0);
+            if (o + k * step < n_out)
+                store(comb, acc, post, y, yi, oy[k]);
+        }
+    }
+#else
     for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
         int o0, o1, o2, oy;
         kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
@@ -341,6 +367,7 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
         }
         store(comb, a, post, y, yi, oy);
     }
+#endif
 }
 
 /*
@@ -389,6 +416,53 @@ tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
 }
 
 /*
+ * Few outputs of many terms that no lanes can read together (a sum over the first axis): each
+ * output's terms in chunks of `chunk`, one work-item per (output, chunk) summing its chunk in
+ * order into scratch (work-item w: output w % n_out, chunk w / n_out, so neighbours read
+ * neighbouring outputs), then one work-item per output merging its chunks in order. The chunk
+ * size comes from the shape alone, so the bits repeat.
+ */
+__kernel void tensor_map_reduce_chunks(MAP_REDUCE_PARAMS, const int chunk, const int n_chunks,
+                                       __global float *pv, __global int *pa)
+{
+    const int n_in = arity(op);
+    for (int w = get_global_id(0); w < n_out * n_chunks; w += get_global_size(0)) {
+        const int o = w % n_out, r0 = (w / n_out) * chunk, r1 = min(n_red, r0 + chunk);
+        int o0, o1, o2, oy;
+        kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
+        acc_t a = acc_init(comb, r0);
+        for (int r = r0; r < r1; r++) {
+            int t0 = o0, t1 = o1, t2 = o2;
+            term_offsets(r, ext, v0, v1, v2, &t0, &t1, &t2);
+            acc_add(&a, comb, term(op, n_in, x0, x1, x2, t0, t1, t2, alpha), r);
+        }
+        pv[w] = a.v;
+        pa[w] = a.arg;
+    }
+}
+
+__kernel void tensor_map_reduce_merge(MAP_REDUCE_PARAMS, const int chunk, const int n_chunks,
+                                      __global const float *pv, __global const int *pa)
+{
+    for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
+        int o0, o1, o2, oy;
+        kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
+        acc_t a = acc_init(comb, 0);
+        for (int c = 0; c < n_chunks; c++) {
+            acc_t b;
+            b.v = pv[c * n_out + o];
+            b.arg = pa[c * n_out + o];
+            b.nan = isnan(b.v);
+            if (c == 0)
+                a = b;
+            else
+                acc_merge(&a, comb, b);
+        }
+        store(comb, a, post, y, yi, oy);
+    }
+}
+
+/*
  * tensor_generate: values that depend only on an element's index o (row-major over y's shape,
  * which the kept dimensions' order preserves): a constant, a ramp, or Philox4x32-10 random
  * numbers of the counter (o + offset as 64 bits, 0, 0) under the key `seed`, the same bits on
@@ -403,54 +477,65 @@ enum { G_FILL, G_ARANGE, G_UNIFORM, G_NORMAL, G_BERNOULLI };
         oy += c * KP_S_##p(vy);                                                                    \
     }
 
+/* Element o's value. */
+float generate(int kind, float a, float b, uint2 seed, uint2 offset, int o)
+{
+    if (kind == G_FILL)
+        return a;
+    if (kind == G_ARANGE)
+        return fma(b, (float)o, a);
+    const uint lo = (uint)o + offset.x, hi = offset.y + (lo < offset.x);
+    const uint4 w = kp_philox4x32_10((uint4)(lo, hi, 0, 0), seed);
+    const float u = (float)(w.x >> 8) * 0x1p-24f;
+    if (kind == G_UNIFORM)
+        return fma(b - a, u, a);
+    if (kind == G_BERNOULLI)
+        return u < a ? b : 0.0f;
+    /* Box-Muller: u1 in (0, 1] keeps the logarithm finite. */
+    const float u1 = (float)((w.x >> 8) + 1) * 0x1p-24f;
+    const float u2 = (float)(w.y >> 8) * 0x1p-24f;
+    return fma(b, sqrt(-2.0f * log(u1)) * cos(2.0f * M_PI_F * u2), a);
+}
+
+/* Element q's offset in y. */
+int y_offset(int q, const int8 ext, const kp_view8 vy)
+{
+    int oy = kp_offset(vy);
+#if RO > 7
+    SPLIT_Y(7, 0)
+#endif
+#if RO > 6
+    SPLIT_Y(6, 0)
+#endif
+#if RO > 5
+    SPLIT_Y(5, 0)
+#endif
+#if RO > 4
+    SPLIT_Y(4, 0)
+#endif
+#if RO > 3
+    SPLIT_Y(3, 0)
+#endif
+#if RO > 2
+    SPLIT_Y(2, 0)
+#endif
+#if RO > 1
+    SPLIT_Y(1, 0)
+#endif
+#if RO > 0
+    SPLIT_Y(0, 1)
+#endif
+    return oy;
+}
+
+/* UNROLL elements per work-item, as tensor_map_reduce's elementwise launches. */
 __kernel void tensor_generate(const int n_out, const int kind, const float a, const float b,
                               const uint2 seed, const uint2 offset, const int8 ext,
                               __global float *y, const kp_view8 vy)
 {
-    for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
-        int q = o, oy = kp_offset(vy);
-#if RO > 7
-        SPLIT_Y(7, 0)
-#endif
-#if RO > 6
-        SPLIT_Y(6, 0)
-#endif
-#if RO > 5
-        SPLIT_Y(5, 0)
-#endif
-#if RO > 4
-        SPLIT_Y(4, 0)
-#endif
-#if RO > 3
-        SPLIT_Y(3, 0)
-#endif
-#if RO > 2
-        SPLIT_Y(2, 0)
-#endif
-#if RO > 1
-        SPLIT_Y(1, 0)
-#endif
-#if RO > 0
-        SPLIT_Y(0, 1)
-#endif
-        float v = a;
-        if (kind == G_ARANGE) {
-            v = fma(b, (float)o, a);
-        } else if (kind != G_FILL) {
-            const uint lo = (uint)o + offset.x, hi = offset.y + (lo < offset.x);
-            const uint4 w = kp_philox4x32_10((uint4)(lo, hi, 0, 0), seed);
-            const float u = (float)(w.x >> 8) * 0x1p-24f;
-            if (kind == G_UNIFORM) {
-                v = fma(b - a, u, a);
-            } else if (kind == G_BERNOULLI) {
-                v = u < a ? b : 0.0f;
-            } else {
-                /* Box-Muller: u1 in (0, 1] keeps the logarithm finite. */
-                const float u1 = (float)((w.x >> 8) + 1) * 0x1p-24f;
-                const float u2 = (float)(w.y >> 8) * 0x1p-24f;
-                v = fma(b, sqrt(-2.0f * log(u1)) * cos(2.0f * M_PI_F * u2), a);
-            }
-        }
-        y[oy] = v;
-    }
+    const int step = get_global_size(0);
+    for (int o = get_global_id(0); o < n_out; o += UNROLL * step)
+        for (int k = 0; k < UNROLL; k++)
+            if (o + k * step < n_out)
+                y[y_offset(o + k * step, ext, vy)] = generate(kind, a, b, seed, offset, o + k * step);
 }

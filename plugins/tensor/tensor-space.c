@@ -9,7 +9,7 @@
 #include "tensor.h"
 
 static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
-static const int64_t routes[] = {TR_AUTO, TR_ITEMS, TR_LANES};
+static const int64_t routes[] = {TR_AUTO, TR_ITEMS, TR_LANES, TR_CHUNKS};
 const kp_tunable_desc tensor_tunables[TT_COUNT] = {
     [TT_WG] = {.name = "WG",
                .default_value = 256,
@@ -21,12 +21,13 @@ const kp_tunable_desc tensor_tunables[TT_COUNT] = {
     [TT_REDUCE] = {.name = "REDUCE",
                    .default_value = TR_AUTO,
                    .allowed = routes,
-                   .n_allowed = 3,
+                   .n_allowed = 4,
                    .flags = KP_TUNABLE_NO_DEFINE,
                    .doc = "how an output element's terms are summed: 1 one work-item each, in "
-                          "order; 2 64 lanes each, a fixed tree (GPUs, rows of contiguous terms); "
-                          "0 decided per call: 2 on GPUs where the terms are contiguous and at "
-                          "least 256, else 1. Each gives the same bits on every run"},
+                          "order; 2 64 lanes each, a fixed tree; 3 in chunks summed into scratch, "
+                          "then merged in order; 0 decided per call (on GPUs, from the shape: 3 "
+                          "for few outputs of many terms, 2 for contiguous terms, else 1; 1 on "
+                          "CPUs). Each gives the same bits on every run"},
 };
 
 const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size)
@@ -179,17 +180,96 @@ static kp_tensor view8(const tensor_space *s, const kp_tensor *t, const int64_t 
     return v;
 }
 
-/* Whether the space's output elements are summed by 64 lanes each (REDUCE, tensor_tunables). */
-static int uses_lanes(kp_launch *l, const tensor_space *s)
+/* How the space's output elements are summed (REDUCE, tensor_tunables): on GPUs, few outputs
+ * of very many terms, or terms no lanes can read together, in chunks; rows of contiguous terms
+ * by 64 lanes; otherwise, and on CPUs, one work-item per output. */
+static int route(kp_launch *l, const tensor_space *s)
 {
     if (s->rank_red == 0)
-        return 0;
-    const int64_t route = tensor_host->tunable(l, "REDUCE");
-    if (route != TR_AUTO)
-        return route == TR_LANES;
+        return TR_ITEMS;
+    const int64_t forced = tensor_host->tunable(l, "REDUCE");
+    if (forced != TR_AUTO)
+        return (int)forced;
     const kp_device_info *d = tensor_host->device(l);
+    if (!d || d->type != KP_DEVICE_GPU || s->n_red < 256)
+        return TR_ITEMS;
     const int contiguous = s->in_stride[0][s->rank_kept + s->rank_red - 1] == 1;
-    return d && d->type == KP_DEVICE_GPU && contiguous && s->n_red >= 256;
+    if (s->n_red >= 4096 && s->n_out < 1024)
+        return TR_CHUNKS;
+    if (contiguous)
+        return TR_LANES;
+    return s->n_out < 32768 ? TR_CHUNKS : TR_ITEMS;
+}
+
+/* The arguments every map-reduce kernel starts with (MAP_REDUCE_PARAMS in kernels/tensor.cl). */
+static void common_args(kp_clargs *a, const tensor_space *s, const kp_tensor *out,
+                        const kp_tensor *const *in, int map, int comb, double alpha, double post)
+{
+    int32_t ext[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    for (int k = 0; k < s->rank_kept; k++)
+        ext[k] = (int32_t)s->ext[k];
+    for (int r = 0; r < s->rank_red; r++)
+        ext[KP_MAX_RANK - s->rank_red + r] = (int32_t)s->ext[s->rank_kept + r];
+    kp_clargs_int(a, (int32_t)s->n_out);
+    kp_clargs_int(a, (int32_t)s->n_red);
+    kp_clargs_int(a, map);
+    kp_clargs_int(a, comb);
+    kp_clargs_float(a, (float)alpha);
+    kp_clargs_float(a, (float)post);
+    kp_clargs_value(a, sizeof ext, ext);
+    for (int i = 0; i < TS_MAX_IN; i++) {
+        /* An input the map does not read still needs a buffer: the first one stands in. */
+        int j = i < s->n_in ? i : 0;
+        kp_tensor v = view8(s, in[j], s->in_stride[j], s->in_offset[j], 1);
+        kp_clargs_tensor(a, &v, KP_MAX_RANK);
+    }
+    /* The output goes to y (values) or yi (indices): both slots get its buffer, and the kernel
+     * writes through the one its combine calls for. */
+    kp_tensor vy = view8(s, out, s->out_stride, s->out_offset, 0);
+    kp_clargs_buffer(a, out->buffer);
+    kp_clargs_tensor(a, &vy, KP_MAX_RANK);
+}
+
+/* Work-groups of wg work-items for `items` items, per_group to a group: enough to fill any
+ * device, each work-item then striding over what is left. */
+static size_t global_size(size_t items, size_t per_group, size_t wg)
+{
+    size_t groups = (items + per_group - 1) / per_group;
+    return (groups > 65536 ? 65536 : groups) * wg;
+}
+
+/* The chunked route: chunks of the terms (a size from the shape alone) summed into scratch, then
+ * merged in order. */
+static kp_status enqueue_chunks(kp_launch *l, const tensor_space *s, const char *options,
+                                const kp_tensor *out, const kp_tensor *const *in, int map, int comb,
+                                double alpha, double post)
+{
+    int64_t target = 262144 / s->n_out;
+    target = target < 1 ? 1 : target > 1024 ? 1024 : target;
+    const int64_t chunk = (s->n_red + target - 1) / target;
+    const int64_t n_chunks = (s->n_red + chunk - 1) / chunk, parts = n_chunks * s->n_out;
+    if (parts > INT32_MAX)
+        return tensor_host->fail(l, KP_ERR_UNSUPPORTED, "%lld partial sums: past 2^31 - 1",
+                                 (long long)parts);
+    kp_buffer *pv = NULL, *pa = NULL;
+    kp_status st = tensor_host->scratch(l, 0, (size_t)parts * sizeof(float), &pv);
+    if (st == KP_OK)
+        st = tensor_host->scratch(l, 1, (size_t)parts * sizeof(int32_t), &pa);
+    if (st != KP_OK)
+        return st;
+    const char *const entries[2] = {"tensor_map_reduce_chunks", "tensor_map_reduce_merge"};
+    size_t wg = (size_t)tensor_host->tunable_index(l, TT_WG);
+    for (int stage = 0; stage < 2 && st == KP_OK; stage++) {
+        kp_clargs a = kp_clargs_begin(tensor_host, l, entries[stage], options);
+        common_args(&a, s, out, in, map, comb, alpha, post);
+        kp_clargs_int(&a, (int32_t)chunk);
+        kp_clargs_int(&a, (int32_t)n_chunks);
+        kp_clargs_buffer(&a, pv);
+        kp_clargs_buffer(&a, pa);
+        size_t global = global_size(stage ? (size_t)s->n_out : (size_t)parts, wg, wg);
+        st = kp_clargs_enqueue(&a, 1, &global, &wg);
+    }
+    return st;
 }
 
 kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_tensor *out,
@@ -205,39 +285,17 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                                  (long long)s->n_out, (long long)s->n_red);
     char options[48];
     snprintf(options, sizeof options, "-D RO=%d -D RR=%d", s->rank_kept, s->rank_red);
-    /* Enough work-groups to fill any device; each work-item (or group of lanes) then strides
-     * over the outputs. */
-    const int lanes = uses_lanes(l, s);
+    const int how = route(l, s);
+    if (how == TR_CHUNKS)
+        return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);
+    const int lanes = how == TR_LANES;
     size_t wg = lanes ? 64 : (size_t)tensor_host->tunable_index(l, TT_WG);
-    size_t groups = lanes ? (size_t)s->n_out : ((size_t)s->n_out + wg - 1) / wg;
-    if (groups > 65536)
-        groups = 65536;
-    size_t global = groups * wg;
-    int32_t ext[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-    for (int k = 0; k < s->rank_kept; k++)
-        ext[k] = (int32_t)s->ext[k];
-    for (int r = 0; r < s->rank_red; r++)
-        ext[KP_MAX_RANK - s->rank_red + r] = (int32_t)s->ext[s->rank_kept + r];
+    /* An elementwise work-item takes UNROLL elements (kernels/tensor.cl); lanes share one. */
+    size_t per_group = lanes ? 1 : s->rank_red ? wg : wg * UNROLL;
+    size_t global = global_size((size_t)s->n_out, per_group, wg);
     kp_clargs a = kp_clargs_begin(tensor_host, l,
                                   lanes ? "tensor_map_reduce_lanes" : "tensor_map_reduce", options);
-    kp_clargs_int(&a, (int32_t)s->n_out);
-    kp_clargs_int(&a, (int32_t)s->n_red);
-    kp_clargs_int(&a, map);
-    kp_clargs_int(&a, comb);
-    kp_clargs_float(&a, (float)alpha);
-    kp_clargs_float(&a, (float)post);
-    kp_clargs_value(&a, sizeof ext, ext);
-    for (int i = 0; i < TS_MAX_IN; i++) {
-        /* An input the map does not read still needs a buffer: the first one stands in. */
-        int j = i < s->n_in ? i : 0;
-        kp_tensor v = view8(s, in[j], s->in_stride[j], s->in_offset[j], 1);
-        kp_clargs_tensor(&a, &v, KP_MAX_RANK);
-    }
-    /* The output goes to y (values) or yi (indices): both slots get its buffer, and the kernel
-     * writes through the one its combine calls for. */
-    kp_tensor vy = view8(s, out, s->out_stride, s->out_offset, 0);
-    kp_clargs_buffer(&a, out->buffer);
-    kp_clargs_tensor(&a, &vy, KP_MAX_RANK);
+    common_args(&a, s, out, in, map, comb, alpha, post);
     return kp_clargs_enqueue(&a, 1, &global, &wg);
 }
 
@@ -310,7 +368,7 @@ kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, con
     char options[32];
     snprintf(options, sizeof options, "-D RO=%d", s->rank_kept);
     size_t wg = (size_t)tensor_host->tunable_index(l, TT_WG);
-    size_t groups = ((size_t)s->n_out + wg - 1) / wg;
+    size_t groups = ((size_t)s->n_out + wg * UNROLL - 1) / (wg * UNROLL);
     size_t global = (groups > 65536 ? 65536 : groups) * wg;
     int32_t ext[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     for (int k = 0; k < s->rank_kept; k++)

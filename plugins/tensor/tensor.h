@@ -102,7 +102,7 @@ extern const size_t tensor_n_binary;
 /* The family's tunables: WG, then REDUCE, which kernels that may reduce (reductions, gradients
  * summed over broadcast axes) list too (n_tunables 2) and the others leave out (1). */
 enum { TT_WG, TT_REDUCE, TT_COUNT };
-enum { TR_AUTO, TR_ITEMS, TR_LANES };
+enum { TR_AUTO, TR_ITEMS, TR_LANES, TR_CHUNKS };
 extern const kp_tunable_desc tensor_tunables[TT_COUNT];
 
 /* The map in double, for the host references. */
@@ -113,6 +113,8 @@ int tensor_map_arity(int map);
 /* ---- tensor-space.c: iteration spaces ------------------------------------------------------ */
 
 #define TS_MAX_IN 3
+/* Elements per work-item of an elementwise launch: kernels/tensor.cl's UNROLL. */
+#define UNROLL 4
 
 /*
  * One launch's iteration space: every operand viewed over the same dimensions, the kept ones

@@ -75,25 +75,29 @@ static void test_verify_every_kernel(void **state)
 }
 
 /* Every kernel that may reduce, verified again with its terms summed by 64 lanes (REDUCE 2: the
- * GPUs' route for contiguous terms), which the default picks only on GPUs. */
-static void test_verify_lanes_route(void **state)
+ * GPUs' route for contiguous terms) and in chunks (3: few outputs of many terms), which the
+ * default picks only on GPUs. */
+static void test_verify_gpu_routes(void **state)
 {
-    size_t verified = 0;
-    for (size_t i = 0; i < kp_kernel_count(rt); i++) {
-        kp_kernel *k = kp_kernel_at(rt, i);
-        kp_kernel_info info;
-        assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
-        if (!kp_kernel_name_matches("tensor.*", info.name) ||
-            kp_kernel_tunable_set(rt, k, "REDUCE", 2) != KP_OK)
-            continue;
-        kp_status st = kp_kernel_verify(rt, k, NULL, 11, NULL, NULL);
-        if (st != KP_OK)
-            fail_msg("%s with REDUCE 2: %s", info.name, kp_last_error(rt));
-        assert_int_equal(kp_kernel_tuning_reset(rt, k), KP_OK);
-        verified++;
+    for (int64_t route = 2; route <= 3; route++) {
+        size_t verified = 0;
+        for (size_t i = 0; i < kp_kernel_count(rt); i++) {
+            kp_kernel *k = kp_kernel_at(rt, i);
+            kp_kernel_info info;
+            assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
+            if (!kp_kernel_name_matches("tensor.*", info.name) ||
+                kp_kernel_tunable_set(rt, k, "REDUCE", route) != KP_OK)
+                continue;
+            kp_status st = kp_kernel_verify(rt, k, NULL, 11, NULL, NULL);
+            if (st != KP_OK)
+                fail_msg("%s with REDUCE %d: %s", info.name, (int)route, kp_last_error(rt));
+            assert_int_equal(kp_kernel_tuning_reset(rt, k), KP_OK);
+            verified++;
+        }
+        /* The 26 backward kernels of elementwise ops, 7 reductions, 2 of their backward,
+         * copy's. */
+        assert_int_equal(verified, 18 + 8 + 7 + 2 + 1);
     }
-    /* The 26 backward kernels of elementwise ops, 7 reductions, 2 of their backward, copy's. */
-    assert_int_equal(verified, 18 + 8 + 7 + 2 + 1);
 }
 
 /* ---- the same bits on every run and at every work-group size ---- */
@@ -107,19 +111,20 @@ typedef struct run {
 } run;
 
 /* Runs r at work-group sizes 32 and 256, twice each, and compares every output's bits; then
- * twice more by 64 lanes per output element (REDUCE 2), whose bits must agree with each other. */
+ * the same by 64 lanes per output element (REDUCE 2) and in chunks (3): each route's bits must
+ * agree with themselves. */
 static void expect_same_bits(run *r)
 {
     kp_kernel *k = find(r->kernel);
     float *first[2] = {NULL, NULL};
-    for (int attempt = 0; attempt < 6; attempt++) {
-        if (attempt == 4) {
+    for (int attempt = 0; attempt < 12; attempt++) {
+        if (attempt % 4 == 0 && attempt) {
             free(first[0]);
             free(first[1]);
             first[0] = first[1] = NULL;
-            assert_int_equal(kp_kernel_tunable_set(rt, k, "REDUCE", 2), KP_OK);
+            assert_int_equal(kp_kernel_tunable_set(rt, k, "REDUCE", 1 + attempt / 4), KP_OK);
         }
-        assert_int_equal(kp_kernel_tunable_set(rt, k, "WG", attempt < 2 ? 32 : 256), KP_OK);
+        assert_int_equal(kp_kernel_tunable_set(rt, k, "WG", attempt % 4 < 2 ? 32 : 256), KP_OK);
         kp_status st = kp_kernel_launch(rt, k, r->args, r->n_args, NULL);
         if (st != KP_OK)
             fail_msg("%s: %s", r->kernel, kp_last_error(rt));
@@ -133,7 +138,7 @@ static void expect_same_bits(run *r)
             }
             if (memcmp(first[o], got, r->out_n[o] * sizeof *got) != 0)
                 fail_msg("%s: output %d differs at attempt %d (WG %d)", r->kernel, o, attempt,
-                         attempt < 2 ? 32 : 256);
+                         attempt % 4 < 2 ? 32 : 256);
             free(got);
         }
     }
@@ -341,7 +346,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients_match_finite_differences),
         cmocka_unit_test(test_verify_every_kernel),
-        cmocka_unit_test(test_verify_lanes_route),
+        cmocka_unit_test(test_verify_gpu_routes),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_random_matches_host),
