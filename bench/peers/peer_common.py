@@ -46,3 +46,25 @@ def time_events(torch, fn, quick, sleep=True, warmup=10, quick_warmup=3, max_run
         times.append(start.elapsed_time(end) * 1e-3)
     times.sort()
     return statistics.median(times), times[len(times) // 10], times[(len(times) * 9) // 10]
+
+
+def time_host(fn, quick, max_case_s=None):
+    """Median, 10th and 90th percentile wall seconds of fn() on the host, with the rule of
+    bench/programs/harness.c (kpb_more_runs): two warm-up calls, then at least 10 runs and 0.3 s
+    (--quick: 3 runs and 0.01 s), at most 200 runs, and no more once max_case_s is measured
+    after 3 runs."""
+    for _ in range(2):
+        fn()
+    times, total = [], 0.0
+    while len(times) < 200:
+        n = len(times)
+        if max_case_s and n >= 3 and total >= max_case_s:
+            break
+        if n >= (3 if quick else 10) and total >= (0.01 if quick else 0.3):
+            break
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        total += times[-1]
+    times.sort()
+    return statistics.median(times), times[len(times) // 10], times[(len(times) * 9) // 10]

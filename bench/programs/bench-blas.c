@@ -604,8 +604,8 @@ int main(int argc, char **argv)
     int first = 0;
     const kpb_flag flags[] = {
         {"--first-call", "time runtime creation and the first two 1024^3 GEMMs (wall), only",
-         &first},
-        {NULL, NULL, NULL},
+         &first, NULL},
+        {NULL, NULL, NULL, NULL},
     };
     kpb b;
     double t0 = kpb_now();

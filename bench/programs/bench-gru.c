@@ -420,24 +420,6 @@ static int bench_step(kpb *b, int H, int NI)
     return st != KP_OK;
 }
 
-/* The tuning a kernel runs with, for the notes (STYLE: benchmarks say so). */
-static void note_tuning(kpb *b, const char *name)
-{
-    kp_kernel *k;
-    if (kp_kernel_find(b->rt, name, &k) != KP_OK)
-        return;
-    char text[400] = "";
-    size_t used = 0;
-    for (size_t i = 0; used < sizeof text; i++) {
-        kp_tuning_info ti;
-        if (kp_kernel_tuning(b->rt, k, i, &ti) != KP_OK)
-            break;
-        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s=%lld (%s)", i ? ", " : "",
-                                 ti.name, (long long)ti.value, ti.origin);
-    }
-    kpb_note(b, "%s tuning: %s", name, text);
-}
-
 int main(int argc, char **argv)
 {
     kpb b;
@@ -449,8 +431,8 @@ int main(int argc, char **argv)
         return 1;
     }
     b.max_case_s = b.quick ? 0.3 : 2.0;
-    note_tuning(&b, "gru.rollout");
-    note_tuning(&b, "gru.rollout_grid");
+    kpb_note_tuning(&b, "gru.rollout");
+    kpb_note_tuning(&b, "gru.rollout_grid");
     kpb_note(&b, "rollouts: E members x B trajectories, F 64, S 256, linear_before_reset 1, mode "
                  "sample (seed 12345) unless the case says mean; each size is first checked in "
                  "mode mean against the host path (max |y and h_T difference|)");

@@ -399,21 +399,6 @@ static int bench_layer(kpb *b, int64_t G, int64_t N)
     return failures;
 }
 
-/* The tunables a kernel runs with, for the notes (STYLE: benchmarks say so). */
-static void note_tuning(kpb *b, const char *kernel)
-{
-    kp_kernel *k;
-    if (kp_kernel_find(b->rt, kernel, &k) != KP_OK)
-        return;
-    char text[400] = "";
-    size_t used = 0;
-    kp_tuning_info ti;
-    for (size_t i = 0; used < sizeof text && kp_kernel_tuning(b->rt, k, i, &ti) == KP_OK; i++)
-        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s=%lld (%s)", i ? ", " : "",
-                                 ti.name, (long long)ti.value, ti.origin);
-    kpb_note(b, "%s tuning: %s", kernel, text);
-}
-
 int main(int argc, char **argv)
 {
     kpb b;
@@ -425,9 +410,9 @@ int main(int argc, char **argv)
         return 1;
     }
     b.max_case_s = b.quick ? 0.3 : 2.0;
-    note_tuning(&b, "logic.forward");
-    note_tuning(&b, "logic.backward");
-    note_tuning(&b, "logic.eval_packed");
+    kpb_note_tuning(&b, "logic.forward");
+    kpb_note_tuning(&b, "logic.backward");
+    kpb_note_tuning(&b, "logic.eval_packed");
     kpb_note(&b, "layers: G gates over IN = G inputs (difflogic's random wiring, seed 42), N "
                  "samples, Gaussian logits; bytes: each used input row and each output once; "
                  "gather_gbs: the gathers' traffic (two input rows per gate, dx: dy and x per "

@@ -14,7 +14,7 @@ static void usage(const char *name, const kpb_flag *flags)
 {
     fprintf(stderr, "usage: %s [--device SPEC] [--manifest FILE] [--json FILE] [--quick]", name);
     for (const kpb_flag *f = flags; f && f->name; f++)
-        fprintf(stderr, " [%s]", f->name);
+        fprintf(stderr, f->text ? " [%s ARG]" : " [%s]", f->name);
     fprintf(stderr,
             "\nTimes Kernelport kernels and their peer library in one process; prints a table\n"
             "and, with --json, writes the results (times, GFLOP/s, GB/s, fraction of the\n"
@@ -24,12 +24,19 @@ static void usage(const char *name, const kpb_flag *flags)
     exit(CLI_EXIT_USAGE);
 }
 
-static int take_flag(const kpb_flag *flags, const char *arg)
+/* How many of argv[i], argv[i + 1] one of `flags` takes (0: none matches). */
+static int take_flag(const kpb_flag *flags, int argc, char **argv, int i)
 {
     for (const kpb_flag *f = flags; f && f->name; f++) {
-        if (strcmp(arg, f->name) == 0) {
+        if (strcmp(argv[i], f->name) != 0)
+            continue;
+        if (!f->text) {
             *f->value = 1;
             return 1;
+        }
+        if (i + 1 < argc) {
+            *f->text = argv[i + 1];
+            return 2;
         }
     }
     return 0;
@@ -55,8 +62,12 @@ void kpb_open_flags(kpb *b, const char *name, int argc, char **argv, const kpb_f
             o.manifest_path = argv[++i];
         else if (i + 1 < argc && strcmp(a, "--json") == 0)
             b->json = argv[++i];
-        else if (!take_flag(flags, a))
-            usage(name, flags);
+        else {
+            const int taken = take_flag(flags, argc, argv, i);
+            if (!taken)
+                usage(name, flags);
+            i += taken - 1;
+        }
     }
     kp_status st = kp_runtime_create(&o, &b->rt);
     if (st != KP_OK) {
@@ -383,6 +394,23 @@ int kpb_close(kpb *b)
     free(b->notes);
     kp_runtime_destroy(b->rt);
     return rc;
+}
+
+void kpb_note_tuning(kpb *b, const char *kernel)
+{
+    kp_kernel *k;
+    if (kp_kernel_find(b->rt, kernel, &k) != KP_OK)
+        return;
+    char text[400] = "";
+    size_t used = 0;
+    for (size_t i = 0; used < sizeof text; i++) {
+        kp_tuning_info ti;
+        if (kp_kernel_tuning(b->rt, k, i, &ti) != KP_OK)
+            break;
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%s=%lld (%s)", i ? ", " : "",
+                                 ti.name, (long long)ti.value, ti.origin);
+    }
+    kpb_note(b, "%s tuning: %s", kernel, text);
 }
 
 void kpb_fill(float *x, size_t n, uint64_t seed)

@@ -16,11 +16,13 @@ typedef struct kpb_metric {
     double value;
 } kpb_metric;
 
-/* A program-specific switch for kpb_open_flags: "--first-call" sets *value to 1. */
+/* A program-specific option for kpb_open_flags: a switch ("--first-call" sets *value to 1), or,
+ * where `text` is set, an option that takes an argument ("--dump DIR" sets *text to "DIR"). */
 typedef struct kpb_flag {
     const char *name; /* with the dashes; NULL ends the list */
     const char *help; /* one line for the usage text */
     int *value;
+    const char **text;
 } kpb_flag;
 
 typedef struct kpb {
@@ -73,7 +75,7 @@ typedef struct kpb_row {
  */
 void kpb_open(kpb *b, const char *name, int argc, char **argv);
 
-/* kpb_open that also accepts the switches in `flags` (NULL-name terminated; may be NULL). */
+/* kpb_open that also accepts the options in `flags` (NULL-name terminated; may be NULL). */
 void kpb_open_flags(kpb *b, const char *name, int argc, char **argv, const kpb_flag *flags);
 
 /* Device time of a launch, median over repeated event-timed launches after warm-up. */
@@ -109,6 +111,10 @@ void kpb_metric_add(kpb *b, const char *name, double value);
 /* Prints the table, writes the JSON file when asked, releases everything. Returns the exit code:
  * 0, or 1 when writing failed. */
 int kpb_close(kpb *b);
+
+/* A note of the tunables a kernel runs with, their values and where each comes from ("logic.forward
+ * tuning: WG=256 (default)"): benchmarks say what they ran (STYLE). Nothing when it is absent. */
+void kpb_note_tuning(kpb *b, const char *kernel);
 
 /* Uniform floats in [-1, 1) from a seeded generator (never all zeros). */
 void kpb_fill(float *x, size_t n, uint64_t seed);

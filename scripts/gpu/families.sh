@@ -3,11 +3,14 @@
 # gru families on the NVIDIA device, bench-conv / bench-logic / bench-gru with the shipped
 # manifest, a short tune of the families' main kernels, the benches again with the tuned values,
 # then the PyTorch peers (peer-conv.py, peer-logic.py, peer-gru.py). One tarball and one log land
-# in $OUT (the device tool brings back at most 8 files).
+# in $OUT (the device tool brings back at most 8 files). The tensor family runs the same way when
+# named (KP_FAMILIES=tensor); its peer-tensor.py runs bench-tensor itself with the shipped
+# manifest, times PyTorch on the same inputs and compares the results.
 #   device run:  carry [".gpu"], command: bash scripts/gpu/families.sh
-# Optional: KP_FAMILIES="conv logic gru" (which families), KP_FAMILIES_TUNE_BUDGET (seconds per
-# kernel, default 15; 0 skips the tune), KP_FAMILIES_DEADLINE (seconds after the start by which
-# everything is packed, default 560).
+#                (tensor: KP_FAMILIES=tensor bash scripts/gpu/families.sh)
+# Optional: KP_FAMILIES="conv logic gru" (which families, of conv logic gru tensor),
+# KP_FAMILIES_TUNE_BUDGET (seconds per kernel, default 15; 0 skips the tune), KP_FAMILIES_DEADLINE
+# (seconds after the start by which everything is packed, default 560).
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
 kp_begin families /tmp/kp-families-out results
@@ -37,6 +40,7 @@ if (( budget > 0 )); then
     case $f in
       conv) kernels="conv.im2col conv.conv2d" ;;
       logic) kernels="logic.forward logic.backward logic.eval_packed" ;;
+      tensor) kernels="tensor.add tensor.exp tensor.sum" ;;
       *) kernels="" ;;
     esac
     for k in $kernels; do
@@ -54,8 +58,10 @@ fi
 
 for f in $families; do
   [[ -f "bench/peers/peer-$f.py" ]] || continue
+  args=()
+  [[ $f == tensor ]] && args=(--bench build-gpu/bin/bench-tensor --device nvidia)
   step "peer-$f"
-  PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 "bench/peers/peer-$f.py" \
+  PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 "bench/peers/peer-$f.py" "${args[@]}" \
     --json "$res/peer-$f-torch.json" || echo "peer-$f failed"
 done
 
