@@ -320,8 +320,22 @@ void store(int comb, acc_t a, float post, __global float *y, __global int *yi, i
         y[oy] = a.v * post;
 }
 
+/* The host compiles the op and the combine in (OP, COMB): a constant folds `map`'s switch and
+ * the combine's branches away, which made elementwise ops 2x faster on an H200 and lets PoCL
+ * vectorise. Without them the arguments decide, one program serving every op. */
+#ifdef OP
+#define OP_OF(arg) OP
+#else
+#define OP_OF(arg) (arg)
+#endif
+#ifdef COMB
+#define COMB_OF(arg) COMB
+#else
+#define COMB_OF(arg) (arg)
+#endif
+
 #define MAP_REDUCE_PARAMS                                                                          \
-    const int n_out, const int n_red, const int op, const int comb, const float alpha,             \
+    const int n_out, const int n_red, const int op_arg, const int comb_arg, const float alpha,     \
         const float post, const int8 ext, __global const float *x0, const kp_view8 v0,             \
         __global const float *x1, const kp_view8 v1, __global const float *x2,                     \
         const kp_view8 v2, __global float *y, __global int *yi, const kp_view8 vy
@@ -334,6 +348,7 @@ void store(int comb, acc_t a, float post, __global float *y, __global int *yi, i
 
 __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
 {
+    const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
     const int n_in = arity(op);
 #if RR == 0
     const int step = get_global_size(0);
@@ -380,6 +395,7 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
 __kernel __attribute__((reqd_work_group_size(LANES, 1, 1))) void
 tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
 {
+    const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
     __local float lv[LANES];
     __local int larg[LANES], lnan[LANES];
     const int n_in = arity(op), lane = get_local_id(0);
@@ -425,6 +441,7 @@ tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
 __kernel void tensor_map_reduce_chunks(MAP_REDUCE_PARAMS, const int chunk, const int n_chunks,
                                        __global float *pv, __global int *pa)
 {
+    const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
     const int n_in = arity(op);
     for (int w = get_global_id(0); w < n_out * n_chunks; w += get_global_size(0)) {
         const int o = w % n_out, r0 = (w / n_out) * chunk, r1 = min(n_red, r0 + chunk);
@@ -444,6 +461,7 @@ __kernel void tensor_map_reduce_chunks(MAP_REDUCE_PARAMS, const int chunk, const
 __kernel void tensor_map_reduce_merge(MAP_REDUCE_PARAMS, const int chunk, const int n_chunks,
                                       __global const float *pv, __global const int *pa)
 {
+    const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
     for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
         int o0, o1, o2, oy;
         kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);

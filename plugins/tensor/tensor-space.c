@@ -283,8 +283,9 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                                  "%lld outputs of %lld terms each: past 2^31 - 1 (kernels index "
                                  "with int)",
                                  (long long)s->n_out, (long long)s->n_red);
-    char options[48];
-    snprintf(options, sizeof options, "-D RO=%d -D RR=%d", s->rank_kept, s->rank_red);
+    char options[64];
+    snprintf(options, sizeof options, "-D RO=%d -D RR=%d -D OP=%d -D COMB=%d", s->rank_kept,
+             s->rank_red, map, comb);
     const int how = route(l, s);
     if (how == TR_CHUNKS)
         return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);
