@@ -481,10 +481,13 @@ __kernel void tensor_map_reduce_merge(MAP_REDUCE_PARAMS, const int chunk, const 
 }
 
 /*
- * tensor_generate: values that depend only on an element's index o (row-major over y's shape,
- * which the kept dimensions' order preserves): a constant, a ramp, or Philox4x32-10 random
- * numbers of the counter (o + offset as 64 bits, 0, 0) under the key `seed`, the same bits on
- * every device and in kernelport/ops/random.h.
+ * tensor_generate: values that depend only on an element's index i (row-major over y's shape,
+ * which the kept dimensions' order preserves): a constant, a ramp, or random numbers. Element i
+ * of a call with `offset` takes word (i + offset) % 4 of Philox4x32-10 of the counter
+ * ((i + offset) / 4 as 64 bits, 0, 0) under the key `seed`, so one call of the generator serves
+ * four elements and every device and kernelport/ops/random.h give the same bits. A normal value
+ * takes Box-Muller of its pair of words (0, 1 or 2, 3): the cosine for the first of the pair, the
+ * sine for the second.
  */
 enum { G_FILL, G_ARANGE, G_UNIFORM, G_NORMAL, G_BERNOULLI };
 
@@ -494,26 +497,6 @@ enum { G_FILL, G_ARANGE, G_UNIFORM, G_NORMAL, G_BERNOULLI };
         q = (last) ? 0 : q / ext.s##p;                                                             \
         oy += c * KP_S_##p(vy);                                                                    \
     }
-
-/* Element o's value. */
-float generate(int kind, float a, float b, uint2 seed, uint2 offset, int o)
-{
-    if (kind == G_FILL)
-        return a;
-    if (kind == G_ARANGE)
-        return fma(b, (float)o, a);
-    const uint lo = (uint)o + offset.x, hi = offset.y + (lo < offset.x);
-    const uint4 w = kp_philox4x32_10((uint4)(lo, hi, 0, 0), seed);
-    const float u = (float)(w.x >> 8) * 0x1p-24f;
-    if (kind == G_UNIFORM)
-        return fma(b - a, u, a);
-    if (kind == G_BERNOULLI)
-        return u < a ? b : 0.0f;
-    /* Box-Muller: u1 in (0, 1] keeps the logarithm finite. */
-    const float u1 = (float)((w.x >> 8) + 1) * 0x1p-24f;
-    const float u2 = (float)(w.y >> 8) * 0x1p-24f;
-    return fma(b, sqrt(-2.0f * log(u1)) * cos(2.0f * M_PI_F * u2), a);
-}
 
 /* Element q's offset in y. */
 int y_offset(int q, const int8 ext, const kp_view8 vy)
@@ -546,14 +529,46 @@ int y_offset(int q, const int8 ext, const kp_view8 vy)
     return oy;
 }
 
-/* UNROLL elements per work-item, as tensor_map_reduce's elementwise launches. */
+float unit(uint word)
+{
+    return (float)(word >> 8) * 0x1p-24f;
+}
+
+/* Element i's value from word k of its counter's four. */
+float generate(int kind, float a, float b, uint4 w, int k, int i)
+{
+    if (kind == G_FILL)
+        return a;
+    if (kind == G_ARANGE)
+        return fma(b, (float)i, a);
+    const uint word = k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
+    if (kind == G_UNIFORM)
+        return fma(b - a, unit(word), a);
+    if (kind == G_BERNOULLI)
+        return unit(word) < a ? b : 0.0f;
+    /* Box-Muller: u1 in (0, 1] keeps the logarithm finite. */
+    const uint w1 = k < 2 ? w.x : w.z, w2 = k < 2 ? w.y : w.w;
+    const float r = sqrt(-2.0f * log((float)((w1 >> 8) + 1) * 0x1p-24f));
+    const float theta = 2.0f * M_PI_F * unit(w2);
+    return fma(b, r * ((k & 1) ? sin(theta) : cos(theta)), a);
+}
+
+/* One work-item per counter: its four elements (fewer at the ends). */
 __kernel void tensor_generate(const int n_out, const int kind, const float a, const float b,
                               const uint2 seed, const uint2 offset, const int8 ext,
                               __global float *y, const kp_view8 vy)
 {
-    const int step = get_global_size(0);
-    for (int o = get_global_id(0); o < n_out; o += UNROLL * step)
-        for (int k = 0; k < UNROLL; k++)
-            if (o + k * step < n_out)
-                y[y_offset(o + k * step, ext, vy)] = generate(kind, a, b, seed, offset, o + k * step);
+    const ulong off = upsample(offset.y, offset.x), g0 = off >> 2;
+    const int n_groups = (int)(((off + (ulong)n_out + 3) >> 2) - g0);
+    for (int t = get_global_id(0); t < n_groups; t += get_global_size(0)) {
+        const ulong g = g0 + (ulong)t;
+        const uint4 w = kind >= G_UNIFORM
+                            ? kp_philox4x32_10((uint4)((uint)g, (uint)(g >> 32), 0, 0), seed)
+                            : (uint4)(0);
+        for (int k = 0; k < 4; k++) {
+            const long i = (long)(4 * g + (ulong)k - off);
+            if (i >= 0 && i < n_out)
+                y[y_offset((int)i, ext, vy)] = generate(kind, a, b, w, k, (int)i);
+        }
+    }
 }

@@ -369,8 +369,8 @@ kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, con
     char options[32];
     snprintf(options, sizeof options, "-D RO=%d", s->rank_kept);
     size_t wg = (size_t)tensor_host->tunable_index(l, TT_WG);
-    size_t groups = ((size_t)s->n_out + wg * UNROLL - 1) / (wg * UNROLL);
-    size_t global = (groups > 65536 ? 65536 : groups) * wg;
+    /* A work-item per counter of four elements (one more where offset is not a multiple of 4). */
+    size_t global = global_size((size_t)s->n_out / 4 + 2, wg, wg);
     int32_t ext[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     for (int k = 0; k < s->rank_kept; k++)
         ext[k] = (int32_t)s->ext[k];
@@ -396,11 +396,12 @@ void tensor_space_reference_generate(const tensor_space *s, float *y, int kind, 
     for (int64_t o = 0; o < s->n_out; o++) {
         int64_t oy = s->out_offset;
         locate(s, o, 0, s->rank_kept, &oy, NULL);
-        const uint64_t n = (uint64_t)o + offset;
-        const uint32_t counter[4] = {(uint32_t)n, (uint32_t)(n >> 32), 0, 0};
+        const uint64_t n = (uint64_t)o + offset, g = n / 4;
+        const uint32_t counter[4] = {(uint32_t)g, (uint32_t)(g >> 32), 0, 0};
         uint32_t w[4];
         kp_philox4x32_10(counter, key, w);
-        const double u = (double)(w[0] >> 8) * 0x1p-24;
+        const unsigned k = (unsigned)(n % 4);
+        const double u = (double)(w[k] >> 8) * 0x1p-24;
         double v = a;
         if (kind == TG_ARANGE)
             v = a + b * (double)o;
@@ -408,9 +409,12 @@ void tensor_space_reference_generate(const tensor_space *s, float *y, int kind, 
             v = a + (b - a) * u;
         else if (kind == TG_BERNOULLI)
             v = u < (double)(float)a ? b : 0.0;
-        else if (kind == TG_NORMAL)
-            v = a + b * sqrt(-2.0 * log((double)((w[0] >> 8) + 1) * 0x1p-24)) *
-                        cos(2.0 * M_PI * (double)(w[1] >> 8) * 0x1p-24);
+        else if (kind == TG_NORMAL) {
+            const unsigned p = k & 2;
+            const double r = sqrt(-2.0 * log((double)((w[p] >> 8) + 1) * 0x1p-24));
+            const double theta = 2.0 * M_PI * (double)(w[p + 1] >> 8) * 0x1p-24;
+            v = a + b * r * ((k & 1) ? sin(theta) : cos(theta));
+        }
         y[oy] = (float)v;
     }
 }

@@ -41,18 +41,18 @@ KP_INLINE void kp_philox4x32_10(const uint32_t counter[4], const uint32_t key[2]
 
 /*
  * The uniform float in [0, 1) that tensor.uniform writes at element `index` (row-major over the
- * output's shape) for `seed` and `offset`: the top 24 bits of the first word of Philox4x32-10 of
- * the counter (index + offset as 64 bits, low word first, 0, 0) under the key (seed's low, high
- * 32 bits). tensor.bernoulli compares the same number with p.
+ * output's shape) for `seed` and `offset`: with n = index + offset, the top 24 bits of word n % 4
+ * of Philox4x32-10 of the counter (n / 4 as 64 bits, low word first, 0, 0) under the key (seed's
+ * low, high 32 bits). tensor.bernoulli compares the same number with p.
  */
 KP_INLINE float kp_random_uniform(uint64_t seed, uint64_t offset, uint64_t index)
 {
-    const uint64_t n = index + offset;
-    const uint32_t counter[4] = {(uint32_t)n, (uint32_t)(n >> 32), 0, 0};
+    const uint64_t n = index + offset, g = n / 4;
+    const uint32_t counter[4] = {(uint32_t)g, (uint32_t)(g >> 32), 0, 0};
     const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
     uint32_t out[4];
     kp_philox4x32_10(counter, key, out);
-    return (float)(out[0] >> 8) * 0x1p-24f;
+    return (float)(out[n % 4] >> 8) * 0x1p-24f;
 }
 
 #ifdef __cplusplus
