@@ -201,6 +201,22 @@ static int route(kp_launch *l, const tensor_space *s)
     return s->n_out < 32768 ? TR_CHUNKS : TR_ITEMS;
 }
 
+/* Whether an elementwise space can go four elements to a 16-byte access (VEC4 in
+ * kernels/tensor.cl): one kept dimension, along which the output and every input are contiguous
+ * (an input may be a broadcast scalar), every offset a multiple of four elements (buffers start
+ * aligned to far more: CL_DEVICE_MEM_BASE_ADDR_ALIGN). */
+static int vectorizable(const tensor_space *s, int comb)
+{
+    if (s->rank_red != 0 || s->rank_kept != 1 || comb == TC_ARGMAX || comb == TC_ARGMIN ||
+        s->out_stride[0] != 1 || s->out_offset % 4)
+        return 0;
+    for (int i = 0; i < s->n_in; i++)
+        if ((s->in_stride[i][0] != 1 && s->in_stride[i][0] != 0) ||
+            (s->in_stride[i][0] == 1 && s->in_offset[i] % 4))
+            return 0;
+    return 1;
+}
+
 /* The arguments every map-reduce kernel starts with (MAP_REDUCE_PARAMS in kernels/tensor.cl). */
 static void common_args(kp_clargs *a, const tensor_space *s, const kp_tensor *out,
                         const kp_tensor *const *in, int map, int comb, double alpha, double post)
@@ -283,16 +299,22 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                                  "%lld outputs of %lld terms each: past 2^31 - 1 (kernels index "
                                  "with int)",
                                  (long long)s->n_out, (long long)s->n_red);
-    char options[64];
-    snprintf(options, sizeof options, "-D RO=%d -D RR=%d -D OP=%d -D COMB=%d", s->rank_kept,
-             s->rank_red, map, comb);
+    char options[96];
+    int n = snprintf(options, sizeof options, "-D RO=%d -D RR=%d -D OP=%d -D COMB=%d", s->rank_kept,
+                     s->rank_red, map, comb);
+    const int vec4 = vectorizable(s, comb);
+    if (vec4)
+        snprintf(options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d",
+                 s->n_in > 0 && s->in_stride[0][0] != 0, s->n_in > 1 && s->in_stride[1][0] != 0,
+                 s->n_in > 2 && s->in_stride[2][0] != 0);
     const int how = route(l, s);
     if (how == TR_CHUNKS)
         return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);
     const int lanes = how == TR_LANES;
     size_t wg = lanes ? 64 : (size_t)tensor_host->tunable_index(l, TT_WG);
-    /* An elementwise work-item takes UNROLL elements (kernels/tensor.cl); lanes share one. */
-    size_t per_group = lanes ? 1 : s->rank_red ? wg : wg * UNROLL;
+    /* An elementwise work-item takes UNROLL elements (kernels/tensor.cl), four as one vector
+     * with VEC4; lanes share one. */
+    size_t per_group = lanes ? 1 : s->rank_red ? wg : vec4 ? wg * 4 : wg * UNROLL;
     size_t global = global_size((size_t)s->n_out, per_group, wg);
     kp_clargs a = kp_clargs_begin(tensor_host, l,
                                   lanes ? "tensor_map_reduce_lanes" : "tensor_map_reduce", options);
