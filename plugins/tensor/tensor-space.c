@@ -388,8 +388,11 @@ kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, con
         return tensor_host->fail(l, KP_ERR_UNSUPPORTED,
                                  "%lld elements: past 2^31 - 1 (kernels index with int)",
                                  (long long)s->n_out);
+    /* Contiguous y from a multiple of four elements, the stream too: 16-byte stores (GVEC4). */
+    const int vec4 =
+        s->rank_kept == 1 && s->out_stride[0] == 1 && s->out_offset % 4 == 0 && offset % 4 == 0;
     char options[32];
-    snprintf(options, sizeof options, "-D RO=%d", s->rank_kept);
+    snprintf(options, sizeof options, "-D RO=%d%s", s->rank_kept, vec4 ? " -D GVEC4" : "");
     size_t wg = (size_t)tensor_host->tunable_index(l, TT_WG);
     /* A work-item per counter of four elements (one more where offset is not a multiple of 4). */
     size_t global = global_size((size_t)s->n_out / 4 + 2, wg, wg);
