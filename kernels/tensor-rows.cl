@@ -99,102 +99,144 @@ float lanes_max(__local float *t, const int j, const int lanes, const float v)
     return m;
 }
 
+/* Columns 4b .. 4b + 3 of a row that starts at element `at` and steps s; a column at C or past
+ * it reads as pad. vec: the row is contiguous, 16-byte aligned, and C a multiple of 4. */
+float4 load4(__global const float *p, const int at, const int s, const int b, const int C,
+             const int vec, const float pad)
+{
+    const int c = 4 * b;
+    if (vec)
+        return *(__global const float4 *)(p + at + c);
+    return (float4)(p[at + c * s], c + 1 < C ? p[at + (c + 1) * s] : pad,
+                    c + 2 < C ? p[at + (c + 2) * s] : pad, c + 3 < C ? p[at + (c + 3) * s] : pad);
+}
+
+/* Writes the columns of block b that are below C. */
+void store4(__global float *p, const int at, const int s, const int b, const int C,
+            const int vec, const float4 v)
+{
+    const int c = 4 * b;
+    if (vec) {
+        *(__global float4 *)(p + at + c) = v;
+        return;
+    }
+    p[at + c * s] = v.x;
+    if (c + 1 < C)
+        p[at + (c + 1) * s] = v.y;
+    if (c + 2 < C)
+        p[at + (c + 2) * s] = v.z;
+    if (c + 3 < C)
+        p[at + (c + 3) * s] = v.w;
+}
+
+float max4(const float4 v)
+{
+    return fmax(fmax(v.x, v.y), fmax(v.z, v.w));
+}
+
 /* y = softmax(x) (log_mode 0: exp(x - max) / sum) or log_softmax(x) (1: x - max - log(sum)) over
- * each row. y may be x's very view: a row is read whole before any of it is written. */
+ * each row. y may be x's very view: a row is read whole before any of it is written. vec: bit 0
+ * x, bit 1 y. */
 __kernel void rows_softmax(const int rows, const int C, const int lanes, const int log_mode,
-                           const int cached, const int nlead, const int8 ext,
+                           const int cached, const int vec, const int nlead, const int8 ext,
                            __global const float *x, const kp_view8 vx, __global float *y,
-                           const kp_view8 vy, __local float *cache, __local float *tree)
+                           const kp_view8 vy, __local float4 *cache, __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
     const int slot = get_local_id(0) / lanes, j = get_local_id(0) % lanes;
     const int first = get_group_id(0) * per;
     const int live = slot < rows - first;
-    __local float *row = cache + (cached ? slot * C : 0);
+    const int nb = (C + 3) / 4;
+    __local float4 *row = cache + (cached ? slot * nb : 0);
     __local float *t = tree + slot * lanes;
     const int sx = kp_stride(vx, 7), sy = kp_stride(vy, 7);
+    const int vx4 = vec & 1, vy4 = vec & 2;
     int4 o = (int4)(0);
     if (live)
         lead_offsets(first + slot, nlead, ext, vx, vy, vy, vy, &o);
-    float m = -INFINITY;
+    float4 m4 = -INFINITY;
     if (live)
-        for (int c = j; c < C; c += lanes) {
-            const float v = x[o.x + c * sx];
+        for (int b = j; b < nb; b += lanes) {
+            const float4 v = load4(x, o.x, sx, b, C, vx4, -INFINITY);
             if (cached)
-                row[c] = v;
-            m = fmax(m, v);
+                row[b] = v;
+            m4 = fmax(m4, v);
         }
-    m = lanes_max(t, j, lanes, m);
-    float s = 0.0f;
+    const float m = lanes_max(t, j, lanes, max4(m4));
+    /* Columns past C read as -inf, whose exponential adds 0. */
+    float4 s4 = 0.0f;
     if (live)
-        for (int c = j; c < C; c += lanes) {
-            const float e = exp((cached ? row[c] : x[o.x + c * sx]) - m);
+        for (int b = j; b < nb; b += lanes) {
+            const float4 e = exp((cached ? row[b] : load4(x, o.x, sx, b, C, vx4, -INFINITY)) - m);
             if (cached && !log_mode)
-                row[c] = e;
-            s += e;
+                row[b] = e;
+            s4 += e;
         }
-    s = lanes_sum(t, j, lanes, s);
+    const float s = lanes_sum(t, j, lanes, kp_hsum4(s4));
     if (!live)
         return;
     if (log_mode) {
         const float ls = log(s);
-        for (int c = j; c < C; c += lanes)
-            y[o.y + c * sy] = ((cached ? row[c] : x[o.x + c * sx]) - m) - ls;
+        for (int b = j; b < nb; b += lanes)
+            store4(y, o.y, sy, b, C, vy4,
+                   ((cached ? row[b] : load4(x, o.x, sx, b, C, vx4, 0.0f)) - m) - ls);
     } else {
         const float inv = 1.0f / s;
-        for (int c = j; c < C; c += lanes)
-            y[o.y + c * sy] = (cached ? row[c] : exp(x[o.x + c * sx] - m)) * inv;
+        for (int b = j; b < nb; b += lanes)
+            store4(y, o.y, sy, b, C, vy4,
+                   (cached ? row[b] : exp(load4(x, o.x, sx, b, C, vx4, -INFINITY) - m)) * inv);
     }
 }
 
 /* dx from dy and the forward's y: softmax (log_mode 0): dx = y (dy - sum(dy y)); log_softmax (1):
- * dx = dy - exp(y) sum(dy). dx may be dy's or y's very view. */
+ * dx = dy - exp(y) sum(dy). dx may be dy's or y's very view. vec: bit 0 dy, bit 1 y, bit 2 dx. */
 __kernel void rows_softmax_backward(const int rows, const int C, const int lanes,
-                                    const int log_mode, const int cached, const int nlead,
-                                    const int8 ext, __global const float *dy, const kp_view8 vdy,
-                                    __global const float *y, const kp_view8 vy, __global float *dx,
-                                    const kp_view8 vdx, __local float *cache,
-                                    __local float *tree)
+                                    const int log_mode, const int cached, const int vec,
+                                    const int nlead, const int8 ext, __global const float *dy,
+                                    const kp_view8 vdy, __global const float *y,
+                                    const kp_view8 vy, __global float *dx, const kp_view8 vdx,
+                                    __local float4 *cache, __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
     const int slot = get_local_id(0) / lanes, j = get_local_id(0) % lanes;
     const int first = get_group_id(0) * per;
     const int live = slot < rows - first;
-    /* dy's columns, then (softmax) y's. */
-    __local float *row = cache + (cached ? slot * C * (2 - log_mode) : 0);
-    __local float *row_y = row + C;
+    const int nb = (C + 3) / 4;
+    /* dy's blocks, then (softmax) y's. */
+    __local float4 *row = cache + (cached ? slot * nb * (2 - log_mode) : 0);
+    __local float4 *row_y = row + nb;
     __local float *t = tree + slot * lanes;
     const int sdy = kp_stride(vdy, 7), sy = kp_stride(vy, 7), sdx = kp_stride(vdx, 7);
+    const int vdy4 = vec & 1, vy4 = vec & 2, vdx4 = vec & 4;
     int4 o = (int4)(0);
     if (live)
         lead_offsets(first + slot, nlead, ext, vdy, vy, vdx, vdx, &o);
-    float s = 0.0f;
+    /* Columns past C read as 0 and add nothing. */
+    float4 s4 = 0.0f;
     if (live)
-        for (int c = j; c < C; c += lanes) {
-            const float g = dy[o.x + c * sdy];
+        for (int b = j; b < nb; b += lanes) {
+            const float4 g = load4(dy, o.x, sdy, b, C, vdy4, 0.0f);
+            if (cached)
+                row[b] = g;
             if (log_mode) {
-                if (cached)
-                    row[c] = g;
-                s += g;
+                s4 += g;
             } else {
-                const float p = y[o.y + c * sy];
-                if (cached) {
-                    row[c] = g;
-                    row_y[c] = p;
-                }
-                s += g * p;
+                const float4 p = load4(y, o.y, sy, b, C, vy4, 0.0f);
+                if (cached)
+                    row_y[b] = p;
+                s4 += g * p;
             }
         }
-    s = lanes_sum(t, j, lanes, s);
+    const float s = lanes_sum(t, j, lanes, kp_hsum4(s4));
     if (!live)
         return;
-    for (int c = j; c < C; c += lanes) {
-        const float g = cached ? row[c] : dy[o.x + c * sdy];
+    for (int b = j; b < nb; b += lanes) {
+        const float4 g = cached ? row[b] : load4(dy, o.x, sdy, b, C, vdy4, 0.0f);
         if (log_mode) {
-            dx[o.z + c * sdx] = g - exp(y[o.y + c * sy]) * s;
+            store4(dx, o.z, sdx, b, C, vdx4, g - exp(load4(y, o.y, sy, b, C, vy4, 0.0f)) * s);
         } else {
-            const float p = cached ? row_y[c] : y[o.y + c * sy];
-            dx[o.z + c * sdx] = p * (g - s);
+            const float4 p = cached ? row_y[b] : load4(y, o.y, sy, b, C, vy4, 0.0f);
+            store4(dx, o.z, sdx, b, C, vdx4, p * (g - s));
         }
     }
 }
@@ -205,46 +247,48 @@ __kernel void rows_softmax_backward(const int rows, const int C, const int lanes
  * definition. A row whose label is ignore_index has loss 0 and gradient 0; a label outside
  * 0 .. C - 1 otherwise gives NaN for the row's loss and gradient (a GPU cannot raise). Writes
  * each row's loss to `loss` and, when vd is not empty, dx = (softmax(x) - (1 - e) onehot - e / C)
- * / count, count[0] being the rows not ignored (rows_count).
+ * / count, count[0] being the rows not ignored (rows_count). vec: bit 0 x, bit 2 dx.
  */
 __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, const int cached,
-                                 const int nlead, const int8 ext, const int ignore_index,
-                                 const float smoothing, __global const float *x,
-                                 const kp_view8 vx, __global const int *labels,
-                                 const kp_view8 vl, __global float *dx, const kp_view8 vd,
-                                 __global float *loss, const kp_view8 vloss,
-                                 __global const int *count, __local float *cache,
-                                 __local float *tree)
+                                 const int vec, const int nlead, const int8 ext,
+                                 const int ignore_index, const float smoothing,
+                                 __global const float *x, const kp_view8 vx,
+                                 __global const int *labels, const kp_view8 vl,
+                                 __global float *dx, const kp_view8 vd, __global float *loss,
+                                 const kp_view8 vloss, __global const int *count,
+                                 __local float4 *cache, __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
     const int slot = get_local_id(0) / lanes, j = get_local_id(0) % lanes;
     const int first = get_group_id(0) * per;
     const int live = slot < rows - first;
-    __local float *row = cache + (cached ? slot * C : 0);
+    const int nb = (C + 3) / 4;
+    __local float4 *row = cache + (cached ? slot * nb : 0);
     __local float *t = tree + slot * lanes;
     const int sx = kp_stride(vx, 7), sd = kp_stride(vd, 7);
+    const int vx4 = vec & 1, vd4 = vec & 4;
     int4 o = (int4)(0);
     if (live)
         lead_offsets(first + slot, nlead, ext, vx, vl, vd, vloss, &o);
-    float m = -INFINITY, sum_x = 0.0f;
+    float4 m4 = -INFINITY, sum_x4 = 0.0f;
     if (live)
-        for (int c = j; c < C; c += lanes) {
-            const float v = x[o.x + c * sx];
+        for (int b = j; b < nb; b += lanes) {
+            const float4 v = load4(x, o.x, sx, b, C, vx4, -INFINITY);
             if (cached)
-                row[c] = v;
-            m = fmax(m, v);
-            sum_x += v;
+                row[b] = v;
+            m4 = fmax(m4, v);
+            sum_x4 += select((float4)(0.0f), v, 4 * b + (int4)(0, 1, 2, 3) < C);
         }
-    m = lanes_max(t, j, lanes, m);
-    float s = 0.0f;
+    const float m = lanes_max(t, j, lanes, max4(m4));
+    float4 s4 = 0.0f;
     if (live)
-        for (int c = j; c < C; c += lanes) {
-            const float e = exp((cached ? row[c] : x[o.x + c * sx]) - m);
+        for (int b = j; b < nb; b += lanes) {
+            const float4 e = exp((cached ? row[b] : load4(x, o.x, sx, b, C, vx4, -INFINITY)) - m);
             if (cached)
-                row[c] = e;
-            s += e;
+                row[b] = e;
+            s4 += e;
         }
-    const float2 sums = lanes_sum2(t, j, lanes, (float2)(s, sum_x));
+    const float2 sums = lanes_sum2(t, j, lanes, (float2)(kp_hsum4(s4), kp_hsum4(sum_x4)));
     if (!live)
         return;
     const int label = labels[o.y];
@@ -252,7 +296,7 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
     const int bad = !ignored && (label < 0 || label >= C);
     const float spread = smoothing / (float)C;
     /* The lane that holds the label's column writes the loss (lane 0 when there is none). */
-    if (ignored || bad ? j == 0 : j == label % lanes) {
+    if (ignored || bad ? j == 0 : j == (label / 4) % lanes) {
         const float xl = ignored || bad ? 0.0f : x[o.x + label * sx];
         const float lse = m + log(sums.x);
         loss[o.w] = ignored ? 0.0f : bad ? NAN : lse - (1.0f - smoothing) * xl - spread * sums.y;
@@ -260,10 +304,13 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
     if (kp_empty(vd))
         return;
     const float scale = 1.0f / (float)count[0], inv = 1.0f / sums.x;
-    for (int c = j; c < C; c += lanes) {
-        const float p = (cached ? row[c] : exp(x[o.x + c * sx] - m)) * inv;
-        const float g = p - (c == label ? 1.0f - smoothing : 0.0f) - spread;
-        dx[o.z + c * sd] = ignored ? 0.0f : bad ? NAN : g * scale;
+    for (int b = j; b < nb; b += lanes) {
+        const float4 p =
+            (cached ? row[b] : exp(load4(x, o.x, sx, b, C, vx4, -INFINITY) - m)) * inv;
+        const float4 hot =
+            select((float4)(0.0f), (float4)(1.0f - smoothing), 4 * b + (int4)(0, 1, 2, 3) == label);
+        const float4 g = ignored ? (float4)(0.0f) : bad ? (float4)(NAN) : (p - hot - spread) * scale;
+        store4(dx, o.z, sd, b, C, vd4, g);
     }
 }
 
@@ -310,39 +357,65 @@ __kernel void rows_mean(const int n, const int nlead, const int8 ext, __global c
         out[out_offset] = s / (use_count ? (float)count[0] : denom);
 }
 
-/* Elementwise losses: mode 0 MSE, (a - b)^2 with gradient a - b; mode 1 binary cross-entropy
- * with logits a and targets b, max(a, 0) - a b + log(1 + exp(-|a|)) with gradient sigmoid(a) - b.
- * Work-group k sums elements k chunk .. (k + 1) chunk - 1 of the n (row-major order over the
- * coalesced dimensions) into partial[k]; g, when vg is not empty, gets gscale times each
- * element's gradient. One work-group of RED_LANES per chunk. */
-__kernel void rows_loss_partial(const int n, const int chunk, const int mode, const int nd,
-                                const int8 ext, __global const float *a, const kp_view8 va,
-                                __global const float *b, const kp_view8 vb, __global float *g,
-                                const kp_view8 vg, const float gscale, __global float *partial,
-                                __local float *tree)
+/* Elementwise losses of x against t, with the gradient in *d: mode 0 MSE, (x - t)^2 and x - t;
+ * mode 1 binary cross-entropy with logits x and targets t, max(x, 0) - x t + log(1 + exp(-|x|))
+ * and sigmoid(x) - t. */
+float4 loss4(const int mode, const float4 x, const float4 t, float4 *d)
+{
+    if (mode == 0) {
+        *d = x - t;
+        return *d * *d;
+    }
+    *d = 1.0f / (1.0f + exp(-x)) - t;
+    return fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));
+}
+
+/* Work-group k sums the losses of elements k chunk .. (k + 1) chunk - 1 of the n (row-major over
+ * the coalesced dimensions; chunk a multiple of 4) into partial[k], lane j taking blocks of 4
+ * elements j, j + RED_LANES, ... into four sums added at the end; g, when vg is not empty, gets
+ * gscale times each element's gradient. vec: a, b and g contiguous, 16-byte aligned, n a
+ * multiple of 4. One work-group of RED_LANES per chunk. */
+__kernel void rows_loss_partial(const int n, const int chunk, const int mode, const int vec,
+                                const int nd, const int8 ext, __global const float *a,
+                                const kp_view8 va, __global const float *b, const kp_view8 vb,
+                                __global float *g, const kp_view8 vg, const float gscale,
+                                __global float *partial, __local float *tree)
 {
     const int j = get_local_id(0);
     const int lo = get_group_id(0) * chunk;
     const int len = chunk < n - lo ? chunk : n - lo;
     const int grad = !kp_empty(vg);
-    float s = 0.0f;
-    for (int k = j; k < len; k += RED_LANES) {
+    float4 s = 0.0f;
+    for (int k = 4 * j; k < len; k += 4 * RED_LANES) {
+        float4 x, t, d;
         int4 o;
-        lead_offsets(lo + k, nd, ext, va, vb, vg, vg, &o);
-        const float x = a[o.x], t = b[o.y];
-        float l, d;
-        if (mode == 0) {
-            d = x - t;
-            l = d * d;
-        } else {
-            l = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));
-            d = 1.0f / (1.0f + exp(-x)) - t;
+        if (vec) {
+            lead_offsets(lo + k, nd, ext, va, vb, vg, vg, &o);
+            x = *(__global const float4 *)(a + o.x);
+            t = *(__global const float4 *)(b + o.y);
+            const float4 l = loss4(mode, x, t, &d);
+            if (grad)
+                *(__global float4 *)(g + o.z) = d * gscale;
+            s += l;
+            continue;
         }
-        if (grad)
-            g[o.z] = d * gscale;
-        s += l;
+        float xs[4] = {0.0f, 0.0f, 0.0f, 0.0f}, ts[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        int gs[4] = {0, 0, 0, 0};
+        for (int e = 0; e < 4 && k + e < len; e++) {
+            lead_offsets(lo + k + e, nd, ext, va, vb, vg, vg, &o);
+            xs[e] = a[o.x];
+            ts[e] = b[o.y];
+            gs[e] = o.z;
+        }
+        x = (float4)(xs[0], xs[1], xs[2], xs[3]);
+        t = (float4)(ts[0], ts[1], ts[2], ts[3]);
+        const float4 l = loss4(mode, x, t, &d);
+        const float ds[4] = {d.x, d.y, d.z, d.w};
+        for (int e = 0; grad && e < 4 && k + e < len; e++)
+            g[gs[e]] = ds[e] * gscale;
+        s += select((float4)(0.0f), l, k + (int4)(0, 1, 2, 3) < len);
     }
-    s = lanes_sum(tree, j, RED_LANES, s);
+    const float total = lanes_sum(tree, j, RED_LANES, kp_hsum4(s));
     if (j == 0)
-        partial[get_group_id(0)] = s;
+        partial[get_group_id(0)] = total;
 }

@@ -138,6 +138,7 @@ static kp_status ce_enqueue(const kp_call *call, kp_launch *l)
         kp_clargs_int(&a, (int32_t)r.cols);
         kp_clargs_int(&a, g.lanes);
         kp_clargs_int(&a, g.cached);
+        kp_clargs_int(&a, tensor_rows_vec(&r, 0, 1) | tensor_rows_vec(&r, 2, 1) << 2);
         kp_clargs_int(&a, r.nlead);
         kp_clargs_value(&a, sizeof r.ext, r.ext);
         kp_clargs_int(&a, ignore);
@@ -354,12 +355,16 @@ static kp_status pw_enqueue(const kp_call *call, kp_launch *l)
         return st;
     const double gscale = pw->scale / (double)p.n;
     if (groups > 0) {
-        const int64_t chunk = (p.n + groups - 1) / groups;
+        const int64_t chunk = ((p.n + groups - 1) / groups + 3) / 4 * 4;
+        int vec = p.n % 4 == 0 && p.r.nlead == 1;
+        for (int i = 1; i < (call->args[PW_GRAD].present ? 4 : 3); i++)
+            vec &= tensor_rows_vec(&p.r, i, 0);
         const size_t local = 256, global = (size_t)groups * local;
         kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_loss_partial", NULL);
         kp_clargs_int(&a, (int32_t)p.n);
         kp_clargs_int(&a, (int32_t)chunk);
         kp_clargs_int(&a, pw->mode);
+        kp_clargs_int(&a, vec);
         kp_clargs_int(&a, p.r.nlead);
         kp_clargs_value(&a, sizeof p.r.ext, p.r.ext);
         for (int i = 1; i < 4; i++)
@@ -432,9 +437,10 @@ static kp_status pw_reference(const kp_call *call, kp_launch *l)
 /* Cross-entropy: one row of one class; primes [37, 53] with some rows ignored; label smoothing
  * with per-row losses and a valid class as ignore_index; the forward alone; a wide prime row;
  * logits [5, 3, 7] permuted from [3, 5, 7] with labels [5, 3] transposed; transposed logits
- * (the class axis strided) with gapped dlogits and strided labels and losses. */
-static const char *const ce_verify_sizes[] = {"one",  "prime", "smooth", "forward",
-                                              "wide", "lead",  "views",  NULL};
+ * (the class axis strided) with gapped dlogits and strided labels and losses; rows of 60 classes
+ * read and written as float4 blocks (vec). */
+static const char *const ce_verify_sizes[] = {"one",  "prime", "smooth", "forward", "wide",
+                                              "lead", "views", "vec",    NULL};
 static const char *const ce_bench_sizes[] = {"8192x1000", "1024x1000", NULL};
 
 static kp_status ce_sample(kp_sample *smp, const char *size)
@@ -447,6 +453,8 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
         shape[0] = 3, shape[1] = 4099;
     } else if (strcmp(size, "lead") == 0) {
         rank = 3, shape[0] = 5, shape[1] = 3, shape[2] = 7;
+    } else if (strcmp(size, "vec") == 0) {
+        shape[1] = 60;
     } else if (strcmp(size, "8192x1000") == 0) {
         shape[0] = 8192, shape[1] = 1000;
     } else if (strcmp(size, "1024x1000") == 0) {
@@ -537,10 +545,12 @@ static void ce_tolerance(const kp_call *call, double *atol, double *rtol)
 
 /* Pointwise losses: one element; primes [97, 131] (four chunks); a broadcast operand (MSE: b
  * [131] against a [97, 131], and a [97, 1] against b [97, 131] without da; BCE, whose shapes
- * match: a transposed target); transposed a with a gapped gradient; the loss alone. */
+ * match: a transposed target); transposed a with a gapped gradient; the loss alone; [97, 132],
+ * read and written as float4 blocks (vec). */
 static const char *const mse_verify_sizes[] = {"one",   "prime",   "bcast", "bcast_a",
-                                               "views", "forward", NULL};
-static const char *const bce_verify_sizes[] = {"one", "prime", "bcast", "views", "forward", NULL};
+                                               "views", "forward", "vec",   NULL};
+static const char *const bce_verify_sizes[] = {"one",     "prime", "bcast", "views",
+                                               "forward", "vec",   NULL};
 static const char *const pw_bench_sizes[] = {"16M", "1M", NULL};
 
 static kp_status pw_sample(kp_sample *smp, const char *size)
@@ -554,6 +564,8 @@ static kp_status pw_sample(kp_sample *smp, const char *size)
         rank = 1, shape[0] = 1 << 24;
     } else if (strcmp(size, "1M") == 0) {
         rank = 1, shape[0] = 1 << 20;
+    } else if (strcmp(size, "vec") == 0) {
+        shape[1] = 132;
     } else if ((strcmp(size, "bcast_a") == 0 && pw->mode != 0) ||
                (strcmp(size, "prime") != 0 && strcmp(size, "bcast") != 0 &&
                 strcmp(size, "bcast_a") != 0 && strcmp(size, "views") != 0 &&
@@ -634,6 +646,7 @@ kp_status tensor_register_losses(const kp_host_api *api, kp_registrar *reg)
         .atol = 1e-6,
         .rtol = 2e-5,
         .tolerance = ce_tolerance,
+        .resolve = tensor_rows_resolve,
     };
     kp_status st = api->register_kernel(reg, &ce);
     static char names[2][40];

@@ -8,7 +8,7 @@
 #include "tensor.h"
 
 static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
-static const int64_t per_lane[] = {4, 8, 16, 32, 64};
+static const int64_t per_lane[] = {0, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 static const char *const cache_choices[] = {"auto", "off", NULL};
 const kp_tunable_desc tensor_rows_tunables[3] = {
     {
@@ -32,15 +32,28 @@ const kp_tunable_desc tensor_rows_tunables[3] = {
     },
     {
         .name = "EPL",
-        .default_value = 16,
+        .default_value = 0,
         .allowed = per_lane,
         .n_allowed = sizeof per_lane / sizeof per_lane[0],
         .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
         .doc = "columns per lane a row's lane count aims at (lanes: the least power of two "
                "up to 256 with lanes * EPL >= C); it orders the row sums, so results depend on "
-               "it",
+               "it; 0: 256 on CPUs, 16 on others",
     },
 };
+
+const char *tensor_rows_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    if (index != 2 || value != 0)
+        return NULL;
+    const kp_device_info *d = tensor_host->device(l);
+    const int cpu = d && d->type == KP_DEVICE_CPU;
+    *resolved = cpu ? 256 : 16;
+    return cpu ? "256 on CPUs (a work-item walks long stretches of a row; PoCL: 2.5x over 16 "
+                 "for softmax [512, 4096])"
+               : "16 on devices other than CPUs (four 16-byte blocks a lane: rows of 4096 "
+                 "take 256 lanes)";
+}
 
 /* ---- layout and launch shape ---- */
 
@@ -120,7 +133,7 @@ tensor_rows_grid tensor_rows_grid_for(kp_launch *l, int64_t rows, int64_t cols, 
     g.tree_bytes = g.local * (size_t)trees * sizeof(float);
     /* A quarter of local memory stays free, so caching rows does not starve occupancy on GPUs
      * (48 KiB a work-group on NVIDIA's OpenCL: rows of up to 9,000 floats). */
-    const size_t cache = per * (size_t)cols * (size_t)arrays * sizeof(float);
+    const size_t cache = per * (size_t)((cols + 3) / 4) * (size_t)arrays * 4 * sizeof(float);
     g.cached = tensor_host->tunable_index(l, 1) == 0 && arrays > 0 &&
                cache + g.tree_bytes <= dev->local_mem / 4 * 3;
     g.cache_bytes = g.cached && cache ? cache : sizeof(float);
@@ -143,6 +156,19 @@ kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const 
     kp_clargs_int(&a, (int32_t)out->offset);
     kp_clargs_local(&a, local * sizeof(float));
     return kp_clargs_enqueue(&a, 1, &global, &local);
+}
+
+int tensor_rows_vec(const tensor_rows *r, int i, int with_col)
+{
+    const kp_tensor *v = &r->view[i];
+    if (v->offset % 4 != 0)
+        return 0;
+    if (!with_col)
+        return r->nlead == 1 && v->strides[0] == 1;
+    int ok = v->strides[7] == 1 && r->cols % 4 == 0;
+    for (int p = 0; p < r->nlead; p++)
+        ok &= v->strides[p] % 4 == 0;
+    return ok;
 }
 
 int64_t tensor_rows_offset(const kp_tensor *t, int lrank, int64_t r)
@@ -264,6 +290,12 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     kp_clargs_int(&a, g.lanes);
     kp_clargs_int(&a, op->log_mode);
     kp_clargs_int(&a, g.cached);
+    /* vec: a bit for each input in order, then the output's (view 0). */
+    const int n_in = op->backward ? 2 : 1;
+    int vec = tensor_rows_vec(&r, 0, 1) << n_in;
+    for (int i = 1; i <= n_in; i++)
+        vec |= tensor_rows_vec(&r, i, 1) << (i - 1);
+    kp_clargs_int(&a, vec);
     kp_clargs_int(&a, r.nlead);
     kp_clargs_value(&a, sizeof r.ext, r.ext);
     /* Inputs, then the output (view 0). */
@@ -337,11 +369,12 @@ static kp_status reference(const kp_call *call, kp_launch *l)
 
 /* ---- samples ---- */
 
-/* One element; primes [37, 53]; rows of one column; a wide prime row (lanes 256, several columns
- * each); leading dimensions that do not coalesce (x [5, 3, 7] permuted from [3, 5, 7]); a
- * transposed x (its last axis strided) with y's rows gapped; a rank-0 x. */
-static const char *const verify_sizes[] = {"one",  "prime", "col",    "wide",
-                                           "lead", "views", "scalar", NULL};
+/* One element; primes [37, 53]; rows of one column; a wide prime row (lanes 256 on GPUs, several
+ * columns each); leading dimensions that do not coalesce (x [5, 3, 7] permuted from [3, 5, 7]);
+ * a transposed x (its last axis strided) with y's rows gapped; a rank-0 x; rows of 60, read and
+ * written as float4 blocks (vec), or read so and written with gaps (vec_gap). */
+static const char *const verify_sizes[] = {"one",   "prime",  "col", "wide",    "lead",
+                                           "views", "scalar", "vec", "vec_gap", NULL};
 static const char *const bench_sizes[] = {"4096x4096", "512x4096", NULL};
 
 static int sample_shape(const char *size, int *rank, int64_t *shape)
@@ -358,6 +391,8 @@ static int sample_shape(const char *size, int *rank, int64_t *shape)
         *rank = 3, shape[0] = 5, shape[1] = 3, shape[2] = 7;
     } else if (strcmp(size, "scalar") == 0) {
         *rank = 0;
+    } else if (strcmp(size, "vec") == 0 || strcmp(size, "vec_gap") == 0) {
+        shape[1] = 60;
     } else if (strcmp(size, "4096x4096") == 0) {
         shape[0] = shape[1] = 4096;
     } else if (strcmp(size, "512x4096") == 0) {
@@ -384,11 +419,11 @@ static kp_status sample_in(kp_sample *smp, const char *name, const char *size, i
     return st;
 }
 
-/* An output of `shape`, its rows 3 elements apart (views). */
+/* An output of `shape`, its rows 3 elements apart (views, vec_gap). */
 static kp_status sample_out(kp_sample *smp, const char *name, const char *size, int rank,
                             const int64_t *shape)
 {
-    if (strcmp(size, "views") != 0)
+    if (strcmp(size, "views") != 0 && strcmp(size, "vec_gap") != 0)
         return tensor_host->sample_tensor(smp, name, KP_F32, rank, shape, 0.0, 0.0, NULL);
     const int64_t storage = 2 + shape[0] * (shape[1] + 3), strides[2] = {shape[1] + 3, 1};
     kp_status st = tensor_host->sample_tensor(smp, name, KP_F32, 1, &storage, 0.0, 0.0, NULL);
@@ -462,6 +497,7 @@ kp_status tensor_register_rows(const kp_host_api *api, kp_registrar *reg)
             .rtol = 1e-5,
             .tolerance = tolerance,
             .user = (void *)op,
+            .resolve = tensor_rows_resolve,
         };
         kp_status st = api->register_kernel(reg, &descs[i]);
         if (st != KP_OK)

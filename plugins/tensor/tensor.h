@@ -193,14 +193,21 @@ typedef struct tensor_rows_grid {
 tensor_rows_grid tensor_rows_grid_for(kp_launch *l, int64_t rows, int64_t cols, int arrays,
                                       int trees);
 
-/* WG, CACHE and EPL (docs/kernels/tensor.md, "Rows"). */
+/* WG, CACHE and EPL (docs/kernels/tensor.md, "Rows"), and the descriptors' resolve, which
+ * decides EPL 0 by the device's type. */
 extern const kp_tunable_desc tensor_rows_tunables[3];
+const char *tensor_rows_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
 
 /* One launch of rows_mean: out (rank 0) = the sum of the n values of v (a view laid out as
  * tensor_rows_make lays out an operand without a column, n = its rows) divided by count[0] when
  * count is given, else by denom. */
 kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const kp_buffer *count,
                            double denom, const kp_tensor *out);
+
+/* Whether operand i of r may be read and written as aligned float4 blocks: with its column
+ * (with_col), contiguous along it with C a multiple of 4; without, a flat operand (nlead 1)
+ * contiguous; either way every row's first element a multiple of 4 elements into its buffer. */
+int tensor_rows_vec(const tensor_rows *r, int i, int with_col);
 
 /* Host references' offset of row r of t, whose first lrank dimensions are the leading ones. */
 int64_t tensor_rows_offset(const kp_tensor *t, int lrank, int64_t r);
