@@ -314,19 +314,28 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
     }
 }
 
-/* count[0] = how many of the n labels are not ignore_index (one work-group of RED_LANES). */
-__kernel void rows_count(const int n, const int nlead, const int8 ext,
+/* count[0] = how many of the n labels are not ignore_index (one work-group of RED_LANES; lane
+ * j takes blocks of 4 labels j, j + RED_LANES, ..., as one int4 where vec says the labels are
+ * contiguous and 16-byte aligned). */
+__kernel void rows_count(const int n, const int vec, const int nlead, const int8 ext,
                          __global const int *labels, const kp_view8 vl, const int ignore_index,
                          __global int *count, __local int *tree)
 {
     const int j = get_local_id(0);
-    int k = 0;
-    for (int i = j; i < n; i += RED_LANES) {
+    int4 k = 0;
+    for (int i = 4 * j; i < n; i += 4 * RED_LANES) {
         int4 o;
         lead_offsets(i, nlead, ext, vl, vl, vl, vl, &o);
-        k += labels[o.x] != ignore_index;
+        if (vec && i + 3 < n) {
+            k -= *(__global const int4 *)(labels + o.x) != ignore_index;
+            continue;
+        }
+        for (int e = 0; e < 4 && i + e < n; e++) {
+            lead_offsets(i + e, nlead, ext, vl, vl, vl, vl, &o);
+            k.x += labels[o.x] != ignore_index;
+        }
     }
-    tree[j] = k;
+    tree[j] = (k.x + k.y) + (k.z + k.w);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = RED_LANES / 2; h > 0; h >>= 1) {
         if (j < h)
@@ -337,24 +346,34 @@ __kernel void rows_count(const int n, const int nlead, const int8 ext,
         count[0] = tree[0];
 }
 
-/* out = the sum of the n values in v (in row-major order of their coalesced dimensions, lane j
- * taking j, j + RED_LANES, ...) divided by count[0] when use_count, else by denom. One
- * work-group of RED_LANES. */
-__kernel void rows_mean(const int n, const int nlead, const int8 ext, __global const float *v,
-                        const kp_view8 vv, const int use_count, __global const int *count,
-                        const float denom, __global float *out, const int out_offset,
-                        __local float *tree)
+/* out = the sum of the n values in v divided by count[0] when use_count, else by denom. The
+ * values count in row-major order of their coalesced dimensions; lane j takes blocks of 4 values
+ * j, j + RED_LANES, ... into four sums (one float4 load where vec says v is contiguous and
+ * 16-byte aligned), added at the end, then the tree. One work-group of RED_LANES. */
+__kernel void rows_mean(const int n, const int vec, const int nlead, const int8 ext,
+                        __global const float *v, const kp_view8 vv, const int use_count,
+                        __global const int *count, const float denom, __global float *out,
+                        const int out_offset, __local float *tree)
 {
     const int j = get_local_id(0);
-    float s = 0.0f;
-    for (int i = j; i < n; i += RED_LANES) {
+    float4 s = 0.0f;
+    for (int i = 4 * j; i < n; i += 4 * RED_LANES) {
         int4 o;
         lead_offsets(i, nlead, ext, vv, vv, vv, vv, &o);
-        s += v[o.x];
+        if (vec && i + 3 < n) {
+            s += *(__global const float4 *)(v + o.x);
+            continue;
+        }
+        float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int e = 0; e < 4 && i + e < n; e++) {
+            lead_offsets(i + e, nlead, ext, vv, vv, vv, vv, &o);
+            q[e] = v[o.x];
+        }
+        s += (float4)(q[0], q[1], q[2], q[3]);
     }
-    s = lanes_sum(tree, j, RED_LANES, s);
+    const float total = lanes_sum(tree, j, RED_LANES, kp_hsum4(s));
     if (j == 0)
-        out[out_offset] = s / (use_count ? (float)count[0] : denom);
+        out[out_offset] = total / (use_count ? (float)count[0] : denom);
 }
 
 /* Elementwise losses of x against t, with the gradient in *d: mode 0 MSE, (x - t)^2 and x - t;

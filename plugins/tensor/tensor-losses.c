@@ -124,6 +124,7 @@ static kp_status ce_enqueue(const kp_call *call, kp_launch *l)
     const size_t red = 256;
     kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_count", NULL);
     kp_clargs_int(&a, (int32_t)r.rows);
+    kp_clargs_int(&a, tensor_rows_vec(&r, 1, 0));
     kp_clargs_int(&a, r.nlead);
     kp_clargs_value(&a, sizeof r.ext, r.ext);
     kp_clargs_tensor(&a, &r.view[1], KP_MAX_RANK);

@@ -63,7 +63,7 @@ kp_status tensor_rows_fits(kp_launch *l, const kp_tensor *t, const char *name)
         return KP_OK;
     char a[160];
     return tensor_host->fail(l, KP_ERR_UNSUPPORTED,
-                             "%s: %s has more than 2^31 - 257 elements (kernels index with int)",
+                             "%s: %s has more than 2^31 - 1025 elements (kernels index with int)",
                              name, tensor_shape_str(t, a, sizeof a));
 }
 
@@ -146,6 +146,7 @@ kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const 
     const size_t local = 256, global = 256;
     kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_mean", NULL);
     kp_clargs_int(&a, (int32_t)v->rows);
+    kp_clargs_int(&a, tensor_rows_vec(v, which, 0));
     kp_clargs_int(&a, v->nlead);
     kp_clargs_value(&a, sizeof v->ext, v->ext);
     kp_clargs_tensor(&a, &v->view[which], KP_MAX_RANK);

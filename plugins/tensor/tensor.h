@@ -164,8 +164,8 @@ typedef struct tensor_rows {
     kp_tensor view[TS_MAX_IN + 1];
 } tensor_rows;
 
-/* Kernels index with int, and a lane steps its index by up to 256 past the end. */
-#define TENSOR_ROWS_MAX_ELEMENTS ((int64_t)INT32_MAX - 256)
+/* Kernels index with int, and a lane steps its index by up to 1024 past the end. */
+#define TENSOR_ROWS_MAX_ELEMENTS ((int64_t)INT32_MAX - 1024)
 
 /*
  * Lays out n (at most 4) operands whose shapes are lead (lrank extents) followed by cols where
