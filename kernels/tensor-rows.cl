@@ -4,22 +4,63 @@
  * (plugins/tensor/tensor-rows.c and tensor-losses.c launch them).
  *
  * Rows. A row of C elements is the work of `lanes` work-items, a power of two the host picks
- * from C alone: lane j takes columns j, j + lanes, j + 2 lanes, ... in order, then the lanes'
- * partial results meet in a fixed tree (lanes_sum, lanes_max). A work-group of G work-items holds
- * G / lanes rows, one row per slot. So the order of every sum, hence every bit, follows from C:
- * neither the work-group size nor whether rows are cached in local memory changes it.
+ * from C alone, and is read in blocks of VW columns: lane j takes blocks j, j + lanes, ... in
+ * order into VW running sums (or maxima), adds them in the prelude's fixed order (kp_hsum*), and
+ * the lanes' results meet in a fixed tree (lanes_sum, lanes_max). A work-group of G work-items
+ * holds G / lanes rows, one row per slot. So the order of every sum, hence every bit, follows
+ * from C, VW and the lane count: neither the work-group size, nor whether a row is cached in
+ * local memory, nor whether a block is read as one vector or element by element changes it.
  *
- * Caching. With `cached`, a lane keeps the columns it reads in its row's slice of `cache` (local
+ * Blocks. VW is a build option: 4 on GPUs, where a block is one 16-byte load or store when the
+ * host says the operand allows it (`vec`: its rows contiguous, 16-byte aligned); 8 or 16 on
+ * CPUs, where a block is one vloadn/vstoren whenever the row is contiguous (`vec`), any
+ * alignment. A block past C, or of a strided row, goes element by element.
+ *
+ * Caching. With `cached`, a lane keeps the blocks it reads in its row's slice of `cache` (local
  * memory), so x is read from global memory once; without, each pass reads x again. A lane only
- * ever touches its own columns there, so the cache needs no barrier.
+ * ever touches its own blocks there, so the cache needs no barrier.
  *
  * Views. The host coalesces the dimensions before the last (tensor_space_make) and passes them
  * innermost first at view positions 0 .. nlead - 1, their extents in `ext` at the same positions;
  * view position 7 holds the last axis (its stride; its extent is C).
  *
  * Sums over everything (a loss's mean) take one work-group of RED_LANES work-items whatever the
- * WG tunable says: lane j takes terms j, j + RED_LANES, ..., then the same tree.
+ * WG tunable says: lane j takes blocks of 4 terms j, j + RED_LANES, ..., then the same tree.
  */
+
+#ifndef VW
+#define VW 4
+#endif
+#if VW == 16
+#define VEC float16
+#define IVEC int16
+#define IOTA (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define HSUM kp_hsum16
+#define VLOAD(p) vload16(0, (p))
+#define VSTORE(v, p) vstore16((v), 0, (p))
+#define PLOAD(q) vload16(0, (q))
+#define PSTORE(v, q) vstore16((v), 0, (q))
+#elif VW == 8
+#define VEC float8
+#define IVEC int8
+#define IOTA (int8)(0, 1, 2, 3, 4, 5, 6, 7)
+#define HSUM kp_hsum8
+#define VLOAD(p) vload8(0, (p))
+#define VSTORE(v, p) vstore8((v), 0, (p))
+#define PLOAD(q) vload8(0, (q))
+#define PSTORE(v, q) vstore8((v), 0, (q))
+#else
+#undef VW
+#define VW 4
+#define VEC float4
+#define IVEC int4
+#define IOTA (int4)(0, 1, 2, 3)
+#define HSUM kp_hsum4
+#define VLOAD(p) (*(__global const float4 *)(p))
+#define VSTORE(v, p) (*(__global float4 *)(p) = (v))
+#define PLOAD(q) vload4(0, (q))
+#define PSTORE(v, q) vstore4((v), 0, (q))
+#endif
 
 #define RED_LANES 256
 
@@ -99,39 +140,57 @@ float lanes_max(__local float *t, const int j, const int lanes, const float v)
     return m;
 }
 
-/* Columns 4b .. 4b + 3 of a row that starts at element `at` and steps s; a column at C or past
- * it reads as pad. vec: the row is contiguous, 16-byte aligned, and C a multiple of 4. */
-float4 load4(__global const float *p, const int at, const int s, const int b, const int C,
-             const int vec, const float pad)
+/* Columns VW b .. VW b + VW - 1 of a row that starts at element `at` and steps s; a column at C
+ * or past it reads as pad. */
+VEC loadv(__global const float *p, const int at, const int s, const int b, const int C,
+          const int vec, const float pad)
 {
-    const int c = 4 * b;
-    if (vec)
-        return *(__global const float4 *)(p + at + c);
-    return (float4)(p[at + c * s], c + 1 < C ? p[at + (c + 1) * s] : pad,
-                    c + 2 < C ? p[at + (c + 2) * s] : pad, c + 3 < C ? p[at + (c + 3) * s] : pad);
+    const int c = VW * b;
+    if (vec && c + VW <= C)
+        return VLOAD(p + at + c);
+    float q[VW];
+    for (int k = 0; k < VW; k++)
+        q[k] = c + k < C ? p[at + (c + k) * s] : pad;
+    return PLOAD(q);
 }
 
 /* Writes the columns of block b that are below C. */
-void store4(__global float *p, const int at, const int s, const int b, const int C,
-            const int vec, const float4 v)
+void storev(__global float *p, const int at, const int s, const int b, const int C,
+            const int vec, const VEC v)
 {
-    const int c = 4 * b;
-    if (vec) {
-        *(__global float4 *)(p + at + c) = v;
+    const int c = VW * b;
+    if (vec && c + VW <= C) {
+        VSTORE(v, p + at + c);
         return;
     }
-    p[at + c * s] = v.x;
-    if (c + 1 < C)
-        p[at + (c + 1) * s] = v.y;
-    if (c + 2 < C)
-        p[at + (c + 2) * s] = v.z;
-    if (c + 3 < C)
-        p[at + (c + 3) * s] = v.w;
+    float q[VW];
+    PSTORE(v, q);
+    for (int k = 0; k < VW && c + k < C; k++)
+        p[at + (c + k) * s] = q[k];
 }
 
-float max4(const float4 v)
+/* The largest component. Written lane by lane, as the prelude's kp_hsum8/16 are: Oclgrind's
+ * uninitialized-value check misreports the .lo/.hi halves of a float16 (prelude.cl). */
+float vmax(const VEC v)
 {
-    return fmax(fmax(v.x, v.y), fmax(v.z, v.w));
+#if VW == 16
+    const float4 q = (float4)(fmax(fmax(v.s0, v.s8), fmax(v.s4, v.sc)),
+                              fmax(fmax(v.s1, v.s9), fmax(v.s5, v.sd)),
+                              fmax(fmax(v.s2, v.sa), fmax(v.s6, v.se)),
+                              fmax(fmax(v.s3, v.sb), fmax(v.s7, v.sf)));
+#elif VW == 8
+    const float4 q = (float4)(fmax(v.s0, v.s4), fmax(v.s1, v.s5), fmax(v.s2, v.s6),
+                              fmax(v.s3, v.s7));
+#else
+    const float4 q = v;
+#endif
+    return fmax(fmax(q.x, q.z), fmax(q.y, q.w));
+}
+
+/* Which columns of block b are below C. */
+IVEC in_row(const int b, const int C)
+{
+    return VW * b + IOTA < C;
 }
 
 /* y = softmax(x) (log_mode 0: exp(x - max) / sum) or log_softmax(x) (1: x - max - log(sum)) over
@@ -140,51 +199,51 @@ float max4(const float4 v)
 __kernel void rows_softmax(const int rows, const int C, const int lanes, const int log_mode,
                            const int cached, const int vec, const int nlead, const int8 ext,
                            __global const float *x, const kp_view8 vx, __global float *y,
-                           const kp_view8 vy, __local float4 *cache, __local float *tree)
+                           const kp_view8 vy, __local VEC *cache, __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
     const int slot = get_local_id(0) / lanes, j = get_local_id(0) % lanes;
     const int first = get_group_id(0) * per;
     const int live = slot < rows - first;
-    const int nb = (C + 3) / 4;
-    __local float4 *row = cache + (cached ? slot * nb : 0);
+    const int nb = (C + VW - 1) / VW;
+    __local VEC *row = cache + (cached ? slot * nb : 0);
     __local float *t = tree + slot * lanes;
     const int sx = kp_stride(vx, 7), sy = kp_stride(vy, 7);
-    const int vx4 = vec & 1, vy4 = vec & 2;
+    const int vx1 = vec & 1, vy1 = vec & 2;
     int4 o = (int4)(0);
     if (live)
         lead_offsets(first + slot, nlead, ext, vx, vy, vy, vy, &o);
-    float4 m4 = -INFINITY;
+    VEC m4 = -INFINITY;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const float4 v = load4(x, o.x, sx, b, C, vx4, -INFINITY);
+            const VEC v = loadv(x, o.x, sx, b, C, vx1, -INFINITY);
             if (cached)
                 row[b] = v;
             m4 = fmax(m4, v);
         }
-    const float m = lanes_max(t, j, lanes, max4(m4));
+    const float m = lanes_max(t, j, lanes, vmax(m4));
     /* Columns past C read as -inf, whose exponential adds 0. */
-    float4 s4 = 0.0f;
+    VEC s4 = 0.0f;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const float4 e = exp((cached ? row[b] : load4(x, o.x, sx, b, C, vx4, -INFINITY)) - m);
+            const VEC e = exp((cached ? row[b] : loadv(x, o.x, sx, b, C, vx1, -INFINITY)) - m);
             if (cached && !log_mode)
                 row[b] = e;
             s4 += e;
         }
-    const float s = lanes_sum(t, j, lanes, kp_hsum4(s4));
+    const float s = lanes_sum(t, j, lanes, HSUM(s4));
     if (!live)
         return;
     if (log_mode) {
         const float ls = log(s);
         for (int b = j; b < nb; b += lanes)
-            store4(y, o.y, sy, b, C, vy4,
-                   ((cached ? row[b] : load4(x, o.x, sx, b, C, vx4, 0.0f)) - m) - ls);
+            storev(y, o.y, sy, b, C, vy1,
+                   ((cached ? row[b] : loadv(x, o.x, sx, b, C, vx1, 0.0f)) - m) - ls);
     } else {
         const float inv = 1.0f / s;
         for (int b = j; b < nb; b += lanes)
-            store4(y, o.y, sy, b, C, vy4,
-                   (cached ? row[b] : exp(load4(x, o.x, sx, b, C, vx4, -INFINITY) - m)) * inv);
+            storev(y, o.y, sy, b, C, vy1,
+                   (cached ? row[b] : exp(loadv(x, o.x, sx, b, C, vx1, -INFINITY) - m)) * inv);
     }
 }
 
@@ -195,48 +254,48 @@ __kernel void rows_softmax_backward(const int rows, const int C, const int lanes
                                     const int nlead, const int8 ext, __global const float *dy,
                                     const kp_view8 vdy, __global const float *y,
                                     const kp_view8 vy, __global float *dx, const kp_view8 vdx,
-                                    __local float4 *cache, __local float *tree)
+                                    __local VEC *cache, __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
     const int slot = get_local_id(0) / lanes, j = get_local_id(0) % lanes;
     const int first = get_group_id(0) * per;
     const int live = slot < rows - first;
-    const int nb = (C + 3) / 4;
+    const int nb = (C + VW - 1) / VW;
     /* dy's blocks, then (softmax) y's. */
-    __local float4 *row = cache + (cached ? slot * nb * (2 - log_mode) : 0);
-    __local float4 *row_y = row + nb;
+    __local VEC *row = cache + (cached ? slot * nb * (2 - log_mode) : 0);
+    __local VEC *row_y = row + nb;
     __local float *t = tree + slot * lanes;
     const int sdy = kp_stride(vdy, 7), sy = kp_stride(vy, 7), sdx = kp_stride(vdx, 7);
-    const int vdy4 = vec & 1, vy4 = vec & 2, vdx4 = vec & 4;
+    const int vdy1 = vec & 1, vy1 = vec & 2, vdx1 = vec & 4;
     int4 o = (int4)(0);
     if (live)
         lead_offsets(first + slot, nlead, ext, vdy, vy, vdx, vdx, &o);
     /* Columns past C read as 0 and add nothing. */
-    float4 s4 = 0.0f;
+    VEC s4 = 0.0f;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const float4 g = load4(dy, o.x, sdy, b, C, vdy4, 0.0f);
+            const VEC g = loadv(dy, o.x, sdy, b, C, vdy1, 0.0f);
             if (cached)
                 row[b] = g;
             if (log_mode) {
                 s4 += g;
             } else {
-                const float4 p = load4(y, o.y, sy, b, C, vy4, 0.0f);
+                const VEC p = loadv(y, o.y, sy, b, C, vy1, 0.0f);
                 if (cached)
                     row_y[b] = p;
                 s4 += g * p;
             }
         }
-    const float s = lanes_sum(t, j, lanes, kp_hsum4(s4));
+    const float s = lanes_sum(t, j, lanes, HSUM(s4));
     if (!live)
         return;
     for (int b = j; b < nb; b += lanes) {
-        const float4 g = cached ? row[b] : load4(dy, o.x, sdy, b, C, vdy4, 0.0f);
+        const VEC g = cached ? row[b] : loadv(dy, o.x, sdy, b, C, vdy1, 0.0f);
         if (log_mode) {
-            store4(dx, o.z, sdx, b, C, vdx4, g - exp(load4(y, o.y, sy, b, C, vy4, 0.0f)) * s);
+            storev(dx, o.z, sdx, b, C, vdx1, g - exp(loadv(y, o.y, sy, b, C, vy1, 0.0f)) * s);
         } else {
-            const float4 p = cached ? row_y[b] : load4(y, o.y, sy, b, C, vy4, 0.0f);
-            store4(dx, o.z, sdx, b, C, vdx4, p * (g - s));
+            const VEC p = cached ? row_y[b] : loadv(y, o.y, sy, b, C, vy1, 0.0f);
+            storev(dx, o.z, sdx, b, C, vdx1, p * (g - s));
         }
     }
 }
@@ -256,39 +315,39 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
                                  __global const int *labels, const kp_view8 vl,
                                  __global float *dx, const kp_view8 vd, __global float *loss,
                                  const kp_view8 vloss, __global const int *count,
-                                 __local float4 *cache, __local float *tree)
+                                 __local VEC *cache, __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
     const int slot = get_local_id(0) / lanes, j = get_local_id(0) % lanes;
     const int first = get_group_id(0) * per;
     const int live = slot < rows - first;
-    const int nb = (C + 3) / 4;
-    __local float4 *row = cache + (cached ? slot * nb : 0);
+    const int nb = (C + VW - 1) / VW;
+    __local VEC *row = cache + (cached ? slot * nb : 0);
     __local float *t = tree + slot * lanes;
     const int sx = kp_stride(vx, 7), sd = kp_stride(vd, 7);
-    const int vx4 = vec & 1, vd4 = vec & 4;
+    const int vx1 = vec & 1, vd1 = vec & 4;
     int4 o = (int4)(0);
     if (live)
         lead_offsets(first + slot, nlead, ext, vx, vl, vd, vloss, &o);
-    float4 m4 = -INFINITY, sum_x4 = 0.0f;
+    VEC m4 = -INFINITY, sum_x4 = 0.0f;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const float4 v = load4(x, o.x, sx, b, C, vx4, -INFINITY);
+            const VEC v = loadv(x, o.x, sx, b, C, vx1, -INFINITY);
             if (cached)
                 row[b] = v;
             m4 = fmax(m4, v);
-            sum_x4 += select((float4)(0.0f), v, 4 * b + (int4)(0, 1, 2, 3) < C);
+            sum_x4 += select((VEC)(0.0f), v, in_row(b, C));
         }
-    const float m = lanes_max(t, j, lanes, max4(m4));
-    float4 s4 = 0.0f;
+    const float m = lanes_max(t, j, lanes, vmax(m4));
+    VEC s4 = 0.0f;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const float4 e = exp((cached ? row[b] : load4(x, o.x, sx, b, C, vx4, -INFINITY)) - m);
+            const VEC e = exp((cached ? row[b] : loadv(x, o.x, sx, b, C, vx1, -INFINITY)) - m);
             if (cached)
                 row[b] = e;
             s4 += e;
         }
-    const float2 sums = lanes_sum2(t, j, lanes, (float2)(kp_hsum4(s4), kp_hsum4(sum_x4)));
+    const float2 sums = lanes_sum2(t, j, lanes, (float2)(HSUM(s4), HSUM(sum_x4)));
     if (!live)
         return;
     const int label = labels[o.y];
@@ -296,7 +355,7 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
     const int bad = !ignored && (label < 0 || label >= C);
     const float spread = smoothing / (float)C;
     /* The lane that holds the label's column writes the loss (lane 0 when there is none). */
-    if (ignored || bad ? j == 0 : j == (label / 4) % lanes) {
+    if (ignored || bad ? j == 0 : j == (label / VW) % lanes) {
         const float xl = ignored || bad ? 0.0f : x[o.x + label * sx];
         const float lse = m + log(sums.x);
         loss[o.w] = ignored ? 0.0f : bad ? NAN : lse - (1.0f - smoothing) * xl - spread * sums.y;
@@ -305,12 +364,10 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
         return;
     const float scale = 1.0f / (float)count[0], inv = 1.0f / sums.x;
     for (int b = j; b < nb; b += lanes) {
-        const float4 p =
-            (cached ? row[b] : exp(load4(x, o.x, sx, b, C, vx4, -INFINITY) - m)) * inv;
-        const float4 hot =
-            select((float4)(0.0f), (float4)(1.0f - smoothing), 4 * b + (int4)(0, 1, 2, 3) == label);
-        const float4 g = ignored ? (float4)(0.0f) : bad ? (float4)(NAN) : (p - hot - spread) * scale;
-        store4(dx, o.z, sd, b, C, vd4, g);
+        const VEC p = (cached ? row[b] : exp(loadv(x, o.x, sx, b, C, vx1, -INFINITY) - m)) * inv;
+        const VEC hot = select((VEC)(0.0f), (VEC)(1.0f - smoothing), VW * b + IOTA == label);
+        const VEC g = ignored ? (VEC)(0.0f) : bad ? (VEC)(NAN) : (p - hot - spread) * scale;
+        storev(dx, o.z, sd, b, C, vd1, g);
     }
 }
 
@@ -379,7 +436,7 @@ __kernel void rows_mean(const int n, const int vec, const int nlead, const int8 
 /* Elementwise losses of x against t, with the gradient in *d: mode 0 MSE, (x - t)^2 and x - t;
  * mode 1 binary cross-entropy with logits x and targets t, max(x, 0) - x t + log(1 + exp(-|x|))
  * and sigmoid(x) - t. */
-float4 loss4(const int mode, const float4 x, const float4 t, float4 *d)
+VEC lossv(const int mode, const VEC x, const VEC t, VEC *d)
 {
     if (mode == 0) {
         *d = x - t;
@@ -390,10 +447,10 @@ float4 loss4(const int mode, const float4 x, const float4 t, float4 *d)
 }
 
 /* Work-group k sums the losses of elements k chunk .. (k + 1) chunk - 1 of the n (row-major over
- * the coalesced dimensions; chunk a multiple of 4) into partial[k], lane j taking blocks of 4
- * elements j, j + RED_LANES, ... into four sums added at the end; g, when vg is not empty, gets
- * gscale times each element's gradient. vec: a, b and g contiguous, 16-byte aligned, n a
- * multiple of 4. One work-group of RED_LANES per chunk. */
+ * the coalesced dimensions; chunk a multiple of VW) into partial[k], lane j taking blocks of VW
+ * elements j, j + RED_LANES, ... into VW sums added at the end; g, when vg is not empty, gets
+ * gscale times each element's gradient. vec: a, b and g contiguous (VW 4: 16-byte aligned too),
+ * n a multiple of VW. One work-group of RED_LANES per chunk. */
 __kernel void rows_loss_partial(const int n, const int chunk, const int mode, const int vec,
                                 const int nd, const int8 ext, __global const float *a,
                                 const kp_view8 va, __global const float *b, const kp_view8 vb,
@@ -404,37 +461,37 @@ __kernel void rows_loss_partial(const int n, const int chunk, const int mode, co
     const int lo = get_group_id(0) * chunk;
     const int len = chunk < n - lo ? chunk : n - lo;
     const int grad = !kp_empty(vg);
-    float4 s = 0.0f;
-    for (int k = 4 * j; k < len; k += 4 * RED_LANES) {
-        float4 x, t, d;
+    VEC s = 0.0f;
+    for (int k = VW * j; k < len; k += VW * RED_LANES) {
+        VEC d;
         int4 o;
         if (vec) {
             lead_offsets(lo + k, nd, ext, va, vb, vg, vg, &o);
-            x = *(__global const float4 *)(a + o.x);
-            t = *(__global const float4 *)(b + o.y);
-            const float4 l = loss4(mode, x, t, &d);
+            const VEC l = lossv(mode, VLOAD(a + o.x), VLOAD(b + o.y), &d);
             if (grad)
-                *(__global float4 *)(g + o.z) = d * gscale;
+                VSTORE(d * gscale, g + o.z);
             s += l;
             continue;
         }
-        float xs[4] = {0.0f, 0.0f, 0.0f, 0.0f}, ts[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        int gs[4] = {0, 0, 0, 0};
-        for (int e = 0; e < 4 && k + e < len; e++) {
-            lead_offsets(lo + k + e, nd, ext, va, vb, vg, vg, &o);
-            xs[e] = a[o.x];
-            ts[e] = b[o.y];
-            gs[e] = o.z;
+        float xs[VW], ts[VW], ds[VW];
+        int gs[VW];
+        for (int e = 0; e < VW; e++) {
+            xs[e] = ts[e] = 0.0f;
+            gs[e] = 0;
+            if (k + e < len) {
+                lead_offsets(lo + k + e, nd, ext, va, vb, vg, vg, &o);
+                xs[e] = a[o.x];
+                ts[e] = b[o.y];
+                gs[e] = o.z;
+            }
         }
-        x = (float4)(xs[0], xs[1], xs[2], xs[3]);
-        t = (float4)(ts[0], ts[1], ts[2], ts[3]);
-        const float4 l = loss4(mode, x, t, &d);
-        const float ds[4] = {d.x, d.y, d.z, d.w};
-        for (int e = 0; grad && e < 4 && k + e < len; e++)
-            g[gs[e]] = ds[e] * gscale;
-        s += select((float4)(0.0f), l, k + (int4)(0, 1, 2, 3) < len);
+        const VEC l = lossv(mode, PLOAD(xs), PLOAD(ts), &d);
+        PSTORE(d * gscale, ds);
+        for (int e = 0; grad && e < VW && k + e < len; e++)
+            g[gs[e]] = ds[e];
+        s += select((VEC)(0.0f), l, k + IOTA < len);
     }
-    const float total = lanes_sum(tree, j, RED_LANES, kp_hsum4(s));
+    const float total = lanes_sum(tree, j, RED_LANES, HSUM(s));
     if (j == 0)
         partial[get_group_id(0)] = total;
 }

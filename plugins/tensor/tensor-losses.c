@@ -124,7 +124,7 @@ static kp_status ce_enqueue(const kp_call *call, kp_launch *l)
     const size_t red = 256;
     kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_count", NULL);
     kp_clargs_int(&a, (int32_t)r.rows);
-    kp_clargs_int(&a, tensor_rows_vec(&r, 1, 0));
+    kp_clargs_int(&a, tensor_rows_vec(&r, 1, 0, 1));
     kp_clargs_int(&a, r.nlead);
     kp_clargs_value(&a, sizeof r.ext, r.ext);
     kp_clargs_tensor(&a, &r.view[1], KP_MAX_RANK);
@@ -139,7 +139,9 @@ static kp_status ce_enqueue(const kp_call *call, kp_launch *l)
         kp_clargs_int(&a, (int32_t)r.cols);
         kp_clargs_int(&a, g.lanes);
         kp_clargs_int(&a, g.cached);
-        kp_clargs_int(&a, tensor_rows_vec(&r, 0, 1) | tensor_rows_vec(&r, 2, 1) << 2);
+        const int aligned = tensor_host->tunable_index(l, TR_VW) == 4;
+        kp_clargs_int(&a, tensor_rows_vec(&r, 0, 1, aligned) | tensor_rows_vec(&r, 2, 1, aligned)
+                                                                   << 2);
         kp_clargs_int(&a, r.nlead);
         kp_clargs_value(&a, sizeof r.ext, r.ext);
         kp_clargs_int(&a, ignore);
@@ -356,10 +358,12 @@ static kp_status pw_enqueue(const kp_call *call, kp_launch *l)
         return st;
     const double gscale = pw->scale / (double)p.n;
     if (groups > 0) {
-        const int64_t chunk = ((p.n + groups - 1) / groups + 3) / 4 * 4;
-        int vec = p.n % 4 == 0 && p.r.nlead == 1;
+        /* A multiple of every VW, so the chunks do not depend on it. */
+        const int64_t chunk = ((p.n + groups - 1) / groups + 15) / 16 * 16;
+        const int64_t vw = tensor_host->tunable_index(l, TR_VW);
+        int vec = p.n % vw == 0;
         for (int i = 1; i < (call->args[PW_GRAD].present ? 4 : 3); i++)
-            vec &= tensor_rows_vec(&p.r, i, 0);
+            vec &= tensor_rows_vec(&p.r, i, 0, vw == 4);
         const size_t local = 256, global = (size_t)groups * local;
         kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_loss_partial", NULL);
         kp_clargs_int(&a, (int32_t)p.n);
@@ -439,7 +443,7 @@ static kp_status pw_reference(const kp_call *call, kp_launch *l)
  * with per-row losses and a valid class as ignore_index; the forward alone; a wide prime row;
  * logits [5, 3, 7] permuted from [3, 5, 7] with labels [5, 3] transposed; transposed logits
  * (the class axis strided) with gapped dlogits and strided labels and losses; rows of 60 classes
- * read and written as float4 blocks (vec). */
+ * read and written as whole vectors (vec; the last block of 16 element by element). */
 static const char *const ce_verify_sizes[] = {"one",  "prime", "smooth", "forward", "wide",
                                               "lead", "views", "vec",    NULL};
 static const char *const ce_bench_sizes[] = {"8192x1000", "1024x1000", NULL};
@@ -546,8 +550,8 @@ static void ce_tolerance(const kp_call *call, double *atol, double *rtol)
 
 /* Pointwise losses: one element; primes [97, 131] (four chunks); a broadcast operand (MSE: b
  * [131] against a [97, 131], and a [97, 1] against b [97, 131] without da; BCE, whose shapes
- * match: a transposed target); transposed a with a gapped gradient; the loss alone; [97, 132],
- * read and written as float4 blocks (vec). */
+ * match: a transposed target); transposed a with a gapped gradient; the loss alone; [97, 144],
+ * read and written as whole vectors (vec). */
 static const char *const mse_verify_sizes[] = {"one",   "prime",   "bcast", "bcast_a",
                                                "views", "forward", "vec",   NULL};
 static const char *const bce_verify_sizes[] = {"one",     "prime", "bcast", "views",
@@ -566,7 +570,7 @@ static kp_status pw_sample(kp_sample *smp, const char *size)
     } else if (strcmp(size, "1M") == 0) {
         rank = 1, shape[0] = 1 << 20;
     } else if (strcmp(size, "vec") == 0) {
-        shape[1] = 132;
+        shape[1] = 144;
     } else if ((strcmp(size, "bcast_a") == 0 && pw->mode != 0) ||
                (strcmp(size, "prime") != 0 && strcmp(size, "bcast") != 0 &&
                 strcmp(size, "bcast_a") != 0 && strcmp(size, "views") != 0 &&
@@ -632,7 +636,7 @@ kp_status tensor_register_losses(const kp_host_api *api, kp_registrar *reg)
                    "dlogits and per-row losses in one pass",
         .params = ce_params,
         .n_params = CE_N,
-        .n_tunables = 3,
+        .n_tunables = TR_N,
         .tunables = tensor_rows_tunables,
         .source = kp_kernel_tensor_rows_cl,
         .source_name = "tensor-rows.cl",
@@ -670,6 +674,9 @@ kp_status tensor_register_losses(const kp_host_api *api, kp_registrar *reg)
             .sample = pw_sample,
             .cost = pw_cost,
             .verify_sizes = pw->mode ? bce_verify_sizes : mse_verify_sizes,
+            .n_tunables = 1,
+            .tunables = tensor_rows_tunables,
+            .resolve = tensor_rows_resolve,
             .bench_sizes = pw_bench_sizes,
             .atol = 1e-6,
             .rtol = 2e-5,

@@ -8,51 +8,69 @@
 #include "tensor.h"
 
 static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
+static const int64_t widths[] = {0, 4, 8, 16};
 static const int64_t per_lane[] = {0, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 static const char *const cache_choices[] = {"auto", "off", NULL};
-const kp_tunable_desc tensor_rows_tunables[3] = {
-    {
-        .name = "WG",
-        .default_value = 256,
-        .allowed = workgroups,
-        .n_allowed = sizeof workgroups / sizeof workgroups[0],
-        .flags = KP_TUNABLE_WORKGROUP | KP_TUNABLE_NO_DEFINE,
-        .doc = "work-items per work-group, at least one row's lanes (results do not depend on "
-               "it)",
-    },
-    {
-        .name = "CACHE",
-        .default_value = 0,
-        .min = 0,
-        .max = 1,
-        .choices = cache_choices,
-        .flags = KP_TUNABLE_NO_DEFINE,
-        .doc = "auto: keep rows in local memory where they fit, reading x once; off: read x "
-               "again for each pass (results do not depend on it)",
-    },
-    {
-        .name = "EPL",
-        .default_value = 0,
-        .allowed = per_lane,
-        .n_allowed = sizeof per_lane / sizeof per_lane[0],
-        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
-        .doc = "columns per lane a row's lane count aims at (lanes: the least power of two "
-               "up to 256 with lanes * EPL >= C); it orders the row sums, so results depend on "
-               "it; 0: 256 on CPUs, 16 on others",
-    },
+const kp_tunable_desc tensor_rows_tunables[TR_N] = {
+    [TR_VW] =
+        {
+            .name = "VW",
+            .default_value = 0,
+            .allowed = widths,
+            .n_allowed = sizeof widths / sizeof widths[0],
+            .flags = KP_TUNABLE_NO_SEARCH,
+            .doc = "columns a block (a lane reads a block as one vector where the row allows); "
+                   "a lane sums each of a block's columns apart, so results depend on it; 0: 16 "
+                   "on CPUs, 4 on others",
+        },
+    [TR_WG] =
+        {
+            .name = "WG",
+            .default_value = 256,
+            .allowed = workgroups,
+            .n_allowed = sizeof workgroups / sizeof workgroups[0],
+            .flags = KP_TUNABLE_WORKGROUP | KP_TUNABLE_NO_DEFINE,
+            .doc = "work-items per work-group, at least one row's lanes (results do not depend on "
+                   "it)",
+        },
+    [TR_CACHE] =
+        {
+            .name = "CACHE",
+            .default_value = 0,
+            .min = 0,
+            .max = 1,
+            .choices = cache_choices,
+            .flags = KP_TUNABLE_NO_DEFINE,
+            .doc = "auto: keep rows in local memory where they fit, reading x once; off: read x "
+                   "again for each pass (results do not depend on it)",
+        },
+    [TR_EPL] =
+        {
+            .name = "EPL",
+            .default_value = 0,
+            .allowed = per_lane,
+            .n_allowed = sizeof per_lane / sizeof per_lane[0],
+            .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
+            .doc = "columns per lane a row's lane count aims at (lanes: the least power of two "
+                   "up to 256 with lanes * EPL >= C); it orders the row sums, so results depend on "
+                   "it; 0: 256 on CPUs, 16 on others",
+        },
 };
 
 const char *tensor_rows_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
-    if (index != 2 || value != 0)
+    if ((index != TR_VW && index != TR_EPL) || value != 0)
         return NULL;
     const kp_device_info *d = tensor_host->device(l);
     const int cpu = d && d->type == KP_DEVICE_CPU;
+    if (index == TR_VW) {
+        *resolved = cpu ? 16 : 4;
+        return cpu ? "16 on CPUs (a block is one AVX-512 vector)"
+                   : "4 on devices other than CPUs (a block is one 16-byte load)";
+    }
     *resolved = cpu ? 256 : 16;
-    return cpu ? "256 on CPUs (a work-item walks long stretches of a row; PoCL: 2.5x over 16 "
-                 "for softmax [512, 4096])"
-               : "16 on devices other than CPUs (four 16-byte blocks a lane: rows of 4096 "
-                 "take 256 lanes)";
+    return cpu ? "256 on CPUs (a work-item walks long stretches of a row)"
+               : "16 on devices other than CPUs (rows of 4096 take 256 lanes, four blocks each)";
 }
 
 /* ---- layout and launch shape ---- */
@@ -121,8 +139,9 @@ tensor_rows_grid tensor_rows_grid_for(kp_launch *l, int64_t rows, int64_t cols, 
                                       int trees)
 {
     const kp_device_info *dev = tensor_host->device(l);
-    const int64_t wg = tensor_host->tunable_index(l, 0);
-    const int64_t epl = tensor_host->tunable_index(l, 2);
+    const int64_t wg = tensor_host->tunable_index(l, TR_WG);
+    const int64_t epl = tensor_host->tunable_index(l, TR_EPL);
+    const int64_t vw = tensor_host->tunable_index(l, TR_VW);
     tensor_rows_grid g = {.lanes = 1};
     while (g.lanes < 256 && (size_t)g.lanes * 2 <= dev->max_workgroup &&
            (int64_t)g.lanes * epl < cols)
@@ -133,8 +152,9 @@ tensor_rows_grid tensor_rows_grid_for(kp_launch *l, int64_t rows, int64_t cols, 
     g.tree_bytes = g.local * (size_t)trees * sizeof(float);
     /* A quarter of local memory stays free, so caching rows does not starve occupancy on GPUs
      * (48 KiB a work-group on NVIDIA's OpenCL: rows of up to 9,000 floats). */
-    const size_t cache = per * (size_t)((cols + 3) / 4) * (size_t)arrays * 4 * sizeof(float);
-    g.cached = tensor_host->tunable_index(l, 1) == 0 && arrays > 0 &&
+    const size_t cache =
+        per * (size_t)((cols + vw - 1) / vw) * (size_t)vw * (size_t)arrays * sizeof(float);
+    g.cached = tensor_host->tunable_index(l, TR_CACHE) == 0 && arrays > 0 &&
                cache + g.tree_bytes <= dev->local_mem / 4 * 3;
     g.cache_bytes = g.cached && cache ? cache : sizeof(float);
     return g;
@@ -146,7 +166,7 @@ kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const 
     const size_t local = 256, global = 256;
     kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_mean", NULL);
     kp_clargs_int(&a, (int32_t)v->rows);
-    kp_clargs_int(&a, tensor_rows_vec(v, which, 0));
+    kp_clargs_int(&a, tensor_rows_vec(v, which, 0, 1));
     kp_clargs_int(&a, v->nlead);
     kp_clargs_value(&a, sizeof v->ext, v->ext);
     kp_clargs_tensor(&a, &v->view[which], KP_MAX_RANK);
@@ -159,16 +179,17 @@ kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const 
     return kp_clargs_enqueue(&a, 1, &global, &local);
 }
 
-int tensor_rows_vec(const tensor_rows *r, int i, int with_col)
+int tensor_rows_vec(const tensor_rows *r, int i, int with_col, int aligned)
 {
     const kp_tensor *v = &r->view[i];
-    if (v->offset % 4 != 0)
-        return 0;
     if (!with_col)
-        return r->nlead == 1 && v->strides[0] == 1;
-    int ok = v->strides[7] == 1 && r->cols % 4 == 0;
-    for (int p = 0; p < r->nlead; p++)
-        ok &= v->strides[p] % 4 == 0;
+        return r->nlead == 1 && v->strides[0] == 1 && (!aligned || v->offset % 4 == 0);
+    int ok = v->strides[7] == 1;
+    if (aligned) {
+        ok &= v->offset % 4 == 0 && r->cols % 4 == 0;
+        for (int p = 0; p < r->nlead; p++)
+            ok &= v->strides[p] % 4 == 0;
+    }
     return ok;
 }
 
@@ -292,10 +313,10 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     kp_clargs_int(&a, op->log_mode);
     kp_clargs_int(&a, g.cached);
     /* vec: a bit for each input in order, then the output's (view 0). */
-    const int n_in = op->backward ? 2 : 1;
-    int vec = tensor_rows_vec(&r, 0, 1) << n_in;
+    const int n_in = op->backward ? 2 : 1, aligned = tensor_host->tunable_index(l, TR_VW) == 4;
+    int vec = tensor_rows_vec(&r, 0, 1, aligned) << n_in;
     for (int i = 1; i <= n_in; i++)
-        vec |= tensor_rows_vec(&r, i, 1) << (i - 1);
+        vec |= tensor_rows_vec(&r, i, 1, aligned) << (i - 1);
     kp_clargs_int(&a, vec);
     kp_clargs_int(&a, r.nlead);
     kp_clargs_value(&a, sizeof r.ext, r.ext);
@@ -373,7 +394,8 @@ static kp_status reference(const kp_call *call, kp_launch *l)
 /* One element; primes [37, 53]; rows of one column; a wide prime row (lanes 256 on GPUs, several
  * columns each); leading dimensions that do not coalesce (x [5, 3, 7] permuted from [3, 5, 7]);
  * a transposed x (its last axis strided) with y's rows gapped; a rank-0 x; rows of 60, read and
- * written as float4 blocks (vec), or read so and written with gaps (vec_gap). */
+ * written as whole vectors (vec; the last block of 16 element by element), or read so and written
+ * with gaps (vec_gap). */
 static const char *const verify_sizes[] = {"one",   "prime",  "col", "wide",    "lead",
                                            "views", "scalar", "vec", "vec_gap", NULL};
 static const char *const bench_sizes[] = {"4096x4096", "512x4096", NULL};
@@ -482,7 +504,7 @@ kp_status tensor_register_rows(const kp_host_api *api, kp_registrar *reg)
             .summary = op->summary,
             .params = op->backward ? backward_params : forward_params,
             .n_params = op->backward ? BW_N : FW_N,
-            .n_tunables = 3,
+            .n_tunables = TR_N,
             .tunables = tensor_rows_tunables,
             .source = kp_kernel_tensor_rows_cl,
             .source_name = "tensor-rows.cl",

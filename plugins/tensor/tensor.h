@@ -188,14 +188,16 @@ typedef struct tensor_rows_grid {
 } tensor_rows_grid;
 
 /* The grid for rows of `cols` columns, caching `arrays` floats per column where they fit (and
- * the CACHE tunable allows), with `trees` floats of tree per work-item. Tunables 0 (WG),
- * 1 (CACHE) and 2 (EPL) of the kernel are tensor_rows_tunables'. */
+ * the CACHE tunable allows), with `trees` floats of tree per work-item. The kernel's tunables
+ * are tensor_rows_tunables. */
 tensor_rows_grid tensor_rows_grid_for(kp_launch *l, int64_t rows, int64_t cols, int arrays,
                                       int trees);
 
-/* WG, CACHE and EPL (docs/kernels/tensor.md, "Rows"), and the descriptors' resolve, which
- * decides EPL 0 by the device's type. */
-extern const kp_tunable_desc tensor_rows_tunables[3];
+/* The row kernels' tunables (docs/kernels/tensor.md, "Rows"), in this order; the pointwise
+ * losses take the first (VW) alone. The descriptors' resolve decides VW 0 and EPL 0 by the
+ * device's type. */
+enum { TR_VW, TR_WG, TR_CACHE, TR_EPL, TR_N };
+extern const kp_tunable_desc tensor_rows_tunables[TR_N];
 const char *tensor_rows_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
 
 /* One launch of rows_mean: out (rank 0) = the sum of the n values of v (a view laid out as
@@ -204,10 +206,11 @@ const char *tensor_rows_resolve(kp_launch *l, uint32_t index, int64_t value, int
 kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const kp_buffer *count,
                            double denom, const kp_tensor *out);
 
-/* Whether operand i of r may be read and written as aligned float4 blocks: with its column
- * (with_col), contiguous along it with C a multiple of 4; without, a flat operand (nlead 1)
- * contiguous; either way every row's first element a multiple of 4 elements into its buffer. */
-int tensor_rows_vec(const tensor_rows *r, int i, int with_col);
+/* Whether operand i of r may be read and written as whole vectors: with its column (with_col),
+ * contiguous along it; without, a flat operand (nlead 1), contiguous. `aligned` (VW 4, and the
+ * sums' blocks of 4) asks for float4 alignment too: every row's first element a multiple of 4
+ * elements into its buffer (and C a multiple of 4, so rows stay aligned). */
+int tensor_rows_vec(const tensor_rows *r, int i, int with_col, int aligned);
 
 /* Host references' offset of row r of t, whose first lrank dimensions are the leading ones. */
 int64_t tensor_rows_offset(const kp_tensor *t, int lrank, int64_t r);

@@ -168,21 +168,26 @@ static const char *const row_kernels[] = {"tensor.softmax",          "tensor.log
                                           "tensor.cross_entropy",    "tensor.mse",
                                           "tensor.bce_with_logits"};
 
-/* Verification on this device at the lane counts a GPU takes (EPL 16: rows of 4099 in 256
- * lanes) and with few columns a lane (EPL 4), with rows cached and not: the trees and the
- * uncached passes run here whatever this device's defaults. */
+/* Verification on this device as a GPU runs the row kernels (VW 4, aligned float4 blocks; EPL
+ * 16: rows of 4099 in 256 lanes) and with blocks of 8 and few columns a lane (EPL 4), rows cached
+ * and not, and the pointwise losses at every block width: each code path runs here whatever
+ * this device's defaults. */
 static void test_rows_verify_at_other_lane_counts(void **state)
 {
-    static const int64_t epl[] = {4, 16};
-    for (size_t i = 0; i < 5; i++) {
+    static const int64_t vw[] = {4, 8, 16}, epl[] = {16, 4};
+    for (size_t i = 0; i < sizeof row_kernels / sizeof row_kernels[0]; i++) {
         kp_kernel *k = find(row_kernels[i]);
-        for (size_t e = 0; e < 2; e++)
-            for (int64_t cache = 0; cache < 2; cache++) {
-                assert_int_equal(kp_kernel_tunable_set(rt, k, "EPL", epl[e]), KP_OK);
-                assert_int_equal(kp_kernel_tunable_set(rt, k, "CACHE", cache), KP_OK);
+        const int rows = i < 5;
+        for (size_t e = 0; e < (rows ? 2u : 3u); e++)
+            for (int64_t cache = 0; cache < (rows ? 2 : 1); cache++) {
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "VW", vw[e]), KP_OK);
+                if (rows) {
+                    assert_int_equal(kp_kernel_tunable_set(rt, k, "EPL", epl[e]), KP_OK);
+                    assert_int_equal(kp_kernel_tunable_set(rt, k, "CACHE", cache), KP_OK);
+                }
                 kp_status st = kp_kernel_verify(rt, k, NULL, 11, NULL, NULL);
                 if (st != KP_OK)
-                    fail_msg("%s at EPL %lld, CACHE %lld: %s", row_kernels[i], (long long)epl[e],
+                    fail_msg("%s at VW %lld, CACHE %lld: %s", row_kernels[i], (long long)vw[e],
                              (long long)cache, kp_last_error(rt));
             }
         assert_int_equal(kp_kernel_tuning_reset(rt, k), KP_OK);
@@ -192,7 +197,7 @@ static void test_rows_verify_at_other_lane_counts(void **state)
 /* Runs `kernel` four times, at WG 32 then 256 where it is tuned (the row kernels; the loss sums'
  * work-groups are fixed), then uncached (CACHE off), and compares the bits of every output with
  * the first run's. Tuned kernels go through this at this device's lane counts and at a GPU's
- * (EPL 16: rows of 4099 in 256 lanes, more than WG 32), each against its own first run. */
+ * (VW 4, EPL 16: rows of 4099 in 256 lanes, more than WG 32), each against its own first run. */
 static void expect_row_bits(const char *kernel, const kp_arg *args, size_t n_args,
                             kp_buffer *const *out, const size_t *out_n, int n_out, int tuned)
 {
@@ -200,8 +205,10 @@ static void expect_row_bits(const char *kernel, const kp_arg *args, size_t n_arg
     for (int gpu_lanes = 0; gpu_lanes < (tuned ? 2 : 1); gpu_lanes++) {
         float *first[3] = {NULL, NULL, NULL};
         for (int attempt = 0; attempt < (tuned ? 5 : 4); attempt++) {
-            if (gpu_lanes)
+            if (gpu_lanes) {
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "VW", 4), KP_OK);
                 assert_int_equal(kp_kernel_tunable_set(rt, k, "EPL", 16), KP_OK);
+            }
             if (tuned && attempt < 4)
                 assert_int_equal(kp_kernel_tunable_set(rt, k, "WG", attempt < 2 ? 32 : 256), KP_OK);
             if (attempt == 4)
