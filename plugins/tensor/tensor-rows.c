@@ -65,7 +65,7 @@ const char *tensor_rows_resolve(kp_launch *l, uint32_t index, int64_t value, int
     const int cpu = d && d->type == KP_DEVICE_CPU;
     if (index == TR_VW) {
         *resolved = cpu ? 16 : 4;
-        return cpu ? "16 on CPUs (a block is one AVX-512 vector)"
+        return cpu ? "16 on CPUs (a block is one AVX-512 vector, or two AVX ones)"
                    : "4 on devices other than CPUs (a block is one 16-byte load)";
     }
     *resolved = cpu ? 256 : 16;
