@@ -151,7 +151,7 @@ tensor_rows_grid tensor_rows_grid_for(kp_launch *l, int64_t rows, int64_t cols, 
     g.groups = (size_t)((rows + (int64_t)per - 1) / (int64_t)per);
     g.tree_bytes = g.local * (size_t)trees * sizeof(float);
     /* A quarter of local memory stays free, so caching rows does not starve occupancy on GPUs
-     * (48 KiB a work-group on NVIDIA's OpenCL: rows of up to 9,000 floats). */
+     * (48 KiB a work-group on NVIDIA's OpenCL: at WG 256, rows of up to 8,960 floats). */
     const size_t cache =
         per * (size_t)((cols + vw - 1) / vw) * (size_t)vw * (size_t)arrays * sizeof(float);
     g.cached = tensor_host->tunable_index(l, TR_CACHE) == 0 && arrays > 0 &&
