@@ -578,3 +578,9 @@ kp_status tensor_register_elementwise(const kp_host_api *api, kp_registrar *reg)
     }
     return KP_OK;
 }
+
+kp_status tensor_broadcast_shape(kp_launch *l, const kp_tensor *const *in, const char *const *names,
+                                 int n, int *rank, int64_t *shape)
+{
+    return broadcast_shape(l, in, names, n, rank, shape);
+}

@@ -1,5 +1,5 @@
-/* The tensor plugin: elementwise ops with broadcasting, reductions, and their backward (family
- * `tensor`, docs/kernels/tensor.md). */
+/* The tensor plugin: elementwise ops with broadcasting, reductions, softmax and losses, and their
+ * backward (family `tensor`, docs/kernels/tensor.md). */
 #include "tensor.h"
 
 const kp_host_api *tensor_host;
@@ -12,7 +12,11 @@ static kp_status tensor_init(const kp_host_api *api, kp_registrar *reg)
         st = tensor_register_reductions(api, reg);
     if (st == KP_OK)
         st = tensor_register_generators(api, reg);
-    return st == KP_OK ? tensor_register_movement(api, reg) : st;
+    if (st == KP_OK)
+        st = tensor_register_movement(api, reg);
+    if (st == KP_OK)
+        st = tensor_register_rows(api, reg);
+    return st == KP_OK ? tensor_register_losses(api, reg) : st;
 }
 
 KP_PLUGIN_DEFINE(tensor, .name = "tensor", .version = "0.1.0",

@@ -174,4 +174,76 @@ kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg);
 kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg);
 kp_status tensor_register_movement(const kp_host_api *api, kp_registrar *reg);
 
+/* ---- tensor-rows.c: row kernels (kernels/tensor-rows.cl) ---------------------------------- */
+
+/* A row kernel's operands as its OpenCL code reads them: the dimensions before the last
+ * coalesced over every operand and stored innermost first at view positions 0 .. nlead - 1, the
+ * last axis at position 7 (stride 0 for an operand without it, such as labels). */
+typedef struct tensor_rows {
+    int64_t rows, cols; /* rows: the product of the leading extents; cols: C */
+    int32_t nlead;
+    int32_t ext[8]; /* leading extents at 0 .. nlead - 1, C at 7 */
+    kp_tensor view[TS_MAX_IN + 1];
+} tensor_rows;
+
+/* Kernels index with int, and a lane steps its index by up to 1024 past the end. */
+#define TENSOR_ROWS_MAX_ELEMENTS ((int64_t)INT32_MAX - 1024)
+
+/*
+ * Lays out n (at most 4) operands whose shapes are lead (lrank extents) followed by cols where
+ * with_col[i], else lead alone, or (without a column) shapes that broadcast to lead; their shapes
+ * must be checked already. t[0] is the one the space is laid out for (tensor_space_make's output,
+ * never broadcast). Fails naming an operand past TENSOR_ROWS_MAX_ELEMENTS.
+ */
+kp_status tensor_rows_make(kp_launch *l, int lrank, const int64_t *lead, int64_t cols,
+                           const kp_tensor *const *t, const int *with_col, const char *const *names,
+                           int n, tensor_rows *r);
+
+/* Fails naming `name` and its shape when t has more than TENSOR_ROWS_MAX_ELEMENTS elements. */
+kp_status tensor_rows_fits(kp_launch *l, const kp_tensor *t, const char *name);
+
+/* A row launch's shape: `lanes` work-items per row, a work-group of `local` (rows of
+ * local / lanes), `groups` of them, and whether `arrays` floats per column fit in local memory. */
+typedef struct tensor_rows_grid {
+    int32_t lanes, cached;
+    size_t local, groups, cache_bytes, tree_bytes;
+} tensor_rows_grid;
+
+/* The grid for rows of `cols` columns, caching `arrays` floats per column where they fit (and
+ * the CACHE tunable allows), with `trees` floats of tree per work-item. The kernel's tunables
+ * are tensor_rows_tunables. */
+tensor_rows_grid tensor_rows_grid_for(kp_launch *l, int64_t rows, int64_t cols, int arrays,
+                                      int trees);
+
+/* The row kernels' tunables (docs/kernels/tensor.md, "Rows"), in this order; the pointwise
+ * losses take the first (VW) alone. The descriptors' resolve decides VW 0 and EPL 0 by the
+ * device's type. */
+enum { TR_VW, TR_WG, TR_CACHE, TR_EPL, TR_N };
+extern const kp_tunable_desc tensor_rows_tunables[TR_N];
+const char *tensor_rows_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
+
+/* One launch of rows_mean: out (rank 0) = the sum of the n values of v (a view laid out as
+ * tensor_rows_make lays out an operand without a column, n = its rows) divided by count[0] when
+ * count is given, else by denom. */
+kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const kp_buffer *count,
+                           double denom, const kp_tensor *out);
+
+/* Whether operand i of r may be read and written as whole vectors: with its column (with_col),
+ * contiguous along it; without, a flat operand (nlead 1), contiguous. `aligned` (VW 4, and the
+ * sums' blocks of 4) asks for float4 alignment too: every row's first element a multiple of 4
+ * elements into its buffer (and C a multiple of 4, so rows stay aligned). */
+int tensor_rows_vec(const tensor_rows *r, int i, int with_col, int aligned);
+
+/* Host references' offset of row r of t, whose first lrank dimensions are the leading ones. */
+int64_t tensor_rows_offset(const kp_tensor *t, int lrank, int64_t r);
+
+/* The shape inputs broadcast to (NumPy's rule), or a failure naming two of them and their
+ * shapes (tensor-elementwise.c). */
+kp_status tensor_broadcast_shape(kp_launch *l, const kp_tensor *const *in, const char *const *names,
+                                 int n, int *rank, int64_t *shape);
+
+/* Registers the row kernels (tensor-rows.c) and the losses (tensor-losses.c). */
+kp_status tensor_register_rows(const kp_host_api *api, kp_registrar *reg);
+kp_status tensor_register_losses(const kp_host_api *api, kp_registrar *reg);
+
 #endif

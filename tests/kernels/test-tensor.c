@@ -70,8 +70,9 @@ static void test_verify_every_kernel(void **state)
         verified++;
     }
     /* 18 unary ops and 8 differentiable binary ops with their backward, cmplt, cmpeq and where,
-     * 7 reductions and 2 reduction backwards, 5 generators, copy and its backward. */
-    assert_int_equal(verified, 18 * 2 + 8 * 2 + 3 + 7 + 2 + 5 + 2);
+     * 7 reductions and 2 reduction backwards, 5 generators, copy and its backward; softmax and
+     * log_softmax with their backward, cross_entropy, mse and bce_with_logits. */
+    assert_int_equal(verified, 18 * 2 + 8 * 2 + 3 + 7 + 2 + 5 + 2 + 4 + 3);
 }
 
 /* Every kernel that may reduce, verified again with its terms summed by 64 lanes (REDUCE 2: the
@@ -226,6 +227,135 @@ static void test_random_matches_host(void **state)
         assert_true(got[i] ==
                     (kp_random_uniform((uint64_t)seed, 0, (uint64_t)i) < 0.25f ? 4.0f : 0.0f));
     kp_buffer_destroy(rt, b);
+/* ---- rows: softmax, log_softmax, their backward, and the losses ---- */
+
+static const char *const row_kernels[] = {"tensor.softmax",          "tensor.log_softmax",
+                                          "tensor.softmax_backward", "tensor.log_softmax_backward",
+                                          "tensor.cross_entropy",    "tensor.mse",
+                                          "tensor.bce_with_logits"};
+
+/* Verification on this device as a GPU runs the row kernels (VW 4, aligned float4 blocks; EPL
+ * 16: rows of 4099 in 256 lanes) and with blocks of 8 and few columns a lane (EPL 4), rows cached
+ * and not, and the pointwise losses at every block width: each code path runs here whatever
+ * this device's defaults. */
+static void test_rows_verify_at_other_lane_counts(void **state)
+{
+    static const int64_t vw[] = {4, 8, 16}, epl[] = {16, 4};
+    for (size_t i = 0; i < sizeof row_kernels / sizeof row_kernels[0]; i++) {
+        kp_kernel *k = find(row_kernels[i]);
+        const int rows = i < 5;
+        for (size_t e = 0; e < (rows ? 2u : 3u); e++)
+            for (int64_t cache = 0; cache < (rows ? 2 : 1); cache++) {
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "VW", vw[e]), KP_OK);
+                if (rows) {
+                    assert_int_equal(kp_kernel_tunable_set(rt, k, "EPL", epl[e]), KP_OK);
+                    assert_int_equal(kp_kernel_tunable_set(rt, k, "CACHE", cache), KP_OK);
+                }
+                kp_status st = kp_kernel_verify(rt, k, NULL, 11, NULL, NULL);
+                if (st != KP_OK)
+                    fail_msg("%s at VW %lld, CACHE %lld: %s", row_kernels[i], (long long)vw[e],
+                             (long long)cache, kp_last_error(rt));
+            }
+        assert_int_equal(kp_kernel_tuning_reset(rt, k), KP_OK);
+    }
+}
+
+/* Runs `kernel` four times, at WG 32 then 256 where it is tuned (the row kernels; the loss sums'
+ * work-groups are fixed), then uncached (CACHE off), and compares the bits of every output with
+ * the first run's. Tuned kernels go through this at this device's lane counts and at a GPU's
+ * (VW 4, EPL 16: rows of 4099 in 256 lanes, more than WG 32), each against its own first run. */
+static void expect_row_bits(const char *kernel, const kp_arg *args, size_t n_args,
+                            kp_buffer *const *out, const size_t *out_n, int n_out, int tuned)
+{
+    kp_kernel *k = find(kernel);
+    for (int gpu_lanes = 0; gpu_lanes < (tuned ? 2 : 1); gpu_lanes++) {
+        float *first[3] = {NULL, NULL, NULL};
+        for (int attempt = 0; attempt < (tuned ? 5 : 4); attempt++) {
+            if (gpu_lanes) {
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "VW", 4), KP_OK);
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "EPL", 16), KP_OK);
+            }
+            if (tuned && attempt < 4)
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "WG", attempt < 2 ? 32 : 256), KP_OK);
+            if (attempt == 4)
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "CACHE", 1), KP_OK);
+            kp_status st = kp_kernel_launch(rt, k, args, n_args, NULL);
+            if (st != KP_OK)
+                fail_msg("%s: %s", kernel, kp_last_error(rt));
+            for (int o = 0; o < n_out; o++) {
+                float *got = malloc(out_n[o] * sizeof *got);
+                assert_non_null(got);
+                download(out[o], got, out_n[o]);
+                if (!first[o]) {
+                    first[o] = got;
+                    continue;
+                }
+                if (memcmp(first[o], got, out_n[o] * sizeof *got) != 0)
+                    fail_msg("%s: output %d differs at attempt %d (EPL %s)", kernel, o, attempt,
+                             gpu_lanes ? "16" : "default");
+                free(got);
+            }
+        }
+        for (int o = 0; o < n_out; o++)
+            free(first[o]);
+        assert_int_equal(kp_kernel_tuning_reset(rt, k), KP_OK);
+    }
+}
+
+static void test_rows_deterministic(void **state)
+{
+    /* Rows of 4099 (lanes 16 here, 256 on GPUs) and of 1000 (CE's benchmark width). */
+    enum { R = 13, C = 4099, N = 67, K = 1000 };
+    float *x = malloc(R * C * sizeof *x), *dy = malloc(R * C * sizeof *dy);
+    float *logits = malloc(N * K * sizeof *logits);
+    int32_t labels[N];
+    assert_non_null(x);
+    test_fill(x, R * C, 21);
+    test_fill(dy, R * C, 22);
+    test_fill(logits, N * K, 23);
+    for (int i = 0; i < N; i++)
+        labels[i] = i % 7 == 3 ? KP_IGNORE_INDEX : (i * 131) % K;
+    kp_buffer *bx = upload(x, R * C), *bdy = upload(dy, R * C), *by = upload(NULL, R * C);
+    kp_buffer *bdx = upload(NULL, R * C), *bl = upload(logits, N * K), *bd = upload(NULL, N * K);
+    kp_buffer *blab = upload((const float *)labels, N), *bloss = upload(NULL, 1);
+    kp_buffer *blosses = upload(NULL, N);
+    const kp_tensor tx = kp_tensor_2d(bx, KP_F32, R, C), ty = kp_tensor_2d(by, KP_F32, R, C);
+    const kp_tensor tdy = kp_tensor_2d(bdy, KP_F32, R, C), tdx = kp_tensor_2d(bdx, KP_F32, R, C);
+    const size_t rc = R * C;
+    for (int log_mode = 0; log_mode < 2; log_mode++) {
+        const kp_arg fw[] = {kp_arg_tensor("x", tx), kp_arg_tensor("y", ty)};
+        expect_row_bits(log_mode ? "tensor.log_softmax" : "tensor.softmax", fw, 2, &by, &rc, 1, 1);
+        const kp_arg bw[] = {kp_arg_tensor("dy", tdy), kp_arg_tensor("y", ty),
+                             kp_arg_tensor("dx", tdx)};
+        expect_row_bits(log_mode ? "tensor.log_softmax_backward" : "tensor.softmax_backward", bw, 3,
+                        &bdx, &rc, 1, 1);
+    }
+    const kp_arg ce[] = {kp_arg_tensor("logits", kp_tensor_2d(bl, KP_F32, N, K)),
+                         kp_arg_tensor("labels", kp_tensor_1d(blab, KP_I32, N)),
+                         kp_arg_tensor("loss", kp_tensor_nd(bloss, KP_F32, 0, NULL)),
+                         kp_arg_tensor("dlogits", kp_tensor_2d(bd, KP_F32, N, K)),
+                         kp_arg_tensor("losses", kp_tensor_1d(blosses, KP_F32, N)),
+                         kp_arg_float("label_smoothing", 0.1)};
+    kp_buffer *const ce_out[] = {bloss, bd, blosses};
+    const size_t ce_n[] = {1, N * K, N};
+    expect_row_bits("tensor.cross_entropy", ce, 6, ce_out, ce_n, 3, 1);
+    /* 53,287 elements in 14 chunks, and a broadcast b. */
+    const kp_arg mse[] = {kp_arg_tensor("a", tx), kp_arg_tensor("b", kp_tensor_1d(bdy, KP_F32, C)),
+                          kp_arg_tensor("loss", kp_tensor_nd(bloss, KP_F32, 0, NULL)),
+                          kp_arg_tensor("da", tdx)};
+    kp_buffer *const pw_out[] = {bloss, bdx};
+    const size_t pw_n[] = {1, rc};
+    expect_row_bits("tensor.mse", mse, 4, pw_out, pw_n, 2, 0);
+    const kp_arg bce[] = {kp_arg_tensor("logits", tx), kp_arg_tensor("targets", tdy),
+                          kp_arg_tensor("loss", kp_tensor_nd(bloss, KP_F32, 0, NULL)),
+                          kp_arg_tensor("dlogits", tdx)};
+    expect_row_bits("tensor.bce_with_logits", bce, 4, pw_out, pw_n, 2, 0);
+    kp_buffer *bufs[] = {bx, bdy, by, bdx, bl, bd, blab, bloss, blosses};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        kp_buffer_destroy(rt, bufs[i]);
+    free(x);
+    free(dy);
+    free(logits);
 }
 
 /* ---- gradients against finite differences, in double on the host ---- */
@@ -275,6 +405,121 @@ static void test_gradients_match_finite_differences(void **state)
                              central(op->map, 1, a, b));
             }
     }
+}
+
+/* Softmax or log_softmax of one row, in double. */
+static void softmax_row(const double *x, int n, int log_mode, double *y)
+{
+    double m = -INFINITY, s = 0;
+    for (int c = 0; c < n; c++)
+        m = x[c] > m ? x[c] : m;
+    for (int c = 0; c < n; c++)
+        s += exp(x[c] - m);
+    for (int c = 0; c < n; c++)
+        y[c] = log_mode ? x[c] - m - log(s) : exp(x[c] - m) / s;
+}
+
+/* The scalar whose gradient each row kernel computes, in double, at x (rows of C): the softmax
+ * family's sum(dy * f(x)); cross-entropy's mean loss (labels, ignore -100, smoothing e); the
+ * pointwise losses' mean of x against t. */
+static double row_objective(int which, const double *x, int rows, int C, const double *dy,
+                            const int32_t *labels, double e)
+{
+    double total = 0, y[16];
+    int count = 0;
+    for (int r = 0; r < rows; r++) {
+        const double *xr = x + r * C;
+        if (which < 2) {
+            softmax_row(xr, C, which, y);
+            for (int c = 0; c < C; c++)
+                total += dy[r * C + c] * y[c];
+        } else if (which == 2) {
+            if (labels[r] == -100)
+                continue;
+            count++;
+            softmax_row(xr, C, 1, y);
+            double smooth = 0;
+            for (int c = 0; c < C; c++)
+                smooth -= y[c];
+            total += -(1 - e) * y[labels[r]] + e / C * smooth;
+        } else {
+            for (int c = 0; c < C; c++) {
+                const double v = xr[c], t = dy[r * C + c];
+                total +=
+                    which == 3 ? (v - t) * (v - t) : (v > 0 ? v : 0) - v * t + log1p(exp(-fabs(v)));
+            }
+        }
+    }
+    return which == 2 ? total / count : which > 2 ? total / (rows * C) : total;
+}
+
+/* Each row kernel's gradient on the device against central differences of its objective in
+ * double: softmax_backward and log_softmax_backward (given the forward's y), cross_entropy's
+ * dlogits with ignored rows and label smoothing, mse's da, bce_with_logits' dlogits. */
+static void test_rows_gradients_match_finite_differences(void **state)
+{
+    enum { R = 5, C = 7 };
+    float xf[R * C], dyf[R * C], yf[R * C], got[R * C];
+    double x[R * C], dy[R * C], y[C];
+    const int32_t labels[R] = {3, -100, 0, 6, 2};
+    test_fill(xf, R * C, 31);
+    test_fill(dyf, R * C, 32);
+    for (int i = 0; i < R * C; i++) {
+        xf[i] *= 3.0f;
+        x[i] = xf[i];
+        dy[i] = dyf[i];
+    }
+    kp_buffer *bx = upload(xf, R * C), *bdy = upload(dyf, R * C), *by = upload(NULL, R * C);
+    kp_buffer *bdx = upload(NULL, R * C), *blab = upload((const float *)labels, R);
+    kp_buffer *bloss = upload(NULL, 1);
+    const kp_tensor tx = kp_tensor_2d(bx, KP_F32, R, C), tdx = kp_tensor_2d(bdx, KP_F32, R, C);
+    const kp_tensor tdy = kp_tensor_2d(bdy, KP_F32, R, C), ty = kp_tensor_2d(by, KP_F32, R, C);
+    const kp_tensor loss = kp_tensor_nd(bloss, KP_F32, 0, NULL);
+    static const char *const names[] = {"softmax_backward", "log_softmax_backward", "cross_entropy",
+                                        "mse", "bce_with_logits"};
+    for (int which = 0; which < 5; which++) {
+        kp_status st;
+        if (which < 2) {
+            for (int r = 0; r < R; r++) {
+                softmax_row(x + r * C, C, which, y);
+                for (int c = 0; c < C; c++)
+                    yf[r * C + c] = (float)y[c];
+            }
+            assert_int_equal(kp_buffer_write(rt, by, 0, sizeof yf, yf), KP_OK);
+            st = which ? kp_log_softmax_backward(rt, tdy, ty, tdx)
+                       : kp_softmax_backward(rt, tdy, ty, tdx);
+        } else if (which == 2) {
+            st = kp_cross_entropy(rt, tx, kp_tensor_1d(blab, KP_I32, R), loss, &tdx, NULL,
+                                  KP_IGNORE_INDEX, 0.1);
+        } else {
+            /* The second operand: dy as the target (BCE's in 0 .. 1). */
+            for (int i = 0; i < R * C; i++)
+                yf[i] = which == 3 ? dyf[i] : 0.5f + 0.5f * dyf[i];
+            assert_int_equal(kp_buffer_write(rt, by, 0, sizeof yf, yf), KP_OK);
+            for (int i = 0; i < R * C; i++)
+                dy[i] = yf[i];
+            st = which == 3 ? kp_mse(rt, tx, ty, loss, &tdx)
+                            : kp_bce_with_logits(rt, tx, ty, loss, &tdx);
+        }
+        if (st != KP_OK)
+            fail_msg("%s: %s", names[which], kp_last_error(rt));
+        download(bdx, got, R * C);
+        for (int i = 0; i < R * C; i++) {
+            const double h = 1e-5, keep = x[i];
+            x[i] = keep + h;
+            const double up = row_objective(which, x, R, C, dy, labels, 0.1);
+            x[i] = keep - h;
+            const double down = row_objective(which, x, R, C, dy, labels, 0.1);
+            x[i] = keep;
+            const double want = (up - down) / (2 * h);
+            if (fabs(got[i] - want) > 1e-6 + 1e-5 * fabs(want))
+                fail_msg("%s: element %d is %.9g, finite differences give %.9g", names[which], i,
+                         got[i], want);
+        }
+    }
+    kp_buffer *bufs[] = {bx, bdy, by, bdx, blab, bloss};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        kp_buffer_destroy(rt, bufs[i]);
 }
 
 /* ---- bad inputs: clear errors, and the runtime goes on ---- */
@@ -341,6 +586,90 @@ static void test_bad_inputs(void **state)
     kp_buffer_destroy(rt, o);
 }
 
+/* Row kernels' bad inputs and edge cases: a label outside 0 .. C - 1 makes its row's loss and
+ * gradient NaN (a GPU cannot raise as PyTorch does) and leaves the other rows alone; every row
+ * ignored gives NaN (0 / 0, as PyTorch) and a zero gradient; wrong shapes and values are refused
+ * naming the argument; in-place softmax works; empty rows do nothing. */
+static void test_rows_bad_inputs(void **state)
+{
+    enum { N = 4, C = 5 };
+    float x[N * C], d[N * C], losses[N], loss;
+    test_fill(x, N * C, 41);
+    int32_t labels[N] = {1, C, 4, -1};
+    kp_buffer *bx = upload(x, N * C), *bd = upload(NULL, N * C), *bl = upload(NULL, N);
+    kp_buffer *blab = upload((const float *)labels, N), *bloss = upload(NULL, 1);
+    const kp_tensor tx = kp_tensor_2d(bx, KP_F32, N, C), td = kp_tensor_2d(bd, KP_F32, N, C);
+    const kp_tensor tl = kp_tensor_1d(bl, KP_F32, N), tlab = kp_tensor_1d(blab, KP_I32, N);
+    const kp_tensor tloss = kp_tensor_nd(bloss, KP_F32, 0, NULL);
+    assert_int_equal(kp_cross_entropy(rt, tx, tlab, tloss, &td, &tl, KP_IGNORE_INDEX, 0.0), KP_OK);
+    download(bloss, &loss, 1);
+    download(bl, losses, N);
+    download(bd, d, N * C);
+    assert_true(isnan(loss));
+    for (int r = 0; r < N; r++) {
+        const int bad = r % 2 == 1;
+        assert_true(isnan(losses[r]) == bad);
+        for (int c = 0; c < C; c++)
+            assert_true(isnan(d[r * C + c]) == bad);
+    }
+    /* Every row ignored. */
+    const int32_t ignored[N] = {-100, -100, -100, -100};
+    assert_int_equal(kp_buffer_write(rt, blab, 0, sizeof ignored, ignored), KP_OK);
+    assert_int_equal(kp_cross_entropy(rt, tx, tlab, tloss, &td, &tl, KP_IGNORE_INDEX, 0.0), KP_OK);
+    download(bloss, &loss, 1);
+    download(bd, d, N * C);
+    assert_true(isnan(loss));
+    for (int i = 0; i < N * C; i++)
+        assert_true(d[i] == 0.0f);
+    /* Shapes, dtypes and values. */
+    expect_error(kp_cross_entropy(rt, tx, kp_tensor_1d(blab, KP_I32, N - 1), tloss, NULL, NULL,
+                                  KP_IGNORE_INDEX, 0.0),
+                 KP_ERR_INVALID_ARG, "labels", "[3]");
+    expect_error(kp_cross_entropy(rt, tx, kp_tensor_1d(bl, KP_F32, N), tloss, NULL, NULL,
+                                  KP_IGNORE_INDEX, 0.0),
+                 KP_ERR_INVALID_ARG, "labels", "dtype f32 is not accepted");
+    expect_error(kp_cross_entropy(rt, tx, tlab, tl, NULL, NULL, KP_IGNORE_INDEX, 0.0),
+                 KP_ERR_INVALID_ARG, "loss", "[4]");
+    const kp_tensor td_bad = kp_tensor_2d(bd, KP_F32, N, C - 1);
+    expect_error(kp_cross_entropy(rt, tx, tlab, tloss, &td_bad, NULL, KP_IGNORE_INDEX, 0.0),
+                 KP_ERR_INVALID_ARG, "dlogits", "[4, 4]");
+    expect_error(kp_cross_entropy(rt, tx, tlab, tloss, NULL, NULL, KP_IGNORE_INDEX, 1.5),
+                 KP_ERR_INVALID_ARG, "label_smoothing: 1.5 is not in 0 .. 1", NULL);
+    expect_error(kp_cross_entropy(rt, kp_tensor_nd(bx, KP_F32, 0, NULL), tlab, tloss, NULL, NULL,
+                                  KP_IGNORE_INDEX, 0.0),
+                 KP_ERR_INVALID_ARG, "logits: rank 0", NULL);
+    expect_error(kp_softmax(rt, tx, kp_tensor_2d(bd, KP_F32, C, N)), KP_ERR_INVALID_ARG, "y",
+                 "[5, 4]");
+    expect_error(kp_softmax_backward(rt, tx, kp_tensor_1d(bx, KP_F32, C), td), KP_ERR_INVALID_ARG,
+                 "y", "[5]");
+    expect_error(kp_mse(rt, tx, kp_tensor_1d(bd, KP_F32, N), tloss, NULL), KP_ERR_INVALID_ARG,
+                 "a [4, 5] and b [4] do not broadcast together", NULL);
+    const kp_tensor col = kp_tensor_2d(bx, KP_F32, N, 1), dcol = kp_tensor_2d(bd, KP_F32, N, 1);
+    expect_error(kp_mse(rt, col, tx, tloss, &dcol), KP_ERR_UNSUPPORTED,
+                 "da: a [4, 1] is broadcast to [4, 5]", NULL);
+    expect_error(kp_bce_with_logits(rt, tx, kp_tensor_1d(bd, KP_F32, C), tloss, NULL),
+                 KP_ERR_INVALID_ARG, "targets", "[5]");
+    /* In place: softmax into x's own view gives what it gives elsewhere. */
+    float y[N * C], z[N * C];
+    assert_int_equal(kp_softmax(rt, tx, td), KP_OK);
+    download(bd, y, N * C);
+    assert_int_equal(kp_softmax(rt, tx, tx), KP_OK);
+    download(bx, z, N * C);
+    assert_memory_equal(y, z, sizeof y);
+    /* Empty rows, and no rows: nothing to write; a mean over no rows is NaN. */
+    assert_int_equal(kp_softmax(rt, kp_tensor_2d(bx, KP_F32, N, 0), kp_tensor_2d(bd, KP_F32, N, 0)),
+                     KP_OK);
+    assert_int_equal(kp_cross_entropy(rt, kp_tensor_2d(bx, KP_F32, 0, C),
+                                      kp_tensor_1d(blab, KP_I32, 0), tloss, NULL, NULL,
+                                      KP_IGNORE_INDEX, 0.0),
+                     KP_OK);
+    download(bloss, &loss, 1);
+    assert_true(isnan(loss));
+    kp_buffer *bufs[] = {bx, bd, bl, blab, bloss};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        kp_buffer_destroy(rt, bufs[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +679,10 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_random_matches_host),
+        cmocka_unit_test(test_rows_verify_at_other_lane_counts),
+        cmocka_unit_test(test_rows_deterministic),
+        cmocka_unit_test(test_rows_gradients_match_finite_differences),
+        cmocka_unit_test(test_rows_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

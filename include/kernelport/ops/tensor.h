@@ -149,6 +149,99 @@ KP_INLINE kp_status kp_mean(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t ax
     return kp_tensor_reduce(rt, "mean", x, y, axes);
 }
 
+/* ---- rows: softmax over the last axis, and losses ---- */
+
+/* Runs the row kernel `name` (a helper of the calls below). */
+KP_INLINE kp_status kp_tensor_rows_launch(kp_runtime *rt, const char *name, const kp_arg *args,
+                                          size_t n)
+{
+    kp_kernel *k = NULL;
+    kp_status st = kp_kernel_find(rt, name, &k);
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, n, NULL) : st;
+}
+
+/* y = softmax over the last axis of x [..., C]: exp(x - max) / sum(exp(x - max)) per row, the
+ * row's max subtracted (a rank-0 x is one row of one element). y has x's shape and may be x's
+ * very view. */
+KP_INLINE kp_status kp_softmax(kp_runtime *rt, kp_tensor x, kp_tensor y)
+{
+    kp_arg args[2] = {kp_arg_tensor("x", x), kp_arg_tensor("y", y)};
+    return kp_tensor_rows_launch(rt, "tensor.softmax", args, 2);
+}
+
+/* y = x - max - log(sum(exp(x - max))) over the last axis. */
+KP_INLINE kp_status kp_log_softmax(kp_runtime *rt, kp_tensor x, kp_tensor y)
+{
+    kp_arg args[2] = {kp_arg_tensor("x", x), kp_arg_tensor("y", y)};
+    return kp_tensor_rows_launch(rt, "tensor.log_softmax", args, 2);
+}
+
+/* dx = y (dy - sum(dy y)) over the last axis, y the softmax's output; dx may be dy's or y's very
+ * view. */
+KP_INLINE kp_status kp_softmax_backward(kp_runtime *rt, kp_tensor dy, kp_tensor y, kp_tensor dx)
+{
+    kp_arg args[3] = {kp_arg_tensor("dy", dy), kp_arg_tensor("y", y), kp_arg_tensor("dx", dx)};
+    return kp_tensor_rows_launch(rt, "tensor.softmax_backward", args, 3);
+}
+
+/* dx = dy - exp(y) sum(dy) over the last axis, y the log_softmax's output. */
+KP_INLINE kp_status kp_log_softmax_backward(kp_runtime *rt, kp_tensor dy, kp_tensor y, kp_tensor dx)
+{
+    kp_arg args[3] = {kp_arg_tensor("dy", dy), kp_arg_tensor("y", y), kp_arg_tensor("dx", dx)};
+    return kp_tensor_rows_launch(rt, "tensor.log_softmax_backward", args, 3);
+}
+
+/* PyTorch's default ignore_index. */
+#define KP_IGNORE_INDEX (-100)
+
+/*
+ * Softmax cross-entropy of logits [..., C] against i32 labels [...], PyTorch's
+ * cross_entropy(reduction='mean'): loss (rank 0) = the mean over the rows whose label is not
+ * ignore_index of lse(x) - (1 - e) x[label] - (e / C) sum(x), e the label smoothing (0 .. 1).
+ * dlogits (logits' shape, the gradient of loss) and losses (labels' shape, each row's loss, 0
+ * where ignored) may be NULL. One pass over the logits; the mean is a fixed-order sum. A label
+ * outside 0 .. C - 1 (and not ignore_index) makes its row's loss and gradient NaN, hence the
+ * loss NaN; so does a batch with every row ignored (0 / 0).
+ */
+KP_INLINE kp_status kp_cross_entropy(kp_runtime *rt, kp_tensor logits, kp_tensor labels,
+                                     kp_tensor loss, const kp_tensor *dlogits,
+                                     const kp_tensor *losses, int64_t ignore_index,
+                                     double label_smoothing)
+{
+    kp_arg args[7] = {kp_arg_tensor("logits", logits), kp_arg_tensor("labels", labels),
+                      kp_arg_tensor("loss", loss), kp_arg_int("ignore_index", ignore_index),
+                      kp_arg_float("label_smoothing", label_smoothing)};
+    size_t n = 5;
+    if (dlogits)
+        args[n++] = kp_arg_tensor("dlogits", *dlogits);
+    if (losses)
+        args[n++] = kp_arg_tensor("losses", *losses);
+    return kp_tensor_rows_launch(rt, "tensor.cross_entropy", args, n);
+}
+
+/* loss (rank 0) = mean((a - b)^2) over a and b broadcast together; da (a's shape, which must be
+ * the broadcast shape; NULL for none) = 2 (a - b) / n. */
+KP_INLINE kp_status kp_mse(kp_runtime *rt, kp_tensor a, kp_tensor b, kp_tensor loss,
+                           const kp_tensor *da)
+{
+    kp_arg args[4] = {kp_arg_tensor("a", a), kp_arg_tensor("b", b), kp_arg_tensor("loss", loss)};
+    if (da)
+        args[3] = kp_arg_tensor("da", *da);
+    return kp_tensor_rows_launch(rt, "tensor.mse", args, da ? 4 : 3);
+}
+
+/* loss (rank 0) = mean(max(x, 0) - x t + log(1 + exp(-|x|))) of logits x against targets t of
+ * the same shape; dlogits (NULL for none) = (sigmoid(x) - t) / n. */
+KP_INLINE kp_status kp_bce_with_logits(kp_runtime *rt, kp_tensor logits, kp_tensor targets,
+                                       kp_tensor loss, const kp_tensor *dlogits)
+{
+    kp_arg args[4] = {kp_arg_tensor("logits", logits), kp_arg_tensor("targets", targets),
+                      kp_arg_tensor("loss", loss)};
+    if (dlogits)
+        args[3] = kp_arg_tensor("dlogits", *dlogits);
+    return kp_tensor_rows_launch(rt, "tensor.bce_with_logits", args, dlogits ? 4 : 3);
+}
+
 #ifdef __cplusplus
 }
 #endif
