@@ -227,6 +227,8 @@ static void test_random_matches_host(void **state)
         assert_true(got[i] ==
                     (kp_random_uniform((uint64_t)seed, 0, (uint64_t)i) < 0.25f ? 4.0f : 0.0f));
     kp_buffer_destroy(rt, b);
+}
+
 /* ---- rows: softmax, log_softmax, their backward, and the losses ---- */
 
 static const char *const row_kernels[] = {"tensor.softmax",          "tensor.log_softmax",
