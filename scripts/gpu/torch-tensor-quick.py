@@ -1,3 +1,6 @@
+# PyTorch timings of the tensor cases bench-tensor does not cover yet (permute, fill, uniform, a
+# broadcast gradient, softmax, cross-entropy), CUDA events, medians of 50: run beside
+# `kernelport bench` in the same device-tool call.
 import torch, json
 def t(f, n=50):
     for _ in range(5): f()
@@ -21,3 +24,10 @@ r['fill 16M']=t(lambda: yx.fill_(1.5))
 r['uniform 16M']=t(lambda: yx.uniform_())
 r['mul_backward-like: da sum over rows']=t(lambda: (a*b).sum(dim=0))
 for k,v in r.items(): print("torch %-36s %9.2f us" % (k, v))
+s4=torch.randn(4096,4096,device=d); so=torch.empty_like(s4)
+print("torch %-36s %9.2f us" % ('softmax 4096x4096', t(lambda: torch.softmax(s4,dim=1,out=so))))
+lg=torch.randn(8192,1000,device=d,requires_grad=True); lab=torch.randint(0,1000,(8192,),device=d)
+def ce():
+    lg.grad=None
+    torch.nn.functional.cross_entropy(lg,lab).backward()
+print("torch %-36s %9.2f us" % ('cross-entropy fwd+bwd 8192x1000', t(ce)))
