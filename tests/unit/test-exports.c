@@ -50,6 +50,7 @@ static void test_helpers_are_exported(void **state)
     assert_true(check_header("ops/gru.h") >= 1);
     assert_true(check_header("ops/logic.h") >= 10);
     assert_true(check_header("ops/tensor.h") >= 14);
+    assert_true(check_header("ops/optim.h") >= 11);
 }
 
 int main(void)
