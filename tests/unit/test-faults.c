@@ -341,9 +341,10 @@ static int sweep(scenario run, const char *what, const char *kernel, const char 
 /* A kernel of each family, verified; tc.gemm needs an NVIDIA GPU and is skipped elsewhere. */
 static void test_verify_each_family(void **state)
 {
-    static const char *const kernels[] = {"example.axpy", "blas.gemm",          "conv.conv2d",
-                                          "gru.step",     "logic.forward",      "tc.gemm",
-                                          "tensor.mul",   "tensor.mul_backward"};
+    static const char *const kernels[] = {
+        "example.axpy", "blas.gemm",           "conv.conv2d",
+        "gru.step",     "logic.forward",       "tc.gemm",
+        "tensor.mul",   "tensor.mul_backward", "optim.clip_grad_norm"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         sweep(verify, "verify", kernels[i], "never");
 }
