@@ -109,9 +109,12 @@ kp_status optim_check_segments(kp_launch *l, const kp_call *call, int seg, int s
     kp_status st = optim_host->check_shape(l, "segments", t, 2, shape, "[n, 2]");
     if (st != KP_OK)
         return st;
-    if (t->shape[0] > INT_MAX)
-        return optim_host->fail(l, KP_ERR_UNSUPPORTED, "segments: %s has more than 2^31 - 1 rows",
-                                kp_tensor_describe(t, got, sizeof got));
+    /* A segment holds a tensor of at least one element (a table of empty ones is no use): this
+     * bounds the rows the check reads back. */
+    if (t->shape[0] > (n > 1 ? n : 1))
+        return optim_host->fail(l, KP_ERR_INVALID_ARG,
+                                "segments: %s has more rows than the arena's %lld elements",
+                                kp_tensor_describe(t, got, sizeof got), (long long)n);
     if (cv && cv->present) {
         const int64_t want[2] = {t->shape[0], 2};
         st = optim_host->check_shape(l, "scales", &cv->tensor, 2, want, "[n, 2] like segments");

@@ -704,6 +704,13 @@ static void test_bad_inputs(void **state)
         expect_error(kp_optim_clip_grad_norm(rt, g, nrm, 1.0, &seg), KP_ERR_INVALID_ARG,
                      "segments: ", tables[i].msg);
     }
+    /* More rows than elements (a broadcast table of 2^31 - 1 rows would be read back whole). */
+    kp_tensor many = kp_tensor_2d(bs, KP_I32, INT32_MAX, 2);
+    many.strides[0] = 0;
+    bad = o;
+    bad.segments = &many;
+    expect_error(kp_optim_adamw(rt, p, g, m, v, 1, &bad), KP_ERR_INVALID_ARG,
+                 "segments: ", "has more rows than the arena's 64 elements");
     const int32_t good[6] = {0, 10, 20, 30, 50, 14};
     assert_int_equal(kp_buffer_write(rt, bs, 0, 24, good), KP_OK);
     kp_tensor scl = kp_tensor_2d(bsc, KP_F32, 2, 2);
