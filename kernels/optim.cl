@@ -232,10 +232,7 @@ __kernel void optim_adam(const int n, const int aligned, const int decoupled, co
     if (4 * k >= n)
         return;
     const int full = 4 * k + 4 <= n;
-    float4 lr_mul, wd_mul;
-    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
-    if (!any(in))
-        return;
+    /* The loads go first, so that they are in flight while the segment search runs. */
 #if PARAM_BF16
     float4 x = load4_f32(w, kp_offset(wv), k, n, full, aligned);
 #else
@@ -244,6 +241,8 @@ __kernel void optim_adam(const int n, const int aligned, const int decoupled, co
     float4 gr = grad4(g, kp_offset(gv), k, n, full, aligned, gmul, gmulv, maximize);
     float4 ma = load4_f32(m, kp_offset(mv), k, n, full, aligned);
     float4 va = load4_f32(v, kp_offset(vv), k, n, full, aligned);
+    float4 lr_mul, wd_mul;
+    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
     const float4 wd = weight_decay * wd_mul;
     if (weight_decay != 0.0f) {
         if (decoupled)
@@ -286,23 +285,23 @@ __kernel void optim_sgd(const int n, const int aligned, const int first, const i
     if (4 * k >= n)
         return;
     const int full = 4 * k + 4 <= n;
-    float4 lr_mul, wd_mul;
-    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
-    if (!any(in))
-        return;
 #if PARAM_BF16
     float4 x = load4_f32(w, kp_offset(wv), k, n, full, aligned);
 #else
     float4 x = LOAD_P(p, kp_offset(pv), k, n, full, aligned);
 #endif
     float4 gr = grad4(g, kp_offset(gv), k, n, full, aligned, gmul, gmulv, maximize);
+    const int momentum_on = !kp_empty(bufv);
+    const float4 before =
+        momentum_on && !first ? load4_f32(buf, kp_offset(bufv), k, n, full, aligned) : 0.0f;
+    float4 lr_mul, wd_mul;
+    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
     if (weight_decay != 0.0f)
         gr = fma(weight_decay * wd_mul, x, gr);
-    if (!kp_empty(bufv)) {
+    if (momentum_on) {
         float4 b = gr;
         if (!first)
-            b = fma(momentum, load4_f32(buf, kp_offset(bufv), k, n, full, aligned),
-                    (1.0f - dampening) * gr);
+            b = fma(momentum, before, (1.0f - dampening) * gr);
         store4_f32(buf, kp_offset(bufv), k, b, in, aligned);
         gr = nesterov ? fma(momentum, b, gr) : b;
     }
@@ -316,19 +315,26 @@ __kernel void optim_sgd(const int n, const int aligned, const int first, const i
 /* ---- gradient clipping by the global norm -------------------------------------------------- */
 
 /*
- * Pass 1: lane j (of `lanes`, a multiple of 32 fixed by n alone) sums the squares of groups
- * j, j + lanes, j + 2 lanes, ... in order; each 32 consecutive lanes then add up in a fixed tree,
- * so partial[j / 32] depends on n and the data, never on the work-group size (a multiple of 32).
+ * Pass 1: lane j (of `lanes`, a multiple of 32 fixed by n alone) sums the squares of its groups in
+ * order: j, j + lanes, j + 2 lanes, ... (interleaved: a GPU's neighbouring lanes read neighbouring
+ * groups) or, with `blocked`, the run j rounds .. (j + 1) rounds - 1 (a CPU runs a work-group's
+ * items one after another: each reads its own run). Each 32 consecutive lanes then add up in a
+ * fixed tree, so partial[j / 32] depends on n, the layout and the data, never on the work-group
+ * size (a multiple of 32).
  */
-__kernel void optim_sumsq(const int n, const int aligned, const int lanes,
+__kernel void optim_sumsq(const int n, const int aligned, const int lanes, const int blocked,
                           __global const gtype *g, const kp_view1 gv, SEG_PARAMS,
                           __global float *partial, __local float *tree)
 {
     const int j = get_global_id(0), lid = get_local_id(0);
     const int groups = (n + 3) / 4;
+    const int rounds = (groups + lanes - 1) / lanes;
     float4 acc = (float4)(0.0f);
     int s = -1;
-    for (int k = j; j < lanes && k < groups; k += lanes) {
+    for (int r = 0; r < rounds; r++) {
+        const int k = blocked ? j * rounds + r : j + r * lanes;
+        if (j >= lanes || k >= groups)
+            continue;
         const int e = 4 * k, full = e + 4 <= n;
         int4 in;
         if (n_seg == 0) {
@@ -396,11 +402,9 @@ __kernel void optim_scale(const int n, const int aligned, const int count,
     const int k = get_global_id(0);
     if (4 * k >= n)
         return;
-    float4 lr_mul, wd_mul;
-    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
-    if (!any(in))
-        return;
     const int full = 4 * k + 4 <= n;
     const float4 x = LOAD_G(g, kp_offset(gv), k, n, full, aligned) * partial[count];
+    float4 lr_mul, wd_mul;
+    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
     STORE_G(g, kp_offset(gv), k, x, in, aligned);
 }

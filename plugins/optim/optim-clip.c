@@ -54,6 +54,40 @@ static const kp_param_desc params[CL_N] = {
                          "trust it"},
 };
 
+static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
+static const char *const layouts[] = {"auto", "interleaved", "blocked", NULL};
+enum { TUNE_WG, TUNE_LAYOUT, N_TUNABLES };
+static const kp_tunable_desc tunables[N_TUNABLES] = {
+    [TUNE_WG] = {.name = "WG",
+                 .default_value = 256,
+                 .allowed = workgroups,
+                 .n_allowed = sizeof workgroups / sizeof workgroups[0],
+                 .flags = KP_TUNABLE_WORKGROUP,
+                 .doc = "work-items per work-group (results do not depend on it)"},
+    /* The order of the sum, so never searched: tuning would change the norm's last bits. */
+    [TUNE_LAYOUT] = {.name = "LAYOUT",
+                     .default_value = 0,
+                     .min = 0,
+                     .max = 2,
+                     .choices = layouts,
+                     .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
+                     .doc = "which gradients each lane of the norm's first pass sums: "
+                            "interleaved (lane j: groups of four j, j + lanes, ...; coalesced "
+                            "on GPUs), blocked (a run of consecutive groups each; CPUs), or auto "
+                            "(resolved per device: blocked on CPUs, interleaved elsewhere). The "
+                            "norm's bits follow the layout, never the work-group size"},
+};
+
+static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    if (index != TUNE_LAYOUT || value != 0)
+        return NULL;
+    const kp_device_info *d = optim_host->device(l);
+    const int cpu = d && d->type == KP_DEVICE_CPU;
+    *resolved = cpu ? 2 : 1;
+    return cpu ? "blocked on CPUs" : "interleaved on GPUs and other devices";
+}
+
 /* Lanes of the first pass: a multiple of 32 fixed by the length alone, about one per eight groups
  * of four, at most 2^17 (enough loads in flight to fill a GPU's memory system). */
 #define MAX_LANES (1 << 17)
@@ -86,7 +120,8 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     const kp_tensor *g = &a[CL_GRAD].tensor;
     const int64_t n = g->shape[0], lanes = lanes_of(n), count = lanes / 32;
     const int aligned = optim_aligned(call, arrays, 1);
-    size_t wg = (size_t)optim_host->tunable_index(l, 0);
+    size_t wg = (size_t)optim_host->tunable_index(l, TUNE_WG);
+    const int blocked = optim_host->tunable_index(l, TUNE_LAYOUT) == 2;
     kp_buffer *partial = NULL;
     kp_status st = optim_host->scratch(l, 0, (size_t)(count + 1) * sizeof(float), &partial);
     if (st != KP_OK)
@@ -98,6 +133,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     kp_clargs_int(&c, (int32_t)n);
     kp_clargs_int(&c, aligned);
     kp_clargs_int(&c, (int32_t)lanes);
+    kp_clargs_int(&c, blocked);
     kp_clargs_tensor(&c, g, 1);
     optim_clargs_segments(&c, call, CL_SEGMENTS, -1, g);
     kp_clargs_buffer(&c, partial);
@@ -218,8 +254,8 @@ static const kp_kernel_desc desc = {
                "deterministic two-pass reduction), then the gradients scaled",
     .params = params,
     .n_params = CL_N,
-    .n_tunables = 1,
-    .tunables = optim_tunables,
+    .n_tunables = N_TUNABLES,
+    .tunables = tunables,
     .source = kp_kernel_optim_cl,
     .source_name = "optim.cl",
     .entry = "optim_sumsq",
@@ -231,6 +267,7 @@ static const kp_kernel_desc desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = tolerance,
+    .resolve = resolve,
 };
 
 kp_status optim_register_clip(const kp_host_api *api, kp_registrar *reg)

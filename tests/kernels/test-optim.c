@@ -520,7 +520,8 @@ static void test_deterministic(void **state)
 {
     /* A prime length past the first pass's 2^17 lanes, at offset 1 (the unaligned path). A
      * square root halves a sum's rounding difference, so a norm summed in another order keeps
-     * its bits now and then: several gradient sets, each with and without segments. */
+     * its bits now and then: several gradient sets, each with and without segments, in each
+     * layout. */
     enum { N = 1048573, SEEDS = 4 };
     float *g = malloc((N + 1) * sizeof *g), *v = malloc((N + 1) * sizeof *v);
     const int32_t seg[6] = {0, 1000, 1003, 499000, 500004, N - 500004};
@@ -533,15 +534,17 @@ static void test_deterministic(void **state)
     const size_t in_bytes[4] = {(N + 1) * 4, (N + 1) * 4, (N + 1) * 4, (N + 1) * 4};
     kp_buffer *out[2] = {bn, bg};
     const size_t out_bytes[2] = {4, (N + 1) * 4};
-    for (unsigned seed = 0; seed < SEEDS; seed++) {
-        test_fill(g, N + 1, 41 + seed);
-        d.grad.offset = 1;
-        d.seg.buffer = NULL;
-        expect_same_bits("optim.clip_grad_norm", clip_launch, &d, in, in_data, in_bytes, 1, out,
-                         out_bytes, 2);
-        d.seg = kp_tensor_2d(bs, KP_I32, 3, 2);
-        expect_same_bits("optim.clip_grad_norm", clip_launch, &d, in, in_data, in_bytes, 1, out,
-                         out_bytes, 2);
+    /* Both layouts of the first pass (GPUs' interleaved lanes, CPUs' blocked runs). */
+    kp_kernel *clip = find("optim.clip_grad_norm");
+    for (unsigned seed = 0; seed < 2 * SEEDS; seed++) {
+        test_fill(g, N + 1, 41 + seed / 2);
+        for (int with_segments = 0; with_segments < 2; with_segments++) {
+            d.grad.offset = 1;
+            d.seg = with_segments ? kp_tensor_2d(bs, KP_I32, 3, 2) : (kp_tensor){0};
+            assert_int_equal(kp_kernel_tunable_set(rt, clip, "LAYOUT", 1 + seed % 2), KP_OK);
+            expect_same_bits("optim.clip_grad_norm", clip_launch, &d, in, in_data, in_bytes, 1, out,
+                             out_bytes, 2);
+        }
     }
     test_fill(v, N + 1, 40);
     for (size_t i = 0; i <= N; i++)
