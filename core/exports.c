@@ -11,6 +11,7 @@
 #include "kernelport/kernelport.h"
 #include "kernelport/ops/gru.h"
 #include "kernelport/ops/logic.h"
+#include "kernelport/ops/optim.h"
 #include "kernelport/ops/random.h"
 #include "kernelport/ops/tc.h"
 #include "kernelport/ops/tensor.h"

@@ -20,10 +20,12 @@ def skip(name, path, why):
     return 0
 
 
-def time_events(torch, fn, quick, sleep=True, warmup=10, quick_warmup=3, max_runs=200):
+def time_events(torch, fn, quick, sleep=True, warmup=10, quick_warmup=3, max_runs=200,
+                sleep_cycles=100000):
     """Median, 10th and 90th percentile seconds of fn() between CUDA events. With `sleep`, a
-    short GPU sleep before each span keeps the GPU busy while the host enqueues, so the span
-    holds the call alone and not the host's launch latency."""
+    short GPU sleep (sleep_cycles) before each span keeps the GPU busy while the host enqueues, so
+    the span holds the call alone and not the host's launch latency; a call whose host side takes
+    longer than the sleep needs a longer one."""
     pause = getattr(torch.cuda, "_sleep", None) if sleep else None
     for _ in range(quick_warmup if quick else warmup):
         fn()
@@ -38,7 +40,7 @@ def time_events(torch, fn, quick, sleep=True, warmup=10, quick_warmup=3, max_run
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         if pause:
-            pause(100000)
+            pause(sleep_cycles)
         start.record()
         fn()
         end.record()

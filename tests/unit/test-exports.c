@@ -51,6 +51,7 @@ static void test_helpers_are_exported(void **state)
     assert_true(check_header("ops/logic.h") >= 10);
     assert_true(check_header("ops/tensor.h") >= 22);
     assert_true(check_header("ops/random.h") >= 2);
+    assert_true(check_header("ops/optim.h") >= 11);
 }
 
 int main(void)

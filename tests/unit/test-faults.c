@@ -345,7 +345,7 @@ static void test_verify_each_family(void **state)
     static const char *const kernels[] = {
         "example.axpy", "blas.gemm",           "conv.conv2d",
         "gru.step",     "logic.forward",       "tc.gemm",
-        "tensor.mul",   "tensor.mul_backward", "tensor.cross_entropy"};
+        "tensor.mul",   "tensor.mul_backward", "tensor.cross_entropy", "optim.clip_grad_norm"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         sweep(verify, "verify", kernels[i], "never");
 }

@@ -1,0 +1,265 @@
+/*
+ * bench-optim: one optimizer step over a model of 100 tensors totalling 25M parameters (2.5M with
+ * --quick), the case of issue #23 that peer-optim.py runs through torch.optim.AdamW(fused=True).
+ *
+ * The tensors' sizes follow one rule here and in bench/peers/peer-optim.py: w_i = 1 + 37 i mod 101
+ * for i = 0..99, n_i = floor(total w_i / sum w) and the last takes the rest. Kernelport holds them
+ * in one arena per array (each tensor at a multiple of 4 elements); a step is one launch. Cases:
+ * AdamW over the arena; AdamW with the segment table and per-tensor multipliers (param groups);
+ * SGD with momentum; clip_grad_norm; and clipping fused into AdamW (clip_coef, then AdamW with
+ * grad_mul = coef: the two launches' times added). AdamW's result is first compared with a host
+ * loop of the same step; its row's peer is that loop (one thread), a floor on a CPU device.
+ * Bytes are what a step must move per parameter: AdamW 28, SGD with momentum 20, clipping 12.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kernelport/ops/optim.h"
+
+enum { TENSORS = 100 };
+
+/* The sizes of the 100 tensors (peer-optim.py computes the same). */
+static void model_sizes(int64_t total, int64_t *numel)
+{
+    int64_t w[TENSORS], sum = 0, used = 0;
+    for (int i = 0; i < TENSORS; i++)
+        sum += w[i] = 1 + (37 * i) % 101;
+    for (int i = 0; i < TENSORS - 1; i++)
+        used += numel[i] = total * w[i] / sum;
+    numel[TENSORS - 1] = total - used;
+}
+
+typedef struct arena {
+    int64_t total, n;
+    int32_t seg[2 * TENSORS];
+    float scales[TENSORS][2];
+    kp_buffer *p, *g, *m, *v, *segments, *scale, *norm, *coef;
+} arena;
+
+/* A host AdamW step in float, the formulas of kernels/optim.cl (the check and the CPU floor). */
+typedef struct host_adamw {
+    int64_t n;
+    float *p, *g, *m, *v;
+    float lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
+} host_adamw;
+
+static void host_step(void *user)
+{
+    host_adamw *h = user;
+    for (int64_t i = 0; i < h->n; i++) {
+        float x = h->p[i], g = h->g[i];
+        x = fmaf(-h->lr * h->wd, x, x);
+        float m = fmaf(h->beta1, h->m[i], (1 - h->beta1) * g);
+        float v = fmaf(h->beta2, h->v[i], (1 - h->beta2) * g * g);
+        h->m[i] = m;
+        h->v[i] = v;
+        h->p[i] = x - h->step_size * m / (sqrtf(v) / h->bc2_sqrt + h->eps);
+    }
+}
+
+static kp_status create(kpb *b, size_t bytes, const void *data, kp_buffer **out)
+{
+    kp_status st = kp_buffer_create(b->rt, bytes, out);
+    return st == KP_OK && data ? kp_buffer_write(b->rt, *out, 0, bytes, data) : st;
+}
+
+static kp_status arena_init(kpb *b, arena *a, float *host)
+{
+    int64_t numel[TENSORS];
+    model_sizes(a->total, numel);
+    a->n = kp_optim_arena_layout(TENSORS, numel, 4, a->seg);
+    if (a->n < 0)
+        return KP_ERR_INVALID_ARG;
+    for (int i = 0; i < TENSORS; i++) {
+        /* Every third tensor is a bias or a norm: no weight decay. */
+        a->scales[i][0] = 1.0f;
+        a->scales[i][1] = i % 3 == 2 ? 0.0f : 1.0f;
+    }
+    const size_t bytes = (size_t)a->n * 4;
+    const float zero = 0;
+    kp_status st = KP_OK;
+    kpb_fill(host, (size_t)a->n, 1);
+    st = create(b, bytes, host, &a->p);
+    kpb_fill(host, (size_t)a->n, 2);
+    if (st == KP_OK)
+        st = create(b, bytes, host, &a->g);
+    for (int64_t i = 0; i < a->n; i++)
+        host[i] *= 0.1f;
+    if (st == KP_OK)
+        st = create(b, bytes, host, &a->m);
+    for (int64_t i = 0; i < a->n; i++)
+        host[i] = host[i] * host[i];
+    if (st == KP_OK)
+        st = create(b, bytes, host, &a->v);
+    if (st == KP_OK)
+        st = create(b, sizeof a->seg, a->seg, &a->segments);
+    if (st == KP_OK)
+        st = create(b, sizeof a->scales, a->scales, &a->scale);
+    if (st == KP_OK)
+        st = create(b, 4, &zero, &a->norm);
+    return st == KP_OK ? create(b, 4, &zero, &a->coef) : st;
+}
+
+static void arena_fini(kpb *b, arena *a)
+{
+    kp_buffer *bufs[] = {a->p, a->g, a->m, a->v, a->segments, a->scale, a->norm, a->coef};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        kp_buffer_destroy(b->rt, bufs[i]);
+}
+
+/* One AdamW step on the device against the host loop from the same state: the largest difference
+ * relative to 1 + |p|, and the host loop's time for the row's peer. */
+static kp_status check_adamw(kpb *b, arena *a, kp_kernel *k, const kp_arg *args, size_t n_args,
+                             double *err, double *host_s)
+{
+    const size_t n = (size_t)a->n;
+    host_adamw h = {
+        .n = a->n, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .wd = 1e-2f};
+    h.p = malloc(n * 4), h.g = malloc(n * 4), h.m = malloc(n * 4), h.v = malloc(n * 4);
+    float *got = malloc(n * 4);
+    if (!h.p || !h.g || !h.m || !h.v || !got)
+        return KP_ERR_OUT_OF_MEMORY;
+    kp_status st = kp_buffer_read(b->rt, a->p, 0, n * 4, h.p);
+    if (st == KP_OK)
+        st = kp_buffer_read(b->rt, a->g, 0, n * 4, h.g);
+    if (st == KP_OK)
+        st = kp_buffer_read(b->rt, a->m, 0, n * 4, h.m);
+    if (st == KP_OK)
+        st = kp_buffer_read(b->rt, a->v, 0, n * 4, h.v);
+    if (st == KP_OK)
+        st = kp_kernel_launch(b->rt, k, args, n_args, NULL);
+    if (st == KP_OK)
+        st = kp_buffer_read(b->rt, a->p, 0, n * 4, got);
+    /* step 1 */
+    h.step_size = (float)(1e-3 / (1 - 0.9));
+    h.bc2_sqrt = (float)sqrt(1 - 0.999);
+    host_step(&h);
+    *err = 0;
+    for (size_t i = 0; st == KP_OK && i < n; i++)
+        *err = fmax(*err, fabs((double)got[i] - h.p[i]) / (1 + fabs(h.p[i])));
+    if (st == KP_OK)
+        *host_s = kpb_time_host(b, host_step, &h);
+    free(h.p), free(h.g), free(h.m), free(h.v), free(got);
+    return st;
+}
+
+static kp_kernel *find(kpb *b, const char *name)
+{
+    kp_kernel *k = NULL;
+    if (kp_kernel_find(b->rt, name, &k) != KP_OK) {
+        fprintf(stderr, "bench-optim: %s\n", kp_last_error(b->rt));
+        exit(1);
+    }
+    return k;
+}
+
+/* Times one launch of k and records the row; KP_OK or the launch's error. */
+static kp_status time_row(kpb *b, kpb_row *row, kp_kernel *k, const kp_arg *args, size_t n)
+{
+    kp_status st = kpb_time_kernel(b, k, args, n, &row->ours_s, &row->ours_p10, &row->ours_p90);
+    if (st != KP_OK)
+        fprintf(stderr, "bench-optim: %s: %s\n", row->ours, kp_last_error(b->rt));
+    row->status = st;
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    kpb b;
+    kpb_open(&b, "bench-optim", argc, argv);
+    arena a = {.total = b.quick ? 2500000 : 25000000};
+    float *host = malloc((size_t)(a.total + 4 * TENSORS) * 4);
+    if (!host || arena_init(&b, &a, host) != KP_OK) {
+        fprintf(stderr, "bench-optim: cannot lay out the arena: %s\n", kp_last_error(b.rt));
+        return 1;
+    }
+    free(host);
+    const double P = (double)a.total;
+    kp_tensor p = kp_tensor_1d(a.p, KP_F32, a.n), g = kp_tensor_1d(a.g, KP_F32, a.n),
+              m = kp_tensor_1d(a.m, KP_F32, a.n), v = kp_tensor_1d(a.v, KP_F32, a.n),
+              seg = kp_tensor_2d(a.segments, KP_I32, TENSORS, 2),
+              scl = kp_tensor_2d(a.scale, KP_F32, TENSORS, 2),
+              norm = kp_tensor_nd(a.norm, KP_F32, 0, NULL),
+              coef = kp_tensor_nd(a.coef, KP_F32, 0, NULL);
+    char name[96];
+    snprintf(name, sizeof name, "%d tensors, %.1fM params", TENSORS, P / 1e6);
+    kpb_note(&b, "model: %d tensors totalling %lld parameters in arenas of %lld elements", TENSORS,
+             (long long)a.total, (long long)a.n);
+
+    kp_kernel *adamw = find(&b, "optim.adamw"), *sgd = find(&b, "optim.sgd"),
+              *clip = find(&b, "optim.clip_grad_norm");
+    kp_arg adamw_args[] = {kp_arg_tensor("param", p), kp_arg_tensor("grad", g),
+                           kp_arg_tensor("exp_avg", m), kp_arg_tensor("exp_avg_sq", v),
+                           kp_arg_int("step", 1)};
+    double err = 0, host_s = 0;
+    kpb_row row = {.case_name = name, .ours = "optim.adamw", .bytes = 28 * P, .flops = 16 * P};
+    kp_status st = check_adamw(&b, &a, adamw, adamw_args, 5, &err, &host_s);
+    if (st == KP_OK && !(err <= 1e-5)) {
+        fprintf(stderr, "bench-optim: optim.adamw differs from the host loop by %g\n", err);
+        st = KP_ERR_VERIFY;
+    }
+    row.peer = "host loop (1 thread)";
+    row.peer_s = host_s;
+    kpb_row_metric(&row, "max_rel_err_vs_host", err);
+    if (st == KP_OK)
+        time_row(&b, &row, adamw, adamw_args, 5);
+    else
+        row.status = st;
+    kpb_add(&b, &row);
+
+    kp_arg groups_args[] = {kp_arg_tensor("param", p),      kp_arg_tensor("grad", g),
+                            kp_arg_tensor("exp_avg", m),    kp_arg_tensor("exp_avg_sq", v),
+                            kp_arg_tensor("segments", seg), kp_arg_tensor("scales", scl),
+                            kp_arg_int("step", 2),          kp_arg_int("check_segments", 0)};
+    kpb_row groups = {.case_name = name,
+                      .ours = "optim.adamw (segments, multipliers)",
+                      .bytes = 28 * P,
+                      .flops = 16 * P};
+    time_row(&b, &groups, adamw, groups_args, 8);
+    kpb_add(&b, &groups);
+
+    kp_arg sgd_args[] = {
+        kp_arg_tensor("param", p), kp_arg_tensor("grad", g), kp_arg_tensor("momentum_buffer", m),
+        kp_arg_int("step", 2),     kp_arg_float("lr", 1e-3), kp_arg_float("momentum", 0.9)};
+    kpb_row sgd_row = {
+        .case_name = name, .ours = "optim.sgd (momentum)", .bytes = 20 * P, .flops = 6 * P};
+    time_row(&b, &sgd_row, sgd, sgd_args, 6);
+    kpb_add(&b, &sgd_row);
+
+    /* max_norm far above the norm keeps the gradients as they are from run to run. */
+    kp_arg clip_args[] = {kp_arg_tensor("grad", g), kp_arg_tensor("norm", norm),
+                          kp_arg_float("max_norm", 1e30)};
+    kpb_row clip_row = {
+        .case_name = name, .ours = "optim.clip_grad_norm", .bytes = 12 * P, .flops = 3 * P};
+    time_row(&b, &clip_row, clip, clip_args, 3);
+    kpb_add(&b, &clip_row);
+
+    kp_arg coef_args[] = {kp_arg_tensor("grad", g), kp_arg_tensor("norm", norm),
+                          kp_arg_tensor("coef", coef), kp_arg_float("max_norm", 1.0),
+                          kp_arg_int("scale_grads", 0)};
+    kp_arg fused_args[] = {kp_arg_tensor("param", p),       kp_arg_tensor("grad", g),
+                           kp_arg_tensor("exp_avg", m),     kp_arg_tensor("exp_avg_sq", v),
+                           kp_arg_tensor("grad_mul", coef), kp_arg_int("step", 3)};
+    kpb_row coef_row = {.case_name = name,
+                        .ours = "optim.clip_grad_norm (coef only)",
+                        .bytes = 4 * P,
+                        .flops = 2 * P};
+    kpb_row fused = {.case_name = name,
+                     .ours = "clip_grad_norm (coef) + optim.adamw (grad_mul)",
+                     .bytes = 32 * P,
+                     .flops = 18 * P};
+    if (time_row(&b, &coef_row, clip, coef_args, 5) == KP_OK &&
+        time_row(&b, &fused, adamw, fused_args, 6) == KP_OK) {
+        fused.ours_s += coef_row.ours_s;
+        fused.ours_p10 += coef_row.ours_p10;
+        fused.ours_p90 += coef_row.ours_p90;
+    }
+    kpb_add(&b, &coef_row);
+    kpb_add(&b, &fused);
+    arena_fini(&b, &a);
+    return kpb_close(&b);
+}

@@ -1,0 +1,19 @@
+/* The optim plugin: fused optimizer steps and gradient clipping over a parameter arena, one
+ * launch for a whole parameter list (family `optim`, docs/kernels/optim.md). */
+#include "optim.h"
+
+const kp_host_api *optim_host;
+
+static kp_status optim_init(const kp_host_api *api, kp_registrar *reg)
+{
+    optim_host = api;
+    kp_status st = optim_register_adam(api, reg);
+    if (st == KP_OK)
+        st = optim_register_sgd(api, reg);
+    return st == KP_OK ? optim_register_clip(api, reg) : st;
+}
+
+KP_PLUGIN_DEFINE(optim, .name = "optim", .version = "0.1.0",
+                 .description = "Optimizers over a parameter arena in one launch: SGD, Adam, "
+                                "AdamW, and gradient clipping by the global norm",
+                 .init = optim_init)
