@@ -342,10 +342,11 @@ static int sweep(scenario run, const char *what, const char *kernel, const char 
  * needs an NVIDIA GPU and is skipped elsewhere. */
 static void test_verify_each_family(void **state)
 {
-    static const char *const kernels[] = {
-        "example.axpy", "blas.gemm",           "conv.conv2d",
-        "gru.step",     "logic.forward",       "tc.gemm",
-        "tensor.mul",   "tensor.mul_backward", "tensor.cross_entropy", "optim.clip_grad_norm"};
+    static const char *const kernels[] = {"example.axpy",         "blas.gemm",
+                                          "conv.conv2d",          "gru.step",
+                                          "logic.forward",        "tc.gemm",
+                                          "tensor.mul",           "tensor.mul_backward",
+                                          "tensor.cross_entropy", "optim.clip_grad_norm"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         sweep(verify, "verify", kernels[i], "never");
 }
