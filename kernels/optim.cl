@@ -360,7 +360,7 @@ __kernel void optim_sumsq(const int n, const int aligned, const int lanes, const
         partial[j / 32] = tree[lid];
 }
 
-#define FINAL_LANES 64
+#define FINAL_LANES 256
 
 /*
  * Pass 2, one work-group of FINAL_LANES: the sum of the `count` partials in a fixed order, its

@@ -89,8 +89,9 @@ static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t 
 }
 
 /* Lanes of the first pass: a multiple of 32 fixed by the length alone, about one per eight groups
- * of four, at most 2^17 (enough loads in flight to fill a GPU's memory system). */
-#define MAX_LANES (1 << 17)
+ * of four, at most 2^18: a full H100 (132 multiprocessors of 2048 threads) with a 16-byte load in
+ * flight each, about the bytes its memory system needs in flight. */
+#define MAX_LANES (1 << 18)
 
 static int64_t lanes_of(int64_t n)
 {
@@ -141,7 +142,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     st = kp_clargs_enqueue(&c, 1, &global, &wg);
     if (st != KP_OK)
         return st;
-    size_t final_lanes = 64;
+    size_t final_lanes = 256; /* FINAL_LANES of kernels/optim.cl */
     c = kp_clargs_begin(optim_host, l, "optim_norm_final", options);
     kp_clargs_int(&c, (int32_t)count);
     kp_clargs_float(&c, (float)a[CL_MAX_NORM].f);

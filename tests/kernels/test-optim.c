@@ -518,7 +518,7 @@ static kp_status adamw_launch(void *user)
 
 static void test_deterministic(void **state)
 {
-    /* A prime length past the first pass's 2^17 lanes, at offset 1 (the unaligned path). A
+    /* A prime length with 2^15 lanes in the first pass, at offset 1 (the unaligned path). A
      * square root halves a sum's rounding difference, so a norm summed in another order keeps
      * its bits now and then: several gradient sets, each with and without segments, in each
      * layout. */
