@@ -5,7 +5,8 @@
 # then the PyTorch peers (peer-conv.py, peer-logic.py, peer-gru.py). One tarball and one log land
 # in $OUT (the device tool brings back at most 8 files).
 #   device run:  carry [".gpu"], command: bash scripts/gpu/families.sh
-# Optional: KP_FAMILIES="conv logic gru" (which families), KP_FAMILIES_TUNE_BUDGET (seconds per
+# Optional: KP_FAMILIES="conv logic gru" (which families; "optim" too, with bench-optim and
+# peer-optim.py), KP_FAMILIES_TUNE_BUDGET (seconds per
 # kernel, default 15; 0 skips the tune), KP_FAMILIES_DEADLINE (seconds after the start by which
 # everything is packed, default 560).
 # shellcheck source=preamble.sh
@@ -37,6 +38,7 @@ if (( budget > 0 )); then
     case $f in
       conv) kernels="conv.im2col conv.conv2d" ;;
       logic) kernels="logic.forward logic.backward logic.eval_packed" ;;
+      optim) kernels="optim.adamw optim.clip_grad_norm" ;;
       *) kernels="" ;;
     esac
     for k in $kernels; do
