@@ -51,14 +51,21 @@ ushort f32_to_bf16(float x)
     return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* Groups of four in n elements; written so that n up to 2^31 - 1 does not overflow (nor does any
+ * index below: tails compare n - e, never e + 3, with n). */
+int n_groups(const int n)
+{
+    return n / 4 + (n % 4 != 0);
+}
+
 float4 load4_f32(__global const float *x, const int off, const int k, const int n, const int full,
                  const int aligned)
 {
     if (full)
         return aligned ? ((__global const float4 *)(x + off))[k] : vload4(k, x + off);
     const int e = 4 * k;
-    return (float4)(x[off + e], e + 1 < n ? x[off + e + 1] : 0.0f, e + 2 < n ? x[off + e + 2] : 0.0f,
-                    e + 3 < n ? x[off + e + 3] : 0.0f);
+    return (float4)(x[off + e], n - e > 1 ? x[off + e + 1] : 0.0f, n - e > 2 ? x[off + e + 2] : 0.0f,
+                    n - e > 3 ? x[off + e + 3] : 0.0f);
 }
 
 float4 load4_bf16(__global const ushort *x, const int off, const int k, const int n, const int full,
@@ -69,8 +76,8 @@ float4 load4_bf16(__global const ushort *x, const int off, const int k, const in
         u = convert_uint4(aligned ? ((__global const ushort4 *)(x + off))[k] : vload4(k, x + off));
     } else {
         const int e = 4 * k;
-        u = (uint4)(x[off + e], e + 1 < n ? x[off + e + 1] : 0, e + 2 < n ? x[off + e + 2] : 0,
-                    e + 3 < n ? x[off + e + 3] : 0);
+        u = (uint4)(x[off + e], n - e > 1 ? x[off + e + 1] : 0, n - e > 2 ? x[off + e + 2] : 0,
+                    n - e > 3 ? x[off + e + 3] : 0);
     }
     return as_float4(u << 16);
 }
@@ -172,19 +179,22 @@ int4 group_lanes(const int k, const int n, SEG_PARAMS, float4 *lr_mul, float4 *w
     *lr_mul = (float4)(1.0f);
     *wd_mul = (float4)(1.0f);
     if (n_seg == 0)
-        return (int4)(-1, e + 1 < n ? -1 : 0, e + 2 < n ? -1 : 0, e + 3 < n ? -1 : 0);
+        return (int4)(-1, n - e > 1 ? -1 : 0, n - e > 2 ? -1 : 0, n - e > 3 ? -1 : 0);
     const int s = seg_find(e, n_seg, seg, segv);
     int4 in;
     int4 si = (int4)(s);
-    if (e + 3 < n && seg_holds(s, e + 3, seg, segv)) {
+    if (n - e > 3 && seg_holds(s, e + 3, seg, segv)) {
         in = (int4)(-1);
     } else {
-        si = (int4)(s, seg_find(e + 1, n_seg, seg, segv), seg_find(e + 2, n_seg, seg, segv),
-                    seg_find(e + 3, n_seg, seg, segv));
+        /* Lanes past the end look up the last element (and are not stored). */
+        const int last = n - 1 - e;
+        si = (int4)(s, seg_find(e + min(1, last), n_seg, seg, segv),
+                    seg_find(e + min(2, last), n_seg, seg, segv),
+                    seg_find(e + min(3, last), n_seg, seg, segv));
         in = (int4)(seg_holds(s, e, seg, segv) ? -1 : 0,
-                    e + 1 < n && seg_holds(si.y, e + 1, seg, segv) ? -1 : 0,
-                    e + 2 < n && seg_holds(si.z, e + 2, seg, segv) ? -1 : 0,
-                    e + 3 < n && seg_holds(si.w, e + 3, seg, segv) ? -1 : 0);
+                    n - e > 1 && seg_holds(si.y, e + 1, seg, segv) ? -1 : 0,
+                    n - e > 2 && seg_holds(si.z, e + 2, seg, segv) ? -1 : 0,
+                    n - e > 3 && seg_holds(si.w, e + 3, seg, segv) ? -1 : 0);
     }
     if (!kp_empty(sclv)) {
         /* Lanes outside every segment keep multipliers 1: they are not stored. */
@@ -229,9 +239,9 @@ __kernel void optim_adam(const int n, const int aligned, const int decoupled, co
                          SEG_PARAMS)
 {
     const int k = get_global_id(0);
-    if (4 * k >= n)
+    if (k >= n_groups(n))
         return;
-    const int full = 4 * k + 4 <= n;
+    const int full = k < n / 4;
     /* The loads go first, so that they are in flight while the segment search runs. */
 #if PARAM_BF16
     float4 x = load4_f32(w, kp_offset(wv), k, n, full, aligned);
@@ -282,9 +292,9 @@ __kernel void optim_sgd(const int n, const int aligned, const int first, const i
                         SEG_PARAMS)
 {
     const int k = get_global_id(0);
-    if (4 * k >= n)
+    if (k >= n_groups(n))
         return;
-    const int full = 4 * k + 4 <= n;
+    const int full = k < n / 4;
 #if PARAM_BF16
     float4 x = load4_f32(w, kp_offset(wv), k, n, full, aligned);
 #else
@@ -327,7 +337,7 @@ __kernel void optim_sumsq(const int n, const int aligned, const int lanes, const
                           __global float *partial, __local float *tree)
 {
     const int j = get_global_id(0), lid = get_local_id(0);
-    const int groups = (n + 3) / 4;
+    const int groups = n_groups(n);
     const int rounds = (groups + lanes - 1) / lanes;
     float4 acc = (float4)(0.0f);
     int s = -1;
@@ -335,10 +345,10 @@ __kernel void optim_sumsq(const int n, const int aligned, const int lanes, const
         const int k = blocked ? j * rounds + r : j + r * lanes;
         if (j >= lanes || k >= groups)
             continue;
-        const int e = 4 * k, full = e + 4 <= n;
+        const int e = 4 * k, full = k < n / 4;
         int4 in;
         if (n_seg == 0) {
-            in = (int4)(-1, e + 1 < n ? -1 : 0, e + 2 < n ? -1 : 0, e + 3 < n ? -1 : 0);
+            in = (int4)(-1, n - e > 1 ? -1 : 0, n - e > 2 ? -1 : 0, n - e > 3 ? -1 : 0);
         } else if (full && seg_holds(s, e, seg, segv) && seg_holds(s, e + 3, seg, segv)) {
             /* The segment of this lane's previous group holds this one too. */
             in = (int4)(-1);
@@ -400,9 +410,9 @@ __kernel void optim_scale(const int n, const int aligned, const int count,
                           __global const float *partial)
 {
     const int k = get_global_id(0);
-    if (4 * k >= n)
+    if (k >= n_groups(n))
         return;
-    const int full = 4 * k + 4 <= n;
+    const int full = k < n / 4;
     const float4 x = LOAD_G(g, kp_offset(gv), k, n, full, aligned) * partial[count];
     float4 lr_mul, wd_mul;
     const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
