@@ -557,6 +557,23 @@ static void test_deterministic(void **state)
     const size_t aout_bytes[3] = {(N + 1) * 4, (N + 1) * 4, (N + 1) * 4};
     expect_same_bits("optim.adamw", adamw_launch, &d, in, in_data, in_bytes, 4, aout, aout_bytes,
                      3);
+    /* Runs of groups per work-item (RUN: 1 on GPUs, 16 on CPUs) carry the segment found from one
+     * group to the next: the same bits as a search for each. */
+    kp_kernel *adamw = find("optim.adamw");
+    float *first = malloc((N + 1) * sizeof *first), *got = malloc((N + 1) * sizeof *got);
+    const int runs[3] = {1, 16, 64};
+    for (int r = 0; r < 3; r++) {
+        for (size_t i = 0; i < 4; i++)
+            assert_int_equal(kp_buffer_write(rt, in[i], 0, in_bytes[i], in_data[i]), KP_OK);
+        assert_int_equal(kp_kernel_tunable_set(rt, adamw, "RUN", runs[r]), KP_OK);
+        expect_ok(adamw_launch(&d), "optim.adamw");
+        download(bp, r ? got : first, (N + 1) * 4);
+        if (r && memcmp(first, got, (N + 1) * 4) != 0)
+            fail_msg("optim.adamw: RUN %d differs from RUN 1", runs[r]);
+    }
+    assert_int_equal(kp_kernel_tuning_reset(rt, adamw), KP_OK);
+    free(first);
+    free(got);
     kp_buffer *bufs[] = {bg, bn, bp, bm, bv, bs};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         kp_buffer_destroy(rt, bufs[i]);
