@@ -4,7 +4,7 @@
  * Every array of a call (parameters, gradients, each state) is one contiguous [N] view: the
  * parameter tensors of a model are views into one buffer (an arena), and their gradients and
  * states into one buffer each, at the same offsets. One launch then updates the whole list.
- * A work-item owns a group of four consecutive elements (16-byte accesses when every array's
+ * A work-item owns RUN consecutive groups of four elements (16-byte accesses when every array's
  * offset is a multiple of four: `aligned`).
  *
  * Segments (optional): `seg` [n_seg, 2] holds each parameter tensor's (offset, length) in the
@@ -23,6 +23,12 @@
 #endif
 #ifndef GRAD_BF16
 #define GRAD_BF16 0
+#endif
+/* Groups of four each work-item of the elementwise kernels updates, one after the other (the RUN
+ * tunable: 1 on GPUs, where neighbouring work-items must read neighbouring memory; more on CPUs,
+ * where a work-group's items run one after another and a run keeps its segment). */
+#ifndef RUN
+#define RUN 1
 #endif
 
 #if PARAM_BF16
@@ -51,14 +57,21 @@ ushort f32_to_bf16(float x)
     return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* Groups of four in n elements; written so that n up to 2^31 - 1 does not overflow (nor does any
+ * index below: tails compare n - e, never e + 3, with n). */
+int n_groups(const int n)
+{
+    return n / 4 + (n % 4 != 0);
+}
+
 float4 load4_f32(__global const float *x, const int off, const int k, const int n, const int full,
                  const int aligned)
 {
     if (full)
         return aligned ? ((__global const float4 *)(x + off))[k] : vload4(k, x + off);
     const int e = 4 * k;
-    return (float4)(x[off + e], e + 1 < n ? x[off + e + 1] : 0.0f, e + 2 < n ? x[off + e + 2] : 0.0f,
-                    e + 3 < n ? x[off + e + 3] : 0.0f);
+    return (float4)(x[off + e], n - e > 1 ? x[off + e + 1] : 0.0f,
+                    n - e > 2 ? x[off + e + 2] : 0.0f, n - e > 3 ? x[off + e + 3] : 0.0f);
 }
 
 float4 load4_bf16(__global const ushort *x, const int off, const int k, const int n, const int full,
@@ -69,8 +82,8 @@ float4 load4_bf16(__global const ushort *x, const int off, const int k, const in
         u = convert_uint4(aligned ? ((__global const ushort4 *)(x + off))[k] : vload4(k, x + off));
     } else {
         const int e = 4 * k;
-        u = (uint4)(x[off + e], e + 1 < n ? x[off + e + 1] : 0, e + 2 < n ? x[off + e + 2] : 0,
-                    e + 3 < n ? x[off + e + 3] : 0);
+        u = (uint4)(x[off + e], n - e > 1 ? x[off + e + 1] : 0, n - e > 2 ? x[off + e + 2] : 0,
+                    n - e > 3 ? x[off + e + 3] : 0);
     }
     return as_float4(u << 16);
 }
@@ -161,31 +174,45 @@ int seg_holds(const int s, const int e, __global const int *seg, const kp_view2 
     return s >= 0 && e - seg[kp_at2(segv, s, 0)] < seg[kp_at2(segv, s, 1)];
 }
 
+/* The lanes of group k below n. */
+int4 lanes_below(const int k, const int n)
+{
+    const int e = 4 * k;
+    return (int4)(-1, n - e > 1 ? -1 : 0, n - e > 2 ? -1 : 0, n - e > 3 ? -1 : 0);
+}
+
 /*
  * The lanes of group k that the call updates (elements below n, inside a segment when there are
- * segments) and, with `scl`, each lane's learning-rate and weight-decay multipliers. A group inside
- * one segment costs one search; one that straddles a boundary searches lane by lane.
+ * segments) and, with `scl`, each lane's learning-rate and weight-decay multipliers. *hint is the
+ * segment of the last lane of a group before k (-1 at first) and receives this group's: a group
+ * inside the hinted segment costs no search, one inside another segment one search, and one that
+ * straddles a boundary searches lane by lane.
  */
-int4 group_lanes(const int k, const int n, SEG_PARAMS, float4 *lr_mul, float4 *wd_mul)
+int4 group_lanes(const int k, const int n, SEG_PARAMS, float4 *lr_mul, float4 *wd_mul, int *hint)
 {
     const int e = 4 * k;
     *lr_mul = (float4)(1.0f);
     *wd_mul = (float4)(1.0f);
     if (n_seg == 0)
-        return (int4)(-1, e + 1 < n ? -1 : 0, e + 2 < n ? -1 : 0, e + 3 < n ? -1 : 0);
-    const int s = seg_find(e, n_seg, seg, segv);
+        return lanes_below(k, n);
+    /* The hint starts at or before an earlier element: holding e, it is e's segment. */
+    const int s = seg_holds(*hint, e, seg, segv) ? *hint : seg_find(e, n_seg, seg, segv);
     int4 in;
     int4 si = (int4)(s);
-    if (e + 3 < n && seg_holds(s, e + 3, seg, segv)) {
+    if (n - e > 3 && seg_holds(s, e + 3, seg, segv)) {
         in = (int4)(-1);
     } else {
-        si = (int4)(s, seg_find(e + 1, n_seg, seg, segv), seg_find(e + 2, n_seg, seg, segv),
-                    seg_find(e + 3, n_seg, seg, segv));
+        /* Lanes past the end look up the last element (and are not stored). */
+        const int last = n - 1 - e;
+        si = (int4)(s, seg_find(e + min(1, last), n_seg, seg, segv),
+                    seg_find(e + min(2, last), n_seg, seg, segv),
+                    seg_find(e + min(3, last), n_seg, seg, segv));
         in = (int4)(seg_holds(s, e, seg, segv) ? -1 : 0,
-                    e + 1 < n && seg_holds(si.y, e + 1, seg, segv) ? -1 : 0,
-                    e + 2 < n && seg_holds(si.z, e + 2, seg, segv) ? -1 : 0,
-                    e + 3 < n && seg_holds(si.w, e + 3, seg, segv) ? -1 : 0);
+                    n - e > 1 && seg_holds(si.y, e + 1, seg, segv) ? -1 : 0,
+                    n - e > 2 && seg_holds(si.z, e + 2, seg, segv) ? -1 : 0,
+                    n - e > 3 && seg_holds(si.w, e + 3, seg, segv) ? -1 : 0);
     }
+    *hint = si.w;
     if (!kp_empty(sclv)) {
         /* Lanes outside every segment keep multipliers 1: they are not stored. */
         const int4 sj = select((int4)(0), si, in);
@@ -200,7 +227,8 @@ int4 group_lanes(const int k, const int n, SEG_PARAMS, float4 *lr_mul, float4 *w
 /* The gradients of group k as the update sees them: times `gmul` (a rank-0 tensor, e.g.
  * optim.clip_grad_norm's coef) when there is one, negated when maximizing. */
 float4 grad4(__global const gtype *g, const int goff, const int k, const int n, const int full,
-             const int aligned, __global const float *gmul, const kp_view1 gmulv, const int maximize)
+             const int aligned, __global const float *gmul, const kp_view1 gmulv,
+             const int maximize)
 {
     float4 gv = LOAD_G(g, goff, k, n, full, aligned);
     if (!kp_empty(gmulv))
@@ -228,43 +256,48 @@ __kernel void optim_adam(const int n, const int aligned, const int decoupled, co
                          const kp_view1 wv, __global const float *gmul, const kp_view1 gmulv,
                          SEG_PARAMS)
 {
-    const int k = get_global_id(0);
-    if (4 * k >= n)
-        return;
-    const int full = 4 * k + 4 <= n;
-    /* The loads go first, so that they are in flight while the segment search runs. */
+    int hint = -1;
+    for (int r = 0; r < RUN; r++) {
+        const int k = get_global_id(0) * RUN + r;
+        if (k >= n_groups(n))
+            return;
+        const int full = k < n / 4;
+        /* The loads go first, so that they are in flight while the segment search runs. */
 #if PARAM_BF16
-    float4 x = load4_f32(w, kp_offset(wv), k, n, full, aligned);
+        float4 x = load4_f32(w, kp_offset(wv), k, n, full, aligned);
 #else
-    float4 x = LOAD_P(p, kp_offset(pv), k, n, full, aligned);
+        float4 x = LOAD_P(p, kp_offset(pv), k, n, full, aligned);
 #endif
-    float4 gr = grad4(g, kp_offset(gv), k, n, full, aligned, gmul, gmulv, maximize);
-    float4 ma = load4_f32(m, kp_offset(mv), k, n, full, aligned);
-    float4 va = load4_f32(v, kp_offset(vv), k, n, full, aligned);
-    float4 lr_mul, wd_mul;
-    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
-    const float4 wd = weight_decay * wd_mul;
-    if (weight_decay != 0.0f) {
-        if (decoupled)
-            x = fma(-(lr * lr_mul) * wd, x, x);
-        else
-            gr = fma(wd, x, gr);
-    }
-    ma = fma(beta1, ma, (1.0f - beta1) * gr);
-    va = fma(beta2, va, (1.0f - beta2) * gr * gr);
-    float4 second = va;
-    if (amsgrad) {
-        second = fmax(load4_f32(vmax, kp_offset(vmaxv), k, n, full, aligned), va);
-        store4_f32(vmax, kp_offset(vmaxv), k, second, in, aligned);
-    }
-    const float4 denom = sqrt(second) / bc2_sqrt + eps;
-    x = x - (step_size * lr_mul) * ma / denom;
-    store4_f32(m, kp_offset(mv), k, ma, in, aligned);
-    store4_f32(v, kp_offset(vv), k, va, in, aligned);
+        float4 gr = grad4(g, kp_offset(gv), k, n, full, aligned, gmul, gmulv, maximize);
+        float4 ma = load4_f32(m, kp_offset(mv), k, n, full, aligned);
+        float4 va = load4_f32(v, kp_offset(vv), k, n, full, aligned);
+        float4 lr_mul = 1.0f, wd_mul = 1.0f;
+        const int4 in = n_seg == 0 ? lanes_below(k, n)
+                                   : group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul,
+                                                 &wd_mul, &hint);
+        const float4 wd = weight_decay * wd_mul;
+        if (weight_decay != 0.0f) {
+            if (decoupled)
+                x = fma(-(lr * lr_mul) * wd, x, x);
+            else
+                gr = fma(wd, x, gr);
+        }
+        ma = fma(beta1, ma, (1.0f - beta1) * gr);
+        va = fma(beta2, va, (1.0f - beta2) * gr * gr);
+        float4 second = va;
+        if (amsgrad) {
+            second = fmax(load4_f32(vmax, kp_offset(vmaxv), k, n, full, aligned), va);
+            store4_f32(vmax, kp_offset(vmaxv), k, second, in, aligned);
+        }
+        const float4 denom = sqrt(second) / bc2_sqrt + eps;
+        x = x - (step_size * lr_mul) * ma / denom;
+        store4_f32(m, kp_offset(mv), k, ma, in, aligned);
+        store4_f32(v, kp_offset(vv), k, va, in, aligned);
 #if PARAM_BF16
-    store4_f32(w, kp_offset(wv), k, x, in, aligned);
+        store4_f32(w, kp_offset(wv), k, x, in, aligned);
 #endif
-    STORE_P(p, kp_offset(pv), k, x, in, aligned);
+        STORE_P(p, kp_offset(pv), k, x, in, aligned);
+    }
 }
 
 /* ---- SGD ---------------------------------------------------------------------------------- */
@@ -281,35 +314,40 @@ __kernel void optim_sgd(const int n, const int aligned, const int first, const i
                         const kp_view1 wv, __global const float *gmul, const kp_view1 gmulv,
                         SEG_PARAMS)
 {
-    const int k = get_global_id(0);
-    if (4 * k >= n)
-        return;
-    const int full = 4 * k + 4 <= n;
+    int hint = -1;
+    for (int r = 0; r < RUN; r++) {
+        const int k = get_global_id(0) * RUN + r;
+        if (k >= n_groups(n))
+            return;
+        const int full = k < n / 4;
 #if PARAM_BF16
-    float4 x = load4_f32(w, kp_offset(wv), k, n, full, aligned);
+        float4 x = load4_f32(w, kp_offset(wv), k, n, full, aligned);
 #else
-    float4 x = LOAD_P(p, kp_offset(pv), k, n, full, aligned);
+        float4 x = LOAD_P(p, kp_offset(pv), k, n, full, aligned);
 #endif
-    float4 gr = grad4(g, kp_offset(gv), k, n, full, aligned, gmul, gmulv, maximize);
-    const int momentum_on = !kp_empty(bufv);
-    const float4 before =
-        momentum_on && !first ? load4_f32(buf, kp_offset(bufv), k, n, full, aligned) : 0.0f;
-    float4 lr_mul, wd_mul;
-    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
-    if (weight_decay != 0.0f)
-        gr = fma(weight_decay * wd_mul, x, gr);
-    if (momentum_on) {
-        float4 b = gr;
-        if (!first)
-            b = fma(momentum, before, (1.0f - dampening) * gr);
-        store4_f32(buf, kp_offset(bufv), k, b, in, aligned);
-        gr = nesterov ? fma(momentum, b, gr) : b;
-    }
-    x = fma(-(lr * lr_mul), gr, x);
+        float4 gr = grad4(g, kp_offset(gv), k, n, full, aligned, gmul, gmulv, maximize);
+        const int momentum_on = !kp_empty(bufv);
+        const float4 before =
+            momentum_on && !first ? load4_f32(buf, kp_offset(bufv), k, n, full, aligned) : 0.0f;
+        float4 lr_mul = 1.0f, wd_mul = 1.0f;
+        const int4 in = n_seg == 0 ? lanes_below(k, n)
+                                   : group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul,
+                                                 &wd_mul, &hint);
+        if (weight_decay != 0.0f)
+            gr = fma(weight_decay * wd_mul, x, gr);
+        if (momentum_on) {
+            float4 b = gr;
+            if (!first)
+                b = fma(momentum, before, (1.0f - dampening) * gr);
+            store4_f32(buf, kp_offset(bufv), k, b, in, aligned);
+            gr = nesterov ? fma(momentum, b, gr) : b;
+        }
+        x = fma(-(lr * lr_mul), gr, x);
 #if PARAM_BF16
-    store4_f32(w, kp_offset(wv), k, x, in, aligned);
+        store4_f32(w, kp_offset(wv), k, x, in, aligned);
 #endif
-    STORE_P(p, kp_offset(pv), k, x, in, aligned);
+        STORE_P(p, kp_offset(pv), k, x, in, aligned);
+    }
 }
 
 /* ---- gradient clipping by the global norm -------------------------------------------------- */
@@ -327,7 +365,7 @@ __kernel void optim_sumsq(const int n, const int aligned, const int lanes, const
                           __global float *partial, __local float *tree)
 {
     const int j = get_global_id(0), lid = get_local_id(0);
-    const int groups = (n + 3) / 4;
+    const int groups = n_groups(n);
     const int rounds = (groups + lanes - 1) / lanes;
     float4 acc = (float4)(0.0f);
     int s = -1;
@@ -335,19 +373,14 @@ __kernel void optim_sumsq(const int n, const int aligned, const int lanes, const
         const int k = blocked ? j * rounds + r : j + r * lanes;
         if (j >= lanes || k >= groups)
             continue;
-        const int e = 4 * k, full = e + 4 <= n;
-        int4 in;
-        if (n_seg == 0) {
-            in = (int4)(-1, e + 1 < n ? -1 : 0, e + 2 < n ? -1 : 0, e + 3 < n ? -1 : 0);
-        } else if (full && seg_holds(s, e, seg, segv) && seg_holds(s, e + 3, seg, segv)) {
-            /* The segment of this lane's previous group holds this one too. */
-            in = (int4)(-1);
-        } else {
-            float4 lr_mul, wd_mul;
-            in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
-            s = seg_find(e, n_seg, seg, segv);
+        const float4 raw = LOAD_G(g, kp_offset(gv), k, n, k < n / 4, aligned);
+        if (n_seg == 0 && k < n / 4) {
+            acc = fma(raw, raw, acc);
+            continue;
         }
-        const float4 x = select((float4)(0.0f), LOAD_G(g, kp_offset(gv), k, n, full, aligned), in);
+        float4 lr_mul, wd_mul;
+        const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul, &s);
+        const float4 x = select((float4)(0.0f), raw, in);
         acc = fma(x, x, acc);
     }
     tree[lid] = kp_hsum4(acc);
@@ -360,7 +393,7 @@ __kernel void optim_sumsq(const int n, const int aligned, const int lanes, const
         partial[j / 32] = tree[lid];
 }
 
-#define FINAL_LANES 64
+#define FINAL_LANES 256
 
 /*
  * Pass 2, one work-group of FINAL_LANES: the sum of the `count` partials in a fixed order, its
@@ -399,12 +432,17 @@ __kernel void optim_scale(const int n, const int aligned, const int count,
                           __global gtype *g, const kp_view1 gv, SEG_PARAMS,
                           __global const float *partial)
 {
-    const int k = get_global_id(0);
-    if (4 * k >= n)
-        return;
-    const int full = 4 * k + 4 <= n;
-    const float4 x = LOAD_G(g, kp_offset(gv), k, n, full, aligned) * partial[count];
-    float4 lr_mul, wd_mul;
-    const int4 in = group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul, &wd_mul);
-    STORE_G(g, kp_offset(gv), k, x, in, aligned);
+    int hint = -1;
+    for (int r = 0; r < RUN; r++) {
+        const int k = get_global_id(0) * RUN + r;
+        if (k >= n_groups(n))
+            return;
+        const int full = k < n / 4;
+        const float4 x = LOAD_G(g, kp_offset(gv), k, n, full, aligned) * partial[count];
+        float4 lr_mul = 1.0f, wd_mul = 1.0f;
+        const int4 in = n_seg == 0 ? lanes_below(k, n)
+                                   : group_lanes(k, n, n_seg, seg, segv, scl, sclv, &lr_mul,
+                                                 &wd_mul, &hint);
+        STORE_G(g, kp_offset(gv), k, x, in, aligned);
+    }
 }

@@ -125,7 +125,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     double step_size, bc2_sqrt;
     bias_corrections(call, &step_size, &bc2_sqrt);
     char options[64];
-    size_t wg = (size_t)optim_host->tunable_index(l, 0), global = optim_global_size(n, wg);
+    size_t wg, global = optim_global_size(l, n, &wg);
     const kp_tensor *p = &a[AD_PARAM].tensor;
     kp_clargs c =
         kp_clargs_begin(optim_host, l, "optim_adam",
@@ -288,11 +288,11 @@ static const char *const bench_sizes[] = {"large", NULL};
 #define ADAM_DESC(nm, sum, prm)                                                                    \
     {                                                                                              \
         .struct_size = sizeof(kp_kernel_desc), .name = nm, .summary = sum, .params = prm,          \
-        .n_params = AD_N, .n_tunables = 1, .tunables = optim_tunables,                             \
+        .n_params = AD_N, .n_tunables = OPTIM_N_TUNABLES, .tunables = optim_tunables,              \
         .source = kp_kernel_optim_cl, .source_name = "optim.cl", .entry = "optim_adam",            \
         .check = check, .enqueue = enqueue, .reference = reference, .sample = sample,              \
         .cost = cost, .verify_sizes = verify_sizes, .bench_sizes = bench_sizes,                    \
-        .tolerance = tolerance,                                                                    \
+        .tolerance = tolerance, .resolve = optim_resolve,                                          \
     }
 
 static const kp_kernel_desc kernels[] = {

@@ -7,15 +7,19 @@
 
 #include "optim.h"
 
-static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
-const kp_tunable_desc optim_tunables[1] = {{
-    .name = "WG",
-    .default_value = 256,
-    .allowed = workgroups,
-    .n_allowed = sizeof workgroups / sizeof workgroups[0],
-    .flags = KP_TUNABLE_WORKGROUP,
-    .doc = "work-items per work-group (results do not depend on it)",
-}};
+const int64_t optim_workgroups[6] = {32, 64, 128, 256, 512, 1024};
+const int64_t optim_runs[8] = {0, 1, 2, 4, 8, 16, 32, 64};
+const kp_tunable_desc optim_tunables[OPTIM_N_TUNABLES] = {OPTIM_TUNABLES};
+
+const char *optim_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    if (index != OPTIM_TUNE_RUN || value != 0)
+        return NULL;
+    const kp_device_info *d = optim_host->device(l);
+    const int cpu = d && d->type == KP_DEVICE_CPU;
+    *resolved = cpu ? 16 : 1;
+    return cpu ? "runs of 16 on CPUs" : "one group per work-item on GPUs and other devices";
+}
 
 /* ---- checks ------------------------------------------------------------------------------- */
 
@@ -209,10 +213,12 @@ void optim_clargs_segments(kp_clargs *a, const kp_call *call, int seg, int scl,
     optim_clargs_optional(a, call, scl, stand_in, 2);
 }
 
-size_t optim_global_size(int64_t n, size_t wg)
+size_t optim_global_size(kp_launch *l, int64_t n, size_t *wg)
 {
-    size_t groups = (size_t)(n + 3) / 4;
-    return (groups + wg - 1) / wg * wg;
+    const size_t run = (size_t)optim_host->tunable_index(l, OPTIM_TUNE_RUN);
+    const size_t items = ((size_t)(n + 3) / 4 + run - 1) / run;
+    *wg = (size_t)optim_host->tunable_index(l, OPTIM_TUNE_WG);
+    return (items + *wg - 1) / *wg * *wg;
 }
 
 /* ---- references ----------------------------------------------------------------------------- */

@@ -54,16 +54,11 @@ static const kp_param_desc params[CL_N] = {
                          "trust it"},
 };
 
-static const int64_t workgroups[] = {32, 64, 128, 256, 512, 1024};
 static const char *const layouts[] = {"auto", "interleaved", "blocked", NULL};
-enum { TUNE_WG, TUNE_LAYOUT, N_TUNABLES };
+/* optim_tunables' two (WG; RUN, for the scaling pass), then LAYOUT. */
+enum { TUNE_LAYOUT = OPTIM_N_TUNABLES, N_TUNABLES };
 static const kp_tunable_desc tunables[N_TUNABLES] = {
-    [TUNE_WG] = {.name = "WG",
-                 .default_value = 256,
-                 .allowed = workgroups,
-                 .n_allowed = sizeof workgroups / sizeof workgroups[0],
-                 .flags = KP_TUNABLE_WORKGROUP,
-                 .doc = "work-items per work-group (results do not depend on it)"},
+    OPTIM_TUNABLES,
     /* The order of the sum, so never searched: tuning would change the norm's last bits. */
     [TUNE_LAYOUT] = {.name = "LAYOUT",
                      .default_value = 0,
@@ -80,7 +75,9 @@ static const kp_tunable_desc tunables[N_TUNABLES] = {
 
 static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
-    if (index != TUNE_LAYOUT || value != 0)
+    if (index != TUNE_LAYOUT)
+        return optim_resolve(l, index, value, resolved);
+    if (value != 0)
         return NULL;
     const kp_device_info *d = optim_host->device(l);
     const int cpu = d && d->type == KP_DEVICE_CPU;
@@ -89,8 +86,9 @@ static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t 
 }
 
 /* Lanes of the first pass: a multiple of 32 fixed by the length alone, about one per eight groups
- * of four, at most 2^17 (enough loads in flight to fill a GPU's memory system). */
-#define MAX_LANES (1 << 17)
+ * of four, at most 2^18: a full H100 (132 multiprocessors of 2048 threads) with a 16-byte load in
+ * flight each, about the bytes its memory system needs in flight. */
+#define MAX_LANES (1 << 18)
 
 static int64_t lanes_of(int64_t n)
 {
@@ -120,7 +118,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     const kp_tensor *g = &a[CL_GRAD].tensor;
     const int64_t n = g->shape[0], lanes = lanes_of(n), count = lanes / 32;
     const int aligned = optim_aligned(call, arrays, 1);
-    size_t wg = (size_t)optim_host->tunable_index(l, TUNE_WG);
+    size_t wg = (size_t)optim_host->tunable_index(l, OPTIM_TUNE_WG);
     const int blocked = optim_host->tunable_index(l, TUNE_LAYOUT) == 2;
     kp_buffer *partial = NULL;
     kp_status st = optim_host->scratch(l, 0, (size_t)(count + 1) * sizeof(float), &partial);
@@ -141,7 +139,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     st = kp_clargs_enqueue(&c, 1, &global, &wg);
     if (st != KP_OK)
         return st;
-    size_t final_lanes = 64;
+    size_t final_lanes = 256; /* FINAL_LANES of kernels/optim.cl */
     c = kp_clargs_begin(optim_host, l, "optim_norm_final", options);
     kp_clargs_int(&c, (int32_t)count);
     kp_clargs_float(&c, (float)a[CL_MAX_NORM].f);
@@ -151,7 +149,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     st = kp_clargs_enqueue(&c, 1, &final_lanes, &final_lanes);
     if (st != KP_OK || !a[CL_SCALE_GRADS].i || n == 0)
         return st;
-    global = optim_global_size(n, wg);
+    global = optim_global_size(l, n, &wg);
     c = kp_clargs_begin(optim_host, l, "optim_scale", options);
     kp_clargs_int(&c, (int32_t)n);
     kp_clargs_int(&c, aligned);

@@ -149,7 +149,7 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     if (n == 0)
         return KP_OK;
     char options[64];
-    size_t wg = (size_t)optim_host->tunable_index(l, 0), global = optim_global_size(n, wg);
+    size_t wg, global = optim_global_size(l, n, &wg);
     const kp_tensor *p = &a[SG_PARAM].tensor;
     kp_clargs c =
         kp_clargs_begin(optim_host, l, "optim_sgd",
@@ -301,8 +301,9 @@ static const kp_kernel_desc desc = {
                "Nesterov, weight decay)",
     .params = params,
     .n_params = SG_N,
-    .n_tunables = 1,
+    .n_tunables = OPTIM_N_TUNABLES,
     .tunables = optim_tunables,
+    .resolve = optim_resolve,
     .source = kp_kernel_optim_cl,
     .source_name = "optim.cl",
     .entry = "optim_sgd",

@@ -53,8 +53,28 @@ enum {
 };
 enum { CL_GRAD, CL_NORM, CL_COEF, CL_SEGMENTS, CL_MAX_NORM, CL_SCALE_GRADS, CL_CHECK, CL_N };
 
-/* The work-group size tunable every optim kernel has (results never depend on it). */
-extern const kp_tunable_desc optim_tunables[1];
+/* The tunables every optim kernel has first: the work-group size and the run of groups of four
+ * a work-item updates (results depend on neither); optim_resolve turns RUN's auto into the
+ * device's value. */
+enum { OPTIM_TUNE_WG, OPTIM_TUNE_RUN, OPTIM_N_TUNABLES };
+extern const int64_t optim_workgroups[6], optim_runs[8];
+#define OPTIM_TUNABLES                                                                             \
+    [OPTIM_TUNE_WG] = {.name = "WG",                                                               \
+                       .default_value = 256,                                                       \
+                       .allowed = optim_workgroups,                                                \
+                       .n_allowed = 6,                                                             \
+                       .flags = KP_TUNABLE_WORKGROUP,                                              \
+                       .doc = "work-items per work-group (results do not depend on it)"},          \
+    [OPTIM_TUNE_RUN] = {.name = "RUN",                                                             \
+                        .default_value = 0,                                                        \
+                        .allowed = optim_runs,                                                     \
+                        .n_allowed = 8,                                                            \
+                        .doc = "groups of four elements each work-item updates one after the "     \
+                               "other: 1 lets neighbouring work-items read neighbouring memory "   \
+                               "(GPUs), more amortises a work-item's segment search (CPUs); 0 "    \
+                               "(auto) resolves per device: 16 on CPUs, 1 elsewhere"}
+extern const kp_tunable_desc optim_tunables[OPTIM_N_TUNABLES];
+const char *optim_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
 
 /* ---- optim-arena.c: checks ----------------------------------------------------------------- */
 
@@ -94,8 +114,9 @@ void optim_clargs_optional(kp_clargs *a, const kp_call *call, int index, const k
  * the kernel has none). */
 void optim_clargs_segments(kp_clargs *a, const kp_call *call, int seg, int scl,
                            const kp_tensor *stand_in);
-/* One work-item per group of four elements, rounded up to the work-group size. */
-size_t optim_global_size(int64_t n, size_t wg);
+/* The elementwise kernels' NDRange: a work-item per RUN groups of four elements, rounded up to
+ * the work-group size, which goes to *wg. */
+size_t optim_global_size(kp_launch *l, int64_t n, size_t *wg);
 
 /* ---- optim-arena.c: references ------------------------------------------------------------- */
 

@@ -8,9 +8,10 @@
 # manifest, times PyTorch on the same inputs and compares the results.
 #   device run:  carry [".gpu"], command: bash scripts/gpu/families.sh
 #                (tensor: KP_FAMILIES=tensor bash scripts/gpu/families.sh)
-# Optional: KP_FAMILIES="conv logic gru" (which families, of conv logic gru tensor),
-# KP_FAMILIES_TUNE_BUDGET (seconds per kernel, default 15; 0 skips the tune), KP_FAMILIES_DEADLINE
-# (seconds after the start by which everything is packed, default 560).
+# Optional: KP_FAMILIES="conv logic gru" (which families, of conv logic gru tensor optim; optim runs
+# bench-optim and peer-optim.py), KP_FAMILIES_TUNE_BUDGET (seconds per kernel, default 15; 0 skips
+# the tune), KP_FAMILIES_DEADLINE (seconds after the start by which everything is packed, default
+# 560).
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
 kp_begin families /tmp/kp-families-out results
@@ -41,6 +42,7 @@ if (( budget > 0 )); then
       conv) kernels="conv.im2col conv.conv2d" ;;
       logic) kernels="logic.forward logic.backward logic.eval_packed" ;;
       tensor) kernels="tensor.add tensor.exp tensor.sum" ;;
+      optim) kernels="optim.adamw optim.clip_grad_norm" ;;
       *) kernels="" ;;
     esac
     for k in $kernels; do

@@ -518,7 +518,7 @@ static kp_status adamw_launch(void *user)
 
 static void test_deterministic(void **state)
 {
-    /* A prime length past the first pass's 2^17 lanes, at offset 1 (the unaligned path). A
+    /* A prime length with 2^15 lanes in the first pass, at offset 1 (the unaligned path). A
      * square root halves a sum's rounding difference, so a norm summed in another order keeps
      * its bits now and then: several gradient sets, each with and without segments, in each
      * layout. */
@@ -557,6 +557,23 @@ static void test_deterministic(void **state)
     const size_t aout_bytes[3] = {(N + 1) * 4, (N + 1) * 4, (N + 1) * 4};
     expect_same_bits("optim.adamw", adamw_launch, &d, in, in_data, in_bytes, 4, aout, aout_bytes,
                      3);
+    /* Runs of groups per work-item (RUN: 1 on GPUs, 16 on CPUs) carry the segment found from one
+     * group to the next: the same bits as a search for each. */
+    kp_kernel *adamw = find("optim.adamw");
+    float *first = malloc((N + 1) * sizeof *first), *got = malloc((N + 1) * sizeof *got);
+    const int runs[3] = {1, 16, 64};
+    for (int r = 0; r < 3; r++) {
+        for (size_t i = 0; i < 4; i++)
+            assert_int_equal(kp_buffer_write(rt, in[i], 0, in_bytes[i], in_data[i]), KP_OK);
+        assert_int_equal(kp_kernel_tunable_set(rt, adamw, "RUN", runs[r]), KP_OK);
+        expect_ok(adamw_launch(&d), "optim.adamw");
+        download(bp, r ? got : first, (N + 1) * 4);
+        if (r && memcmp(first, got, (N + 1) * 4) != 0)
+            fail_msg("optim.adamw: RUN %d differs from RUN 1", runs[r]);
+    }
+    assert_int_equal(kp_kernel_tuning_reset(rt, adamw), KP_OK);
+    free(first);
+    free(got);
     kp_buffer *bufs[] = {bg, bn, bp, bm, bv, bs};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         kp_buffer_destroy(rt, bufs[i]);
@@ -754,8 +771,47 @@ static void test_bad_inputs(void **state)
     kp_buffer_destroy(rt, bsc);
 }
 
-int main(void)
+/* ---- an arena of 2^31 - 1 elements ---- */
+
+/* The largest arena the kernels index (8 GB of f32): the norm of its last six elements, a segment,
+ * with the rest never written (the OS's zero pages, so the test needs no 8 GB of memory). Group
+ * counts and tails computed as (n + 3) / 4 and e + 3 < n overflowed: the norm came out 0. Run as
+ * test-optim --huge (label full: 9 s on PoCL). */
+static void test_huge_arena(void **state)
 {
+    const int64_t n = INT32_MAX;
+    kp_buffer *g = NULL;
+    if (kp_buffer_create(rt, (size_t)n * 4, &g) != KP_OK)
+        skip();
+    const float tail[7] = {1, 2, 3, 4, 5, 6, 7};
+    const int32_t seg[2] = {(int32_t)(n - 6), 6};
+    float zero = 0;
+    kp_buffer *bs = upload(seg, sizeof seg), *bn = upload(&zero, 4);
+    assert_int_equal(kp_buffer_write(rt, g, (size_t)(n - 7) * 4, sizeof tail, tail), KP_OK);
+    kp_tensor tseg = kp_tensor_2d(bs, KP_I32, 1, 2);
+    expect_ok(kp_optim_clip_grad_norm(rt, kp_tensor_1d(g, KP_F32, n),
+                                      kp_tensor_nd(bn, KP_F32, 0, NULL), 1.0, &tseg),
+              "clip over 2^31 - 1 elements");
+    float norm, got[7];
+    download(bn, &norm, 4);
+    assert_int_equal(kp_buffer_read(rt, g, (size_t)(n - 7) * 4, sizeof got, got), KP_OK);
+    const double want = sqrt(4 + 9 + 16 + 25 + 36 + 49.0);
+    if (fabs(norm - want) > 1e-5 * want)
+        fail_msg("norm %.7g, want %.7g", norm, want);
+    assert_true(got[0] == 1.0f);
+    for (int i = 1; i < 7; i++)
+        assert_true(fabs(got[i] - tail[i] / want) <= 1e-6);
+    kp_buffer_destroy(rt, g);
+    kp_buffer_destroy(rt, bs);
+    kp_buffer_destroy(rt, bn);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--huge") == 0) {
+        const struct CMUnitTest huge[] = {cmocka_unit_test(test_huge_arena)};
+        return cmocka_run_group_tests(huge, setup, teardown);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_layout),
         cmocka_unit_test(test_verify_every_kernel),
