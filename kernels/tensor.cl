@@ -340,12 +340,11 @@ void store(int comb, acc_t a, float post, __global float *y, __global int *yi, i
         __global const float *x1, const kp_view8 v1, __global const float *x2,                     \
         const kp_view8 v2, __global float *y, __global int *yi, const kp_view8 vy
 
-/* One work-item per output element, its terms in row-major order. */
-/* Elements per work-item of an elementwise launch, loaded before any is computed: one 4-byte
- * load per work-item leaves too few bytes in flight to cover a GPU's memory latency (exp on 16M
- * floats ran at 32% of an H200's bandwidth so). tensor-space.c sizes the launch by it. */
+/* Elements per work-item of an elementwise launch (RR = 0), loaded before any is computed;
+ * tensor-space.c sizes the launch by its UNROLL, which must equal this one. */
 #define UNROLL 4
 
+/* One work-item per output element, its terms in row-major order. */
 __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
 {
     const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);

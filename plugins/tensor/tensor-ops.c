@@ -47,15 +47,6 @@ const tensor_op tensor_binary_ops[] = {
 };
 const size_t tensor_n_binary = sizeof tensor_binary_ops / sizeof tensor_binary_ops[0];
 
-int tensor_map_arity(int map)
-{
-    if (map == TM_WHERE || (map >= TM_DA_ADD && map < TM_COUNT))
-        return 3;
-    if ((map >= TM_ADD && map <= TM_CMPEQ) || (map >= TM_D_NEG && map < TM_DA_ADD))
-        return 2;
-    return 1;
-}
-
 static double sigmoid(double x)
 {
     return 1.0 / (1.0 + exp(-x));

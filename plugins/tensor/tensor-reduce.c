@@ -107,14 +107,13 @@ static kp_status keepdim_view(kp_launch *l, const kp_tensor *x, const kp_tensor 
         kept += !((axes >> d) & 1);
     const int keepdim = y->rank == x->rank;
     if (!keepdim && y->rank != kept) {
-        char a[160], b[160];
+        char a[160];
         return tensor_host->fail(
             l, KP_ERR_INVALID_ARG,
             "%s: rank %d, but x %s reduced over axes 0x%llx has rank %d, or %d "
             "with keepdim",
             y_name, y->rank, tensor_shape_str(x, a, sizeof a),
             (unsigned long long)axes & ((1ull << x->rank) - 1), kept, x->rank);
-        (void)b;
     }
     for (int d = 0, yd = 0; d < x->rank; d++) {
         int red = (axes >> d) & 1;
@@ -147,16 +146,18 @@ static const reduction *reduction_of(kp_launch *l)
     return tensor_host->kernel_user(l);
 }
 
-static kp_status space(kp_launch *l, const kp_call *call, tensor_space *s, int64_t *terms)
+/* The reduction's space over x's dimensions, y's keepdim view in it and the terms of each
+ * output element. */
+static kp_status space(kp_launch *l, const kp_call *call, tensor_space *s, kp_tensor *y,
+                       int64_t *terms)
 {
     const kp_tensor *x = &call->args[RD_X].tensor;
-    kp_tensor y;
     kp_status st =
-        keepdim_view(l, x, &call->args[RD_Y].tensor, "y", call->args[RD_AXES].i, &y, terms);
+        keepdim_view(l, x, &call->args[RD_Y].tensor, "y", call->args[RD_AXES].i, y, terms);
     const kp_tensor *in[1] = {x};
     static const char *const names[1] = {"x"};
     if (st == KP_OK)
-        st = tensor_space_make(l, x->rank, x->shape, &y, "y", in, names, 1, s);
+        st = tensor_space_make(l, x->rank, x->shape, y, "y", in, names, 1, s);
     if (st == KP_OK && *terms == 0 && reduction_of(l)->comb >= TC_MAX)
         st = tensor_host->fail(l, KP_ERR_INVALID_ARG,
                                "x: reducing an empty set of elements has no %s",
@@ -167,8 +168,9 @@ static kp_status space(kp_launch *l, const kp_call *call, tensor_space *s, int64
 static kp_status check(const kp_call *call, kp_launch *l)
 {
     tensor_space s;
+    kp_tensor y;
     int64_t terms;
-    return space(l, call, &s, &terms);
+    return space(l, call, &s, &y, &terms);
 }
 
 static double post_of(const reduction *r, int64_t terms)
@@ -180,13 +182,10 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
 {
     const reduction *r = reduction_of(l);
     tensor_space s;
-    int64_t terms;
-    kp_status st = space(l, call, &s, &terms);
-    const kp_tensor *in[1] = {&call->args[RD_X].tensor};
     kp_tensor y;
-    if (st == KP_OK)
-        st = keepdim_view(l, in[0], &call->args[RD_Y].tensor, "y", call->args[RD_AXES].i, &y,
-                          &terms);
+    int64_t terms;
+    kp_status st = space(l, call, &s, &y, &terms);
+    const kp_tensor *in[1] = {&call->args[RD_X].tensor};
     return st == KP_OK
                ? tensor_space_enqueue(l, &s, &y, in, TM_COPY, r->comb, 0.0, post_of(r, terms))
                : st;
@@ -196,8 +195,9 @@ static kp_status reference(const kp_call *call, kp_launch *l)
 {
     const reduction *r = reduction_of(l);
     tensor_space s;
+    kp_tensor y;
     int64_t terms;
-    kp_status st = space(l, call, &s, &terms);
+    kp_status st = space(l, call, &s, &y, &terms);
     if (st != KP_OK)
         return st;
     const float *in[1] = {(const float *)call->args[RD_X].host};
@@ -208,13 +208,14 @@ static kp_status reference(const kp_call *call, kp_launch *l)
 
 /* ---- sum_backward, mean_backward: dx = dy broadcast over the reduced axes ---- */
 
-static kp_status back_space(kp_launch *l, const kp_call *call, tensor_space *s, int64_t *terms)
+/* dx's space, dy's keepdim view in it and the terms each dy element was the sum of. */
+static kp_status back_space(kp_launch *l, const kp_call *call, tensor_space *s, kp_tensor *dy,
+                            int64_t *terms)
 {
     const kp_tensor *dx = &call->args[RB_DX].tensor;
-    kp_tensor dy;
     kp_status st =
-        keepdim_view(l, dx, &call->args[RB_DY].tensor, "dy", call->args[RB_AXES].i, &dy, terms);
-    const kp_tensor *in[1] = {&dy};
+        keepdim_view(l, dx, &call->args[RB_DY].tensor, "dy", call->args[RB_AXES].i, dy, terms);
+    const kp_tensor *in[1] = {dy};
     static const char *const names[1] = {"dy"};
     return st == KP_OK ? tensor_space_make(l, dx->rank, dx->shape, dx, "dx", in, names, 1, s) : st;
 }
@@ -222,16 +223,18 @@ static kp_status back_space(kp_launch *l, const kp_call *call, tensor_space *s, 
 static kp_status back_check(const kp_call *call, kp_launch *l)
 {
     tensor_space s;
+    kp_tensor dy;
     int64_t terms;
-    return back_space(l, call, &s, &terms);
+    return back_space(l, call, &s, &dy, &terms);
 }
 
 static kp_status back_run(const kp_call *call, kp_launch *l, int ref)
 {
     const reduction *r = reduction_of(l);
     tensor_space s;
+    kp_tensor dy;
     int64_t terms;
-    kp_status st = back_space(l, call, &s, &terms);
+    kp_status st = back_space(l, call, &s, &dy, &terms);
     if (st != KP_OK)
         return st;
     double scale = post_of(r, terms);
@@ -241,9 +244,6 @@ static kp_status back_run(const kp_call *call, kp_launch *l, int ref)
                                1.0);
         return KP_OK;
     }
-    kp_tensor dy;
-    keepdim_view(l, &call->args[RB_DX].tensor, &call->args[RB_DY].tensor, "dy",
-                 call->args[RB_AXES].i, &dy, &terms);
     const kp_tensor *in[1] = {&dy};
     return tensor_space_enqueue(l, &s, &call->args[RB_DX].tensor, in, TM_SCALE, TC_SUM, scale, 1.0);
 }

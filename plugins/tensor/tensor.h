@@ -107,13 +107,12 @@ extern const kp_tunable_desc tensor_tunables[TT_COUNT];
 
 /* The map in double, for the host references. */
 double tensor_map_host(int map, double a, double b, double c, double alpha);
-/* How many inputs a map reads. */
-int tensor_map_arity(int map);
 
 /* ---- tensor-space.c: iteration spaces ------------------------------------------------------ */
 
 #define TS_MAX_IN 3
-/* Elements per work-item of an elementwise launch: kernels/tensor.cl's UNROLL. */
+/* Elements per work-item of an elementwise launch: kernels/tensor.cl's UNROLL, which must equal
+ * it. */
 #define UNROLL 4
 
 /*
