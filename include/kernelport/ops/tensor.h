@@ -16,7 +16,8 @@ extern "C" {
  * asynchronously like kp_kernel_launch, whose errors it returns (KP_ERR_NOT_FOUND when the tensor
  * plugin is not loaded). Tensors are f32 views with any strides; inputs broadcast NumPy's way to
  * the output's shape, which is never broadcast itself; an output may be one of the inputs' very
- * views (in place).
+ * views (in place). The caller keeps ownership of every tensor's buffer. Thread-safety: that of
+ * kp_kernel_launch.
  */
 
 /* y = op(x) for a unary op by name: "neg", "abs", "exp", "exp2", "log", "log2", "sqrt",
