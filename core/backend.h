@@ -113,6 +113,8 @@ typedef struct kp__event_record {
  * arguments set once) and its sizes. */
 typedef struct kp__command {
     void *clone;
+    kp_clkernel *source; /* the kernel it was cloned from: a new recording may reuse the clone */
+    uint32_t n_args;
     uint32_t dims;
     int has_local;
     size_t global[3], local[3];
@@ -202,6 +204,13 @@ struct kp__backend_ops {
     void (*clone_release)(kp__backend *b, void *clone);
     /* Enqueues the commands in order; with `ev`, records them for its timing. */
     kp_status (*replay)(kp__backend *b, const kp__command *cmds, size_t n, kp__event_record *ev);
+
+    /* Command buffers (optional, all four or none): recorded commands made into one object that
+     * one enqueue runs in order. supported: whether the device offers them. */
+    int (*cmdbuf_supported)(kp__backend *b);
+    kp_status (*cmdbuf_create)(kp__backend *b, const kp__command *cmds, size_t n, void **out);
+    kp_status (*cmdbuf_enqueue)(kp__backend *b, void *cmdbuf, kp__event_record *ev);
+    void (*cmdbuf_release)(kp__backend *b, void *cmdbuf);
 };
 
 /* The backends, in the order the core enumerates them: OpenCL (backends/opencl), then the host

@@ -18,6 +18,7 @@ static void unlink_buffer(kp_runtime *rt, kp_buffer *b)
 {
     pthread_mutex_lock(&rt->lock);
     kp__prepared_buffer_gone(rt, b);
+    kp__graph_buffer_gone(rt, b);
     if (b->prev)
         b->prev->next = b->next;
     else if (rt->buffers == b)
@@ -26,6 +27,14 @@ static void unlink_buffer(kp_runtime *rt, kp_buffer *b)
         b->next->prev = b->prev;
     b->prev = b->next = NULL;
     pthread_mutex_unlock(&rt->lock);
+}
+
+static kp_status recording_refused(kp_runtime *rt, const char *call)
+{
+    return kp__fail(rt, KP_ERR_INVALID_ARG,
+                    "%s: this thread is recording a graph, which holds no host transfers (make "
+                    "them before kp_graph_begin or after kp_graph_end)",
+                    call);
 }
 
 static kp_status check_device_memory(kp_runtime *rt, size_t bytes)
@@ -152,6 +161,8 @@ kp_status kp_buffer_write(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t 
                           const void *src)
 {
     kp_status st = check_range(rt, "kp_buffer_write", buf, offset, bytes, src);
+    if (st == KP_OK && kp__graph_recording(rt))
+        st = recording_refused(rt, "kp_buffer_write");
     if (st != KP_OK || bytes == 0)
         return st;
     if (buf->is_host) {
@@ -165,6 +176,8 @@ kp_status kp_buffer_read(kp_runtime *rt, const kp_buffer *buf, size_t offset, si
                          void *dst)
 {
     kp_status st = check_range(rt, "kp_buffer_read", buf, offset, bytes, dst);
+    if (st == KP_OK && kp__graph_recording(rt))
+        st = recording_refused(rt, "kp_buffer_read");
     if (st != KP_OK || bytes == 0)
         return st;
     if (buf->is_host) {
@@ -184,6 +197,14 @@ kp_status kp_buffer_copy(kp_runtime *rt, const kp_buffer *src, size_t src_offset
         return st;
     if (src == dst && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_buffer_copy: source and destination overlap");
+    kp_graph *g = kp__graph_recording(rt);
+    return g ? kp__graph_capture_copy(g, src, src_offset, dst, dst_offset, bytes)
+             : kp__buffer_copy_run(rt, src, src_offset, dst, dst_offset, bytes);
+}
+
+kp_status kp__buffer_copy_run(kp_runtime *rt, const kp_buffer *src, size_t src_offset,
+                              kp_buffer *dst, size_t dst_offset, size_t bytes)
+{
     if (src->is_host && dst->is_host) {
         memcpy((char *)dst->host + dst_offset, (const char *)src->host + src_offset, bytes);
         return KP_OK;
@@ -213,6 +234,14 @@ kp_status kp_buffer_fill(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t b
                         offset, bytes, pattern_size);
     if (bytes == 0)
         return KP_OK;
+    kp_graph *g = kp__graph_recording(rt);
+    return g ? kp__graph_capture_fill(g, buf, offset, bytes, pattern, pattern_size)
+             : kp__buffer_fill_run(rt, buf, offset, bytes, pattern, pattern_size);
+}
+
+kp_status kp__buffer_fill_run(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t bytes,
+                              const void *pattern, size_t pattern_size)
+{
     if (buf->is_host) {
         for (size_t i = 0; i < bytes; i += pattern_size)
             memcpy((char *)buf->host + offset + i, pattern, pattern_size);

@@ -324,6 +324,9 @@ kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *args, siz
         *event = NULL;
     if (!rt || !k)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_launch: NULL runtime or kernel");
+    kp_graph *g = kp__graph_recording(rt);
+    if (g)
+        return kp__graph_capture_launch(g, k, args, n_args, event != NULL);
     kp_event *ev = NULL;
     if (event && !(ev = calloc(1, sizeof *ev)))
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");

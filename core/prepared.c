@@ -22,6 +22,8 @@ struct kp__capture {
     const kp_buffer **buffers; /* every buffer an argument named */
     size_t n_buffers;
     const char *refused; /* the host call that cannot be recorded, or NULL */
+    kp__command *spare;  /* the previous recording's commands, whose clones may be reused */
+    size_t n_spare;
 };
 
 struct kp_prepared {
@@ -32,10 +34,12 @@ struct kp_prepared {
     kp_value *values; /* [n_params]: as bound and checked */
     int stale;        /* a bound buffer was destroyed: parameter index + 1, or 0 */
     int recorded;     /* cmds hold the plugin's enqueue for the current values */
-    int direct;       /* the enqueue cannot be recorded: run it on every launch */
+    const char *direct;  /* why the enqueue cannot be recorded (it runs on every launch), or NULL */
     uint64_t generation; /* the kernel's options_generation when recorded */
     kp__command *cmds;
     size_t n_cmds;
+    kp__command *spare; /* the commands of the recording an argument change dropped */
+    size_t n_spare;
     const kp_buffer **buffers;
     size_t n_buffers;
     struct kp_prepared *prev, *next;
@@ -97,10 +101,20 @@ kp_status kp__capture_ndrange(kp_launch *l, kp_clkernel *ck, uint32_t dims, cons
         return st;
     kp__command *cmd = &c->cmds[c->n_cmds];
     memset(cmd, 0, sizeof *cmd);
-    uint32_t n_args = 0;
-    st = rt->ops->clone_create(rt->backend, ck, &cmd->clone, &n_args);
-    if (st != KP_OK)
-        return st;
+    /* After an argument changed, the plugin usually enqueues the same kernels again: their
+     * clones only need their arguments set (clCreateKernel costs far more). */
+    kp__command *old = c->n_cmds < c->n_spare ? &c->spare[c->n_cmds] : NULL;
+    if (old && old->clone && old->source == ck) {
+        cmd->clone = old->clone;
+        cmd->n_args = old->n_args;
+        old->clone = NULL;
+    } else {
+        st = rt->ops->clone_create(rt->backend, ck, &cmd->clone, &cmd->n_args);
+        if (st != KP_OK)
+            return st;
+    }
+    cmd->source = ck;
+    const uint32_t n_args = cmd->n_args;
     c->n_cmds++; /* released with the recording from here on */
     for (uint32_t index = 0; index < n_args; index++) {
         const recorded_arg *latest = NULL;
@@ -125,7 +139,8 @@ kp_status kp__capture_ndrange(kp_launch *l, kp_clkernel *ck, uint32_t dims, cons
 static void release_commands(kp_runtime *rt, kp__command *cmds, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        rt->ops->clone_release(rt->backend, cmds[i].clone);
+        if (cmds[i].clone)
+            rt->ops->clone_release(rt->backend, cmds[i].clone);
     free(cmds);
 }
 
@@ -141,10 +156,27 @@ static void capture_fini(kp__capture *c)
 static void drop_recording(kp_prepared *p)
 {
     release_commands(p->rt, p->cmds, p->n_cmds);
+    release_commands(p->rt, p->spare, p->n_spare);
     free(p->buffers);
-    p->cmds = NULL;
+    p->cmds = p->spare = NULL;
     p->buffers = NULL;
-    p->n_cmds = p->n_buffers = 0;
+    p->n_cmds = p->n_spare = p->n_buffers = 0;
+    p->recorded = 0;
+}
+
+/* An argument changed: the recording goes, its clones kept for the next one. */
+static void spare_recording(kp_prepared *p)
+{
+    if (!p->recorded)
+        return;
+    release_commands(p->rt, p->spare, p->n_spare);
+    p->spare = p->cmds;
+    p->n_spare = p->n_cmds;
+    p->cmds = NULL;
+    p->n_cmds = 0;
+    free(p->buffers);
+    p->buffers = NULL;
+    p->n_buffers = 0;
     p->recorded = 0;
 }
 
@@ -240,6 +272,29 @@ kp_status kp_prepared_create(kp_runtime *rt, kp_kernel *k, const kp_arg *args, s
     return KP_OK;
 }
 
+kp_kernel *kp__prepared_kernel(const kp_prepared *p)
+{
+    return p->k;
+}
+
+kp_status kp__prepared_check(const kp_prepared *p, const kp_arg *a)
+{
+    int i = param_index(p->k, a->name);
+    const kp_kernel_desc *d = p->k->desc;
+    kp_arg list[KP_MAX_PARAMS];
+    size_t n = 0;
+    for (uint32_t j = 0; j < d->n_params; j++)
+        if ((int)j == i)
+            list[n++] = *a;
+        else if (p->given[j])
+            list[n++] = p->args[j];
+    if (i < 0)
+        list[n++] = *a;
+    kp_value scratch[KP_MAX_PARAMS];
+    return n > KP_MAX_PARAMS ? kp__fail(p->rt, KP_ERR_INVALID_ARG, "too many arguments")
+                             : kp__args_bind(p->rt, p->k, list, n, scratch);
+}
+
 kp_status kp_prepared_set(kp_prepared *p, const kp_arg *arg)
 {
     if (!p || !arg)
@@ -261,7 +316,7 @@ kp_status kp_prepared_set(kp_prepared *p, const kp_arg *arg)
     if (i >= 0 && p->stale == i + 1)
         p->stale = 0;
     pthread_mutex_lock(&p->rt->lock);
-    drop_recording(p);
+    spare_recording(p);
     pthread_mutex_unlock(&p->rt->lock);
     return KP_OK;
 }
@@ -291,15 +346,19 @@ kp_status kp_prepared_set_tensor(kp_prepared *p, const char *name, kp_tensor ten
 static kp_status record(kp_prepared *p, const kp_call *call)
 {
     kp_runtime *rt = p->rt;
-    kp__capture c = {.rt = rt};
+    kp__capture c = {.rt = rt, .spare = p->spare, .n_spare = p->n_spare};
+    p->spare = NULL;
+    p->n_spare = 0;
     uint64_t failures = kp__fail_count();
     kp_status st = kp__launch_record(rt, p->k, call, &c);
+    release_commands(rt, c.spare, c.n_spare);
+    c.spare = NULL;
     if (c.refused) {
         /* Nothing ran while recording: the launch goes through the plugin from now on. */
         kp__log(rt, KP_LOG_DEBUG, "kernel %s: prepared launches run its enqueue each time (%s)",
                 p->k->desc->name, c.refused);
         capture_fini(&c);
-        p->direct = 1;
+        p->direct = c.refused;
         return KP_OK;
     }
     if (st != KP_OK) {
@@ -322,6 +381,68 @@ static kp_status record(kp_prepared *p, const kp_call *call)
     return KP_OK;
 }
 
+static kp_call call_of(const kp_prepared *p)
+{
+    return (kp_call){.struct_size = sizeof(kp_call),
+                     .n_args = p->k->desc->n_params,
+                     .args = p->values,
+                     .desc = p->k->desc};
+}
+
+static kp_status stale_error(const kp_prepared *p)
+{
+    return kp__fail(p->rt, KP_ERR_INVALID_ARG,
+                    "kernel %s: argument \"%s\": its buffer was destroyed (bind another with "
+                    "kp_prepared_set)",
+                    p->k->desc->name, p->k->desc->params[p->stale - 1].name);
+}
+
+/* Whether launches replay recorded commands rather than run the plugin. */
+static int replays(const kp_prepared *p)
+{
+    return !p->direct && !kp__is_host(p->rt) && p->rt->ops->replay;
+}
+
+kp_status kp__prepared_ready(kp_prepared *p, int *recorded_now)
+{
+    *recorded_now = 0;
+    if (p->stale)
+        return stale_error(p);
+    int retuned = p->recorded && p->generation != p->k->options_generation;
+    if (retuned)
+        drop_recording(p);
+    if (!replays(p) || p->recorded)
+        return KP_OK;
+    kp_call call = call_of(p);
+    kp_status st = record(p, &call);
+    *recorded_now = st != KP_OK ? 0 : retuned ? 2 : 1;
+    return st;
+}
+
+size_t kp__prepared_commands(const kp_prepared *p, const kp__command **cmds)
+{
+    *cmds = p->cmds;
+    return replays(p) && p->recorded ? p->n_cmds : 0;
+}
+
+const char *kp__prepared_direct(const kp_prepared *p)
+{
+    return kp__is_host(p->rt) ? "the host device runs references" : p->direct;
+}
+
+kp_status kp__prepared_run(kp_prepared *p, kp_event *ev)
+{
+    int recorded_now;
+    kp_status st = kp__prepared_ready(p, &recorded_now);
+    if (st != KP_OK)
+        return st;
+    kp_runtime *rt = p->rt;
+    if (replays(p))
+        return rt->ops->replay(rt->backend, p->cmds, p->n_cmds, ev ? &ev->record : NULL);
+    kp_call call = call_of(p);
+    return kp__launch_call(rt, p->k, &call, 0, ev, 0);
+}
+
 kp_status kp_prepared_launch(kp_prepared *p, kp_event **event)
 {
     if (event)
@@ -330,30 +451,12 @@ kp_status kp_prepared_launch(kp_prepared *p, kp_event **event)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_prepared_launch: NULL prepared launch");
     kp_runtime *rt = p->rt;
     if (p->stale)
-        return kp__fail(rt, KP_ERR_INVALID_ARG,
-                        "kernel %s: argument \"%s\": its buffer was destroyed (bind another with "
-                        "kp_prepared_set)",
-                        p->k->desc->name, p->k->desc->params[p->stale - 1].name);
+        return stale_error(p);
     kp_event *ev = NULL;
     if (event && !(ev = calloc(1, sizeof *ev)))
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
-    kp_call call = {.struct_size = sizeof call,
-                    .n_args = p->k->desc->n_params,
-                    .args = p->values,
-                    .desc = p->k->desc};
-    kp_status st = KP_OK;
     pthread_mutex_lock(&rt->lock);
-    int replay = !p->direct && !kp__is_host(rt) && rt->ops->replay;
-    if (replay && p->recorded && p->generation != p->k->options_generation)
-        drop_recording(p);
-    if (replay && !p->recorded) {
-        st = record(p, &call);
-        replay = !p->direct;
-    }
-    if (st == KP_OK && replay)
-        st = rt->ops->replay(rt->backend, p->cmds, p->n_cmds, ev ? &ev->record : NULL);
-    else if (st == KP_OK)
-        st = kp__launch_call(rt, p->k, &call, 0, ev, 0);
+    kp_status st = kp__prepared_run(p, ev);
     pthread_mutex_unlock(&rt->lock);
     if (st != KP_OK) {
         kp_event_destroy(rt, ev);

@@ -191,6 +191,7 @@ void kp_runtime_destroy(kp_runtime *rt)
         return;
     if (rt->ops)
         rt->ops->finish(rt->backend);
+    kp__graph_free_all(rt);
     kp__prepared_free_all(rt);
     kp__buffers_free(rt);
     if (rt->ops)

@@ -123,6 +123,7 @@ struct kp_runtime {
     kp_peak peak;     /* measured or read from the cache; struct_size 0 until then */
 
     struct kp_prepared *prepared; /* live prepared launches, told when a buffer goes away */
+    struct kp_graph *graphs;      /* live graphs, likewise */
     pthread_mutex_t lock;         /* kernels' lazy state, launches, the buffer list */
     pthread_mutex_t error_lock;   /* error slots */
     kp__error_slot *errors;
@@ -249,10 +250,43 @@ kp_status kp__capture_refuse(kp_launch *l, const char *what);
  * those whose recording named it record again. */
 void kp__prepared_buffer_gone(kp_runtime *rt, const kp_buffer *buf);
 void kp__prepared_free_all(kp_runtime *rt);
+/* For graphs, with rt->lock held. Makes p ready to launch: records it when it replays and has no
+ * recording for its current arguments and tuning (*recorded_now then 1); fails when a bound
+ * buffer was destroyed. */
+kp_status kp__prepared_ready(kp_prepared *p, int *recorded_now);
+/* Its recorded commands (valid until it records again), or 0 when it has none to replay. */
+size_t kp__prepared_commands(const kp_prepared *p, const kp__command **cmds);
+/* Why its launches run the plugin's enqueue each time (static text), or NULL. */
+const char *kp__prepared_direct(const kp_prepared *p);
+/* kp_prepared_launch's work: ready, then the recorded commands or the plugin's enqueue. */
+kp_status kp__prepared_run(kp_prepared *p, kp_event *ev);
+kp_kernel *kp__prepared_kernel(const kp_prepared *p);
+/* Checks what binding `a` in place of its argument would give, changing nothing. */
+kp_status kp__prepared_check(const kp_prepared *p, const kp_arg *a);
+
+/* ---- graphs (graph.c) ---- */
+/* The graph this thread is recording on rt, or NULL. */
+kp_graph *kp__graph_recording(const kp_runtime *rt);
+/* What kp_kernel_launch, kp_buffer_copy and kp_buffer_fill do while recording, after their
+ * checks. */
+kp_status kp__graph_capture_launch(kp_graph *g, kp_kernel *k, const kp_arg *args, size_t n_args,
+                                   int wants_event);
+kp_status kp__graph_capture_copy(kp_graph *g, const kp_buffer *src, size_t src_offset,
+                                 kp_buffer *dst, size_t dst_offset, size_t bytes);
+kp_status kp__graph_capture_fill(kp_graph *g, kp_buffer *buf, size_t offset, size_t bytes,
+                                 const void *pattern, size_t pattern_size);
+/* A buffer is going away (rt->lock held): transfers that use it cannot replay. */
+void kp__graph_buffer_gone(kp_runtime *rt, const kp_buffer *buf);
+void kp__graph_free_all(kp_runtime *rt);
 
 /* ---- buffers (buffer.c) ---- */
 kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out);
 void kp__buffers_free(kp_runtime *rt);
+/* kp_buffer_copy's and kp_buffer_fill's work once their arguments are checked. */
+kp_status kp__buffer_copy_run(kp_runtime *rt, const kp_buffer *src, size_t src_offset,
+                              kp_buffer *dst, size_t dst_offset, size_t bytes);
+kp_status kp__buffer_fill_run(kp_runtime *rt, kp_buffer *buf, size_t offset, size_t bytes,
+                              const void *pattern, size_t pattern_size);
 
 /* The device of this runtime. */
 static inline const kp_device_info *kp__device(const kp_runtime *rt)

@@ -83,6 +83,7 @@ static void close_backend(kp__backend *b)
     if (b->context)
         clReleaseContext(b->context);
     kp__disk_cache_close(&b->disk);
+    free(b->cmdbuf);
     free(b->identity);
     free(b);
 }
@@ -135,6 +136,7 @@ static kp_status open_backend(const kp__backend_config *cfg, kp__backend **out)
         cfg->store_binaries == KP__STORE_BINARIES_ALWAYS ||
         (cfg->store_binaries == KP__STORE_BINARIES_AUTO && e->info.vendor != KP_VENDOR_POCL);
     open_disk_cache(b, cfg);
+    kp__cl_cmdbuf_probe(b);
     *out = b;
     return KP_OK;
 }
@@ -166,4 +168,8 @@ const kp__backend_ops kp__opencl_backend = {
     .clone_arg = kp__cl_clone_arg,
     .clone_release = kp__cl_clone_release,
     .replay = kp__cl_replay,
+    .cmdbuf_supported = kp__cl_cmdbuf_supported,
+    .cmdbuf_create = kp__cl_cmdbuf_create,
+    .cmdbuf_enqueue = kp__cl_cmdbuf_enqueue,
+    .cmdbuf_release = kp__cl_cmdbuf_release,
 };

@@ -36,7 +36,8 @@ struct kp__backend {
     kp__cl_program *programs;
     struct kp_clkernel *kernels;
     kp__disk_cache disk;
-    int store_binaries; /* cache.binaries resolved for this device */
+    int store_binaries;               /* cache.binaries resolved for this device */
+    struct kp__cl_cmdbuf_api *cmdbuf; /* cl_khr_command_buffer's entry points, or NULL */
 };
 
 /* "CL_INVALID_WORK_GROUP_SIZE" for -54. */
@@ -66,6 +67,14 @@ kp_status kp__cl_clone_create(kp__backend *b, kp_clkernel *ck, void **out, uint3
 kp_status kp__cl_clone_arg(kp__backend *b, void *clone, uint32_t index, size_t size,
                            const void *value);
 void kp__cl_clone_release(kp__backend *b, void *clone);
+
+/* Command buffers (cl-command-buffer.c): probe sets b->cmdbuf when the device's extension is one
+ * this build can call. */
+void kp__cl_cmdbuf_probe(kp__backend *b);
+int kp__cl_cmdbuf_supported(kp__backend *b);
+kp_status kp__cl_cmdbuf_create(kp__backend *b, const kp__command *cmds, size_t n, void **out);
+kp_status kp__cl_cmdbuf_enqueue(kp__backend *b, void *cmdbuf, kp__event_record *ev);
+void kp__cl_cmdbuf_release(kp__backend *b, void *cmdbuf);
 kp_status kp__cl_replay(kp__backend *b, const kp__command *cmds, size_t n, kp__event_record *ev);
 void kp__cl_event_mark(kp__backend *b, kp__event_record *ev);
 void kp__cl_event_adopt(kp__backend *b, kp__event_record *ev, void *event);

@@ -73,6 +73,7 @@ typedef struct kp_buffer kp_buffer;     /* device memory (or host memory on the 
 typedef struct kp_kernel kp_kernel;     /* a registered kernel; owned by the runtime */
 typedef struct kp_event kp_event;       /* the commands of one launch, for timing */
 typedef struct kp_prepared kp_prepared; /* a launch bound once, launched many times */
+typedef struct kp_graph kp_graph;       /* a recorded sequence of launches, replayed many times */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Logging                                                                                    */
@@ -556,6 +557,89 @@ KP_API kp_status kp_prepared_launch(kp_prepared *p, kp_event **event);
 /* Releases a prepared launch (its recorded kernels after the work queued with them). NULL is a
  * no-op. */
 KP_API void kp_prepared_destroy(kp_prepared *p);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Graphs: recorded launch sequences                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+/* kp_graph_begin's flags. */
+enum {
+    /* Replay kernel by kernel even where the device offers cl_khr_command_buffer. */
+    KP_GRAPH_NO_COMMAND_BUFFER = 1u << 0
+};
+
+/*
+ * Starts recording on this thread: until kp_graph_end, its kp_kernel_launch, kp_buffer_copy and
+ * kp_buffer_fill calls on `rt` (the typed calls of include/kernelport/ops/ included) are checked
+ * as usual and captured instead of run, and return KP_OK without touching the device. A launch
+ * is checked completely when captured (its arguments and its kernel's own check), so a bad one
+ * fails at its call and is left out of the graph. While recording, this thread's
+ * kp_buffer_write, kp_buffer_read, kp_graph_replay and launches asking for an event fail:
+ * host transfers and timing are not part of a graph. Other threads' calls run as usual.
+ * Errors: KP_ERR_INVALID_ARG when this thread is already recording on rt.
+ */
+KP_API kp_status kp_graph_begin(kp_runtime *rt, uint32_t flags);
+
+/*
+ * Declares a parameter: argument `arg` of the launch captured last becomes the graph's parameter
+ * `param`, whose value kp_graph_set changes before a replay without recording again. Several
+ * launches may share a parameter (the batch that the forward and the backward read); all must
+ * take the same kind of argument. Errors: KP_ERR_INVALID_ARG (no launch captured yet, no such
+ * argument, a kind that differs from the parameter's).
+ */
+KP_API kp_status kp_graph_param(kp_runtime *rt, const char *param, const char *arg);
+
+/*
+ * Stops this thread's recording and returns the graph (*out, caller-owned: kp_graph_destroy;
+ * kp_runtime_destroy destroys those left). A graph with nothing captured is valid.
+ */
+KP_API kp_status kp_graph_end(kp_runtime *rt, kp_graph **out);
+
+/*
+ * Gives parameter `param` a new value for the next replays: value->kind must be the parameter's
+ * (value->name is ignored). Checked as a launch checks it, for every launch that reads it; on
+ * error nothing changes. The _int, _float and _tensor forms build the kp_arg.
+ */
+KP_API kp_status kp_graph_set(kp_graph *g, const char *param, const kp_arg *value);
+KP_API kp_status kp_graph_set_int(kp_graph *g, const char *param, int64_t value);
+KP_API kp_status kp_graph_set_float(kp_graph *g, const char *param, double value);
+KP_API kp_status kp_graph_set_tensor(kp_graph *g, const char *param, kp_tensor value);
+
+/*
+ * Runs the recorded sequence once, asynchronously like kp_kernel_launch, in the order recorded
+ * and after the runtime's earlier work. No argument is matched or checked again: each launch's
+ * OpenCL kernels replay with their arguments already set, through one command buffer per run of
+ * recorded launches where the device offers cl_khr_command_buffer. Launches whose enqueue cannot
+ * be recorded (library-backed kernels such as blas.gemm, ones that read results back or launch
+ * other kernels) run their enqueue each time without the checks; kp_graph_describe lists them.
+ * A launch whose parameter changed, or whose kernel's tuning changed, records again first (a
+ * tuning change is logged). With `event`, *event spans the whole replay.
+ * Errors: KP_ERR_INVALID_ARG naming the launch (its index, kernel and argument) when a buffer the
+ * graph uses was destroyed; the kernel's check and build errors of a launch recording again;
+ * KP_ERR_CL. Thread-safety: a graph is used by one thread at a time; its replays are serialised
+ * with the runtime's other launches.
+ */
+KP_API kp_status kp_graph_replay(kp_graph *g, kp_event **event);
+
+/* What a graph holds. */
+typedef struct kp_graph_info {
+    size_t struct_size;       /* sizeof(kp_graph_info), set by the caller */
+    size_t n_launches;        /* kernel launches captured */
+    size_t n_transfers;       /* buffer copies and fills */
+    size_t n_direct;          /* launches that run their enqueue at each replay */
+    size_t n_commands;        /* OpenCL kernels the recorded launches enqueue */
+    size_t n_command_buffers; /* command buffers a replay enqueues (0 without the extension) */
+    size_t n_params;
+} kp_graph_info;
+
+KP_API kp_status kp_graph_get_info(const kp_graph *g, kp_graph_info *out);
+
+/* One line per launch and transfer ("3 tensor.add: recorded, 1 command"; "4 blas.gemm: direct
+ * (a library-backed kernel)"), then the parameters; truncated to `size`. */
+KP_API kp_status kp_graph_describe(const kp_graph *g, char *out, size_t size);
+
+/* Releases a graph (after the work queued by its replays). NULL is a no-op. */
+KP_API void kp_graph_destroy(kp_graph *g);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Events                                                                                     */
