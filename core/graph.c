@@ -232,6 +232,8 @@ kp_status kp_graph_param(kp_runtime *rt, const char *param, const char *arg)
     return KP_OK;
 }
 
+static kp_status make_ready(kp_graph *g);
+
 kp_status kp_graph_end(kp_runtime *rt, kp_graph **out)
 {
     if (out)
@@ -243,8 +245,12 @@ kp_status kp_graph_end(kp_runtime *rt, kp_graph **out)
                           : "kp_graph_end: this thread is not recording a graph on this runtime");
     recording = NULL;
     g->recording = 0;
+    /* The blocks are made now, so that kp_graph_get_info tells what a replay will enqueue. */
+    pthread_mutex_lock(&rt->lock);
+    kp_status st = make_ready(g);
+    pthread_mutex_unlock(&rt->lock);
     *out = g;
-    return KP_OK;
+    return st;
 }
 
 /* ---- parameters ------------------------------------------------------------------------------ */

@@ -591,7 +591,10 @@ KP_API kp_status kp_graph_param(kp_runtime *rt, const char *param, const char *a
 
 /*
  * Stops this thread's recording and returns the graph (*out, caller-owned: kp_graph_destroy;
- * kp_runtime_destroy destroys those left). A graph with nothing captured is valid.
+ * kp_runtime_destroy destroys those left), with its command buffers made. A graph with nothing
+ * captured is valid. Errors: KP_ERR_INVALID_ARG when this thread records nothing on rt; those of
+ * kp_graph_replay's preparation (a buffer destroyed while recording), after which *out still
+ * holds the graph.
  */
 KP_API kp_status kp_graph_end(kp_runtime *rt, kp_graph **out);
 
