@@ -206,8 +206,9 @@ struct kp__backend_ops {
     kp_status (*replay)(kp__backend *b, const kp__command *cmds, size_t n, kp__event_record *ev);
 
     /* Command buffers (optional, all four or none): recorded commands made into one object that
-     * one enqueue runs in order. supported: whether the device offers them. */
-    int (*cmdbuf_supported)(kp__backend *b);
+     * one enqueue runs in order. supported: whether to use them, where the device offers them:
+     * always when `asked`, else where they are known to pay. */
+    int (*cmdbuf_supported)(kp__backend *b, int asked);
     kp_status (*cmdbuf_create)(kp__backend *b, const kp__command *cmds, size_t n, void **out);
     kp_status (*cmdbuf_enqueue)(kp__backend *b, void *cmdbuf, kp__event_record *ev);
     void (*cmdbuf_release)(kp__backend *b, void *cmdbuf);

@@ -84,9 +84,11 @@ kp_status kp_graph_begin(kp_runtime *rt, uint32_t flags)
         return kp__fail(rt, KP_ERR_INVALID_ARG,
                         "kp_graph_begin: this thread is already recording a graph (end it with "
                         "kp_graph_end first)");
-    if (flags & ~(uint32_t)KP_GRAPH_NO_COMMAND_BUFFER)
-        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_graph_begin: unknown flags 0x%x",
-                        (unsigned)(flags & ~(uint32_t)KP_GRAPH_NO_COMMAND_BUFFER));
+    const uint32_t known = KP_GRAPH_NO_COMMAND_BUFFER | KP_GRAPH_COMMAND_BUFFER;
+    if ((flags & ~known) || (flags & known) == known)
+        return kp__fail(rt, KP_ERR_INVALID_ARG,
+                        "kp_graph_begin: flags 0x%x: unknown bits, or both command-buffer flags",
+                        (unsigned)flags);
     kp_graph *g = calloc(1, sizeof *g);
     if (!g)
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "kp_graph_begin: out of host memory");
@@ -335,7 +337,7 @@ static int use_command_buffers(const kp_graph *g)
 {
     const kp_runtime *rt = g->rt;
     return !(g->flags & KP_GRAPH_NO_COMMAND_BUFFER) && rt->ops->cmdbuf_supported &&
-           rt->ops->cmdbuf_supported(rt->backend);
+           rt->ops->cmdbuf_supported(rt->backend, (g->flags & KP_GRAPH_COMMAND_BUFFER) != 0);
 }
 
 static kp_status add_segment(kp_graph *g, size_t first, size_t last)

@@ -87,11 +87,16 @@ void kp__cl_cmdbuf_probe(kp__backend *b)
         return;
     if ((b->cmdbuf = malloc(sizeof *b->cmdbuf)))
         *b->cmdbuf = api;
+    /* PoCL 3.1 runs a command buffer command by command, each costing the host about what an
+     * enqueue does: a chain of 1000 tiny kernels took 4-7 us a kernel against 1.3-3.4 us
+     * enqueued one by one (bench-launch, docs/performance-log/graphs.md). Its command buffers
+     * are used only when a graph asks for them. */
+    b->cmdbuf_preferred = b->info.vendor != KP_VENDOR_POCL;
 }
 
-int kp__cl_cmdbuf_supported(kp__backend *b)
+int kp__cl_cmdbuf_supported(kp__backend *b, int asked)
 {
-    return b->cmdbuf != NULL;
+    return b->cmdbuf != NULL && (asked || b->cmdbuf_preferred);
 }
 
 kp_status kp__cl_cmdbuf_create(kp__backend *b, const kp__command *cmds, size_t n, void **out)

@@ -38,6 +38,7 @@ struct kp__backend {
     kp__disk_cache disk;
     int store_binaries;               /* cache.binaries resolved for this device */
     struct kp__cl_cmdbuf_api *cmdbuf; /* cl_khr_command_buffer's entry points, or NULL */
+    int cmdbuf_preferred;             /* graphs use them unless told not to */
 };
 
 /* "CL_INVALID_WORK_GROUP_SIZE" for -54. */
@@ -71,7 +72,7 @@ void kp__cl_clone_release(kp__backend *b, void *clone);
 /* Command buffers (cl-command-buffer.c): probe sets b->cmdbuf when the device's extension is one
  * this build can call. */
 void kp__cl_cmdbuf_probe(kp__backend *b);
-int kp__cl_cmdbuf_supported(kp__backend *b);
+int kp__cl_cmdbuf_supported(kp__backend *b, int asked);
 kp_status kp__cl_cmdbuf_create(kp__backend *b, const kp__command *cmds, size_t n, void **out);
 kp_status kp__cl_cmdbuf_enqueue(kp__backend *b, void *cmdbuf, kp__event_record *ev);
 void kp__cl_cmdbuf_release(kp__backend *b, void *cmdbuf);

@@ -562,10 +562,14 @@ KP_API void kp_prepared_destroy(kp_prepared *p);
 /* Graphs: recorded launch sequences                                                          */
 /* ------------------------------------------------------------------------------------------ */
 
-/* kp_graph_begin's flags. */
+/* kp_graph_begin's flags. Without either command-buffer flag, a graph uses cl_khr_command_buffer
+ * where the device offers it and it is known to pay (not on PoCL, where it was measured slower
+ * than enqueuing the kernels one by one). */
 enum {
     /* Replay kernel by kernel even where the device offers cl_khr_command_buffer. */
-    KP_GRAPH_NO_COMMAND_BUFFER = 1u << 0
+    KP_GRAPH_NO_COMMAND_BUFFER = 1u << 0,
+    /* Use cl_khr_command_buffer wherever the device offers it. */
+    KP_GRAPH_COMMAND_BUFFER = 1u << 1
 };
 
 /*

@@ -76,19 +76,20 @@ static void expect_equal(const float *got, const float *want, const char *what)
 /*
  * 1000 launches alternating y += a x and x += b y (each reads what the last wrote, so any
  * reordering shows), recorded once and replayed three times; the same launches run directly on a
- * second pair of buffers give the expected values. Both replay paths: the command buffer where
- * the device has one, and kernel by kernel.
+ * second pair of buffers give the expected values. Every replay path: a command buffer wherever
+ * the device has one (PoCL's is checked here), kernel by kernel, and the default.
  */
 static void test_chain(void **state)
 {
-    for (int mode = 0; mode < 2; mode++) {
+    const uint32_t modes[] = {KP_GRAPH_COMMAND_BUFFER, KP_GRAPH_NO_COMMAND_BUFFER, 0};
+    for (int mode = 0; mode < 3; mode++) {
         kp_runtime *rt = open_runtime(test_device(), NULL);
         float x0[N], y0[N];
         integers(x0, 1);
         integers(y0, 2);
         kp_buffer *gx = upload(rt, x0), *gy = upload(rt, y0);
         kp_buffer *dx = upload(rt, x0), *dy = upload(rt, y0);
-        assert_int_equal(kp_graph_begin(rt, mode ? KP_GRAPH_NO_COMMAND_BUFFER : 0), KP_OK);
+        assert_int_equal(kp_graph_begin(rt, modes[mode]), KP_OK);
         for (int i = 0; i < 1000; i++)
             assert_int_equal(i % 2 ? axpy(rt, -1.0f, gy, gx) : axpy(rt, 1.0f, gx, gy), KP_OK);
         kp_graph *g = NULL;
@@ -114,10 +115,10 @@ static void test_chain(void **state)
         assert_int_equal(info.n_direct, 0);
         assert_true(info.n_commands >= 1000);
         assert_true(info.n_command_buffers <= 1);
-        print_message("chain %s: %zu command buffer(s)\n", mode ? "kernel by kernel" : "default",
-                      info.n_command_buffers);
-        if (mode)
+        if (modes[mode] == KP_GRAPH_NO_COMMAND_BUFFER)
             assert_int_equal(info.n_command_buffers, 0);
+        print_message("chain, flags %u: %zu command buffer(s)\n", (unsigned)modes[mode],
+                      info.n_command_buffers);
         /* A replay is timed as one launch. */
         kp_event *ev = NULL;
         assert_int_equal(kp_graph_replay(g, &ev), KP_OK);
@@ -318,6 +319,8 @@ static void test_bad_calls(void **state)
                         "kp_graph_end: this thread is not recording a graph on this runtime");
     assert_int_equal(kp_graph_param(rt, "lr", "alpha"), KP_ERR_INVALID_ARG);
     assert_int_equal(kp_graph_begin(rt, 0x10), KP_ERR_INVALID_ARG);
+    assert_int_equal(kp_graph_begin(rt, KP_GRAPH_COMMAND_BUFFER | KP_GRAPH_NO_COMMAND_BUFFER),
+                     KP_ERR_INVALID_ARG);
     assert_int_equal(kp_graph_begin(rt, 0), KP_OK);
     assert_int_equal(kp_graph_begin(rt, 0), KP_ERR_INVALID_ARG);
     assert_string_equal(kp_last_error(rt), "kp_graph_begin: this thread is already recording a "

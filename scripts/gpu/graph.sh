@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Graphs on the NVIDIA device, in one call of the device tool: test-graph and test-prepared on
+# the GPU, the XOR example replayed and direct, bench-launch (host cost per launch, a chain of
+# 1000 launches, 200 XOR training steps) and its PyTorch eager peer (peer-launch.py, foreach and
+# fused AdamW) in the same call.
+#   device run:  carry [".gpu"], command: bash scripts/gpu/graph.sh
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin graph /tmp/kp-graph-out results
+kp_setup
+step build
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=ON >/dev/null &&
+  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 || { tail -40 "$res/build.log"; exit 1; }
+
+step "nvidia: test-graph, test-prepared"
+(cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 120)" ctest -R 'test-graph|test-prepared' \
+  --output-on-failure) 2>&1 | tail -15
+
+step "nvidia: xor, replayed and direct"
+timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --csv "$res/xor.csv" | tail -4
+timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --direct | tail -2
+timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --max-steps 2000 --check-every 2000 | tail -1
+timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --max-steps 2000 --check-every 2000 \
+  --direct | tail -1
+
+step "nvidia: bench-launch"
+timeout "$(cap 180)" build-gpu/bin/bench-launch --device nvidia --json "$res/bench-launch.json"
+
+step "peer-launch (PyTorch eager on CUDA)"
+for v in "" --fused; do
+  PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 bench/peers/peer-launch.py $v \
+    --ours "$res/bench-launch.json" --json "$res/peer-launch${v/--/-}.json" || echo "peer failed"
+done
+kp_pack
