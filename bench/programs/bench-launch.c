@@ -7,9 +7,9 @@
  *   replayed from a graph (kp_graph_replay: through a command buffer where the device offers one,
  *   and kernel by kernel) against the same launches made directly and against 1000 bare enqueues:
  *   wall time per launch (enqueue to finish) and the host's time per replayed launch;
- * - the XOR model's training step (examples/xor: 13 launches, five of them blas.gemm) replayed
- *   200 times against 200 direct steps; bench/peers/peer-launch.py times the same step in
- *   PyTorch eager on the same device.
+ * - the XOR model's training step (examples/xor: 13 launches, the five products through
+ *   tensor.mul_sum, then through blas.gemm) replayed 200 times against 200 direct steps;
+ *   bench/peers/peer-launch.py times the same step in PyTorch eager on the same device.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,11 +275,13 @@ static double xor_run(xor_model *m, kp_graph *g, kp_runtime *rt, int64_t *step)
     return kp_finish(rt) == KP_OK ? kpb_now() - t0 : -1;
 }
 
-static int xor_steps(kpb *b)
+/* The step with its products through tensor.mul_sum (blas 0) or blas.gemm (1). */
+static int xor_steps(kpb *b, int blas)
 {
     xor_model *m = NULL;
     kp_graph *g = NULL;
-    if (xor_model_create(b->rt, 8, 1, 0.05, &m) != KP_OK || xor_model_record(m, &g) != KP_OK) {
+    if (xor_model_create(b->rt, 8, 1, 0.05, blas, &m) != KP_OK ||
+        xor_model_record(m, &g) != KP_OK) {
         fprintf(stderr, "bench-launch: xor: %s\n", kp_last_error(b->rt));
         return -1;
     }
@@ -302,7 +304,8 @@ static int xor_steps(kpb *b)
     kp_graph_info info = {.struct_size = sizeof info};
     kp_graph_get_info(g, &info);
     char name[96];
-    snprintf(name, sizeof name, "xor 2-8-1 MLP: %d training steps", XOR_STEPS);
+    snprintf(name, sizeof name, "xor 2-8-1 MLP: %d training steps, products by %s", XOR_STEPS,
+             blas ? "blas.gemm" : "tensor.mul_sum");
     kpb_row row = {.case_name = name,
                    .ours = "kp_graph_replay",
                    .peer = "the same launches, direct",
@@ -314,11 +317,10 @@ static int xor_steps(kpb *b)
     kpb_row_metric(&row, "direct_launches_per_step", (double)info.n_direct);
     kpb_add(b, &row);
     kpb_note(b,
-             "xor: %d steps in %.2f ms replayed (target <= 18 ms on an H100/H200), %.2f ms "
-             "direct; %zu of %d launches per step replay through the plugin (blas.gemm: "
-             "CLBlast's enqueue)",
-             XOR_STEPS, 1e3 * graph_s, 1e3 * direct_s, info.n_direct,
-             xor_model_launches_per_step(m));
+             "xor (%s): %d steps in %.2f ms replayed (target <= 18 ms on an H100/H200), %.2f ms "
+             "direct; %zu of %d launches per step run through the plugin at each replay",
+             blas ? "blas.gemm" : "tensor.mul_sum", XOR_STEPS, 1e3 * graph_s, 1e3 * direct_s,
+             info.n_direct, xor_model_launches_per_step(m));
     kp_graph_destroy(g);
     xor_model_destroy(m);
     return 0;
@@ -393,7 +395,8 @@ int main(int argc, char **argv)
     kpb_note(&b, "prepared / bare %.2fx, kp_kernel_launch / bare %.2fx (target: prepared <= 1.2x)",
              t[PREPARED] / t[BARE], t[LAUNCH] / t[BARE]);
     kp_prepared_destroy(s.prepared);
-    if (chain(&b, ctx, dev, &s) != 0 || xor_steps(&b) != 0)
+    int have_blas = kp_kernel_find(b.rt, "blas.gemm", &(kp_kernel *){NULL}) == KP_OK;
+    if (chain(&b, ctx, dev, &s) != 0 || xor_steps(&b, 0) != 0 || (have_blas && xor_steps(&b, 1)))
         return 1;
     clReleaseKernel(s.bare);
     free(host);

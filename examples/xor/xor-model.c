@@ -14,7 +14,7 @@ struct xor_model {
     kp_runtime *rt;
     int h;
     double lr;
-    kp_kernel *gemm;
+    kp_kernel *gemm; /* blas.gemm for the products, or NULL: tensor.mul_sum */
     /* The parameter arena W1 [2, H], b1 [H], W2 [H, 1], b2 [1] and its gradients and AdamW
      * states at the same offsets. */
     kp_buffer *param, *grad, *exp_avg, *exp_avg_sq;
@@ -76,6 +76,8 @@ static kp_tensor transposed(kp_tensor t)
 /* C = A B. */
 static kp_status matmul(xor_model *m, kp_tensor a, kp_tensor b, kp_tensor c)
 {
+    if (!m->gemm)
+        return kp_matmul(m->rt, a, b, c);
     kp_arg args[] = {kp_arg_tensor("A", a), kp_arg_tensor("B", b), kp_arg_tensor("C", c)};
     return kp_kernel_launch(m->rt, m->gemm, args, 3, NULL);
 }
@@ -96,7 +98,8 @@ void xor_model_destroy(xor_model *m)
     free(m);
 }
 
-kp_status xor_model_create(kp_runtime *rt, int hidden, uint64_t seed, double lr, xor_model **out)
+kp_status xor_model_create(kp_runtime *rt, int hidden, uint64_t seed, double lr, int blas,
+                           xor_model **out)
 {
     *out = NULL;
     xor_model *m = calloc(1, sizeof *m);
@@ -106,7 +109,7 @@ kp_status xor_model_create(kp_runtime *rt, int hidden, uint64_t seed, double lr,
     m->h = hidden;
     m->lr = lr;
     const int64_t np = n_params(hidden), rh = ROWS * (int64_t)hidden;
-    kp_status st = kp_kernel_find(rt, "blas.gemm", &m->gemm);
+    kp_status st = blas ? kp_kernel_find(rt, "blas.gemm", &m->gemm) : KP_OK;
     kp_buffer **buffers[] = {&m->param, &m->grad, &m->exp_avg, &m->exp_avg_sq, &m->x,
                              &m->t,     &m->a,    &m->hid,     &m->da,         &m->dh,
                              &m->z,     &m->dz,   &m->loss};

@@ -1,6 +1,6 @@
 /* The XOR model: a 2 -> H -> 1 MLP (tanh hidden layer, a logit out, binary cross-entropy with
  * logits, i.e. a sigmoid output) trained full batch on the four XOR rows with AdamW, every
- * operation a Kernelport launch. Used by the xor example and by bench-graph. */
+ * operation a Kernelport launch. Used by the xor example and by bench-launch. */
 #ifndef XOR_MODEL_H
 #define XOR_MODEL_H
 
@@ -11,8 +11,11 @@
 typedef struct xor_model xor_model;
 
 /* Buffers on rt, weights drawn from Philox uniforms for `seed` (PyTorch's nn.Linear bounds:
- * U(-1/sqrt(fan_in), 1/sqrt(fan_in))), AdamW with lr and PyTorch's other defaults. */
-kp_status xor_model_create(kp_runtime *rt, int hidden, uint64_t seed, double lr, xor_model **out);
+ * U(-1/sqrt(fan_in), 1/sqrt(fan_in))), AdamW with lr and PyTorch's other defaults. The matrix
+ * products are tensor.mul_sum launches, or blas.gemm ones (CLBlast, which a graph cannot record:
+ * they run through the plugin at each replay) when `blas` is set. */
+kp_status xor_model_create(kp_runtime *rt, int hidden, uint64_t seed, double lr, int blas,
+                           xor_model **out);
 void xor_model_destroy(xor_model *m);
 
 /* Enqueues one training step (forward, backward, AdamW step number `step`, 1 on the first):

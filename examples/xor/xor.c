@@ -11,7 +11,7 @@
 
 static const char usage[] =
     "usage: xor [--device SPEC] [--seed N] [--hidden H] [--lr LR] [--max-steps N]\n"
-    "           [--check-every N] [--csv FILE] [--direct]\n"
+    "           [--check-every N] [--csv FILE] [--direct] [--blas]\n"
     "Trains a 2-H-1 MLP (tanh, sigmoid output, AdamW) on the four XOR rows, full batch, until\n"
     "every output is on the right side of 0.5; prints progress and the final outputs.\n"
     "  --device SPEC     a device as `kernelport devices` lists it (default: the manifest's)\n"
@@ -21,7 +21,8 @@ static const char usage[] =
     "  --max-steps N     give up after N steps (default 5000)\n"
     "  --check-every N   read the loss back every N steps (default 50)\n"
     "  --csv FILE        write step,loss,correct rows\n"
-    "  --direct          launch each step's kernels one by one instead of replaying a graph\n";
+    "  --direct          launch each step's kernels one by one instead of replaying a graph\n"
+    "  --blas            matrix products through blas.gemm (CLBlast) instead of tensor.mul_sum\n";
 
 static double now(void)
 {
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 {
     const char *device = NULL, *csv_path = NULL;
     double seed = 1, hidden = 8, lr = 0.05, max_steps = 5000, check_every = 50;
-    int direct = 0;
+    int direct = 0, blas = 0;
     for (int i = 1; i < argc; i++) {
         int ok = 1;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -70,6 +71,8 @@ int main(int argc, char **argv)
             csv_path = argv[++i];
         } else if (!strcmp(argv[i], "--direct")) {
             direct = 1;
+        } else if (!strcmp(argv[i], "--blas")) {
+            blas = 1;
         } else if (!strcmp(argv[i], "--seed")) {
             ok = number(argc, argv, &i, 0, 4294967295.0, &seed);
         } else if (!strcmp(argv[i], "--hidden")) {
@@ -104,7 +107,7 @@ int main(int argc, char **argv)
     kp_graph *g = NULL;
     FILE *csv = NULL;
     int rc = 1;
-    if ((st = xor_model_create(rt, (int)hidden, (uint64_t)seed, lr, &m)) != KP_OK) {
+    if ((st = xor_model_create(rt, (int)hidden, (uint64_t)seed, lr, blas, &m)) != KP_OK) {
         fail(rt, st, "creating the model");
         goto done;
     }

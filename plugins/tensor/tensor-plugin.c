@@ -15,6 +15,8 @@ static kp_status tensor_init(const kp_host_api *api, kp_registrar *reg)
     if (st == KP_OK)
         st = tensor_register_movement(api, reg);
     if (st == KP_OK)
+        st = tensor_register_contractions(api, reg);
+    if (st == KP_OK)
         st = tensor_register_rows(api, reg);
     return st == KP_OK ? tensor_register_losses(api, reg) : st;
 }

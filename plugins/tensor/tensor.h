@@ -172,6 +172,8 @@ kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg);
  * (tensor-movement.c). */
 kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg);
 kp_status tensor_register_movement(const kp_host_api *api, kp_registrar *reg);
+/* tensor.mul_sum (tensor-contract.c). */
+kp_status tensor_register_contractions(const kp_host_api *api, kp_registrar *reg);
 
 /* ---- tensor-rows.c: row kernels (kernels/tensor-rows.cl) ---------------------------------- */
 

@@ -71,8 +71,8 @@ static void test_verify_every_kernel(void **state)
     }
     /* 18 unary ops and 8 differentiable binary ops with their backward, cmplt, cmpeq and where,
      * 7 reductions and 2 reduction backwards, 5 generators, copy and its backward; softmax and
-     * log_softmax with their backward, cross_entropy, mse and bce_with_logits. */
-    assert_int_equal(verified, 18 * 2 + 8 * 2 + 3 + 7 + 2 + 5 + 2 + 4 + 3);
+     * log_softmax with their backward, cross_entropy, mse and bce_with_logits; mul_sum. */
+    assert_int_equal(verified, 18 * 2 + 8 * 2 + 3 + 7 + 2 + 5 + 2 + 4 + 3 + 1);
 }
 
 /* Every kernel that may reduce, verified again with its terms summed by 64 lanes (REDUCE 2: the
@@ -96,8 +96,8 @@ static void test_verify_gpu_routes(void **state)
             verified++;
         }
         /* The 26 backward kernels of elementwise ops, 7 reductions, 2 of their backward,
-         * copy's. */
-        assert_int_equal(verified, 18 + 8 + 7 + 2 + 1);
+         * copy's, mul_sum. */
+        assert_int_equal(verified, 18 + 8 + 7 + 2 + 1 + 1);
     }
 }
 
@@ -188,6 +188,22 @@ static void test_deterministic(void **state)
              .out = {o2, o1},
              .out_n = {R, C}};
     expect_same_bits(&r);
+    /* A product [R, C] x [C] summed over C (a matrix-vector product) and the same vector's dot
+     * with the columns (x^T col, summed over R). */
+    run mv = {.kernel = "tensor.mul_sum",
+              .args = {kp_arg_tensor("a", tx), kp_arg_tensor("b", kp_tensor_1d(brow, KP_F32, C)),
+                       kp_arg_tensor("y", kp_tensor_2d(o2, KP_F32, R, 1))},
+              .n_args = 3,
+              .out = {o2},
+              .out_n = {R}};
+    expect_same_bits(&mv);
+    run vm = {.kernel = "tensor.mul_sum",
+              .args = {kp_arg_tensor("a", tx), kp_arg_tensor("b", kp_tensor_2d(bcol, KP_F32, R, 1)),
+                       kp_arg_tensor("y", kp_tensor_1d(o1, KP_F32, C))},
+              .n_args = 3,
+              .out = {o1},
+              .out_n = {C}};
+    expect_same_bits(&vm);
     kp_buffer *bufs[] = {bx, bcol, brow, o1, o2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         kp_buffer_destroy(rt, bufs[i]);

@@ -99,6 +99,37 @@ KP_INLINE kp_status kp_tensor_reduce(kp_runtime *rt, const char *op, kp_tensor x
     return st == KP_OK ? kp_kernel_launch(rt, k, args, 3, NULL) : st;
 }
 
+/* y = the sum of a * b over the axes y is broadcast along, the three broadcast together (NumPy's
+ * rule): a contraction in one launch. */
+KP_INLINE kp_status kp_mul_sum(kp_runtime *rt, kp_tensor a, kp_tensor b, kp_tensor y)
+{
+    kp_kernel *k = NULL;
+    kp_status st = kp_kernel_find(rt, "tensor.mul_sum", &k);
+    kp_arg args[3] = {kp_arg_tensor("a", a), kp_arg_tensor("b", b), kp_arg_tensor("y", y)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 3, NULL) : st;
+}
+
+/*
+ * y [M, N] = a [M, K] b [K, N], any strides (a transposed view is a transpose), through
+ * kp_mul_sum on the views a [M, K, 1], b [1, K, N], y [M, 1, N]: one launch that a graph records,
+ * for the small products of a training step (one work-item per output, K terms each, in order).
+ * Large products belong to blas.gemm. Tensors of another rank go to tensor.mul_sum unchanged,
+ * which names their shapes.
+ */
+KP_INLINE kp_status kp_matmul(kp_runtime *rt, kp_tensor a, kp_tensor b, kp_tensor y)
+{
+    if (a.rank == 2 && b.rank == 2 && y.rank == 2) {
+        a.rank = b.rank = y.rank = 3;
+        a.shape[2] = 1, a.strides[2] = 0;
+        b.shape[2] = b.shape[1], b.strides[2] = b.strides[1];
+        b.shape[1] = b.shape[0], b.strides[1] = b.strides[0];
+        b.shape[0] = 1, b.strides[0] = 0;
+        y.shape[2] = y.shape[1], y.strides[2] = y.strides[1];
+        y.shape[1] = 1, y.strides[1] = 0;
+    }
+    return kp_mul_sum(rt, a, b, y);
+}
+
 /* y = cond ? a : b elementwise (cond nonzero), the three broadcast to y's shape. */
 KP_INLINE kp_status kp_where(kp_runtime *rt, kp_tensor cond, kp_tensor a, kp_tensor b, kp_tensor y)
 {
