@@ -16,12 +16,16 @@ step "nvidia: test-graph, test-prepared"
 (cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 120)" ctest -R 'test-graph|test-prepared' \
   --output-on-failure) 2>&1 | tail -15
 
-step "nvidia: xor, replayed and direct"
+step "nvidia: verify tensor.mul_sum"
+timeout "$(cap 60)" build-gpu/bin/kernelport --device nvidia verify tensor.mul_sum | tail -3
+
+step "nvidia: xor, replayed and direct, products by tensor.mul_sum and by blas.gemm"
 timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --csv "$res/xor.csv" | tail -4
-timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --direct | tail -2
-timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --max-steps 2000 --check-every 2000 | tail -1
-timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --max-steps 2000 --check-every 2000 \
-  --direct | tail -1
+for v in "" --direct --blas "--blas --direct"; do
+  # shellcheck disable=SC2086 # v holds zero, one or two options
+  timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --max-steps 2000 --check-every 2000 $v |
+    tail -1
+done
 
 step "nvidia: bench-launch"
 timeout "$(cap 180)" build-gpu/bin/bench-launch --device nvidia --json "$res/bench-launch.json"
