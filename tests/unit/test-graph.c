@@ -2,6 +2,7 @@
  * buffers, against the same launches run directly; parameters (a scalar, the buffer a tensor
  * reads) changed between replays; copies and fills; a launch that cannot be recorded; a destroyed
  * buffer, a tuning change; the host device; bad calls. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -351,8 +352,7 @@ static void test_bad_calls(void **state)
     assert_int_equal(kp_graph_param(rt, "lr", "n"), KP_ERR_INVALID_ARG);
     assert_string_equal(kp_last_error(rt), "kp_graph_param \"lr\": kernel example.axpy's argument "
                                            "\"n\" is int, but the parameter is float");
-    /* Another thread's calls run as usual: shown here by a second runtime, which this thread
-     * does not record on. */
+    /* Another runtime's calls run as usual on this thread. */
     kp_runtime *other = open_runtime("host", NULL);
     kp_buffer *ob = upload(other, x0);
     kp_buffer_destroy(other, ob);
@@ -382,12 +382,60 @@ static void test_bad_calls(void **state)
     kp_runtime_destroy(rt);
 }
 
+typedef struct other_thread {
+    kp_runtime *rt;
+    kp_buffer *x, *y;
+    kp_status st;
+} other_thread;
+
+static void *launch_from_other_thread(void *arg)
+{
+    other_thread *o = arg;
+    o->st = axpy(o->rt, 1.0f, o->x, o->y);
+    if (o->st == KP_OK)
+        o->st = kp_finish(o->rt);
+    return NULL;
+}
+
+/* While one thread records, another thread's launch on the same runtime runs at once and stays
+ * out of the graph. */
+static void test_other_thread(void **state)
+{
+    kp_runtime *rt = open_runtime(test_device(), NULL);
+    float x0[N], y0[N];
+    integers(x0, 13);
+    integers(y0, 14);
+    kp_buffer *bx = upload(rt, x0), *by = upload(rt, y0), *bz = upload(rt, y0);
+    assert_int_equal(kp_graph_begin(rt, 0), KP_OK);
+    assert_int_equal(axpy(rt, 1.0f, bx, bz), KP_OK);
+    other_thread o = {.rt = rt, .x = bx, .y = by};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, launch_from_other_thread, &o), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(o.st, KP_OK);
+    kp_graph *g = NULL;
+    assert_int_equal(kp_graph_end(rt, &g), KP_OK);
+    kp_graph_info info = {.struct_size = sizeof info};
+    assert_int_equal(kp_graph_get_info(g, &info), KP_OK);
+    assert_int_equal(info.n_launches, 1);
+    float y[N], z[N];
+    read_all(rt, by, y);
+    read_all(rt, bz, z);
+    for (int i = 0; i < N; i++) {
+        assert_true(y[i] == y0[i] + x0[i]);
+        assert_true(z[i] == y0[i]);
+    }
+    kp_graph_destroy(g);
+    kp_runtime_destroy(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain),        cmocka_unit_test(test_parameters),
         cmocka_unit_test(test_transfers),    cmocka_unit_test(test_direct_and_host),
         cmocka_unit_test(test_invalidation), cmocka_unit_test(test_bad_calls),
+        cmocka_unit_test(test_other_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
