@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Graphs on the NVIDIA device, in one call of the device tool: test-graph and test-prepared on
-# the GPU, the XOR example replayed and direct, bench-launch (host cost per launch, a chain of
-# 1000 launches, 200 XOR training steps) and its PyTorch eager peer (peer-launch.py, foreach and
+# the GPU and on the machine's PoCL (5.0: its cl_khr_command_buffer checked too), the XOR example
+# replayed and direct, bench-launch (host cost per launch, a chain of 1000 launches, 200 XOR
+# training steps) on the GPU and on PoCL, and its PyTorch eager peer (peer-launch.py, foreach and
 # fused AdamW) in the same call.
 #   device run:  carry [".gpu"], command: bash scripts/gpu/graph.sh
 # shellcheck source=preamble.sh
@@ -12,9 +13,11 @@ step build
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=ON >/dev/null &&
   cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 || { tail -40 "$res/build.log"; exit 1; }
 
-step "nvidia: test-graph, test-prepared"
-(cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 120)" ctest -R 'test-graph|test-prepared' \
-  --output-on-failure) 2>&1 | tail -15
+for d in nvidia pocl; do
+  step "$d: test-graph, test-prepared"
+  (cd build-gpu && KP_TEST_DEVICE=$d timeout "$(cap 120)" ctest -R 'test-graph|test-prepared' \
+    --output-on-failure -V) 2>&1 | grep -E 'chain, flags|tests passed|Failed|FAIL' | head -15
+done
 
 step "nvidia: verify tensor.mul_sum"
 timeout "$(cap 60)" build-gpu/bin/kernelport --device nvidia verify tensor.mul_sum | tail -3
@@ -29,6 +32,10 @@ done
 
 step "nvidia: bench-launch"
 timeout "$(cap 180)" build-gpu/bin/bench-launch --device nvidia --json "$res/bench-launch.json"
+
+step "pocl (this machine's CPU): bench-launch"
+timeout "$(cap 120)" build-gpu/bin/bench-launch --device pocl --json "$res/bench-launch-pocl.json" |
+  tail -8
 
 step "peer-launch (PyTorch eager on CUDA)"
 for v in "" --fused; do
