@@ -6,12 +6,12 @@ set -euo pipefail
 kp_packages=(
   build-essential cmake ninja-build pkg-config
   ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
-  libclblast-dev libyaml-dev libcmocka-dev libopenblas-dev
+  libclblast-dev libyaml-dev libcmocka-dev libopenblas-dev zlib1g-dev
 )
-# Extra tools the test command uses: the style check, the OpenCL simulator, and clang (tc.cl's
-# compile for NVIDIA's target).
+# Extra tools the test command uses: the style check, the OpenCL simulator, clang (tc.cl's
+# compile for NVIDIA's target), and the Fashion-MNIST images the CNN example's test trains on.
 if [[ "${KP_DEPS_TEST:-0}" == 1 ]]; then
-  kp_packages+=(clang-format oclgrind clang)
+  kp_packages+=(clang-format oclgrind clang dataset-fashion-mnist)
 fi
 
 missing=()

@@ -19,7 +19,7 @@ static const char usage[] =
     "  --hidden H        hidden units (default 8)\n"
     "  --lr LR           AdamW's learning rate (default 0.05)\n"
     "  --max-steps N     give up after N steps (default 5000)\n"
-    "  --check-every N   read the loss back every N steps (default 50)\n"
+    "  --check-every N   read the loss back every N steps (default 10)\n"
     "  --csv FILE        write step,loss,correct rows\n"
     "  --direct          launch each step's kernels one by one instead of replaying a graph\n"
     "  --blas            matrix products through blas.gemm (CLBlast) instead of tensor.mul_sum\n";
@@ -58,7 +58,7 @@ static int number(int argc, char **argv, int *i, double lo, double hi, double *o
 int main(int argc, char **argv)
 {
     const char *device = NULL, *csv_path = NULL;
-    double seed = 1, hidden = 8, lr = 0.05, max_steps = 5000, check_every = 50;
+    double seed = 1, hidden = 8, lr = 0.05, max_steps = 5000, check_every = 10;
     int direct = 0, blas = 0;
     for (int i = 1; i < argc; i++) {
         int ok = 1;

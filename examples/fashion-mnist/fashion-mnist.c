@@ -1,0 +1,308 @@
+/* fashion-mnist: trains issue #25's CNN on Fashion-MNIST with Kernelport alone (a recorded
+ * training step replayed per batch), evaluates it on the test set after each epoch, and saves
+ * or loads its weights. Writes the curves as CSV (examples/plot-curves.py draws them). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cnn-model.h"
+#include "idx.h"
+
+static const char usage[] =
+    "usage: fashion-mnist [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr LR]\n"
+    "                     [--weight-decay WD] [--seed N] [--train-limit N] [--test-limit N]\n"
+    "                     [--save FILE] [--load FILE] [--csv FILE] [--direct]\n"
+    "Trains conv(1-32) relu pool conv(32-64) relu pool linear(3136-128) relu linear(128-10) with\n"
+    "softmax cross-entropy and AdamW on Fashion-MNIST, reporting loss, test accuracy and\n"
+    "samples/s each epoch. With --load, evaluates saved weights instead of training.\n"
+    "  --device SPEC       a device as `kernelport devices` lists it (default: the manifest's)\n"
+    "  --data DIR          the idx files (default /usr/share/datasets/fashion-mnist, Debian's\n"
+    "                      dataset-fashion-mnist package)\n"
+    "  --epochs N          default 3        --batch N        default 128 (the last partial\n"
+    "                                                          batch of an epoch is skipped)\n"
+    "  --lr LR             default 1e-3     --weight-decay W default 0.01 (AdamW's)\n"
+    "  --seed N            weights and shuffling (default 1)\n"
+    "  --train-limit N     train on the first N images only; --test-limit N likewise\n"
+    "  --save FILE         write the trained weights (format: examples/fashion-mnist/README.md)\n"
+    "  --load FILE         read weights and evaluate them, no training\n"
+    "  --csv FILE          write epoch,train_loss,test_accuracy,samples_per_s rows\n"
+    "  --direct            launch each step's kernels one by one instead of replaying a graph\n";
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(const kp_runtime *rt, kp_status st, const char *what)
+{
+    fprintf(stderr, "fashion-mnist: %s: %s: %s\n", what, kp_status_name(st), kp_last_error(rt));
+    return 1;
+}
+
+static int number(int argc, char **argv, int *i, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "fashion-mnist: %s needs a value\n%s", argv[*i], usage);
+        return 0;
+    }
+    errno = 0;
+    *out = strtod(argv[++*i], &end);
+    if (errno || end == argv[*i] || *end || *out < lo || *out > hi) {
+        fprintf(stderr, "fashion-mnist: %s %s: expected a number in [%g, %g]\n", argv[*i - 1],
+                argv[*i], lo, hi);
+        return 0;
+    }
+    return 1;
+}
+
+/* splitmix64: the shuffle's generator, seeded per epoch. */
+static uint64_t next_random(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void shuffle(uint32_t *order, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(next_random(&seed) % i);
+        uint32_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+}
+
+/* Test accuracy over the first n test images, in batches; digest: FNV-1a of the predictions, so
+ * that two runs can compare their predictions. */
+static kp_status evaluate(cnn *m, const idx_set *test, size_t n, int batch, double *accuracy,
+                          uint64_t *digest)
+{
+    int32_t *pred = malloc((size_t)batch * sizeof *pred);
+    if (!pred)
+        return KP_ERR_OUT_OF_MEMORY;
+    size_t right = 0;
+    uint64_t h = 0xcbf29ce484222325ull;
+    kp_status st = KP_OK;
+    for (size_t at = 0; st == KP_OK && at < n; at += (size_t)batch) {
+        const int k = (int)(n - at < (size_t)batch ? n - at : (size_t)batch);
+        st = cnn_set_batch(m, test->images + at * CNN_PIXELS, test->labels + at, k);
+        if (st == KP_OK)
+            st = cnn_predict(m, k, pred);
+        for (int i = 0; st == KP_OK && i < k; i++) {
+            right += pred[i] == test->labels[at + (size_t)i];
+            h = (h ^ (uint64_t)pred[i]) * 0x100000001b3ull;
+        }
+    }
+    free(pred);
+    *accuracy = n ? (double)right / (double)n : 0;
+    *digest = h;
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
+               *load = NULL, *csv_path = NULL;
+    double epochs = 3, batch = 128, lr = 1e-3, wd = 0.01, seed = 1, train_limit = 0, test_limit = 0;
+    int direct = 0;
+    for (int i = 1; i < argc; i++) {
+        int ok = 1;
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (i + 1 < argc &&
+                   (!strcmp(a, "--device") || !strcmp(a, "--data") || !strcmp(a, "--save") ||
+                    !strcmp(a, "--load") || !strcmp(a, "--csv"))) {
+            const char **dst = !strcmp(a, "--device") ? &device
+                               : !strcmp(a, "--data") ? &data
+                               : !strcmp(a, "--save") ? &save
+                               : !strcmp(a, "--load") ? &load
+                                                      : &csv_path;
+            *dst = argv[++i];
+        } else if (!strcmp(a, "--direct")) {
+            direct = 1;
+        } else if (!strcmp(a, "--epochs")) {
+            ok = number(argc, argv, &i, 0, 1000, &epochs);
+        } else if (!strcmp(a, "--batch")) {
+            ok = number(argc, argv, &i, 1, 65536, &batch);
+        } else if (!strcmp(a, "--lr")) {
+            ok = number(argc, argv, &i, 0, 10, &lr);
+        } else if (!strcmp(a, "--weight-decay")) {
+            ok = number(argc, argv, &i, 0, 10, &wd);
+        } else if (!strcmp(a, "--seed")) {
+            ok = number(argc, argv, &i, 0, 4294967295.0, &seed);
+        } else if (!strcmp(a, "--train-limit")) {
+            ok = number(argc, argv, &i, 1, 1e9, &train_limit);
+        } else if (!strcmp(a, "--test-limit")) {
+            ok = number(argc, argv, &i, 1, 1e9, &test_limit);
+        } else {
+            fprintf(stderr, "fashion-mnist: unknown argument %s\n%s", a, usage);
+            return 2;
+        }
+        if (!ok)
+            return 2;
+    }
+    char err[1024];
+    idx_set train = {0}, test = {0};
+    if ((!load && idx_load(data, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", &train,
+                           err, sizeof err)) ||
+        idx_load(data, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", &test, err,
+                 sizeof err)) {
+        fprintf(stderr, "fashion-mnist: %s\n(Debian: apt-get install dataset-fashion-mnist)\n",
+                err);
+        return 1;
+    }
+    if ((!load && (train.rows != CNN_SIDE || train.cols != CNN_SIDE)) || test.rows != CNN_SIDE ||
+        test.cols != CNN_SIDE) {
+        fprintf(stderr, "fashion-mnist: %s: images are not 28 x 28\n", data);
+        return 1;
+    }
+    const size_t n_train =
+        train_limit && train_limit < (double)train.n ? (size_t)train_limit : train.n;
+    const size_t n_test = test_limit && test_limit < (double)test.n ? (size_t)test_limit : test.n;
+    const int b = (int)batch;
+
+    kp_runtime_options opt = kp_runtime_options_default();
+    opt.device = device;
+    kp_runtime *rt = NULL;
+    kp_status st = kp_runtime_create(&opt, &rt);
+    if (st != KP_OK)
+        return fail(NULL, st, "kp_runtime_create");
+    kp_device_info dev;
+    const char *why;
+    if ((st = kp_runtime_device(rt, &dev, &why)) != KP_OK)
+        return fail(rt, st, "kp_runtime_device");
+    printf("device: %s (%s)\n", dev.name, kp_vendor_name(dev.vendor));
+
+    int rc = 1;
+    cnn *m = NULL;
+    kp_graph *g = NULL;
+    FILE *csv = NULL;
+    uint32_t *order = NULL;
+    uint8_t *bx = NULL, *by = NULL;
+    double accuracy = 0;
+    uint64_t digest = 0;
+    if ((st = cnn_create(rt, b, (uint64_t)seed, lr, wd, &m)) != KP_OK) {
+        fail(rt, st, "creating the model");
+        goto done;
+    }
+    if (load) {
+        if (cnn_load(m, load, err, sizeof err) != KP_OK) {
+            fprintf(stderr, "fashion-mnist: %s\n", err);
+            goto done;
+        }
+        if ((st = evaluate(m, &test, n_test, b, &accuracy, &digest)) != KP_OK) {
+            fail(rt, st, "evaluating");
+            goto done;
+        }
+        printf("loaded %s: test accuracy %.2f%% on %zu images\n", load, 100 * accuracy, n_test);
+        printf("test predictions digest: %016llx\n", (unsigned long long)digest);
+        rc = 0;
+        goto done;
+    }
+    if (!direct && (st = cnn_record(m, &g)) != KP_OK) {
+        fail(rt, st, "recording the training step");
+        goto done;
+    }
+    if (g) {
+        kp_graph_info info = {.struct_size = sizeof info};
+        kp_graph_get_info(g, &info);
+        printf("training step: %zu launches recorded, %zu of them library calls run at each "
+               "replay\n",
+               info.n_launches, info.n_direct);
+    }
+    if (csv_path && !(csv = fopen(csv_path, "w"))) {
+        fprintf(stderr, "fashion-mnist: cannot write %s: %s\n", csv_path, strerror(errno));
+        goto done;
+    }
+    if (csv)
+        fprintf(csv, "epoch,train_loss,test_accuracy,samples_per_s\n");
+    order = malloc(n_train * sizeof *order);
+    bx = malloc((size_t)b * CNN_PIXELS);
+    by = malloc((size_t)b);
+    if (!order || !bx || !by) {
+        fprintf(stderr, "fashion-mnist: out of host memory\n");
+        goto done;
+    }
+    const size_t steps = n_train / (size_t)b;
+    if (steps == 0) {
+        fprintf(stderr, "fashion-mnist: %zu training images make no batch of %d\n", n_train, b);
+        goto done;
+    }
+    const int tty = isatty(fileno(stdout));
+    int64_t step = 0;
+    for (int epoch = 1; epoch <= (int)epochs; epoch++) {
+        shuffle(order, n_train, (uint64_t)seed * 1000003u + (uint64_t)epoch);
+        const double t0 = now();
+        for (size_t s = 0; s < steps; s++) {
+            for (int i = 0; i < b; i++) {
+                const size_t k = order[s * (size_t)b + (size_t)i];
+                memcpy(bx + (size_t)i * CNN_PIXELS, train.images + k * CNN_PIXELS, CNN_PIXELS);
+                by[i] = train.labels[k];
+            }
+            st = cnn_set_batch(m, bx, by, b);
+            step++;
+            if (st == KP_OK && g)
+                st = kp_graph_set_int(g, "step", step);
+            if (st == KP_OK)
+                st = g ? kp_graph_replay(g, NULL) : cnn_train_step(m, step);
+            if (st != KP_OK) {
+                fail(rt, st, "training step");
+                goto done;
+            }
+            if (tty && (s % 20 == 0 || s + 1 == steps)) {
+                printf("\repoch %d: %zu/%zu batches, %.0f samples/s ", epoch, s + 1, steps,
+                       (double)((s + 1) * (size_t)b) / (now() - t0));
+                fflush(stdout);
+            }
+        }
+        double loss_sum = 0;
+        if ((st = cnn_take_loss_sum(m, &loss_sum)) != KP_OK) {
+            fail(rt, st, "reading the loss");
+            goto done;
+        }
+        const double rate = (double)(steps * (size_t)b) / (now() - t0);
+        if ((st = evaluate(m, &test, n_test, b, &accuracy, &digest)) != KP_OK) {
+            fail(rt, st, "evaluating");
+            goto done;
+        }
+        printf("%sepoch %d: train loss %.4f, test accuracy %.2f%% (%zu images), %.0f samples/s\n",
+               tty ? "\r" : "", epoch, loss_sum / (double)steps, 100 * accuracy, n_test, rate);
+        if (csv)
+            fprintf(csv, "%d,%.6f,%.6f,%.1f\n", epoch, loss_sum / (double)steps, accuracy, rate);
+    }
+    printf("test predictions digest: %016llx\n", (unsigned long long)digest);
+    if (save) {
+        if (cnn_save(m, save, err, sizeof err) != KP_OK) {
+            fprintf(stderr, "fashion-mnist: %s\n", err);
+            goto done;
+        }
+        printf("weights saved to %s\n", save);
+    }
+    rc = 0;
+done:
+    if (csv && fclose(csv) != 0) {
+        fprintf(stderr, "fashion-mnist: writing %s failed\n", csv_path);
+        rc = 1;
+    }
+    free(order);
+    free(bx);
+    free(by);
+    kp_graph_destroy(g);
+    cnn_destroy(m);
+    kp_runtime_destroy(rt);
+    idx_free(&train);
+    idx_free(&test);
+    return rc;
+}
