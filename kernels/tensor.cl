@@ -484,8 +484,10 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
             c[k] = n_in > 2 ? LOAD(DT2, x2, o2) : 0.0f;
         }
         for (int k = 0; k < UNROLL; k++) {
+            /* One term: every combine of it is the term itself (a sum starting from 0 would turn
+             * a -0 into +0, unlike the VEC4 path), its arg 0. */
             acc_t acc = acc_init(comb, 0);
-            acc_add(&acc, comb, map(op, a[k], b[k], c[k], alpha), 0);
+            acc.v = map(op, a[k], b[k], c[k], alpha);
             if (o + k * step < n_out)
                 store(comb, acc, post, y, yi, oy[k]);
         }
