@@ -60,6 +60,7 @@
 #define RAWT(d) CAT(RAW_, d)
 #define RAWT4(d) CAT(RAWT(d), 4)
 
+#if DTY == 6
 ushort bf16_rne(float f)
 {
     const uint x = as_uint(f);
@@ -72,6 +73,7 @@ ushort4 bf16_rne4(float4 f)
     const ushort4 r = convert_ushort4((x + 0x7fff + ((x >> 16) & 1)) >> 16);
     return select(r, convert_ushort4(x >> 16) | (ushort4)(0x40), convert_short4(isnan(f)));
 }
+#endif
 
 #define LOAD_1(p, i) (p)[i]
 #define LOAD_2(p, i) vload_half(i, p)
