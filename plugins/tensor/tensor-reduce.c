@@ -276,6 +276,8 @@ static const char *const sum_sizes[] = {"one",    "rows",  "cols",      "all",
 static const char *const mean_sizes[] = {"one",    "rows",  "cols",         "all",
                                          "middle", "views", "cols-f16-f32", NULL};
 static const char *const bench_sizes[] = {"4096x4096/last", "4096x4096/first", NULL};
+static const char *const sum_bench_sizes[] = {"4096x4096/last", "4096x4096/first",
+                                              "4096x4096/last-bf16", "4096x4096/first-bf16", NULL};
 
 static int sample_dims(const char *size, int *rank, int64_t *x, int64_t *axes, int *keepdim)
 {
@@ -408,7 +410,7 @@ kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg)
                             : strcmp(r->name, "sum") == 0  ? sum_sizes
                             : strcmp(r->name, "mean") == 0 ? mean_sizes
                                                            : verify_sizes,
-            .bench_sizes = bench_sizes,
+            .bench_sizes = !back && strcmp(r->name, "sum") == 0 ? sum_bench_sizes : bench_sizes,
             .atol = 1e-6,
             .rtol = 1e-5,
             .tolerance = back ? NULL : tolerance,
