@@ -297,6 +297,10 @@ static void test_bad_dtypes(void **state)
     /* No u8 or u32 tensors in the family. */
     expect_error(kp_cast(rt, kp_tensor_1d(b, KP_F32, 4), kp_tensor_1d(o, KP_U8, 4)), "\"y\"",
                  "dtype u8 is not accepted");
+    /* In place only as the same view: an f32 y over an f16 x's bytes would overwrite elements
+     * not yet read. */
+    expect_error(kp_exp(rt, kp_tensor_1d(b, KP_F16, 8), kp_tensor_1d(b, KP_F32, 8)), "\"y\"",
+                 "overlaps argument \"x\"");
     /* The row kernels are f32. */
     expect_error(kp_softmax(rt, kp_tensor_2d(b, KP_BF16, 4, 8), kp_tensor_2d(o, KP_BF16, 4, 8)),
                  "\"x\"", "dtype bf16 is not accepted");
