@@ -6,31 +6,13 @@
 #include "runtime.h"
 #include "sample.h"
 
-static double element(const void *data, int32_t dtype, int64_t i)
-{
-    switch (dtype) {
-    case KP_F32:
-        return ((const float *)data)[i];
-    case KP_F16:
-        return kp_half_to_float(((const uint16_t *)data)[i]);
-    case KP_I32:
-        return ((const int32_t *)data)[i];
-    case KP_U32:
-        return ((const uint32_t *)data)[i];
-    case KP_U8:
-        return ((const uint8_t *)data)[i];
-    case KP_BF16:
-        return kp_bf16_to_float(((const uint16_t *)data)[i]);
-    }
-    return 0;
-}
-
 static void compare(const void *dev, const void *ref, int32_t dtype, int64_t n, double atol,
                     double rtol, kp_verify_result *res)
 {
     double worst_excess = -INFINITY, floor_ref = atol > 0 ? atol : 1e-30;
     for (int64_t i = 0; i < n; i++) {
-        double d = element(dev, dtype, i), r = element(ref, dtype, i);
+        double d = kp_dtype_load(dev, (kp_dtype)dtype, i),
+               r = kp_dtype_load(ref, (kp_dtype)dtype, i);
         double err = fabs(d - r), excess;
         if (isnan(d) || isnan(r)) {
             err = isnan(d) && isnan(r) ? 0 : INFINITY;

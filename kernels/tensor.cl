@@ -21,6 +21,84 @@
 #define RR 0
 #endif
 
+/*
+ * Storage dtypes, as kp_dtype numbers them: DT0, DT1, DT2 of the inputs x0, x1, x2 and DTY of y
+ * (1 f32, the default; 2 f16; 3 i32; 6 bf16). Arithmetic is f32 whatever they are: T(d) is
+ * dtype d's pointer type, LOAD(d) reads an element as a float and STORE(d) writes one, LOAD4 and
+ * STORE4 four contiguous ones from a multiple of four. f16 goes through vload_half and
+ * vstore_half_rte (core OpenCL, no cl_khr_fp16: `half` is only a pointer type here); bf16 is the
+ * upper half of a float, rounded to nearest even, a NaN kept a NaN; i32 reads exactly up to 2^24
+ * and is written truncated toward zero, saturated, NaN as 0 (convert_int_sat_rtz). With every
+ * dtype f32 the macros expand to the plain float code.
+ */
+#ifndef DT0
+#define DT0 1
+#endif
+#ifndef DT1
+#define DT1 1
+#endif
+#ifndef DT2
+#define DT2 1
+#endif
+#ifndef DTY
+#define DTY 1
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+#define T_1 float
+#define T_2 half
+#define T_3 int
+#define T_6 ushort
+#define T(d) CAT(T_, d)
+
+/* The bits of a same-dtype copy (RAW): half cannot be read as a value, so as a ushort. */
+#define RAW_2 ushort
+#define RAW_3 int
+#define RAW_6 ushort
+#define RAWT(d) CAT(RAW_, d)
+#define RAWT4(d) CAT(RAWT(d), 4)
+
+#if DTY == 6
+ushort bf16_rne(float f)
+{
+    const uint x = as_uint(f);
+    return isnan(f) ? (ushort)((x >> 16) | 0x40) : (ushort)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+ushort4 bf16_rne4(float4 f)
+{
+    const uint4 x = as_uint4(f);
+    const ushort4 r = convert_ushort4((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+    return select(r, convert_ushort4(x >> 16) | (ushort4)(0x40), convert_short4(isnan(f)));
+}
+#endif
+
+#define LOAD_1(p, i) (p)[i]
+#define LOAD_2(p, i) vload_half(i, p)
+#define LOAD_3(p, i) convert_float((p)[i])
+#define LOAD_6(p, i) as_float((uint)(p)[i] << 16)
+#define LOAD(d, p, i) CAT(LOAD_, d)(p, i)
+
+#define STORE_1(p, i, v) ((p)[i] = (v))
+#define STORE_2(p, i, v) vstore_half_rte(v, i, p)
+#define STORE_3(p, i, v) ((p)[i] = convert_int_sat_rtz(v))
+#define STORE_6(p, i, v) ((p)[i] = bf16_rne(v))
+#define STORE(d, p, i, v) CAT(STORE_, d)(p, i, v)
+
+#define LOAD4_1(p, o) ((__global const float4 *)(p))[o]
+#define LOAD4_2(p, o) vload_half4(o, p)
+#define LOAD4_3(p, o) convert_float4(((__global const int4 *)(p))[o])
+#define LOAD4_6(p, o) as_float4(convert_uint4(((__global const ushort4 *)(p))[o]) << 16)
+#define LOAD4(d, p, o) CAT(LOAD4_, d)(p, o)
+
+#define STORE4_1(p, o, v) (((__global float4 *)(p))[o] = (v))
+#define STORE4_2(p, o, v) vstore_half4_rte(v, o, p)
+#define STORE4_3(p, o, v) (((__global int4 *)(p))[o] = convert_int4_sat_rtz(v))
+#define STORE4_6(p, o, v) (((__global ushort4 *)(p))[o] = bf16_rne4(v))
+#define STORE4(d, p, o, v) CAT(STORE4_, d)(p, o, v)
+
 /* Map ops: forward unary (x0), forward binary (x0, x1), where (x0 ? x1 : x2), the backward of
  * unary ops (dy = x0, x = x1: dy f'(x)), of binary ops (dy = x0, a = x1, b = x2) for each
  * operand, and the helpers of reductions. Numbered as plugins/tensor/tensor-ops.h numbers them. */
@@ -306,18 +384,19 @@ void acc_merge(acc_t *a, int comb, acc_t b)
     }
 }
 
-float term(int op, int n_in, __global const float *x0, __global const float *x1,
-           __global const float *x2, int o0, int o1, int o2, float alpha)
+float term(int op, int n_in, __global const T(DT0) *x0, __global const T(DT1) *x1,
+           __global const T(DT2) *x2, int o0, int o1, int o2, float alpha)
 {
-    return map(op, x0[o0], n_in > 1 ? x1[o1] : 0.0f, n_in > 2 ? x2[o2] : 0.0f, alpha);
+    return map(op, LOAD(DT0, x0, o0), n_in > 1 ? LOAD(DT1, x1, o1) : 0.0f,
+               n_in > 2 ? LOAD(DT2, x2, o2) : 0.0f, alpha);
 }
 
-void store(int comb, acc_t a, float post, __global float *y, __global int *yi, int oy)
+void store(int comb, acc_t a, float post, __global T(DTY) *y, __global int *yi, int oy)
 {
     if (comb == C_ARGMAX || comb == C_ARGMIN)
         yi[oy] = a.arg;
     else
-        y[oy] = a.v * post;
+        STORE(DTY, y, oy, a.v * post);
 }
 
 /* The host compiles the op and the combine in (OP, COMB): a constant folds `map`'s switch and
@@ -336,9 +415,9 @@ void store(int comb, acc_t a, float post, __global float *y, __global int *yi, i
 
 #define MAP_REDUCE_PARAMS                                                                          \
     const int n_out, const int n_red, const int op_arg, const int comb_arg, const float alpha,     \
-        const float post, const int8 ext, __global const float *x0, const kp_view8 v0,             \
-        __global const float *x1, const kp_view8 v1, __global const float *x2,                     \
-        const kp_view8 v2, __global float *y, __global int *yi, const kp_view8 vy
+        const float post, const int8 ext, __global const T(DT0) *x0, const kp_view8 v0,            \
+        __global const T(DT1) *x1, const kp_view8 v1, __global const T(DT2) *x2,                   \
+        const kp_view8 v2, __global T(DTY) *y, __global int *yi, const kp_view8 vy
 
 /* Elements per work-item of an elementwise launch (RR = 0), loaded before any is computed;
  * tensor-space.c sizes the launch by its UNROLL, which must equal this one. */
@@ -349,31 +428,50 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
 {
     const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
     const int n_in = arity(op);
-#if RR == 0 && defined(VEC4)
+#if RR == 0 && defined(RAW) && defined(VEC4)
+    /* A copy between tensors of one 16-bit or i32 dtype: its bits, whole vectors as below (i32
+     * past 2^24 and NaN payloads come through unchanged). */
+    const int n4 = n_out / 4;
+    __global const RAWT(DT0) *p0 = (__global const RAWT(DT0) *)x0 + kp_offset(v0);
+    __global RAWT(DTY) *py = (__global RAWT(DTY) *)y + kp_offset(vy);
+    for (int o = get_global_id(0); o < n4; o += get_global_size(0))
+        ((__global RAWT4(DTY) *)py)[o] =
+            S0 ? ((__global const RAWT4(DT0) *)p0)[o] : (RAWT4(DT0))(p0[0]);
+    for (int i = 4 * n4 + get_global_id(0); i < n_out; i += get_global_size(0))
+        py[i] = p0[S0 * i];
+#elif RR == 0 && defined(RAW)
+    for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
+        int o0, o1, o2, oy;
+        kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
+        ((__global RAWT(DTY) *)y)[oy] = ((__global const RAWT(DT0) *)x0)[o0];
+    }
+#elif RR == 0 && defined(VEC4)
     /* One kept dimension along which every operand is contiguous, or a broadcast scalar (S0..S2
      * its stride, 1 or 0), at offsets the host checked are multiples of four elements: four
-     * elements per work-item through 16-byte loads and stores, as the copy kernels of vendor
-     * libraries do; the last n_out % 4 elements one by one. */
+     * elements per work-item through 16-byte loads and stores (8-byte for 16-bit dtypes), as the
+     * copy kernels of vendor libraries do; the last n_out % 4 elements one by one. */
     const int n4 = n_out / 4;
-    __global const float *p0 = x0 + kp_offset(v0), *p1 = x1 + kp_offset(v1),
-                         *p2 = x2 + kp_offset(v2);
-    __global float *py = y + kp_offset(vy);
+    __global const T(DT0) *p0 = x0 + kp_offset(v0);
+    __global const T(DT1) *p1 = x1 + kp_offset(v1);
+    __global const T(DT2) *p2 = x2 + kp_offset(v2);
+    __global T(DTY) *py = y + kp_offset(vy);
     for (int o = get_global_id(0); o < n4; o += get_global_size(0)) {
-        const float4 a = S0 ? ((__global const float4 *)p0)[o] : (float4)(p0[0]);
+        const float4 a = S0 ? LOAD4(DT0, p0, o) : (float4)(LOAD(DT0, p0, 0));
         const float4 b = n_in < 2 ? (float4)(0.0f)
-                         : S1     ? ((__global const float4 *)p1)[o]
-                                  : (float4)(p1[0]);
+                         : S1     ? LOAD4(DT1, p1, o)
+                                  : (float4)(LOAD(DT1, p1, 0));
         const float4 c = n_in < 3 ? (float4)(0.0f)
-                         : S2     ? ((__global const float4 *)p2)[o]
-                                  : (float4)(p2[0]);
+                         : S2     ? LOAD4(DT2, p2, o)
+                                  : (float4)(LOAD(DT2, p2, 0));
         const float4 r = (float4)(map(op, a.x, b.x, c.x, alpha), map(op, a.y, b.y, c.y, alpha),
                                   map(op, a.z, b.z, c.z, alpha), map(op, a.w, b.w, c.w, alpha));
-        ((__global float4 *)py)[o] = r * post;
+        STORE4(DTY, py, o, r * post);
     }
     for (int i = 4 * n4 + get_global_id(0); i < n_out; i += get_global_size(0))
-        py[i] = map(op, p0[S0 * i], n_in > 1 ? p1[S1 * i] : 0.0f, n_in > 2 ? p2[S2 * i] : 0.0f,
-                    alpha) *
-                post;
+        STORE(DTY, py, i,
+              map(op, LOAD(DT0, p0, S0 * i), n_in > 1 ? LOAD(DT1, p1, S1 * i) : 0.0f,
+                  n_in > 2 ? LOAD(DT2, p2, S2 * i) : 0.0f, alpha) *
+                  post);
 #elif RR == 0
     const int step = get_global_size(0);
     for (int o = get_global_id(0); o < n_out; o += UNROLL * step) {
@@ -383,13 +481,15 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
             const int i = o + k * step;
             int o0, o1, o2;
             kept_offsets(min(i, n_out - 1), ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy[k]);
-            a[k] = x0[o0];
-            b[k] = n_in > 1 ? x1[o1] : 0.0f;
-            c[k] = n_in > 2 ? x2[o2] : 0.0f;
+            a[k] = LOAD(DT0, x0, o0);
+            b[k] = n_in > 1 ? LOAD(DT1, x1, o1) : 0.0f;
+            c[k] = n_in > 2 ? LOAD(DT2, x2, o2) : 0.0f;
         }
         for (int k = 0; k < UNROLL; k++) {
+            /* One term: every combine of it is the term itself (a sum starting from 0 would turn
+             * a -0 into +0, unlike the VEC4 path), its arg 0. */
             acc_t acc = acc_init(comb, 0);
-            acc_add(&acc, comb, map(op, a[k], b[k], c[k], alpha), 0);
+            acc.v = map(op, a[k], b[k], c[k], alpha);
             if (o + k * step < n_out)
                 store(comb, acc, post, y, yi, oy[k]);
         }
@@ -580,29 +680,30 @@ float generate(int kind, float a, float b, uint4 w, int k, int i)
 /* One work-item per counter: its four elements (fewer at the ends). */
 __kernel void tensor_generate(const int n_out, const int kind, const float a, const float b,
                               const uint2 seed, const uint2 offset, const int8 ext,
-                              __global float *y, const kp_view8 vy)
+                              __global T(DTY) *y, const kp_view8 vy)
 {
     const ulong off = upsample(offset.y, offset.x), g0 = off >> 2;
 #ifdef GVEC4
     /* y contiguous from an offset that is a multiple of four, and `offset` one too: each
      * counter's four elements are one aligned 16-byte store (scalar stores four elements apart
      * across a warp tripled fill's time on an H200). */
-    __global float *py = y + kp_offset(vy);
+    __global T(DTY) *py = y + kp_offset(vy);
     for (int t = get_global_id(0); t < n_out / 4; t += get_global_size(0)) {
         const ulong g = g0 + (ulong)t;
         const uint4 w = kind >= G_UNIFORM
                             ? kp_philox4x32_10((uint4)((uint)g, (uint)(g >> 32), 0, 0), seed)
                             : (uint4)(0);
-        ((__global float4 *)py)[t] =
-            (float4)(generate(kind, a, b, w, 0, 4 * t), generate(kind, a, b, w, 1, 4 * t + 1),
-                     generate(kind, a, b, w, 2, 4 * t + 2), generate(kind, a, b, w, 3, 4 * t + 3));
+        STORE4(DTY, py, t,
+               (float4)(generate(kind, a, b, w, 0, 4 * t), generate(kind, a, b, w, 1, 4 * t + 1),
+                        generate(kind, a, b, w, 2, 4 * t + 2),
+                        generate(kind, a, b, w, 3, 4 * t + 3)));
     }
     for (int i = (n_out & ~3) + get_global_id(0); i < n_out; i += get_global_size(0)) {
         const ulong g = g0 + (ulong)(i / 4);
         const uint4 w = kind >= G_UNIFORM
                             ? kp_philox4x32_10((uint4)((uint)g, (uint)(g >> 32), 0, 0), seed)
                             : (uint4)(0);
-        py[i] = generate(kind, a, b, w, i % 4, i);
+        STORE(DTY, py, i, generate(kind, a, b, w, i % 4, i));
     }
 #else
     const int n_groups = (int)(((off + (ulong)n_out + 3) >> 2) - g0);
@@ -614,7 +715,7 @@ __kernel void tensor_generate(const int n_out, const int kind, const float a, co
         for (int k = 0; k < 4; k++) {
             const long i = (long)(4 * g + (ulong)k - off);
             if (i >= 0 && i < n_out)
-                y[y_offset((int)i, ext, vy)] = generate(kind, a, b, w, k, (int)i);
+                STORE(DTY, y, y_offset((int)i, ext, vy), generate(kind, a, b, w, k, (int)i));
         }
     }
 #endif

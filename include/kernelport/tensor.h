@@ -283,6 +283,62 @@ KP_INLINE float kp_bf16_to_float(uint16_t h)
     return f;
 }
 
+/*
+ * Element i of host data of `dtype` as a double (0 for none), and a store of the float v into
+ * element i, converted as the kernels convert: f16 and bf16 to nearest even (a NaN stays a NaN),
+ * integers truncated toward zero and saturated to their range, NaN as 0 (OpenCL's
+ * convert_int_sat_rtz; PyTorch's .to(torch.int32) leaves those cases undefined).
+ */
+KP_INLINE double kp_dtype_load(const void *data, kp_dtype dtype, int64_t i)
+{
+    switch (dtype) {
+    case KP_F32:
+        return ((const float *)data)[i];
+    case KP_F16:
+        return kp_half_to_float(((const uint16_t *)data)[i]);
+    case KP_I32:
+        return ((const int32_t *)data)[i];
+    case KP_U32:
+        return ((const uint32_t *)data)[i];
+    case KP_U8:
+        return ((const uint8_t *)data)[i];
+    case KP_BF16:
+        return kp_bf16_to_float(((const uint16_t *)data)[i]);
+    default:
+        return 0;
+    }
+}
+
+KP_INLINE void kp_dtype_store(void *data, kp_dtype dtype, int64_t i, float v)
+{
+    /* Truncated toward zero within [lo, hi], as a double holds every 32-bit integer. */
+    double t = isnan(v) ? 0.0 : trunc((double)v), lo = dtype == KP_I32 ? -2147483648.0 : 0.0;
+    double hi = dtype == KP_I32 ? 2147483647.0 : dtype == KP_U32 ? 4294967295.0 : 255.0;
+    t = t < lo ? lo : t > hi ? hi : t;
+    switch (dtype) {
+    case KP_F32:
+        ((float *)data)[i] = v;
+        break;
+    case KP_F16:
+        ((uint16_t *)data)[i] = kp_half_from_float(v);
+        break;
+    case KP_I32:
+        ((int32_t *)data)[i] = (int32_t)t;
+        break;
+    case KP_U32:
+        ((uint32_t *)data)[i] = (uint32_t)t;
+        break;
+    case KP_U8:
+        ((uint8_t *)data)[i] = (uint8_t)t;
+        break;
+    case KP_BF16:
+        ((uint16_t *)data)[i] = kp_bf16_from_float(v);
+        break;
+    default:
+        break;
+    }
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,7 +60,7 @@ static kp_status reference(const kp_call *call, kp_launch *l)
 {
     tensor_space s;
     kp_status st = space(l, call, &s);
-    const float *ptr[2] = {call->args[MS_A].host, call->args[MS_B].host};
+    const void *ptr[2] = {call->args[MS_A].host, call->args[MS_B].host};
     if (st == KP_OK)
         tensor_space_reference(&s, call->args[MS_Y].host, KP_F32, ptr, TM_MUL, TC_SUM, 0.0, 1.0);
     return st;

@@ -7,7 +7,8 @@
 #include "tensor-kernels.h"
 #include "tensor.h"
 
-#define F32 KP_DT(KP_F32)
+/* Storage f32, f16 or bf16 (tensor-dtypes.c); the arithmetic is f32 whatever it is. */
+#define F32 TENSOR_FLOATS
 
 /* Parameters of each kind of kernel. Outputs may be an input's very view (in place). */
 enum { UN_X, UN_Y, UN_N };
@@ -48,7 +49,7 @@ static const kp_param_desc where_params[] = {
     [WH_COND] = {.name = "cond",
                  .kind = KP_ARG_KIND_TENSOR,
                  .access = KP_ACCESS_IN,
-                 .dtypes = F32,
+                 .dtypes = TENSOR_ANY_DTYPE,
                  .doc = "nonzero picks a"},
     [WH_A] = {.name = "a",
               .kind = KP_ARG_KIND_TENSOR,
@@ -203,9 +204,9 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
     return st == KP_OK ? tensor_space_enqueue(l, &s, y, in, op->map, TC_SUM, 0.0, 1.0) : st;
 }
 
-static const float *host_of(const kp_call *call, int i)
+static const void *host_of(const kp_call *call, int i)
 {
-    return (const float *)call->args[i].host;
+    return call->args[i].host;
 }
 
 static kp_status forward_reference(const kp_call *call, kp_launch *l)
@@ -218,10 +219,10 @@ static kp_status forward_reference(const kp_call *call, kp_launch *l)
     kp_status st = forward_space(l, in, names, n, y, &s);
     if (st != KP_OK)
         return st;
-    const float *ptr[3];
+    const void *ptr[3];
     for (int i = 0; i < n; i++)
         ptr[i] = host_of(call, i);
-    tensor_space_reference(&s, call->args[n].host, KP_F32, ptr, op->map, TC_SUM, 0.0, 1.0);
+    tensor_space_reference(&s, call->args[n].host, y->dtype, ptr, op->map, TC_SUM, 0.0, 1.0);
     return KP_OK;
 }
 
@@ -257,10 +258,10 @@ static kp_status unary_back_reference(const kp_call *call, kp_launch *l)
 {
     tensor_space s;
     kp_status st = unary_back_space(l, call, &s);
-    const float *ptr[2] = {host_of(call, UB_DY), host_of(call, UB_X)};
+    const void *ptr[2] = {host_of(call, UB_DY), host_of(call, UB_X)};
     if (st == KP_OK)
-        tensor_space_reference(&s, call->args[UB_DX].host, KP_F32, ptr, op_of(l)->d_map, TC_SUM,
-                               0.0, 1.0);
+        tensor_space_reference(&s, call->args[UB_DX].host, s.out_dtype, ptr, op_of(l)->d_map,
+                               TC_SUM, 0.0, 1.0);
     return st;
 }
 
@@ -309,8 +310,9 @@ static kp_status binary_back_run(const kp_call *call, kp_launch *l, int referenc
         if (st != KP_OK)
             return st;
         if (reference) {
-            const float *ptr[3] = {host_of(call, BB_DY), host_of(call, BB_A), host_of(call, BB_B)};
-            tensor_space_reference(&s, call->args[out].host, KP_F32, ptr, map, TC_SUM, 0.0, 1.0);
+            const void *ptr[3] = {host_of(call, BB_DY), host_of(call, BB_A), host_of(call, BB_B)};
+            tensor_space_reference(&s, call->args[out].host, s.out_dtype, ptr, map, TC_SUM, 0.0,
+                                   1.0);
         }
     }
     return KP_OK;
@@ -332,6 +334,29 @@ static kp_status binary_back_reference(const kp_call *call, kp_launch *l)
  * axes); strided views (a transposed input, an output with gaps between its rows). */
 static const char *const verify_sizes[] = {"one", "prime", "bcast", "views", NULL};
 static const char *const bench_sizes[] = {"16M", "4096x4096+4096", NULL};
+/* A few ops check 16-bit and mixed storage too (each combination of dtypes is one more program
+ * to build): "prime-bf16" and "prime-f16" with every operand of that dtype (contiguous: 16-bit
+ * vectors), "mixed" with bcast's shapes, a f16 (where: an i32 cond), b bf16 and y f32. */
+static const char *const add_sizes[] = {"one",        "prime", "bcast", "views",
+                                        "prime-bf16", "mixed", NULL};
+static const char *const exp_sizes[] = {"one", "prime", "bcast", "views", "prime-f16", NULL};
+static const char *const where_sizes[] = {"one", "prime", "bcast", "views", "mixed", NULL};
+static const char *const bf16_bench_sizes[] = {"16M", "4096x4096+4096", "16M-bf16",
+                                               "4096x4096+4096-bf16", NULL};
+
+/* The shapes' size name of `size` (without its dtypes) into base, and operand i's dtype in
+ * dt[i] (the output's at dt[arity]). */
+static void size_dtypes(const char *size, const tensor_op *op, char *base, size_t n, int32_t *dt)
+{
+    tensor_size_dtypes(size, base, n, dt, op->arity + 1);
+    if (strcmp(size, "mixed") == 0) {
+        snprintf(base, n, "bcast");
+        dt[0] = op->map == TM_WHERE ? KP_I32 : KP_F16;
+        dt[1] = KP_BF16;
+        dt[2] = KP_F16;
+        dt[op->arity] = KP_F32;
+    }
+}
 
 typedef struct shapes {
     int rank[4]; /* inputs (up to 3), then the output */
@@ -400,18 +425,21 @@ static kp_status gapped_view(kp_sample *smp, const char *name, const int64_t *sh
 }
 
 static kp_status sample_input(kp_sample *smp, const char *name, const tensor_op *op, int i,
-                              const shapes *sh, int views)
+                              int32_t dtype, const shapes *sh, int views)
 {
     double lo = i == 1 && op->arity == 2 ? op->b_lo : op->lo;
     double hi = i == 1 && op->arity == 2 ? op->b_hi : op->hi;
+    /* An i32 cond: -1, 0 or 1 (nonzero picks a). */
+    if (dtype == KP_I32)
+        lo = -1, hi = 2;
     float *data;
     int64_t n = 1;
     for (int d = 0; d < sh->rank[i]; d++)
         n *= sh->shape[i][d];
-    kp_status st = tensor_host->sample_tensor(smp, name, KP_F32, sh->rank[i], sh->shape[i], lo, hi,
+    kp_status st = tensor_host->sample_tensor(smp, name, dtype, sh->rank[i], sh->shape[i], lo, hi,
                                               (void **)&data);
-    /* where's cond is 0 or 1; cmpeq compares integers, which meet often enough to matter. */
-    if (st == KP_OK && ((op->map == TM_WHERE && i == 0) || op->map == TM_CMPEQ))
+    /* where's f32 cond is 0 or 1; cmpeq compares integers, which meet often enough to matter. */
+    if (st == KP_OK && dtype == KP_F32 && ((op->map == TM_WHERE && i == 0) || op->map == TM_CMPEQ))
         for (int64_t k = 0; k < n; k++)
             data[k] = op->map == TM_WHERE ? (data[k] > 0.0f) : (float)(int)data[k];
     if (st == KP_OK && views && i == 0)
@@ -419,13 +447,13 @@ static kp_status sample_input(kp_sample *smp, const char *name, const tensor_op 
     return st;
 }
 
-static kp_status sample_output(kp_sample *smp, const char *name, int rank, const int64_t *shape,
-                               int views)
+static kp_status sample_output(kp_sample *smp, const char *name, int32_t dtype, int rank,
+                               const int64_t *shape, int views)
 {
     if (!views)
-        return tensor_host->sample_tensor(smp, name, KP_F32, rank, shape, 0.0, 0.0, NULL);
+        return tensor_host->sample_tensor(smp, name, dtype, rank, shape, 0.0, 0.0, NULL);
     const int64_t storage = 2 + shape[0] * (shape[1] + 3);
-    kp_status st = tensor_host->sample_tensor(smp, name, KP_F32, 1, &storage, 0.0, 0.0, NULL);
+    kp_status st = tensor_host->sample_tensor(smp, name, dtype, 1, &storage, 0.0, 0.0, NULL);
     return st == KP_OK ? gapped_view(smp, name, shape) : st;
 }
 
@@ -441,14 +469,18 @@ static kp_status forward_sample(kp_sample *smp, const char *size)
 {
     const tensor_op *op = tensor_host->sample_kernel_user(smp);
     shapes sh;
-    if (!sample_shapes(size, op->arity, &sh))
+    char base[32];
+    int32_t dt[4];
+    size_dtypes(size, op, base, sizeof base, dt);
+    if (!sample_shapes(base, op->arity, &sh))
         return KP_ERR_NOT_FOUND;
-    const int views = strcmp(size, "views") == 0;
+    const int views = strcmp(base, "views") == 0;
     const char *const *names = names_of(op);
     kp_status st = KP_OK;
     for (int i = 0; st == KP_OK && i < op->arity; i++)
-        st = sample_input(smp, names[i], op, i, &sh, views);
-    return st == KP_OK ? sample_output(smp, "y", sh.rank[op->arity], sh.shape[op->arity], views)
+        st = sample_input(smp, names[i], op, i, dt[i], &sh, views);
+    return st == KP_OK ? sample_output(smp, "y", dt[op->arity], sh.rank[op->arity],
+                                       sh.shape[op->arity], views)
                        : st;
 }
 
@@ -466,26 +498,22 @@ static kp_status backward_sample(kp_sample *smp, const char *size)
     for (int i = 0; st == KP_OK && i < op->arity; i++) {
         char grad[8];
         snprintf(grad, sizeof grad, "d%s", names[i]);
-        st = sample_input(smp, names[i], op, i, &sh, views);
+        st = sample_input(smp, names[i], op, i, KP_F32, &sh, views);
         if (st == KP_OK)
-            st = sample_output(smp, grad, sh.rank[i], sh.shape[i], views && i == 0);
+            st = sample_output(smp, grad, KP_F32, sh.rank[i], sh.shape[i], views && i == 0);
     }
     return st;
 }
 
 static void cost(const kp_call *call, kp_cost *out)
 {
-    double bytes = 0, n = 1;
+    double n = 1;
     for (uint32_t i = 0; i < call->n_args; i++) {
-        const kp_tensor *t = &call->args[i].tensor;
-        if (!call->args[i].present)
-            continue;
-        double e = (double)kp_tensor_numel(t);
-        bytes += 4 * e;
+        double e = call->args[i].present ? (double)kp_tensor_numel(&call->args[i].tensor) : 0;
         n = e > n ? e : n;
     }
     out->flops = n;
-    out->bytes = bytes;
+    out->bytes = tensor_dtype_bytes(call);
 }
 
 /* A gradient summed over broadcast axes adds one rounding per term: the tolerance grows with
@@ -502,6 +530,14 @@ static void backward_tolerance(const kp_call *call, double *atol, double *rtol)
         }
     *atol = 2e-6 * terms;
     *rtol = 1e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
+}
+
+static void forward_tolerance(const kp_call *call, double *atol, double *rtol)
+{
+    *atol = 1e-6;
+    *rtol = 1e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
 }
 
 /* ---- registration ---- */
@@ -529,8 +565,13 @@ static void add(const tensor_op *op, int backward)
         .source_name = "tensor.cl",
         .entry = "tensor_map_reduce",
         .cost = cost,
-        .verify_sizes = verify_sizes,
-        .bench_sizes = bench_sizes,
+        .verify_sizes = backward              ? verify_sizes
+                        : op->map == TM_ADD   ? add_sizes
+                        : op->map == TM_EXP   ? exp_sizes
+                        : op->map == TM_WHERE ? where_sizes
+                                              : verify_sizes,
+        .bench_sizes =
+            !backward && (op->map == TM_ADD || op->map == TM_EXP) ? bf16_bench_sizes : bench_sizes,
         .atol = 1e-6,
         .rtol = 1e-5,
         .user = (void *)op,
@@ -542,6 +583,7 @@ static void add(const tensor_op *op, int backward)
         d->enqueue = forward_enqueue;
         d->reference = forward_reference;
         d->sample = forward_sample;
+        d->tolerance = forward_tolerance;
     } else {
         d->summary = op->arity == 1 ? "dx = dy f'(x), summed over x's broadcast axes"
                                     : "da, db: dy times y's partials, summed over broadcast axes";

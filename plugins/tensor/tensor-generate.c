@@ -90,8 +90,11 @@ static kp_status reference(const kp_call *call, kp_launch *l)
     return st;
 }
 
-/* One element; primes; a strided (transposed) y; an offset into the random stream; 16M. */
+/* One element; primes; a strided (transposed) y; an offset into the random stream; 16M. uniform
+ * and normal check a 16-bit y too: contiguous bf16 (four elements a store) and a strided f16. */
 static const char *const verify_sizes[] = {"one", "prime", "views", "offset", NULL};
+static const char *const uniform_sizes[] = {"one", "prime", "views", "offset", "prime-bf16", NULL};
+static const char *const normal_sizes[] = {"one", "prime", "views", "offset", "views-f16", NULL};
 static const char *const bench_sizes[] = {"16M", NULL};
 
 static kp_status sample(kp_sample *smp, const char *size)
@@ -99,15 +102,18 @@ static kp_status sample(kp_sample *smp, const char *size)
     const generator *g = tensor_host->sample_kernel_user(smp);
     int64_t shape[2] = {37, 53};
     int rank = 2;
-    if (strcmp(size, "one") == 0)
+    char base[32];
+    int32_t dtype;
+    tensor_size_dtypes(size, base, sizeof base, &dtype, 1);
+    if (strcmp(base, "one") == 0)
         rank = 1, shape[0] = 1;
-    else if (strcmp(size, "16M") == 0)
+    else if (strcmp(base, "16M") == 0)
         rank = 1, shape[0] = 1 << 24;
-    else if (strcmp(size, "prime") != 0 && strcmp(size, "views") != 0 &&
-             strcmp(size, "offset") != 0)
+    else if (strcmp(base, "prime") != 0 && strcmp(base, "views") != 0 &&
+             strcmp(base, "offset") != 0)
         return KP_ERR_NOT_FOUND;
-    kp_status st = tensor_host->sample_tensor(smp, "y", KP_F32, rank, shape, 0.0, 0.0, NULL);
-    if (st == KP_OK && strcmp(size, "views") == 0)
+    kp_status st = tensor_host->sample_tensor(smp, "y", dtype, rank, shape, 0.0, 0.0, NULL);
+    if (st == KP_OK && strcmp(base, "views") == 0)
         st = tensor_host->sample_view(smp, "y", 2, shape, 0, (const int64_t[]){1, shape[0]});
     if (st == KP_OK && g->a)
         st = tensor_host->sample_float(smp, g->a, g->kind == TG_BERNOULLI ? 0.3 : -1.5);
@@ -115,16 +121,23 @@ static kp_status sample(kp_sample *smp, const char *size)
         st = tensor_host->sample_float(smp, g->b, g->kind == TG_BERNOULLI ? 1.0 / 0.3 : 2.5);
     if (st == KP_OK && g->random)
         st = tensor_host->sample_int(smp, "seed", 0x1234567890abcdefLL);
-    if (st == KP_OK && g->random && strcmp(size, "offset") == 0)
+    if (st == KP_OK && g->random && strcmp(base, "offset") == 0)
         st = tensor_host->sample_int(smp, "offset", (1LL << 32) - 5);
     return st;
 }
 
 static void cost(const kp_call *call, kp_cost *out)
 {
-    double n = (double)kp_tensor_numel(&call->args[GN_Y].tensor);
-    out->flops = n;
-    out->bytes = 4 * n;
+    out->flops = (double)kp_tensor_numel(&call->args[GN_Y].tensor);
+    out->bytes = tensor_dtype_bytes(call);
+}
+
+/* Uniform and bernoulli come out exact in f32; normal's log and cos are the device's. */
+static void tolerance(const kp_call *call, double *atol, double *rtol)
+{
+    *atol = 1e-5;
+    *rtol = 1e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
 }
 
 kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg)
@@ -139,7 +152,7 @@ kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg)
         p[GN_Y] = (kp_param_desc){.name = "y",
                                   .kind = KP_ARG_KIND_TENSOR,
                                   .access = KP_ACCESS_OUT,
-                                  .dtypes = KP_DT(KP_F32),
+                                  .dtypes = TENSOR_FLOATS,
                                   .doc = "any shape, any strides; element i of its row-major order "
                                          "gets value i"};
         p[GN_A] = (kp_param_desc){.name = g->a,
@@ -183,11 +196,11 @@ kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg)
             .reference = reference,
             .sample = sample,
             .cost = cost,
-            .verify_sizes = verify_sizes,
+            .verify_sizes = g->kind == TG_UNIFORM  ? uniform_sizes
+                            : g->kind == TG_NORMAL ? normal_sizes
+                                                   : verify_sizes,
             .bench_sizes = bench_sizes,
-            /* Uniform and bernoulli come out exact; normal's log and cos are the device's. */
-            .atol = 1e-5,
-            .rtol = 1e-5,
+            .tolerance = tolerance,
             .user = (void *)g,
         };
         kp_status st = api->register_kernel(reg, &descs[i]);

@@ -12,25 +12,25 @@ static const kp_param_desc copy_params[] = {
     [CP_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_ANY_DTYPE,
               .doc = "broadcasts to y's shape; any strides"},
     [CP_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_OUT,
-              .dtypes = KP_DT(KP_F32),
-              .doc = "any strides"},
+              .dtypes = TENSOR_ANY_DTYPE,
+              .doc = "any strides; another dtype than x's converts (cast)"},
 };
 enum { CB_DY, CB_DX, CB_N };
 static const kp_param_desc back_params[] = {
     [CB_DY] = {.name = "dy",
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_IN,
-               .dtypes = KP_DT(KP_F32),
+               .dtypes = TENSOR_FLOATS,
                .doc = "the gradient of y"},
     [CB_DX] = {.name = "dx",
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_OUT,
-               .dtypes = KP_DT(KP_F32),
+               .dtypes = TENSOR_FLOATS,
                .doc = "x's shape: dy summed over the axes x was broadcast along"},
 };
 
@@ -54,8 +54,8 @@ static kp_status run(const kp_call *call, kp_launch *l, int backward, int refere
                                                   TC_SUM, 0.0, 1.0)
                            : st;
     }
-    const float *in = call->args[0].host;
-    tensor_space_reference(&s, call->args[1].host, KP_F32, &in, TM_COPY, TC_SUM, 0.0, 1.0);
+    const void *in = call->args[0].host;
+    tensor_space_reference(&s, call->args[1].host, s.out_dtype, &in, TM_COPY, TC_SUM, 0.0, 1.0);
     return KP_OK;
 }
 
@@ -93,42 +93,72 @@ static kp_status back_reference(const kp_call *call, kp_launch *l)
 
 /* One element; a permute of [5, 7, 11] to (2, 0, 1); an expand of [7, 1] to [3, 7, 13]; a slice
  * [2:5, 1:9] of [7, 11] into a gapped y; the benchmark's permute [64, 128, 56, 56] to
- * (0, 2, 3, 1). */
-static const char *const verify_sizes[] = {"one", "permute", "expand", "slice", NULL};
-static const char *const bench_sizes[] = {"permute-64x128x56x56", NULL};
+ * (0, 2, 3, 1). Casts (x's dtype, then y's, as tensor_size_dtypes reads them): "cast" is a
+ * contiguous [37, 53], four elements a vector; a same-dtype copy of i32 or bf16 moves bits. */
+static const char *const verify_sizes[] = {"one",
+                                           "permute",
+                                           "expand",
+                                           "slice",
+                                           "cast-f32-bf16",
+                                           "cast-i32-f16",
+                                           "cast-f16-i32",
+                                           "permute-bf16-f16",
+                                           "slice-i32",
+                                           "cast-bf16",
+                                           NULL};
+static const char *const bench_sizes[] = {"permute-64x128x56x56", "cast-16M-f32-bf16", NULL};
+
+/* The sampled values of a source of `dtype`: integers past f16's range (and, copied as they are,
+ * past 2^24), floats with a fraction to truncate. */
+static void source_range(int32_t dtype, int raw, double *lo, double *hi)
+{
+    *hi = dtype != KP_I32 ? 300.0 : raw ? 2147483647.0 : 70000.0;
+    *lo = -*hi;
+}
 
 /* x and y of `size` (copy: x the source view, y the destination; backward: dy and dx). */
 static kp_status copy_sample(kp_sample *smp, const char *size)
 {
     kp_status st;
-    if (strcmp(size, "one") == 0) {
+    char base[32];
+    int32_t dt[2];
+    tensor_size_dtypes(size, base, sizeof base, dt, 2);
+    double lo = -1, hi = 1;
+    if (strcmp(base, size) != 0)
+        source_range(dt[0], dt[0] == dt[1], &lo, &hi);
+    if (strcmp(base, "one") == 0) {
         const int64_t n = 1;
-        st = tensor_host->sample_tensor(smp, "x", KP_F32, 1, &n, -1, 1, NULL);
-        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 1, &n, 0, 0, NULL) : st;
+        st = tensor_host->sample_tensor(smp, "x", dt[0], 1, &n, lo, hi, NULL);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", dt[1], 1, &n, 0, 0, NULL) : st;
     }
-    if (strcmp(size, "permute") == 0 || strcmp(size, "permute-64x128x56x56") == 0) {
-        const int big = size[7] == '-';
+    if (strcmp(base, "cast") == 0 || strcmp(base, "cast-16M") == 0) {
+        const int64_t n[2] = {base[4] ? 4096 : 37, base[4] ? 4096 : 53};
+        st = tensor_host->sample_tensor(smp, "x", dt[0], 2, n, lo, hi, NULL);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", dt[1], 2, n, 0, 0, NULL) : st;
+    }
+    if (strcmp(base, "permute") == 0 || strcmp(base, "permute-64x128x56x56") == 0) {
+        const int big = base[7] == '-';
         const int64_t d[4] = {big ? 64 : 1, big ? 128 : 5, big ? 56 : 7, big ? 56 : 11};
         /* x [N, C, H, W] read as its (0, 2, 3, 1) permutation [N, H, W, C]. */
         const int64_t perm[4] = {d[0], d[2], d[3], d[1]};
         const int64_t strides[4] = {d[1] * d[2] * d[3], d[3], 1, d[2] * d[3]};
-        st = tensor_host->sample_tensor(smp, "x", KP_F32, 4, d, -1, 1, NULL);
+        st = tensor_host->sample_tensor(smp, "x", dt[0], 4, d, lo, hi, NULL);
         if (st == KP_OK)
             st = tensor_host->sample_view(smp, "x", 4, perm, 0, strides);
-        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 4, perm, 0, 0, NULL) : st;
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", dt[1], 4, perm, 0, 0, NULL) : st;
     }
-    if (strcmp(size, "expand") == 0) {
+    if (strcmp(base, "expand") == 0) {
         const int64_t x[2] = {7, 1}, y[3] = {3, 7, 13};
-        st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, x, -1, 1, NULL);
-        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 3, y, 0, 0, NULL) : st;
+        st = tensor_host->sample_tensor(smp, "x", dt[0], 2, x, lo, hi, NULL);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", dt[1], 3, y, 0, 0, NULL) : st;
     }
-    if (strcmp(size, "slice") == 0) {
+    if (strcmp(base, "slice") == 0) {
         const int64_t x[2] = {7, 11}, part[2] = {3, 8}, storage = 3 * 12 + 4;
-        st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, x, -1, 1, NULL);
+        st = tensor_host->sample_tensor(smp, "x", dt[0], 2, x, lo, hi, NULL);
         if (st == KP_OK)
             st = tensor_host->sample_view(smp, "x", 2, part, 2 * 11 + 1, (const int64_t[]){11, 1});
         if (st == KP_OK)
-            st = tensor_host->sample_tensor(smp, "y", KP_F32, 1, &storage, 0, 0, NULL);
+            st = tensor_host->sample_tensor(smp, "y", dt[1], 1, &storage, 0, 0, NULL);
         return st == KP_OK
                    ? tensor_host->sample_view(smp, "y", 2, part, 2, (const int64_t[]){12, 1})
                    : st;
@@ -162,10 +192,8 @@ static const char *const back_sizes[] = {"one", "expand", "all", NULL};
 
 static void cost(const kp_call *call, kp_cost *out)
 {
-    double a = (double)kp_tensor_numel(&call->args[0].tensor);
-    double b = (double)kp_tensor_numel(&call->args[1].tensor);
     out->flops = 0;
-    out->bytes = 4 * (a + b);
+    out->bytes = tensor_dtype_bytes(call);
 }
 
 static void back_tolerance(const kp_call *call, double *atol, double *rtol)
@@ -180,7 +208,9 @@ static const kp_kernel_desc descs[] = {
     {
         .struct_size = sizeof(kp_kernel_desc),
         .name = "tensor.copy",
-        .summary = "y = x broadcast to y's shape, any strides: permute, expand, slice, gather",
+        .summary =
+            "y = x broadcast to y's shape, any strides: permute, expand, slice, gather; cast "
+            "to y's dtype",
         .params = copy_params,
         .n_params = CP_N,
         .n_tunables = 1,

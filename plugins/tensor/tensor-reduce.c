@@ -33,13 +33,14 @@ static const kp_param_desc params_f32[] = {
     [RD_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "any shape, any strides"},
     [RD_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_OUT,
-              .dtypes = KP_DT(KP_F32),
-              .doc = "x's shape with the reduced axes 1 (keepdim) or left out"},
+              .dtypes = TENSOR_FLOATS,
+              .doc = "x's shape with the reduced axes 1 (keepdim) or left out; x's dtype or f32 "
+                     "(the sum is f32 either way)"},
     [RD_AXES] = {.name = "axes",
                  .kind = KP_ARG_KIND_INT,
                  .access = KP_ACCESS_IN,
@@ -51,7 +52,7 @@ static const kp_param_desc params_i32[] = {
     [RD_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "any shape, any strides"},
     [RD_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
@@ -70,12 +71,12 @@ static const kp_param_desc back_params[] = {
     [RB_DY] = {.name = "dy",
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_IN,
-               .dtypes = KP_DT(KP_F32),
+               .dtypes = TENSOR_FLOATS,
                .doc = "the gradient of y"},
     [RB_DX] = {.name = "dx",
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_OUT,
-               .dtypes = KP_DT(KP_F32),
+               .dtypes = TENSOR_FLOATS,
                .doc = "x's shape: dy broadcast back (mean: divided by "
                       "the terms)"},
     [RB_AXES] = {.name = "axes",
@@ -151,9 +152,14 @@ static const reduction *reduction_of(kp_launch *l)
 static kp_status space(kp_launch *l, const kp_call *call, tensor_space *s, kp_tensor *y,
                        int64_t *terms)
 {
-    const kp_tensor *x = &call->args[RD_X].tensor;
-    kp_status st =
-        keepdim_view(l, x, &call->args[RD_Y].tensor, "y", call->args[RD_AXES].i, y, terms);
+    const kp_tensor *x = &call->args[RD_X].tensor, *yt = &call->args[RD_Y].tensor;
+    /* As PyTorch: the result in x's dtype, or f32 (sum(dtype=torch.float32)); f32 inside. */
+    if (reduction_of(l)->out_dtype != KP_I32 && yt->dtype != KP_F32 && yt->dtype != x->dtype)
+        return tensor_host->fail(
+            l, KP_ERR_INVALID_ARG, "y: dtype %s, but a %s of %s x is %s or f32",
+            kp_dtype_name((kp_dtype)yt->dtype), reduction_of(l)->name,
+            kp_dtype_name((kp_dtype)x->dtype), kp_dtype_name((kp_dtype)x->dtype));
+    kp_status st = keepdim_view(l, x, yt, "y", call->args[RD_AXES].i, y, terms);
     const kp_tensor *in[1] = {x};
     static const char *const names[1] = {"x"};
     if (st == KP_OK)
@@ -200,8 +206,8 @@ static kp_status reference(const kp_call *call, kp_launch *l)
     kp_status st = space(l, call, &s, &y, &terms);
     if (st != KP_OK)
         return st;
-    const float *in[1] = {(const float *)call->args[RD_X].host};
-    tensor_space_reference(&s, call->args[RD_Y].host, r->out_dtype, in, TM_COPY, r->comb, 0.0,
+    const void *in[1] = {call->args[RD_X].host};
+    tensor_space_reference(&s, call->args[RD_Y].host, s.out_dtype, in, TM_COPY, r->comb, 0.0,
                            post_of(r, terms));
     return KP_OK;
 }
@@ -239,8 +245,8 @@ static kp_status back_run(const kp_call *call, kp_launch *l, int ref)
         return st;
     double scale = post_of(r, terms);
     if (ref) {
-        const float *in[1] = {(const float *)call->args[RB_DY].host};
-        tensor_space_reference(&s, call->args[RB_DX].host, KP_F32, in, TM_SCALE, TC_SUM, scale,
+        const void *in[1] = {call->args[RB_DY].host};
+        tensor_space_reference(&s, call->args[RB_DX].host, s.out_dtype, in, TM_SCALE, TC_SUM, scale,
                                1.0);
         return KP_OK;
     }
@@ -263,7 +269,15 @@ static kp_status back_reference(const kp_call *call, kp_launch *l)
 /* x [37, 53] over its rows (axes 2: the last dimension), its columns (1), everything (-1, y of
  * rank 0); [5, 7, 11] over the middle one, keepdim; a transposed x; one element. */
 static const char *const verify_sizes[] = {"one", "rows", "cols", "all", "middle", "views", NULL};
+/* sum and mean check 16-bit storage too (one more program each): a bf16 sum into bf16, a mean of
+ * f16 into f32 (tensor_size_dtypes names them). */
+static const char *const sum_sizes[] = {"one",    "rows",  "cols",      "all",
+                                        "middle", "views", "rows-bf16", NULL};
+static const char *const mean_sizes[] = {"one",    "rows",  "cols",         "all",
+                                         "middle", "views", "cols-f16-f32", NULL};
 static const char *const bench_sizes[] = {"4096x4096/last", "4096x4096/first", NULL};
+static const char *const sum_bench_sizes[] = {"4096x4096/last", "4096x4096/first",
+                                              "4096x4096/last-bf16", "4096x4096/first-bf16", NULL};
 
 static int sample_dims(const char *size, int *rank, int64_t *x, int64_t *axes, int *keepdim)
 {
@@ -309,18 +323,22 @@ static kp_status sample(kp_sample *smp, const char *size)
     const reduction *r = tensor_host->sample_kernel_user(smp);
     int rank, keepdim;
     int64_t x[3], y[3], axes;
-    if (!sample_dims(size, &rank, x, &axes, &keepdim))
+    char base[32];
+    int32_t dt[2];
+    tensor_size_dtypes(size, base, sizeof base, dt, 2);
+    if (!sample_dims(base, &rank, x, &axes, &keepdim))
         return KP_ERR_NOT_FOUND;
     int ry = reduced_shape(rank, x, axes, keepdim, y);
     /* A product of many terms leaves float's range unless they stay near 1. */
     double lo = r->comb == TC_PROD ? 0.9 : -2.0, hi = r->comb == TC_PROD ? 1.1 : 2.0;
-    kp_status st = tensor_host->sample_tensor(smp, "x", KP_F32, rank, x, lo, hi, NULL);
-    if (st == KP_OK && strcmp(size, "views") == 0) {
+    kp_status st = tensor_host->sample_tensor(smp, "x", dt[0], rank, x, lo, hi, NULL);
+    if (st == KP_OK && strcmp(base, "views") == 0) {
         const int64_t strides[2] = {1, x[0]};
         st = tensor_host->sample_view(smp, "x", 2, x, 0, strides);
     }
     if (st == KP_OK)
-        st = tensor_host->sample_tensor(smp, "y", r->out_dtype, ry, y, 0.0, 0.0, NULL);
+        st = tensor_host->sample_tensor(smp, "y", r->out_dtype == KP_I32 ? KP_I32 : dt[1], ry, y,
+                                        0.0, 0.0, NULL);
     return st == KP_OK && axes != -1 ? tensor_host->sample_int(smp, "axes", axes) : st;
 }
 
@@ -342,7 +360,7 @@ static void cost(const kp_call *call, kp_cost *out)
     double n = (double)kp_tensor_numel(&call->args[0].tensor);
     double m = (double)kp_tensor_numel(&call->args[1].tensor);
     out->flops = n > m ? n : m;
-    out->bytes = 4 * (n + m);
+    out->bytes = tensor_dtype_bytes(call);
 }
 
 /* A sum adds one rounding per term. */
@@ -353,6 +371,7 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
     double terms = m > 0 ? n / m : 1;
     *atol = 1e-6 * (terms > 1 ? terms : 1);
     *rtol = 1e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
 }
 
 /* ---- registration ---- */
@@ -387,8 +406,11 @@ kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg)
             .reference = back ? back_reference : reference,
             .sample = back ? back_sample : sample,
             .cost = cost,
-            .verify_sizes = verify_sizes,
-            .bench_sizes = bench_sizes,
+            .verify_sizes = back                           ? verify_sizes
+                            : strcmp(r->name, "sum") == 0  ? sum_sizes
+                            : strcmp(r->name, "mean") == 0 ? mean_sizes
+                                                           : verify_sizes,
+            .bench_sizes = !back && strcmp(r->name, "sum") == 0 ? sum_bench_sizes : bench_sizes,
             .atol = 1e-6,
             .rtol = 1e-5,
             .tolerance = back ? NULL : tolerance,

@@ -136,8 +136,11 @@ kp_status tensor_space_make(kp_launch *l, int rank, const int64_t *full, const k
             s->n_out *= full[d];
     }
     s->out_offset = out->offset;
-    for (int i = 0; i < n_in; i++)
+    s->out_dtype = out->dtype;
+    for (int i = 0; i < n_in; i++) {
         s->in_offset[i] = in[i]->offset;
+        s->in_dtype[i] = in[i]->dtype;
+    }
     /* Kept dimensions in order, then reduced ones in order: a reduction's index counts the
      * reduced dimensions row-major, as PyTorch's argmax over several dimensions does. */
     for (int group = 0; group < 2; group++) {
@@ -215,6 +218,14 @@ static int vectorizable(const tensor_space *s, int comb)
             (s->in_stride[i][0] == 1 && s->in_offset[i] % 4))
             return 0;
     return 1;
+}
+
+/* Whether the space is a copy between tensors of one dtype other than f32, which moves bits
+ * rather than values (RAW in kernels/tensor.cl): i32 past 2^24 and NaN payloads come through. */
+static int raw_copy(const tensor_space *s, int map, int comb, double post)
+{
+    return map == TM_COPY && comb == TC_SUM && post == 1.0 && s->rank_red == 0 && s->n_in == 1 &&
+           s->in_dtype[0] == s->out_dtype && s->out_dtype != KP_F32;
 }
 
 /* The arguments every map-reduce kernel starts with (MAP_REDUCE_PARAMS in kernels/tensor.cl). */
@@ -299,14 +310,17 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                                  "%lld outputs of %lld terms each: past 2^31 - 1 (kernels index "
                                  "with int)",
                                  (long long)s->n_out, (long long)s->n_red);
-    char options[96];
+    char options[160], dtypes[64];
     int n = snprintf(options, sizeof options, "-D RO=%d -D RR=%d -D OP=%d -D COMB=%d", s->rank_kept,
                      s->rank_red, map, comb);
     const int vec4 = vectorizable(s, comb);
     if (vec4)
-        snprintf(options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d",
-                 s->n_in > 0 && s->in_stride[0][0] != 0, s->n_in > 1 && s->in_stride[1][0] != 0,
-                 s->n_in > 2 && s->in_stride[2][0] != 0);
+        n +=
+            snprintf(options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d",
+                     s->n_in > 0 && s->in_stride[0][0] != 0, s->n_in > 1 && s->in_stride[1][0] != 0,
+                     s->n_in > 2 && s->in_stride[2][0] != 0);
+    tensor_dtype_options(s, comb, raw_copy(s, map, comb, post), dtypes, sizeof dtypes);
+    snprintf(options + n, sizeof options - (size_t)n, "%s", dtypes);
     const int how = route(l, s);
     if (how == TR_CHUNKS)
         return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);
@@ -337,13 +351,20 @@ static void locate(const tensor_space *s, int64_t idx, int from, int count, int6
 }
 
 void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
-                            const float *const *in, int map, int comb, double alpha, double post)
+                            const void *const *in, int map, int comb, double alpha, double post)
 {
+    const int raw = raw_copy(s, map, comb, post);
+    const size_t size = kp_dtype_size((kp_dtype)out_dtype);
     for (int64_t o = 0; o < s->n_out; o++) {
         int64_t oy = s->out_offset, base[TS_MAX_IN];
         for (int i = 0; i < s->n_in; i++)
             base[i] = s->in_offset[i];
         locate(s, o, 0, s->rank_kept, &oy, base);
+        if (raw) {
+            memcpy((char *)out + oy * (int64_t)size, (const char *)in[0] + base[0] * (int64_t)size,
+                   size);
+            continue;
+        }
         double acc = comb == TC_PROD                       ? 1.0
                      : comb == TC_MAX || comb == TC_ARGMAX ? -INFINITY
                      : comb == TC_MIN || comb == TC_ARGMIN ? INFINITY
@@ -356,7 +377,7 @@ void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
             locate(s, r, s->rank_kept, s->rank_red, NULL, off);
             double x[TS_MAX_IN] = {0, 0, 0};
             for (int i = 0; i < s->n_in; i++)
-                x[i] = in[i][off[i]];
+                x[i] = kp_dtype_load(in[i], (kp_dtype)s->in_dtype[i], off[i]);
             double v = tensor_map_host(map, x[0], x[1], x[2], alpha);
             if (comb == TC_SUM) {
                 acc += v;
@@ -373,8 +394,8 @@ void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
         }
         if (comb == TC_ARGMAX || comb == TC_ARGMIN)
             ((int32_t *)out)[oy] = (int32_t)arg;
-        else if (out_dtype == KP_F32)
-            ((float *)out)[oy] = (float)(acc * post);
+        else
+            kp_dtype_store(out, (kp_dtype)out_dtype, oy, (float)(acc * post));
     }
 }
 
@@ -391,8 +412,10 @@ kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, con
     /* Contiguous y from a multiple of four elements, the stream too: 16-byte stores (GVEC4). */
     const int vec4 =
         s->rank_kept == 1 && s->out_stride[0] == 1 && s->out_offset % 4 == 0 && offset % 4 == 0;
-    char options[32];
-    snprintf(options, sizeof options, "-D RO=%d%s", s->rank_kept, vec4 ? " -D GVEC4" : "");
+    char options[64], dtypes[32];
+    tensor_dtype_options(s, TC_SUM, 0, dtypes, sizeof dtypes);
+    snprintf(options, sizeof options, "-D RO=%d%s%s", s->rank_kept, vec4 ? " -D GVEC4" : "",
+             dtypes);
     size_t wg = (size_t)tensor_host->tunable_index(l, TT_WG);
     /* A work-item per counter of four elements (one more where offset is not a multiple of 4). */
     size_t global = global_size((size_t)s->n_out / 4 + 2, wg, wg);
@@ -414,7 +437,7 @@ kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, con
     return kp_clargs_enqueue(&c, 1, &global, &wg);
 }
 
-void tensor_space_reference_generate(const tensor_space *s, float *y, int kind, double a, double b,
+void tensor_space_reference_generate(const tensor_space *s, void *y, int kind, double a, double b,
                                      uint64_t seed, uint64_t offset)
 {
     const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
@@ -440,6 +463,6 @@ void tensor_space_reference_generate(const tensor_space *s, float *y, int kind, 
             const double theta = 2.0 * M_PI * (double)(w[p + 1] >> 8) * 0x1p-24;
             v = a + b * r * ((k & 1) ? sin(theta) : cos(theta));
         }
-        y[oy] = (float)v;
+        kp_dtype_store(y, (kp_dtype)s->out_dtype, oy, (float)v);
     }
 }

@@ -129,6 +129,7 @@ typedef struct tensor_space {
     int64_t out_offset, in_offset[TS_MAX_IN];
     int n_in;
     int64_t n_out, n_red; /* elements of the output; terms of each output element */
+    int32_t out_dtype, in_dtype[TS_MAX_IN]; /* each operand's storage (kp_dtype) */
 } tensor_space;
 
 /*
@@ -146,9 +147,11 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                                const kp_tensor *const *in, int map, int comb, double alpha,
                                double post);
 
-/* The same on host memory, in double: `out` and `in` point at each operand's element 0. */
+/* The same on host memory, in double: `out` and `in` point at each operand's element 0, read and
+ * written as the space's dtypes say (out_dtype: the output's, as given). Each result is rounded
+ * to float before it is stored, as the kernel's f32 arithmetic does. */
 void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
-                            const float *const *in, int map, int comb, double alpha, double post);
+                            const void *const *in, int map, int comb, double alpha, double post);
 
 /* Index-only values (tensor_generate in kernels/tensor.cl): y[o] for its row-major index o. */
 enum { TG_FILL, TG_ARANGE, TG_UNIFORM, TG_NORMAL, TG_BERNOULLI };
@@ -157,8 +160,30 @@ kp_status tensor_space_enqueue_generate(kp_launch *l, const tensor_space *s, con
                                         uint64_t offset);
 /* The same on host memory (y points at element 0), in double: the random ones from the same
  * Philox4x32-10 words (kernelport/ops/random.h). */
-void tensor_space_reference_generate(const tensor_space *s, float *y, int kind, double a, double b,
+void tensor_space_reference_generate(const tensor_space *s, void *y, int kind, double a, double b,
                                      uint64_t seed, uint64_t offset);
+
+/* ---- tensor-dtypes.c: storage dtypes (docs/kernels/tensor.md, "Dtypes") ------------------ */
+
+/* The dtypes a tensor parameter may take: the floating ones (arithmetic), or any of the four
+ * (cast, and where's condition). */
+#define TENSOR_FLOATS (KP_DT(KP_F32) | KP_DT(KP_F16) | KP_DT(KP_BF16))
+#define TENSOR_ANY_DTYPE (TENSOR_FLOATS | KP_DT(KP_I32))
+
+/* " -D DT0=2 -D DTY=6"-style options for the space's dtypes other than f32 (none when every
+ * operand is f32, so f32 programs stay as they were); an arg combine writes i32 indices and
+ * takes no DTY. With `raw`, " -D RAW": a copy between tensors of one dtype moves bits. */
+void tensor_dtype_options(const tensor_space *s, int comb, int raw, char *buf, size_t size);
+/* Widens a call's tolerance for its outputs' dtypes: a 16-bit result the device and the host
+ * each round once may land one unit in the last place apart (f16: 2^-10 relative and 2^-24
+ * among its subnormals, bf16: 2^-7). */
+void tensor_dtype_tolerance(const kp_call *call, double *atol, double *rtol);
+/* A sample size's dtypes: "rows-bf16" is size "rows" (into base) with every operand bf16,
+ * "permute-f16-i32" size "permute" with the first operand f16 and the others i32 (the last one
+ * named goes on); dt[0 .. n - 1] in the kernel's parameter order, f32 where none is named. */
+void tensor_size_dtypes(const char *size, char *base, size_t base_size, int32_t *dt, int n);
+/* Bytes of all a call's present tensors at their dtypes (each kernel's `cost`). */
+double tensor_dtype_bytes(const kp_call *call);
 
 /* "[3, 1, 7]" of a tensor's shape, into buf. */
 const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size);

@@ -14,10 +14,11 @@ extern "C" {
 /*
  * Every call below looks its kernel up by name ("tensor.<op>") and launches it on `rt`'s queue,
  * asynchronously like kp_kernel_launch, whose errors it returns (KP_ERR_NOT_FOUND when the tensor
- * plugin is not loaded). Tensors are f32 views with any strides; inputs broadcast NumPy's way to
- * the output's shape, which is never broadcast itself; an output may be one of the inputs' very
- * views (in place). The caller keeps ownership of every tensor's buffer. Thread-safety: that of
- * kp_kernel_launch.
+ * plugin is not loaded). Tensors are views with any strides, stored f32, f16 or bf16 (computed
+ * in f32; docs/kernels/tensor.md, "Dtypes", says which kernel takes which); inputs broadcast
+ * NumPy's way to the output's shape, which is never broadcast itself; an output may be one of the
+ * inputs' very views (in place). The caller keeps ownership of every tensor's buffer.
+ * Thread-safety: that of kp_kernel_launch.
  */
 
 /* y = op(x) for a unary op by name: "neg", "abs", "exp", "exp2", "log", "log2", "sqrt",
@@ -130,7 +131,20 @@ KP_INLINE kp_status kp_matmul(kp_runtime *rt, kp_tensor a, kp_tensor b, kp_tenso
     return kp_mul_sum(rt, a, b, y);
 }
 
-/* y = cond ? a : b elementwise (cond nonzero), the three broadcast to y's shape. */
+/* y = x converted to y's dtype (tensor.copy): any of f32, f16, bf16 and i32 to any, x broadcast
+ * to y's shape, any strides on both. Floats round to nearest even (a NaN stays a NaN); to i32
+ * they truncate toward zero as PyTorch's .to(torch.int32), saturating past i32's range, NaN
+ * giving 0; i32 to f32 rounds to nearest even past 2^24. The same dtype copies the bits. */
+KP_INLINE kp_status kp_cast(kp_runtime *rt, kp_tensor x, kp_tensor y)
+{
+    kp_kernel *k = NULL;
+    kp_status st = kp_kernel_find(rt, "tensor.copy", &k);
+    kp_arg args[2] = {kp_arg_tensor("x", x), kp_arg_tensor("y", y)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 2, NULL) : st;
+}
+
+/* y = cond ? a : b elementwise (cond nonzero; cond may be i32 too), the three broadcast to y's
+ * shape. */
 KP_INLINE kp_status kp_where(kp_runtime *rt, kp_tensor cond, kp_tensor a, kp_tensor b, kp_tensor y)
 {
     kp_kernel *k = NULL;
