@@ -15,6 +15,7 @@ static const char usage[] =
     "usage: fashion-mnist [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr LR]\n"
     "                     [--weight-decay WD] [--seed N] [--train-limit N] [--test-limit N]\n"
     "                     [--save FILE] [--load FILE] [--csv FILE] [--direct]\n"
+    "                     [--min-accuracy P]\n"
     "Trains conv(1-32) relu pool conv(32-64) relu pool linear(3136-128) relu linear(128-10) with\n"
     "softmax cross-entropy and AdamW on Fashion-MNIST, reporting loss, test accuracy and\n"
     "samples/s each epoch. With --load, evaluates saved weights instead of training.\n"
@@ -29,7 +30,8 @@ static const char usage[] =
     "  --save FILE         write the trained weights (format: examples/fashion-mnist/README.md)\n"
     "  --load FILE         read weights and evaluate them, no training\n"
     "  --csv FILE          write epoch,train_loss,test_accuracy,samples_per_s rows\n"
-    "  --direct            launch each step's kernels one by one instead of replaying a graph\n";
+    "  --direct            launch each step's kernels one by one instead of replaying a graph\n"
+    "  --min-accuracy P    exit 1 when the final test accuracy is below P (0 to 1)\n";
 
 static double now(void)
 {
@@ -113,7 +115,8 @@ int main(int argc, char **argv)
 {
     const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
                *load = NULL, *csv_path = NULL;
-    double epochs = 3, batch = 128, lr = 1e-3, wd = 0.01, seed = 1, train_limit = 0, test_limit = 0;
+    double epochs = 3, batch = 128, lr = 1e-3, wd = 0.01, seed = 1, train_limit = 0, test_limit = 0,
+           min_accuracy = 0;
     int direct = 0;
     for (int i = 1; i < argc; i++) {
         int ok = 1;
@@ -146,6 +149,8 @@ int main(int argc, char **argv)
             ok = number(argc, argv, &i, 1, 1e9, &train_limit);
         } else if (!strcmp(a, "--test-limit")) {
             ok = number(argc, argv, &i, 1, 1e9, &test_limit);
+        } else if (!strcmp(a, "--min-accuracy")) {
+            ok = number(argc, argv, &i, 0, 1, &min_accuracy);
         } else {
             fprintf(stderr, "fashion-mnist: unknown argument %s\n%s", a, usage);
             return 2;
@@ -208,7 +213,7 @@ int main(int argc, char **argv)
         }
         printf("loaded %s: test accuracy %.2f%% on %zu images\n", load, 100 * accuracy, n_test);
         printf("test predictions digest: %016llx\n", (unsigned long long)digest);
-        rc = 0;
+        rc = accuracy >= min_accuracy ? 0 : 1;
         goto done;
     }
     if (!direct && (st = cnn_record(m, &g)) != KP_OK) {
@@ -291,6 +296,11 @@ int main(int argc, char **argv)
         printf("weights saved to %s\n", save);
     }
     rc = 0;
+    if (accuracy < min_accuracy) {
+        printf("test accuracy %.2f%% is below --min-accuracy %.2f%%\n", 100 * accuracy,
+               100 * min_accuracy);
+        rc = 1;
+    }
 done:
     if (csv && fclose(csv) != 0) {
         fprintf(stderr, "fashion-mnist: writing %s failed\n", csv_path);

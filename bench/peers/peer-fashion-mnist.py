@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""examples/fashion-mnist's peer: the same CNN, data order and optimizer in PyTorch.
+
+    python3 bench/peers/peer-fashion-mnist.py --epochs 3 --json results/peer-fashion-mnist.json
+    python3 bench/peers/peer-fashion-mnist.py --cpu --train-limit 10000 --epochs 1
+
+The model is examples/fashion-mnist/cnn-model.c's: conv(1->32, 3x3, pad 1) + ReLU + max-pool 2 +
+conv(32->64, 3x3, pad 1) + ReLU + max-pool 2 + linear(3136->128) + ReLU + linear(128->10), softmax
+cross-entropy, AdamW(lr 1e-3, weight_decay 0.01), batch 128, the example's shuffle (splitmix64
+seeded with seed * 1000003 + epoch, Fisher-Yates), its normalisation, the last partial batch
+skipped. PyTorch's own initialisation (the example draws its weights from Philox with the same
+bounds). Eager on CUDA with TF32 off (default) or the CPU (--cpu); --compile adds torch.compile.
+Prints and writes per epoch: seconds of training (synchronised), train loss, test accuracy."""
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+
+M64 = (1 << 64) - 1
+
+
+def splitmix(state):
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return state, z ^ (z >> 31)
+
+
+def shuffle(n, seed):
+    order = list(range(n))
+    s = seed
+    for i in range(n, 1, -1):
+        s, r = splitmix(s)
+        j = r % i
+        order[i - 1], order[j] = order[j], order[i - 1]
+    return order
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * d:8 + 4 * d], "big") for d in range(dims)]
+    return data[4 + 4 * dims:], shape
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--train-limit", type=int, default=0)
+    ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        print("peer-fashion-mnist: skipped: %s" % e)
+        return 0
+    if not a.cpu and not torch.cuda.is_available():
+        print("peer-fashion-mnist: skipped: no CUDA device (--cpu for the CPU)")
+        return 0
+    dev = torch.device("cpu" if a.cpu else "cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    sync = (lambda: None) if a.cpu else torch.cuda.synchronize
+    tr_x, sh = read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))
+    tr_y, _ = read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz"))
+    te_x, te_sh = read_idx(os.path.join(a.data, "t10k-images-idx3-ubyte.gz"))
+    te_y, _ = read_idx(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz"))
+
+    def images(raw, n):
+        x = np.frombuffer(raw, dtype=np.uint8)[:n * 784].astype(np.float32).reshape(n, 1, 28, 28)
+        return torch.from_numpy((x / 255.0 - 0.2860) / 0.3530)
+
+    n_train = min(a.train_limit or sh[0], sh[0])
+    xtr = images(tr_x, n_train).to(dev)
+    ytr = torch.from_numpy(np.frombuffer(tr_y, dtype=np.uint8)[:n_train].astype(np.int64)).to(dev)
+    xte = images(te_x, te_sh[0]).to(dev)
+    yte = torch.from_numpy(np.frombuffer(te_y, dtype=np.uint8).astype(np.int64)).to(dev)
+    torch.manual_seed(a.seed)
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
+                          nn.Linear(128, 10)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    step_model = torch.compile(model) if a.compile else model
+    loss_fn = nn.CrossEntropyLoss()
+    steps = n_train // a.batch
+    rows = []
+    for epoch in range(1, a.epochs + 1):
+        order = torch.tensor(shuffle(n_train, a.seed * 1000003 + epoch), device=dev)
+        sync()
+        t0 = time.perf_counter()
+        total = torch.zeros((), device=dev)
+        for s in range(steps):
+            idx = order[s * a.batch:(s + 1) * a.batch]
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(step_model(xtr[idx]), ytr[idx])
+            loss.backward()
+            opt.step()
+            total += loss.detach()
+        sync()
+        seconds = time.perf_counter() - t0
+        with torch.no_grad():
+            right = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
+                        for i in range(0, len(yte), 1000))
+        acc = right / len(yte)
+        row = {"epoch": epoch, "seconds": seconds, "train_loss": float(total) / steps,
+               "test_accuracy": acc, "samples_per_s": steps * a.batch / seconds}
+        rows.append(row)
+        print("torch %s%s epoch %d: %.2f s, train loss %.4f, test accuracy %.2f%%, %.0f samples/s"
+              % ("CPU" if a.cpu else torch.cuda.get_device_name(0),
+                 " compiled" if a.compile else " eager", epoch, seconds, row["train_loss"],
+                 100 * acc, row["samples_per_s"]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"benchmark": "peer-fashion-mnist", "torch": torch.__version__,
+                       "device": "cpu" if a.cpu else torch.cuda.get_device_name(0),
+                       "compiled": a.compile, "epochs": rows}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Issue #25's programs on the NVIDIA device, in one call of the device tool: the XOR example, the
+# Fashion-MNIST CNN for 3 epochs (a recorded step; its weights saved and loaded back), and the
+# same CNN in PyTorch eager (TF32 off) in the same call, per epoch. Needs the dataset's .deb in
+# .gpu (apt-get download dataset-fashion-mnist zlib1g-dev, into .gpu/).
+#   device run:  carry [".gpu"], command: bash scripts/gpu/train.sh
+# Optional: KP_TRAIN_EPOCHS (default 3), KP_TRAIN_COMPILE=1 adds torch.compile's run.
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin train /tmp/kp-train-out results
+kp_setup
+kp_build_here "$res/build.log"
+epochs=${KP_TRAIN_EPOCHS:-3}
+
+step "nvidia: xor"
+timeout "$(cap 60)" build-gpu/bin/xor --device nvidia --csv "$res/xor.csv" | tail -3
+
+step "nvidia: fashion-mnist, $epochs epochs"
+timeout "$(cap 300)" build-gpu/bin/fashion-mnist --device nvidia --epochs "$epochs" \
+  --csv "$res/fashion-mnist.csv" --save "$res/cnn.kpw"
+timeout "$(cap 60)" build-gpu/bin/fashion-mnist --device nvidia --load "$res/cnn.kpw" | tail -2
+
+step "PyTorch eager, the same CNN"
+PYTHONUNBUFFERED=1 timeout "$(cap 300)" python3 bench/peers/peer-fashion-mnist.py \
+  --epochs "$epochs" --json "$res/peer-fashion-mnist.json" || echo "peer failed"
+if [[ ${KP_TRAIN_COMPILE:-0} == 1 ]]; then
+  PYTHONUNBUFFERED=1 timeout "$(cap 300)" python3 bench/peers/peer-fashion-mnist.py --compile \
+    --epochs "$epochs" --json "$res/peer-fashion-mnist-compiled.json" || echo "peer failed"
+fi
+kp_pack
