@@ -1,15 +1,16 @@
 #!/bin/sh
 # example-fashion-mnist's test (issue #25): one epoch on 2,000 training images must reach 70% on
 # 1,000 test images; the saved weights loaded into a fresh model give the same test predictions
-# (their digests); a missing data directory is named with the package that provides it.
+# (their digests); a missing data directory is named with the package that provides it. Batch 16
+# and lr 2e-3 give 2,000 images 125 steps: 74.7-78.8% over seeds 1-3 on PoCL, a margin above 70%.
 # Usage: reload-test.sh PROGRAM STATE_DIR
 set -eu
 prog=$1
 dir=$2
 mkdir -p "$dir"
-"$prog" --train-limit 2000 --test-limit 1000 --epochs 1 --batch 32 --min-accuracy 0.70 \
+"$prog" --train-limit 2000 --test-limit 1000 --epochs 1 --batch 16 --lr 2e-3 --min-accuracy 0.70 \
   --save "$dir/w.kpw" --csv "$dir/curves.csv" | tee "$dir/train.txt"
-"$prog" --load "$dir/w.kpw" --test-limit 1000 --batch 32 | tee "$dir/load.txt"
+"$prog" --load "$dir/w.kpw" --test-limit 1000 --batch 16 | tee "$dir/load.txt"
 a=$(grep 'digest' "$dir/train.txt")
 b=$(grep 'digest' "$dir/load.txt")
 [ -n "$a" ] && [ "$a" = "$b" ] || { echo "predictions differ after reload: $a / $b"; exit 1; }
