@@ -245,6 +245,60 @@ static kp_status prepared_gemm(kp_runtime *rt)
     return st;
 }
 
+/* A graph of a fill, two example.axpy launches and a copy, replayed twice, the second timed:
+ * 3 + 2 alpha x, exact on these integers. Kernel by kernel, the default on PoCL: the command
+ * buffer's entry points come from clGetExtensionFunctionAddressForPlatform, which
+ * tests/cl-faults.c does not interpose. */
+static kp_status graph_axpy(kp_runtime *rt, const char *kernel)
+{
+    enum { n = 29 };
+    float x[n], y[n];
+    double want[n];
+    for (int i = 0; i < n; i++) {
+        x[i] = (float)(i % 7 - 3);
+        want[i] = 3 + 2 * 1.5 * x[i];
+    }
+    kp_buffer *bx = NULL, *by = NULL, *bz = NULL;
+    kp_graph *g = NULL;
+    kp_status st = upload(rt, x, n, &bx);
+    if (st == KP_OK)
+        st = upload(rt, x, n, &by);
+    if (st == KP_OK)
+        st = upload(rt, x, n, &bz);
+    if (st == KP_OK)
+        st = kp_graph_begin(rt, KP_GRAPH_NO_COMMAND_BUFFER);
+    if (st == KP_OK) {
+        const float three = 3;
+        kp_arg args[] = {KP_ARG_INT("n", n), KP_ARG_FLOAT("alpha", 1.5),
+                         KP_ARG_TENSOR("x", kp_tensor_1d(bx, KP_F32, n)),
+                         KP_ARG_TENSOR("y", kp_tensor_1d(by, KP_F32, n))};
+        st = kp_buffer_fill(rt, by, 0, n * sizeof(float), &three, sizeof three);
+        for (int i = 0; i < 2 && st == KP_OK; i++)
+            st = kp_kernel_launch(rt, find(rt, kernel), args, 4, NULL);
+        if (st == KP_OK)
+            st = kp_buffer_copy(rt, by, 0, bz, 0, n * sizeof(float));
+        kp_status end = kp_graph_end(rt, &g);
+        st = st == KP_OK ? end : st;
+    }
+    for (int i = 0; i < 2 && st == KP_OK; i++) {
+        kp_event *ev = NULL;
+        double seconds;
+        st = kp_graph_replay(g, i ? &ev : NULL);
+        if (st == KP_OK && ev)
+            st = kp_event_elapsed(rt, ev, &seconds);
+        kp_event_destroy(rt, ev);
+    }
+    if (st == KP_OK)
+        st = kp_buffer_read(rt, bz, 0, sizeof y, y);
+    if (st == KP_OK)
+        st = compare("graph", y, want, n, 0);
+    kp_graph_destroy(g);
+    kp_buffer_destroy(rt, bx);
+    kp_buffer_destroy(rt, by);
+    kp_buffer_destroy(rt, bz);
+    return st;
+}
+
 static kp_status prepared(kp_runtime *rt, const char *kernel)
 {
     return strcmp(kernel, "blas.gemm") == 0 ? prepared_gemm(rt) : prepared_axpy(rt);
@@ -365,6 +419,12 @@ static void test_prepared_timed_launches(void **state)
     sweep(prepared, "prepared", "blas.gemm", "never");
 }
 
+/* A graph's recording (kernel copies), its replay and a replay's event. */
+static void test_graph(void **state)
+{
+    sweep(graph_axpy, "graph", "example.axpy", "never");
+}
+
 /* CLBlast's warm-up calls (blas.gemm's: blas.gemm_batched's still end the process, see
  * plugins/blas/blas-clblast.c). */
 static void test_warmup(void **state)
@@ -392,6 +452,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_verify_each_family),
         cmocka_unit_test(test_program_from_disk_cache),
         cmocka_unit_test(test_prepared_timed_launches),
+        cmocka_unit_test(test_graph),
         cmocka_unit_test(test_warmup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
