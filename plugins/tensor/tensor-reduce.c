@@ -90,7 +90,7 @@ static const kp_param_desc back_params[] = {
  * y (reduced x over `axes`, keepdim or not) as a view over x's dimensions: extent 1 and stride 0
  * at the reduced axes. Fails naming the shapes when y is neither form.
  */
-static kp_status keepdim_view(kp_launch *l, const kp_tensor *x, const kp_tensor *y,
+kp_status tensor_keepdim_view(kp_launch *l, const kp_tensor *x, const kp_tensor *y,
                               const char *y_name, int64_t axes, kp_tensor *out, int64_t *terms)
 {
     if (axes != -1 && (axes < 0 || axes >= ((int64_t)1 << x->rank)))
@@ -153,7 +153,7 @@ static kp_status space(kp_launch *l, const kp_call *call, tensor_space *s, kp_te
 {
     const kp_tensor *x = &call->args[RD_X].tensor;
     kp_status st =
-        keepdim_view(l, x, &call->args[RD_Y].tensor, "y", call->args[RD_AXES].i, y, terms);
+        tensor_keepdim_view(l, x, &call->args[RD_Y].tensor, "y", call->args[RD_AXES].i, y, terms);
     const kp_tensor *in[1] = {x};
     static const char *const names[1] = {"x"};
     if (st == KP_OK)
@@ -213,8 +213,8 @@ static kp_status back_space(kp_launch *l, const kp_call *call, tensor_space *s, 
                             int64_t *terms)
 {
     const kp_tensor *dx = &call->args[RB_DX].tensor;
-    kp_status st =
-        keepdim_view(l, dx, &call->args[RB_DY].tensor, "dy", call->args[RB_AXES].i, dy, terms);
+    kp_status st = tensor_keepdim_view(l, dx, &call->args[RB_DY].tensor, "dy",
+                                       call->args[RB_AXES].i, dy, terms);
     const kp_tensor *in[1] = {dy};
     static const char *const names[1] = {"dy"};
     return st == KP_OK ? tensor_space_make(l, dx->rank, dx->shape, dx, "dx", in, names, 1, s) : st;
