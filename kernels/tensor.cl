@@ -494,7 +494,9 @@ tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
             acc_add(&a, comb, term(op, n_in, x0, x1, x2, t0, t1, t2, alpha), r);
         }
         lv[lane] = a.v;
-        ls[lane] = a.s;
+        /* Only var's and logsumexp's states have a second value (a constant with COMB). */
+        if (comb >= C_VAR)
+            ls[lane] = a.s;
         larg[lane] = a.arg;
         lnan[lane] = a.nan;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -502,12 +504,13 @@ tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
             if (lane < step) {
                 acc_t b;
                 b.v = lv[lane + step];
-                b.s = ls[lane + step];
+                b.s = comb >= C_VAR ? ls[lane + step] : 0.0f;
                 b.arg = larg[lane + step];
                 b.nan = lnan[lane + step];
                 acc_merge(&a, comb, b);
                 lv[lane] = a.v;
-                ls[lane] = a.s;
+                if (comb >= C_VAR)
+                    ls[lane] = a.s;
                 larg[lane] = a.arg;
                 lnan[lane] = a.nan;
             }
