@@ -111,11 +111,11 @@ static double divisor(int64_t terms, double correction)
 static kp_status fwd_space(kp_launch *l, const kp_call *call, tensor_space *s, kp_tensor *y,
                            int64_t *terms)
 {
-    const stat *st_ = stat_of(l);
+    const stat *r = stat_of(l);
     const kp_tensor *x = &call->args[F_X].tensor;
-    if (st_->corr_at >= 0 && !isfinite(call->args[st_->corr_at].f))
+    if (r->corr_at >= 0 && !isfinite(call->args[r->corr_at].f))
         return tensor_host->fail(l, KP_ERR_INVALID_ARG, "correction: %g is not finite",
-                                 call->args[st_->corr_at].f);
+                                 call->args[r->corr_at].f);
     kp_status st =
         tensor_keepdim_view(l, x, &call->args[F_Y].tensor, "y", call->args[F_AXES].i, y, terms);
     const kp_tensor *in[1] = {x};
@@ -124,7 +124,7 @@ static kp_status fwd_space(kp_launch *l, const kp_call *call, tensor_space *s, k
         st = tensor_space_make(l, x->rank, x->shape, y, "y", in, names, 1, s);
     if (st == KP_OK && *terms == 0)
         st = tensor_host->fail(l, KP_ERR_INVALID_ARG,
-                               "x: reducing an empty set of elements has no %s", st_->name);
+                               "x: reducing an empty set of elements has no %s", r->name);
     return st;
 }
 
@@ -445,22 +445,22 @@ static kp_status fwd_sample(kp_sample *smp, const char *size)
  * The forward's y for a backward's sample, in double: std, logsumexp, or the extreme. Its
  * element k is the k-th output in row-major order, keepdim or not.
  */
-static void forward_y(stat_kind kind, const sample_shape *p, const float *x, const kp_tensor *xt,
-                      float *y, double correction)
+static kp_status forward_y(stat_kind kind, const sample_shape *p, const float *x,
+                           const kp_tensor *xt, float *y, double correction)
 {
     kp_tensor kept = *xt;
     kept.offset = 0;
-    int64_t stride = 1, nk = 1;
+    int64_t stride = 1;
     for (int d = p->rank - 1; d >= 0; d--) {
         const int red = p->axes == -1 || ((p->axes >> d) & 1);
         kept.shape[d] = red ? 1 : p->x[d];
         kept.strides[d] = red ? 0 : stride;
         stride *= kept.shape[d];
     }
-    nk = stride;
+    const int64_t nk = stride;
     double *a = calloc((size_t)nk * 3, sizeof *a);
     if (!a)
-        return;
+        return KP_ERR_OUT_OF_MEMORY;
     for (int64_t k = 0; k < nk; k++)
         a[3 * k] = kind == ST_MAX || kind == ST_LSE ? -INFINITY : kind == ST_MIN ? INFINITY : 0.0;
     for (int pass = 0; pass < 2; pass++) {
@@ -489,6 +489,7 @@ static void forward_y(stat_kind kind, const sample_shape *p, const float *x, con
                                         : s[0]);
     }
     free(a);
+    return KP_OK;
 }
 
 static kp_status back_sample(kp_sample *smp, const char *size)
@@ -520,7 +521,7 @@ static kp_status back_sample(kp_sample *smp, const char *size)
         st = tensor_host->sample_float(smp, "correction", correction);
     }
     if (st == KP_OK && yd)
-        forward_y(r->kind, &p, data, &xt, yd, correction);
+        st = forward_y(r->kind, &p, data, &xt, yd, correction);
     return st == KP_OK && p.axes != -1 ? tensor_host->sample_int(smp, "axes", p.axes) : st;
 }
 
