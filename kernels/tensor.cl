@@ -111,12 +111,14 @@ enum {
     M_D_SQUARE,
     M_DA_ADD, M_DB_ADD, M_DA_SUB, M_DB_SUB, M_DA_MUL, M_DB_MUL, M_DA_DIV, M_DB_DIV, M_DA_MAX,
     M_DB_MAX, M_DA_MIN, M_DB_MIN, M_DA_POW, M_DB_POW, M_DA_MOD, M_DB_MOD,
+    M_D_VAR, M_D_LSE, M_D_EXTREME, M_D_STD, M_TIE,
     M_COUNT
 };
 
 /* Combines: a sum (mean is a sum scaled after), a product, the extremes and their first
- * index. */
-enum { C_SUM, C_PROD, C_MAX, C_MIN, C_ARGMAX, C_ARGMIN };
+ * index, Welford's mean and sum of squared deviations (var and std, `post` their divisor), and
+ * logsumexp's running max and rescaled sum of exponentials. */
+enum { C_SUM, C_PROD, C_MAX, C_MIN, C_ARGMAX, C_ARGMIN, C_VAR, C_STD, C_LSE };
 
 #define SQRT_2_OVER_PI 0.7978845608028654f
 #define INV_SQRT_2 0.7071067811865476f
@@ -228,6 +230,15 @@ float map(int op, float a, float b, float c, float alpha)
     case M_DB_POW: return b == 0.0f && c >= 0.0f ? 0.0f : a * pow(b, c) * log(b);
     case M_DA_MOD: return a;
     case M_DB_MOD: return -a * floor(b / c);
+    /* Reductions' backward: var's (g, x, the mean; alpha 2 / (N - correction)), logsumexp's
+     * (dy, x, y), the extremes' (dy / ties, x, y: the ties share the gradient evenly); std's
+     * g from (dy, y), 0 where y is (PyTorch's masked_fill); whether x (a) ties y (b), NaN tying
+     * NaN. */
+    case M_D_VAR: return a * alpha * (b - c);
+    case M_D_LSE: return a * exp(b - c);
+    case M_D_EXTREME: return b == c || (isnan(b) && isnan(c)) ? a : 0.0f;
+    case M_D_STD: return b == 0.0f ? 0.0f : a / (2.0f * b);
+    case M_TIE: return a == b || (isnan(a) && isnan(b)) ? 1.0f : 0.0f;
     default: return NAN;
     }
 }
@@ -235,9 +246,10 @@ float map(int op, float a, float b, float c, float alpha)
 /* How many inputs op reads: x1 and x2 are read only when it uses them. */
 int arity(int op)
 {
-    return op == M_WHERE || (op >= M_DA_ADD && op < M_COUNT) ? 3
-           : (op >= M_ADD && op <= M_CMPEQ) || (op >= M_D_NEG && op < M_DA_ADD) ? 2
-                                                                                  : 1;
+    return op == M_WHERE || (op >= M_DA_ADD && op <= M_D_EXTREME) ? 3
+           : (op >= M_ADD && op <= M_CMPEQ) || (op >= M_D_NEG && op < M_DA_ADD) || op >= M_D_STD
+               ? 2
+               : 1;
 }
 
 /* Splits `q` over the dimension at view position p: its coordinate moves the inputs' offsets
@@ -331,9 +343,11 @@ void term_offsets(int q, const int8 ext, const kp_view8 v0, const kp_view8 v1, c
 }
 
 /* A combine's running state: its value, the index of the extreme it holds, whether that is a
- * NaN (which wins over everything, the first one among NaNs). */
+ * NaN (which wins over everything, the first one among NaNs). Welford's (C_VAR, C_STD): v the
+ * mean, s the sum of squared deviations, arg the count. logsumexp's: v the running max, s the
+ * sum of exp(x - v), nan whether a NaN was seen (v is then NaN). */
 typedef struct acc_t {
-    float v;
+    float v, s;
     int arg;
     int nan;
 } acc_t;
@@ -341,11 +355,12 @@ typedef struct acc_t {
 acc_t acc_init(int comb, int first)
 {
     acc_t a;
-    a.v = comb == C_PROD                       ? 1.0f
-          : comb == C_MAX || comb == C_ARGMAX ? -INFINITY
-          : comb == C_MIN || comb == C_ARGMIN ? INFINITY
-                                               : 0.0f;
-    a.arg = first;
+    a.v = comb == C_PROD                                        ? 1.0f
+          : comb == C_MAX || comb == C_ARGMAX || comb == C_LSE ? -INFINITY
+          : comb == C_MIN || comb == C_ARGMIN                  ? INFINITY
+                                                                : 0.0f;
+    a.s = 0.0f;
+    a.arg = comb == C_VAR || comb == C_STD ? 0 : first;
     a.nan = 0;
     return a;
 }
@@ -357,6 +372,27 @@ void acc_add(acc_t *a, int comb, float v, int r)
         a->v += v;
     } else if (comb == C_PROD) {
         a->v *= v;
+    } else if (comb == C_VAR || comb == C_STD) {
+        /* 1 / n depends on the count alone, so it is computed beside the chain of dependent
+         * updates rather than in it (a division per term in the chain was 8x a sum's time on
+         * PoCL). */
+        a->arg++;
+        const float rn = 1.0f / (float)a->arg, d = v - a->v;
+        a->v = fma(d, rn, a->v);
+        a->s = fma(d, v - a->v, a->s);
+    } else if (comb == C_LSE) {
+        /* One exp a term, without a branch on the data: the rescale of the sum when v is the
+         * new max, else v's term. -inf adds nothing (and would make inf - inf); a +inf max
+         * makes the rest irrelevant (store). */
+        if (isnan(v)) {
+            a->nan = 1;
+            a->v = NAN;
+        } else if (!a->nan) {
+            const float mx = fmax(a->v, v);
+            const float e = v == -INFINITY ? 0.0f : exp(fmin(a->v, v) - mx);
+            a->s = v > a->v ? fma(a->s, e, 1.0f) : a->s + e;
+            a->v = mx;
+        }
     } else if (!a->nan) {
         const int better = comb == C_MAX || comb == C_ARGMAX ? v > a->v : v < a->v;
         if (isnan(v) || better) {
@@ -367,13 +403,34 @@ void acc_add(acc_t *a, int comb, float v, int r)
     }
 }
 
-/* a, then b's terms: sums add in that order; extremes keep the first in row-major order. */
+/* a, then b's terms: sums add in that order; extremes keep the first in row-major order;
+ * Welford's states meet by Chan's formula; logsumexp's rescale to the larger max. */
 void acc_merge(acc_t *a, int comb, acc_t b)
 {
     if (comb == C_SUM) {
         a->v += b.v;
     } else if (comb == C_PROD) {
         a->v *= b.v;
+    } else if (comb == C_VAR || comb == C_STD) {
+        if (a->arg == 0) {
+            *a = b;
+        } else if (b.arg > 0) {
+            const float na = (float)a->arg, nb = (float)b.arg, n = na + nb;
+            const float d = b.v - a->v;
+            a->v += d * (nb / n);
+            a->s += b.s + d * d * (na * (nb / n));
+            a->arg += b.arg;
+        }
+    } else if (comb == C_LSE) {
+        if (a->nan || b.nan) {
+            a->nan = 1;
+            a->v = NAN;
+        } else if (b.v > a->v) {
+            a->s = a->s * exp(a->v - b.v) + b.s;
+            a->v = b.v;
+        } else if (b.v != -INFINITY) {
+            a->s += b.s * exp(b.v - a->v);
+        }
     } else if (b.nan || !a->nan) {
         const int better = b.nan ? !a->nan || b.arg < a->arg
                            : comb == C_MAX || comb == C_ARGMAX
@@ -391,10 +448,19 @@ float term(int op, int n_in, __global const T(DT0) *x0, __global const T(DT1) *x
                n_in > 2 ? LOAD(DT2, x2, o2) : 0.0f, alpha);
 }
 
+/* post: the scale of a sum (mean's 1 / N), or var's and std's divisor max(0, N - correction)
+ * (0 gives inf, or NaN where every term is equal, as PyTorch's). logsumexp: an infinite max is
+ * the result (every term -inf, or one +inf). */
 void store(int comb, acc_t a, float post, __global T(DTY) *y, __global int *yi, int oy)
 {
     if (comb == C_ARGMAX || comb == C_ARGMIN)
         yi[oy] = a.arg;
+    else if (comb == C_VAR)
+        STORE(DTY, y, oy, a.s / post);
+    else if (comb == C_STD)
+        STORE(DTY, y, oy, sqrt(a.s / post));
+    else if (comb == C_LSE)
+        STORE(DTY, y, oy, a.nan || isinf(a.v) ? a.v : a.v + log(a.s));
     else
         STORE(DTY, y, oy, a.v * post);
 }
@@ -486,10 +552,15 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
             c[k] = n_in > 2 ? LOAD(DT2, x2, o2) : 0.0f;
         }
         for (int k = 0; k < UNROLL; k++) {
-            /* One term: every combine of it is the term itself (a sum starting from 0 would turn
-             * a -0 into +0, unlike the VEC4 path), its arg 0. */
+            /* One term: a sum or product of it is the term itself (a sum starting from 0 would
+             * turn a -0 into +0, unlike the VEC4 path); the other combines take it as their
+             * first term (logsumexp's and var's states hold more than the value). */
             acc_t acc = acc_init(comb, 0);
-            acc.v = map(op, a[k], b[k], c[k], alpha);
+            const float v = map(op, a[k], b[k], c[k], alpha);
+            if (comb == C_SUM || comb == C_PROD)
+                acc.v = v;
+            else
+                acc_add(&acc, comb, v, 0);
             if (o + k * step < n_out)
                 store(comb, acc, post, y, yi, oy[k]);
         }
@@ -520,7 +591,7 @@ __kernel __attribute__((reqd_work_group_size(LANES, 1, 1))) void
 tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
 {
     const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
-    __local float lv[LANES];
+    __local float lv[LANES], ls[LANES];
     __local int larg[LANES], lnan[LANES];
     const int n_in = arity(op), lane = get_local_id(0);
     for (int o = get_group_id(0); o < n_out; o += get_num_groups(0)) {
@@ -533,6 +604,9 @@ tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
             acc_add(&a, comb, term(op, n_in, x0, x1, x2, t0, t1, t2, alpha), r);
         }
         lv[lane] = a.v;
+        /* Only var's and logsumexp's states have a second value (a constant with COMB). */
+        if (comb >= C_VAR)
+            ls[lane] = a.s;
         larg[lane] = a.arg;
         lnan[lane] = a.nan;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -540,10 +614,13 @@ tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
             if (lane < step) {
                 acc_t b;
                 b.v = lv[lane + step];
+                b.s = comb >= C_VAR ? ls[lane + step] : 0.0f;
                 b.arg = larg[lane + step];
                 b.nan = lnan[lane + step];
                 acc_merge(&a, comb, b);
                 lv[lane] = a.v;
+                if (comb >= C_VAR)
+                    ls[lane] = a.s;
                 larg[lane] = a.arg;
                 lnan[lane] = a.nan;
             }
@@ -560,10 +637,11 @@ tensor_map_reduce_lanes(MAP_REDUCE_PARAMS)
  * output's terms in chunks of `chunk`, one work-item per (output, chunk) summing its chunk in
  * order into scratch (work-item w: output w % n_out, chunk w / n_out, so neighbours read
  * neighbouring outputs), then one work-item per output merging its chunks in order. The chunk
- * size comes from the shape alone, so the bits repeat.
+ * size comes from the shape alone, so the bits repeat. ps holds the combines' second value
+ * (var's and logsumexp's s); the others are given pv there and never write it.
  */
 __kernel void tensor_map_reduce_chunks(MAP_REDUCE_PARAMS, const int chunk, const int n_chunks,
-                                       __global float *pv, __global int *pa)
+                                       __global float *pv, __global int *pa, __global float *ps)
 {
     const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
     const int n_in = arity(op);
@@ -579,11 +657,14 @@ __kernel void tensor_map_reduce_chunks(MAP_REDUCE_PARAMS, const int chunk, const
         }
         pv[w] = a.v;
         pa[w] = a.arg;
+        if (comb >= C_VAR)
+            ps[w] = a.s;
     }
 }
 
 __kernel void tensor_map_reduce_merge(MAP_REDUCE_PARAMS, const int chunk, const int n_chunks,
-                                      __global const float *pv, __global const int *pa)
+                                      __global const float *pv, __global const int *pa,
+                                      __global const float *ps)
 {
     const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
     for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
@@ -593,6 +674,7 @@ __kernel void tensor_map_reduce_merge(MAP_REDUCE_PARAMS, const int chunk, const 
         for (int c = 0; c < n_chunks; c++) {
             acc_t b;
             b.v = pv[c * n_out + o];
+            b.s = comb >= C_VAR ? ps[c * n_out + o] : 0.0f;
             b.arg = pa[c * n_out + o];
             b.nan = isnan(b.v);
             if (c == 0)

@@ -205,6 +205,16 @@ double tensor_map_host(int map, double a, double b, double c, double alpha)
         return a;
     case TM_DB_MOD:
         return -a * floor(b / c);
+    case TM_D_VAR:
+        return a * alpha * (b - c);
+    case TM_D_LSE:
+        return a * exp(b - c);
+    case TM_D_EXTREME:
+        return b == c || (isnan(b) && isnan(c)) ? a : 0.0;
+    case TM_D_STD:
+        return b == 0.0 ? 0.0 : a / (2.0 * b);
+    case TM_TIE:
+        return a == b || (isnan(a) && isnan(b)) ? 1.0 : 0.0;
     default:
         return NAN;
     }

@@ -11,6 +11,8 @@ static kp_status tensor_init(const kp_host_api *api, kp_registrar *reg)
     if (st == KP_OK)
         st = tensor_register_reductions(api, reg);
     if (st == KP_OK)
+        st = tensor_register_stats(api, reg);
+    if (st == KP_OK)
         st = tensor_register_generators(api, reg);
     if (st == KP_OK)
         st = tensor_register_movement(api, reg);

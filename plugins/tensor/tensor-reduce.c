@@ -91,7 +91,7 @@ static const kp_param_desc back_params[] = {
  * y (reduced x over `axes`, keepdim or not) as a view over x's dimensions: extent 1 and stride 0
  * at the reduced axes. Fails naming the shapes when y is neither form.
  */
-static kp_status keepdim_view(kp_launch *l, const kp_tensor *x, const kp_tensor *y,
+kp_status tensor_keepdim_view(kp_launch *l, const kp_tensor *x, const kp_tensor *y,
                               const char *y_name, int64_t axes, kp_tensor *out, int64_t *terms)
 {
     if (axes != -1 && (axes < 0 || axes >= ((int64_t)1 << x->rank)))
@@ -159,7 +159,7 @@ static kp_status space(kp_launch *l, const kp_call *call, tensor_space *s, kp_te
             l, KP_ERR_INVALID_ARG, "y: dtype %s, but a %s of %s x is %s or f32",
             kp_dtype_name((kp_dtype)yt->dtype), reduction_of(l)->name,
             kp_dtype_name((kp_dtype)x->dtype), kp_dtype_name((kp_dtype)x->dtype));
-    kp_status st = keepdim_view(l, x, yt, "y", call->args[RD_AXES].i, y, terms);
+    kp_status st = tensor_keepdim_view(l, x, yt, "y", call->args[RD_AXES].i, y, terms);
     const kp_tensor *in[1] = {x};
     static const char *const names[1] = {"x"};
     if (st == KP_OK)
@@ -219,8 +219,8 @@ static kp_status back_space(kp_launch *l, const kp_call *call, tensor_space *s, 
                             int64_t *terms)
 {
     const kp_tensor *dx = &call->args[RB_DX].tensor;
-    kp_status st =
-        keepdim_view(l, dx, &call->args[RB_DY].tensor, "dy", call->args[RB_AXES].i, dy, terms);
+    kp_status st = tensor_keepdim_view(l, dx, &call->args[RB_DY].tensor, "dy",
+                                       call->args[RB_AXES].i, dy, terms);
     const kp_tensor *in[1] = {dy};
     static const char *const names[1] = {"dy"};
     return st == KP_OK ? tensor_space_make(l, dx->rank, dx->shape, dx, "dx", in, names, 1, s) : st;

@@ -210,8 +210,8 @@ static int route(kp_launch *l, const tensor_space *s)
  * aligned to far more: CL_DEVICE_MEM_BASE_ADDR_ALIGN). */
 static int vectorizable(const tensor_space *s, int comb)
 {
-    if (s->rank_red != 0 || s->rank_kept != 1 || comb == TC_ARGMAX || comb == TC_ARGMIN ||
-        s->out_stride[0] != 1 || s->out_offset % 4)
+    if (s->rank_red != 0 || s->rank_kept != 1 || comb >= TC_ARGMAX || s->out_stride[0] != 1 ||
+        s->out_offset % 4)
         return 0;
     for (int i = 0; i < s->n_in; i++)
         if ((s->in_stride[i][0] != 1 && s->in_stride[i][0] != 0) ||
@@ -278,10 +278,13 @@ static kp_status enqueue_chunks(kp_launch *l, const tensor_space *s, const char 
     if (parts > INT32_MAX)
         return tensor_host->fail(l, KP_ERR_UNSUPPORTED, "%lld partial sums: past 2^31 - 1",
                                  (long long)parts);
-    kp_buffer *pv = NULL, *pa = NULL;
+    kp_buffer *pv = NULL, *pa = NULL, *ps = NULL;
     kp_status st = tensor_host->scratch(l, 0, (size_t)parts * sizeof(float), &pv);
     if (st == KP_OK)
         st = tensor_host->scratch(l, 1, (size_t)parts * sizeof(int32_t), &pa);
+    /* The combines with a second value (var, std, logsumexp) keep it in ps. */
+    if (st == KP_OK && comb >= TC_VAR)
+        st = tensor_host->scratch(l, 2, (size_t)parts * sizeof(float), &ps);
     if (st != KP_OK)
         return st;
     const char *const entries[2] = {"tensor_map_reduce_chunks", "tensor_map_reduce_merge"};
@@ -293,6 +296,7 @@ static kp_status enqueue_chunks(kp_launch *l, const tensor_space *s, const char 
         kp_clargs_int(&a, (int32_t)n_chunks);
         kp_clargs_buffer(&a, pv);
         kp_clargs_buffer(&a, pa);
+        kp_clargs_buffer(&a, ps ? ps : pv);
         size_t global = global_size(stage ? (size_t)s->n_out : (size_t)parts, wg, wg);
         st = kp_clargs_enqueue(&a, 1, &global, &wg);
     }
@@ -371,6 +375,13 @@ void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
                                                            : 0.0;
         int64_t arg = 0;
         int seen_nan = 0;
+        /* Welford's (var, std): acc the mean, m2 the squared deviations; logsumexp: acc the
+         * running max, m2 the sum of exp(x - acc). */
+        double m2 = 0.0;
+        if (comb == TC_VAR || comb == TC_STD)
+            acc = 0.0;
+        else if (comb == TC_LSE)
+            acc = -INFINITY;
         for (int64_t r = 0; r < s->n_red; r++) {
             int64_t off[TS_MAX_IN];
             memcpy(off, base, sizeof off);
@@ -383,6 +394,17 @@ void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
                 acc += v;
             } else if (comb == TC_PROD) {
                 acc *= v;
+            } else if (comb == TC_VAR || comb == TC_STD) {
+                const double d = v - acc;
+                acc += d / (double)(r + 1);
+                m2 += d * (v - acc);
+            } else if (comb == TC_LSE) {
+                if (isnan(v))
+                    seen_nan = 1;
+                else if (v > acc)
+                    m2 = m2 * exp(acc - v) + 1.0, acc = v;
+                else if (v != -INFINITY)
+                    m2 += exp(v - acc);
             } else if (!seen_nan) {
                 int better = comb == TC_MAX || comb == TC_ARGMAX ? v > acc : v < acc;
                 if (isnan(v) || better) {
@@ -392,10 +414,16 @@ void tensor_space_reference(const tensor_space *s, void *out, int32_t out_dtype,
                 }
             }
         }
+        /* post: var's and std's divisor, as kernels/tensor.cl's store reads it. */
+        double y = acc * post;
+        if (comb == TC_VAR || comb == TC_STD)
+            y = comb == TC_STD ? sqrt(m2 / post) : m2 / post;
+        else if (comb == TC_LSE)
+            y = seen_nan ? NAN : isinf(acc) ? acc : acc + log(m2);
         if (comb == TC_ARGMAX || comb == TC_ARGMIN)
             ((int32_t *)out)[oy] = (int32_t)arg;
         else
-            kp_dtype_store(out, (kp_dtype)out_dtype, oy, (float)(acc * post));
+            kp_dtype_store(out, (kp_dtype)out_dtype, oy, (float)y);
     }
 }
 

@@ -78,9 +78,14 @@ enum {
     TM_DB_POW,
     TM_DA_MOD,
     TM_DB_MOD,
+    TM_D_VAR,
+    TM_D_LSE,
+    TM_D_EXTREME,
+    TM_D_STD,
+    TM_TIE,
     TM_COUNT
 };
-enum { TC_SUM, TC_PROD, TC_MAX, TC_MIN, TC_ARGMAX, TC_ARGMIN, TC_COUNT };
+enum { TC_SUM, TC_PROD, TC_MAX, TC_MIN, TC_ARGMAX, TC_ARGMIN, TC_VAR, TC_STD, TC_LSE, TC_COUNT };
 
 /* The op the plugin registers a kernel for, with what its samples need. */
 typedef struct tensor_op {
@@ -142,7 +147,8 @@ kp_status tensor_space_make(kp_launch *l, int rank, const int64_t *full, const k
                             const char *const *in_names, int n_in, tensor_space *s);
 
 /* Runs `map` then `comb` over the space on the device: one tensor_map_reduce launch. The
- * tensors give buffers and dtypes; the space gives their views. */
+ * tensors give buffers and dtypes; the space gives their views. `post` scales a sum after (a
+ * mean's 1 / N); var and std divide by it (max(0, N - correction)). */
 kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_tensor *out,
                                const kp_tensor *const *in, int map, int comb, double alpha,
                                double post);
@@ -185,6 +191,12 @@ void tensor_size_dtypes(const char *size, char *base, size_t base_size, int32_t 
 /* Bytes of all a call's present tensors at their dtypes (each kernel's `cost`). */
 double tensor_dtype_bytes(const kp_call *call);
 
+/* y (x reduced over `axes`, a bit mask or -1 for all, keepdim or not) as a view over x's
+ * dimensions: extent 1 and stride 0 at the reduced axes; *terms the reduced elements of each
+ * output. Fails naming y_name and the shapes when y is neither form (tensor-reduce.c). */
+kp_status tensor_keepdim_view(kp_launch *l, const kp_tensor *x, const kp_tensor *y,
+                              const char *y_name, int64_t axes, kp_tensor *out, int64_t *terms);
+
 /* "[3, 1, 7]" of a tensor's shape, into buf. */
 const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size);
 
@@ -193,6 +205,8 @@ const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size);
 /* Registers the elementwise kernels (tensor-elementwise.c) and the reductions (tensor-reduce.c). */
 kp_status tensor_register_elementwise(const kp_host_api *api, kp_registrar *reg);
 kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg);
+/* var, std, logsumexp and the backward of var, std, logsumexp, max and min (tensor-stats.c). */
+kp_status tensor_register_stats(const kp_host_api *api, kp_registrar *reg);
 /* tensor.fill, arange, uniform, normal, bernoulli (tensor-generate.c); copy and its backward
  * (tensor-movement.c). */
 kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg);

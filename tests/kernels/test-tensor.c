@@ -71,8 +71,9 @@ static void test_verify_every_kernel(void **state)
     }
     /* 18 unary ops and 8 differentiable binary ops with their backward, cmplt, cmpeq and where,
      * 7 reductions and 2 reduction backwards, 5 generators, copy and its backward; softmax and
-     * log_softmax with their backward, cross_entropy, mse and bce_with_logits; mul_sum. */
-    assert_int_equal(verified, 18 * 2 + 8 * 2 + 3 + 7 + 2 + 5 + 2 + 4 + 3 + 1);
+     * log_softmax with their backward, cross_entropy, mse and bce_with_logits; var, std,
+     * logsumexp and the backward of those three and of max and min; mul_sum. */
+    assert_int_equal(verified, 18 * 2 + 8 * 2 + 3 + 7 + 2 + 5 + 2 + 4 + 3 + 3 + 5 + 1);
 }
 
 /* Every kernel that may reduce, verified again with its terms summed by 64 lanes (REDUCE 2: the
@@ -96,8 +97,8 @@ static void test_verify_gpu_routes(void **state)
             verified++;
         }
         /* The 26 backward kernels of elementwise ops, 7 reductions, 2 of their backward,
-         * copy's, mul_sum. */
-        assert_int_equal(verified, 18 + 8 + 7 + 2 + 1 + 1);
+         * copy's; var, std, logsumexp and the backward of var, std, max and min; mul_sum. */
+        assert_int_equal(verified, 18 + 8 + 7 + 2 + 1 + 3 + 4 + 1);
     }
 }
 
@@ -177,7 +178,38 @@ static void test_deterministic(void **state)
                  .out = {sums[i].b},
                  .out_n = {sums[i].n}};
         expect_same_bits(&r);
+        /* var, std and logsumexp over the same axes: Welford's and the rescaled sums' merges
+         * (lanes, chunks) in their fixed order too. */
+        static const char *const stats[] = {"tensor.var", "tensor.std", "tensor.logsumexp"};
+        for (size_t j = 0; j < 3; j++) {
+            run v = r;
+            v.kernel = stats[j];
+            expect_same_bits(&v);
+        }
     }
+    /* The backward of var (the mean, then dx) and of max (ties counted, shared) over the first
+     * axis: x rounded to halves so that the column maxima tie. */
+    for (int i = 0; i < R * C; i++)
+        x[i] = 0.5f * floorf(x[i] * 4.0f);
+    assert_int_equal(kp_buffer_write(rt, bx, 0, R * C * sizeof *x, x), KP_OK);
+    kp_buffer *bdx = upload(NULL, R * C), *bmax = upload(NULL, C);
+    assert_int_equal(kp_tensor_reduce(rt, "max", tx, kp_tensor_1d(bmax, KP_F32, C), KP_AXIS(0)),
+                     KP_OK);
+    run vb = {.kernel = "tensor.var_backward",
+              .args = {kp_arg_tensor("dy", kp_tensor_1d(brow, KP_F32, C)), kp_arg_tensor("x", tx),
+                       kp_arg_tensor("dx", kp_tensor_2d(bdx, KP_F32, R, C)),
+                       kp_arg_int("axes", KP_AXIS(0))},
+              .n_args = 4,
+              .out = {bdx},
+              .out_n = {R * C}};
+    expect_same_bits(&vb);
+    run mb = vb;
+    mb.kernel = "tensor.max_backward";
+    mb.args[4] = kp_arg_tensor("y", kp_tensor_1d(bmax, KP_F32, C));
+    mb.n_args = 5;
+    expect_same_bits(&mb);
+    kp_buffer_destroy(rt, bdx);
+    kp_buffer_destroy(rt, bmax);
     /* The gradients of a [R, 1] * b [C] (into [R, C]): each summed over the other's axis. */
     run r = {.kernel = "tensor.mul_backward",
              .args = {kp_arg_tensor("dy", tx), kp_arg_tensor("a", kp_tensor_2d(bcol, KP_F32, R, 1)),
@@ -423,6 +455,179 @@ static void test_gradients_match_finite_differences(void **state)
                              central(op->map, 1, a, b));
             }
     }
+}
+
+/* ---- var, std, logsumexp, and the backward of reductions ---- */
+
+enum { SX0 = 3, SX1 = 4, SX2 = 5, SN = SX0 * SX1 * SX2 };
+static const char *const stat_names[] = {"var", "std", "logsumexp", "max", "min"};
+
+/* sum over j of dy[j] f(x[., j, .]), f one of stat_names reduced over dimensions 0 and 2 of x
+ * [3, 4, 5], in double (var and std with correction 1). */
+static double stat_objective(int which, const double *x, const double *dy)
+{
+    double total = 0;
+    for (int j = 0; j < SX1; j++) {
+        double sum = 0, m = which == 4 ? INFINITY : -INFINITY, ss = 0;
+        for (int i = 0; i < SX0; i++)
+            for (int k = 0; k < SX2; k++) {
+                const double v = x[(i * SX1 + j) * SX2 + k];
+                sum += v;
+                m = which == 4 ? fmin(m, v) : fmax(m, v);
+            }
+        const double n = SX0 * SX2, mean = sum / n;
+        for (int i = 0; i < SX0; i++)
+            for (int k = 0; k < SX2; k++) {
+                const double v = x[(i * SX1 + j) * SX2 + k];
+                ss += which == 2 ? exp(v - m) : (v - mean) * (v - mean);
+            }
+        const double f = which == 0   ? ss / (n - 1)
+                         : which == 1 ? sqrt(ss / (n - 1))
+                         : which == 2 ? m + log(ss)
+                                      : m;
+        total += dy[j] * f;
+    }
+    return total;
+}
+
+/* Each reduction backward (x [3, 4, 5] over dimensions 0 and 2, dy [4]) on the device against
+ * central differences in double of sum(dy f(x)), y taken from the device's forward. */
+static void test_stats_gradients_match_finite_differences(void **state)
+{
+    float xf[SN], dyf[SX1], got[SN];
+    double x[SN], dy[SX1];
+    test_fill(xf, SN, 51);
+    test_fill(dyf, SX1, 52);
+    for (int i = 0; i < SN; i++)
+        x[i] = xf[i];
+    for (int j = 0; j < SX1; j++)
+        dy[j] = dyf[j];
+    kp_buffer *bx = upload(xf, SN), *bdy = upload(dyf, SX1), *by = upload(NULL, SX1);
+    kp_buffer *bdx = upload(NULL, SN);
+    const kp_tensor tx = kp_tensor_3d(bx, KP_F32, SX0, SX1, SX2);
+    const kp_tensor tdx = kp_tensor_3d(bdx, KP_F32, SX0, SX1, SX2);
+    const kp_tensor tdy = kp_tensor_1d(bdy, KP_F32, SX1), ty = kp_tensor_1d(by, KP_F32, SX1);
+    const int64_t axes = KP_AXIS(0) | KP_AXIS(2);
+    for (int which = 0; which < 5; which++) {
+        kp_status st;
+        if (which == 0) {
+            st = kp_var_backward(rt, tdy, tx, tdx, axes, 1.0);
+        } else {
+            st = which == 1   ? kp_std(rt, tx, ty, axes, 1.0)
+                 : which == 2 ? kp_logsumexp(rt, tx, ty, axes)
+                              : kp_tensor_reduce(rt, stat_names[which], tx, ty, axes);
+            if (st == KP_OK)
+                st = kp_tensor_reduce_backward(rt, stat_names[which], tdy, tx, ty, tdx, axes, 1.0);
+        }
+        if (st != KP_OK)
+            fail_msg("%s_backward: %s", stat_names[which], kp_last_error(rt));
+        download(bdx, got, SN);
+        for (int i = 0; i < SN; i++) {
+            const double h = 1e-5, keep = x[i];
+            x[i] = keep + h;
+            const double up = stat_objective(which, x, dy);
+            x[i] = keep - h;
+            const double down = stat_objective(which, x, dy);
+            x[i] = keep;
+            const double want = (up - down) / (2 * h);
+            if (fabs(got[i] - want) > 1e-6 + 1e-5 * fabs(want))
+                fail_msg("%s_backward: element %d is %.9g, finite differences give %.9g",
+                         stat_names[which], i, got[i], want);
+        }
+    }
+    kp_buffer *bufs[] = {bx, bdy, by, bdx};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        kp_buffer_destroy(rt, bufs[i]);
+}
+
+/* Whether a and b are the same value, NaN matching NaN. */
+static int same_value(float a, float b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+/*
+ * The special values on every route (REDUCE 1: one work-item per output; 2: lanes, whose idle
+ * lanes hold empty states; 3: chunks of one term each, every term a merge): logsumexp of all
+ * -inf is -inf, with a +inf (or two) +inf, with a NaN NaN, and -inf terms add nothing; var with
+ * N - correction 0 is NaN (N 1) or inf (N 2, correction 2), NaN where the terms are equal, and 0
+ * for equal terms with correction 1; max's and min's backward share dy evenly among tied
+ * extremes, and a NaN extreme's among x's NaNs.
+ */
+static void test_stats_edge_cases(void **state)
+{
+    enum { C = 300 };
+    float x[4 * C], y[4], want[4], d[4 * C];
+    test_fill(x, 4 * C, 61);
+    /* Row 3's -inf: the first two terms (two empty chunks merge first), every 32nd (lanes 0
+     * and 32 hold nothing else and meet first in the tree) and every third. */
+    for (int c = 0; c < C; c++) {
+        x[c] = -INFINITY;
+        if (c < 2 || c % 32 == 0 || c % 3 == 0)
+            x[3 * C + c] = -INFINITY;
+    }
+    x[C + 100] = x[C + 200] = INFINITY;
+    x[2 * C + 250] = NAN;
+    double m = -INFINITY, s = 0;
+    for (int c = 0; c < C; c++)
+        m = x[3 * C + c] > m ? x[3 * C + c] : m;
+    for (int c = 0; c < C; c++)
+        s += exp(x[3 * C + c] - m);
+    want[0] = -INFINITY, want[1] = INFINITY, want[2] = NAN, want[3] = (float)(m + log(s));
+    /* var: [1.5, 1.5] (correction 2: 0 / 0), [1, 2] (1 / 0), [1.5, 1.5] with correction 1. */
+    const float v[6] = {1.5f, 1.5f, 1.0f, 2.0f, 1.5f, 1.5f};
+    const float vwant[3] = {NAN, INFINITY, 0.0f};
+    kp_buffer *bx = upload(x, 4 * C), *by = upload(NULL, 4), *bv = upload(v, 6);
+    kp_kernel *lse = find("tensor.logsumexp"), *var = find("tensor.var");
+    for (int64_t route = 1; route <= 3; route++) {
+        assert_int_equal(kp_kernel_tunable_set(rt, lse, "REDUCE", route), KP_OK);
+        assert_int_equal(kp_kernel_tunable_set(rt, var, "REDUCE", route), KP_OK);
+        assert_int_equal(kp_logsumexp(rt, kp_tensor_2d(bx, KP_F32, 4, C),
+                                      kp_tensor_1d(by, KP_F32, 4), KP_AXIS(1)),
+                         KP_OK);
+        download(by, y, 4);
+        for (int r = 0; r < 4; r++)
+            if (!(same_value(y[r], want[r]) ||
+                  (r == 3 && fabsf(y[r] - want[r]) <= 1e-5f * fabsf(want[r]))))
+                fail_msg("logsumexp row %d at REDUCE %d: %g, not %g", r, (int)route, y[r], want[r]);
+        /* One term of correction 1: 0 / 0. */
+        assert_int_equal(kp_var(rt, kp_tensor_2d(bv, KP_F32, 2, 1), kp_tensor_1d(by, KP_F32, 2),
+                                KP_AXIS(1), 1.0),
+                         KP_OK);
+        download(by, y, 2);
+        assert_true(isnan(y[0]) && isnan(y[1]));
+        assert_int_equal(kp_var(rt, kp_tensor_2d(bv, KP_F32, 2, 2), kp_tensor_1d(by, KP_F32, 2),
+                                KP_AXIS(1), 2.0),
+                         KP_OK);
+        download(by, y, 2);
+        for (int r = 0; r < 2; r++)
+            if (!same_value(y[r], vwant[r]))
+                fail_msg("var row %d at REDUCE %d: %g, not %g", r, (int)route, y[r], vwant[r]);
+        assert_int_equal(kp_var(rt, kp_tensor_2d(bv, KP_F32, 3, 2), kp_tensor_1d(by, KP_F32, 3),
+                                KP_AXIS(1), 1.0),
+                         KP_OK);
+        download(by, y, 3);
+        assert_true(y[2] == 0.0f);
+    }
+    assert_int_equal(kp_kernel_tuning_reset(rt, lse), KP_OK);
+    assert_int_equal(kp_kernel_tuning_reset(rt, var), KP_OK);
+    /* Ties: rows [1, 3, 3, 2], [3, 3, 3, 0], [NaN, 1, NaN, 5]; dy [2, 3, 4]. */
+    const float t[12] = {1, 3, 3, 2, 3, 3, 3, 0, NAN, 1, NAN, 5}, tdy[3] = {2, 3, 4};
+    const float twant[12] = {0, 1, 1, 0, 1, 1, 1, 0, 2, 0, 2, 0};
+    kp_buffer *bt = upload(t, 12), *bdy = upload(tdy, 3), *bm = upload(NULL, 3);
+    kp_buffer *bd = upload(NULL, 12);
+    const kp_tensor tt = kp_tensor_2d(bt, KP_F32, 3, 4), tm = kp_tensor_1d(bm, KP_F32, 3);
+    assert_int_equal(kp_tensor_reduce(rt, "max", tt, tm, KP_AXIS(1)), KP_OK);
+    assert_int_equal(kp_max_backward(rt, kp_tensor_1d(bdy, KP_F32, 3), tt, tm,
+                                     kp_tensor_2d(bd, KP_F32, 3, 4), KP_AXIS(1)),
+                     KP_OK);
+    download(bd, d, 12);
+    for (int i = 0; i < 12; i++)
+        if (d[i] != twant[i])
+            fail_msg("max_backward element %d: %g, not %g", i, d[i], twant[i]);
+    kp_buffer *bufs[] = {bx, by, bv, bt, bdy, bm, bd};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        kp_buffer_destroy(rt, bufs[i]);
 }
 
 /* Softmax or log_softmax of one row, in double. */
@@ -692,6 +897,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients_match_finite_differences),
+        cmocka_unit_test(test_stats_gradients_match_finite_differences),
+        cmocka_unit_test(test_stats_edge_cases),
         cmocka_unit_test(test_verify_every_kernel),
         cmocka_unit_test(test_verify_gpu_routes),
         cmocka_unit_test(test_deterministic),

@@ -392,15 +392,16 @@ static int sweep(scenario run, const char *what, const char *kernel, const char 
 
 /* ---- tests ---------------------------------------------------------------------------------- */
 
-/* A kernel of each family, verified (tensor.cross_entropy: three launches and scratch); tc.gemm
- * needs an NVIDIA GPU and is skipped elsewhere. */
+/* A kernel of each family, verified (tensor.cross_entropy and tensor.max_backward: three
+ * launches and scratch); tc.gemm needs an NVIDIA GPU and is skipped elsewhere. */
 static void test_verify_each_family(void **state)
 {
     static const char *const kernels[] = {"example.axpy",         "blas.gemm",
                                           "conv.conv2d",          "gru.step",
                                           "logic.forward",        "tc.gemm",
                                           "tensor.mul",           "tensor.mul_backward",
-                                          "tensor.cross_entropy", "optim.clip_grad_norm"};
+                                          "tensor.cross_entropy", "tensor.max_backward",
+                                          "optim.clip_grad_norm"};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         sweep(verify, "verify", kernels[i], "never");
 }

@@ -4,6 +4,7 @@
 #define KERNELPORT_OPS_TENSOR_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "../kernelport.h"
 
@@ -193,6 +194,92 @@ KP_INLINE kp_status kp_sum(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t axe
 KP_INLINE kp_status kp_mean(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t axes)
 {
     return kp_tensor_reduce(rt, "mean", x, y, axes);
+}
+
+/* y = the variance of x over `axes`: the squared deviations from the mean / max(0, N -
+ * correction), N the terms of each output (correction 1: unbiased, PyTorch's default; 0: the
+ * population's). A divisor of 0 gives inf, or NaN where every term is equal, as PyTorch's. */
+KP_INLINE kp_status kp_var(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t axes,
+                           double correction)
+{
+    kp_kernel *k = NULL;
+    kp_status st = kp_kernel_find(rt, "tensor.var", &k);
+    kp_arg args[4] = {kp_arg_tensor("x", x), kp_arg_tensor("y", y), kp_arg_int("axes", axes),
+                      kp_arg_float("correction", correction)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 4, NULL) : st;
+}
+
+/* y = sqrt(var) over `axes`, as kp_var. */
+KP_INLINE kp_status kp_std(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t axes,
+                           double correction)
+{
+    kp_kernel *k = NULL;
+    kp_status st = kp_kernel_find(rt, "tensor.std", &k);
+    kp_arg args[4] = {kp_arg_tensor("x", x), kp_arg_tensor("y", y), kp_arg_int("axes", axes),
+                      kp_arg_float("correction", correction)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 4, NULL) : st;
+}
+
+/* y = log(sum(exp(x))) over `axes`, the max taken out: every term -inf gives -inf, a +inf gives
+ * +inf, a NaN NaN. */
+KP_INLINE kp_status kp_logsumexp(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t axes)
+{
+    return kp_tensor_reduce(rt, "logsumexp", x, y, axes);
+}
+
+/* dx = dy 2 (x - mean) / (N - correction) over the forward's `axes` (dy keepdim or not, as y
+ * was; a divisor of 0 gives inf, NaN where x is the mean). */
+KP_INLINE kp_status kp_var_backward(kp_runtime *rt, kp_tensor dy, kp_tensor x, kp_tensor dx,
+                                    int64_t axes, double correction)
+{
+    kp_kernel *k = NULL;
+    kp_status st = kp_kernel_find(rt, "tensor.var_backward", &k);
+    kp_arg args[5] = {kp_arg_tensor("dy", dy), kp_arg_tensor("x", x), kp_arg_tensor("dx", dx),
+                      kp_arg_int("axes", axes), kp_arg_float("correction", correction)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 5, NULL) : st;
+}
+
+/* The backward of a forward that took y from x over `axes`: "std" (dx = dy (x - mean) / ((N -
+ * correction) y), 0 where y is 0, as PyTorch's), "logsumexp" (dx = dy exp(x - y)), "max" and
+ * "min" (dx = dy / ties where x equals y, else 0: tied extremes share the gradient evenly, as
+ * PyTorch's amax and amin; a NaN y goes to x's NaNs). correction is read by std alone. */
+KP_INLINE kp_status kp_tensor_reduce_backward(kp_runtime *rt, const char *op, kp_tensor dy,
+                                              kp_tensor x, kp_tensor y, kp_tensor dx, int64_t axes,
+                                              double correction)
+{
+    char name[64];
+    kp_kernel *k = NULL;
+    snprintf(name, sizeof name, "tensor.%s_backward", op ? op : "");
+    kp_status st = kp_kernel_find(rt, name, &k);
+    kp_arg args[6] = {kp_arg_tensor("dy", dy), kp_arg_tensor("x", x),
+                      kp_arg_tensor("dx", dx), kp_arg_int("axes", axes),
+                      kp_arg_tensor("y", y),   kp_arg_float("correction", correction)};
+    const size_t n = op && strcmp(op, "std") == 0 ? 6 : 5;
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, n, NULL) : st;
+}
+
+KP_INLINE kp_status kp_std_backward(kp_runtime *rt, kp_tensor dy, kp_tensor x, kp_tensor y,
+                                    kp_tensor dx, int64_t axes, double correction)
+{
+    return kp_tensor_reduce_backward(rt, "std", dy, x, y, dx, axes, correction);
+}
+
+KP_INLINE kp_status kp_logsumexp_backward(kp_runtime *rt, kp_tensor dy, kp_tensor x, kp_tensor y,
+                                          kp_tensor dx, int64_t axes)
+{
+    return kp_tensor_reduce_backward(rt, "logsumexp", dy, x, y, dx, axes, 0.0);
+}
+
+KP_INLINE kp_status kp_max_backward(kp_runtime *rt, kp_tensor dy, kp_tensor x, kp_tensor y,
+                                    kp_tensor dx, int64_t axes)
+{
+    return kp_tensor_reduce_backward(rt, "max", dy, x, y, dx, axes, 0.0);
+}
+
+KP_INLINE kp_status kp_min_backward(kp_runtime *rt, kp_tensor dy, kp_tensor x, kp_tensor y,
+                                    kp_tensor dx, int64_t axes)
+{
+    return kp_tensor_reduce_backward(rt, "min", dy, x, y, dx, axes, 0.0);
 }
 
 /* ---- rows: softmax over the last axis, and losses ---- */
