@@ -41,13 +41,13 @@ const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size)
 }
 
 /* Operand t's stride along dimension d of a rank-`rank` space of extents `full`, aligned at the
- * last dimension; -1 when t's extent there is neither full[d] nor 1. */
-static int64_t aligned_stride(const kp_tensor *t, int rank, const int64_t *full, int d)
+ * last dimension, into *stride. Returns 0 when t's extent there is neither full[d] nor 1 (strides
+ * may be negative, so no stride value could mark that). */
+static int aligned_stride(const kp_tensor *t, int rank, const int64_t *full, int d, int64_t *stride)
 {
     int od = d - (rank - t->rank);
-    if (od < 0 || t->shape[od] == 1)
-        return 0;
-    return t->shape[od] == full[d] ? t->strides[od] : -1;
+    *stride = od < 0 || t->shape[od] == 1 ? 0 : t->strides[od];
+    return od < 0 || t->shape[od] == 1 || t->shape[od] == full[d];
 }
 
 static int mergeable(const tensor_space *s, int outer, int inner)
@@ -116,14 +116,12 @@ kp_status tensor_space_make(kp_launch *l, int rank, const int64_t *full, const k
     int reduced[KP_MAX_RANK];
     s->n_out = s->n_red = 1;
     for (int d = 0; d < rank; d++) {
-        os[d] = aligned_stride(out, rank, full, d);
-        if (os[d] < 0)
+        if (!aligned_stride(out, rank, full, d, &os[d]))
             return tensor_host->fail(l, KP_ERR_INVALID_ARG, "%s: shape %s does not broadcast to %s",
                                      out_name, tensor_shape_str(out, a, sizeof a),
                                      tensor_shape_str(&f, b, sizeof b));
         for (int i = 0; i < n_in; i++) {
-            is[i][d] = aligned_stride(in[i], rank, full, d);
-            if (is[i][d] < 0)
+            if (!aligned_stride(in[i], rank, full, d, &is[i][d]))
                 return tensor_host->fail(
                     l, KP_ERR_INVALID_ARG, "%s: shape %s does not broadcast to %s", in_names[i],
                     tensor_shape_str(in[i], a, sizeof a), tensor_shape_str(&f, b, sizeof b));
