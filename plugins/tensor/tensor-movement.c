@@ -11,11 +11,13 @@ enum { CP_X, CP_Y, CP_N };
 static const kp_param_desc copy_params[] = {
     [CP_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "broadcasts to y's shape; any strides"},
     [CP_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_OUT,
               .dtypes = KP_DT(KP_F32),
               .doc = "any strides"},
@@ -24,11 +26,13 @@ enum { CB_DY, CB_DX, CB_N };
 static const kp_param_desc back_params[] = {
     [CB_DY] = {.name = "dy",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_IN,
                .dtypes = KP_DT(KP_F32),
                .doc = "the gradient of y"},
     [CB_DX] = {.name = "dx",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_OUT,
                .dtypes = KP_DT(KP_F32),
                .doc = "x's shape: dy summed over the axes x was broadcast along"},
@@ -91,10 +95,21 @@ static kp_status back_reference(const kp_call *call, kp_launch *l)
     return run(call, l, 1, 1);
 }
 
+kp_status tensor_sample_flip(kp_sample *smp, const char *name, int rank, const int64_t *shape,
+                             unsigned dims)
+{
+    kp_tensor t = kp_tensor_nd(NULL, KP_F32, rank, shape);
+    for (int d = 0; d < rank; d++)
+        if ((dims >> d) & 1)
+            t = kp_tensor_flip(t, d);
+    return tensor_host->sample_view(smp, name, rank, shape, t.offset, t.strides);
+}
+
 /* One element; a permute of [5, 7, 11] to (2, 0, 1); an expand of [7, 1] to [3, 7, 13]; a slice
- * [2:5, 1:9] of [7, 11] into a gapped y; the benchmark's permute [64, 128, 56, 56] to
- * (0, 2, 3, 1). */
-static const char *const verify_sizes[] = {"one", "permute", "expand", "slice", NULL};
+ * [2:5, 1:9] of [7, 11] into a gapped y; x [5, 7, 11] reversed along its first and last
+ * dimensions into a y reversed along its middle one (flip); the benchmark's permute
+ * [64, 128, 56, 56] to (0, 2, 3, 1). */
+static const char *const verify_sizes[] = {"one", "permute", "expand", "slice", "flipped", NULL};
 static const char *const bench_sizes[] = {"permute-64x128x56x56", NULL};
 
 /* x and y of `size` (copy: x the source view, y the destination; backward: dy and dx). */
@@ -122,6 +137,15 @@ static kp_status copy_sample(kp_sample *smp, const char *size)
         st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, x, -1, 1, NULL);
         return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 3, y, 0, 0, NULL) : st;
     }
+    if (strcmp(size, "flipped") == 0) {
+        const int64_t d[3] = {5, 7, 11};
+        st = tensor_host->sample_tensor(smp, "x", KP_F32, 3, d, -1, 1, NULL);
+        if (st == KP_OK)
+            st = tensor_sample_flip(smp, "x", 3, d, 5);
+        if (st == KP_OK)
+            st = tensor_host->sample_tensor(smp, "y", KP_F32, 3, d, 0, 0, NULL);
+        return st == KP_OK ? tensor_sample_flip(smp, "y", 3, d, 2) : st;
+    }
     if (strcmp(size, "slice") == 0) {
         const int64_t x[2] = {7, 11}, part[2] = {3, 8}, storage = 3 * 12 + 4;
         st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, x, -1, 1, NULL);
@@ -144,6 +168,15 @@ static kp_status back_sample(kp_sample *smp, const char *size)
         kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 3, y, -1, 1, NULL);
         return st == KP_OK ? tensor_host->sample_tensor(smp, "dx", KP_F32, 2, x, 0, 0, NULL) : st;
     }
+    if (strcmp(size, "flipped") == 0) {
+        const int64_t x[2] = {7, 1}, y[3] = {3, 7, 13};
+        kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 3, y, -1, 1, NULL);
+        if (st == KP_OK)
+            st = tensor_sample_flip(smp, "dy", 3, y, 4);
+        if (st == KP_OK)
+            st = tensor_host->sample_tensor(smp, "dx", KP_F32, 2, x, 0, 0, NULL);
+        return st == KP_OK ? tensor_sample_flip(smp, "dx", 2, x, 1) : st;
+    }
     if (strcmp(size, "one") == 0) {
         const int64_t n = 1;
         kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 1, &n, -1, 1, NULL);
@@ -158,7 +191,9 @@ static kp_status back_sample(kp_sample *smp, const char *size)
     return KP_ERR_NOT_FOUND;
 }
 
-static const char *const back_sizes[] = {"one", "expand", "all", NULL};
+/* One element; the expand's backward; a sum of everything; the expand's backward with dy
+ * reversed along its last dimension and dx along its first (flipped). */
+static const char *const back_sizes[] = {"one", "expand", "all", "flipped", NULL};
 
 static void cost(const kp_call *call, kp_cost *out)
 {
