@@ -265,8 +265,9 @@ typedef struct kp_host_api {
     /* The sample's random stream: uniform 64-bit values, reproducible for a given seed. */
     uint64_t (*sample_random)(kp_sample *s);
     /* Makes the already sampled tensor `name` a strided view of its storage (shape, element
-     * offset and strides), to verify transposed, padded or offset layouts. Elements outside the
-     * view are compared too, so a kernel that writes outside its output view fails. */
+     * offset and strides), to verify transposed, padded or offset layouts; strides may be
+     * negative for a KP_PARAM_NEGATIVE_STRIDES parameter (ABI 1.4). Elements outside the view are
+     * compared too, so a kernel that writes outside its output view fails. */
     kp_status (*sample_view)(kp_sample *s, const char *name, int32_t rank, const int64_t *shape,
                              int64_t offset, const int64_t *strides);
     /* The resolved value of the descriptor's tunable number `index` (as `tunable`, without the

@@ -45,8 +45,8 @@ typedef enum kp_dtype {
  * A view of a buffer: element type, shape, strides and offset in elements. A plain value that
  * does not own its buffer. A rank-0 tensor is a scalar (one element at `offset`). Strides may
  * be 0 (broadcast); negative ones (a flipped view: `offset` is then the element at index 0, not
- * the lowest) only where a kernel's parameter accepts them (KP_PARAM_NEGATIVE_STRIDES, listed by
- * `kernelport kernels`); launches refuse them elsewhere.
+ * the lowest) only where a kernel's parameter accepts them (KP_PARAM_NEGATIVE_STRIDES in its
+ * descriptor: the tensor family's do); launches refuse them elsewhere.
  */
 typedef struct kp_tensor {
     kp_buffer *buffer;
