@@ -48,9 +48,11 @@ static int self_overlaps(const kp_tensor *t)
 {
     int64_t shape[KP_MAX_RANK], strides[KP_MAX_RANK];
     int n = 0;
-    for (int32_t d = 0; d < t->rank; d++) {
+    /* First, as an empty view's strides are unchecked (INT64_MIN has no absolute value). */
+    for (int32_t d = 0; d < t->rank; d++)
         if (t->shape[d] == 0)
             return 0;
+    for (int32_t d = 0; d < t->rank; d++) {
         if (t->shape[d] == 1)
             continue;
         const int64_t stride = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];

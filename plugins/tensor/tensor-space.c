@@ -191,7 +191,9 @@ static int route(kp_launch *l, const tensor_space *s)
     const kp_device_info *d = tensor_host->device(l);
     if (!d || d->type != KP_DEVICE_GPU || s->n_red < 256)
         return TR_ITEMS;
-    const int contiguous = s->in_stride[0][s->rank_kept + s->rank_red - 1] == 1;
+    /* A reversed row (stride -1) is read as coalesced as a forward one. */
+    const int64_t step = s->in_stride[0][s->rank_kept + s->rank_red - 1];
+    const int contiguous = step == 1 || step == -1;
     if (s->n_red >= 4096 && s->n_out < 1024)
         return TR_CHUNKS;
     if (contiguous)
