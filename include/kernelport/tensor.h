@@ -67,11 +67,13 @@ typedef struct kp_tensor {
  *   the largest element index the view touches (offset for an empty view);
  *   kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved; kp_tensor_flip: dimension
  *   d reversed (its stride negated, the offset moved to its last element; a move past int64
- *   gives offset INT64_MAX, which launches reject); kp_tensor_narrow: `length` elements of
- *   dimension d from `start` (PyTorch's narrow; start and length outside 0 .. the extent give
- *   extent 0 at offset INT64_MAX, which launches reject); kp_tensor_step_overflows: whether
- *   offset + n * s passes int64 (their helper); kp_tensor_describe:
- *   "f32[3, 4]" plus strides and offset when they matter, into buf.
+ *   gives offset INT64_MAX, which launches reject; a d outside the rank, or an empty dimension,
+ *   leaves t as it is); kp_tensor_narrow: `length` elements of dimension d from `start`
+ *   (PyTorch's narrow; a length of 0 keeps the offset; start and length outside 0 .. the extent
+ *   give extent 0 at offset INT64_MAX, which launches reject; a d outside the rank leaves t as
+ *   it is); kp_tensor_step_overflows: whether
+ *   offset + n * s passes int64 (their helper); kp_tensor_describe: "f32[3, 4]" plus strides and
+ *   offset when they matter, into buf.
  * kp_tensor_numel and kp_tensor_extent return INT64_MAX for a count past INT64_MAX (stride-0
  * dimensions cost no memory, so [2^32, 2^32] is a view of one element) and for a view with a
  * negative extent, stride or offset: never a small number, so that a check against a limit

@@ -88,6 +88,37 @@ static void expect_same(const float *got, const float *want, size_t n)
             fail_msg("element %zu: %g, expected %g", i, (double)got[i], (double)want[i]);
 }
 
+/* ---- the view helpers ---- */
+
+/* Flip and narrow move the offset and never wrap: a move past int64 gives offset INT64_MAX
+ * (launches reject it). */
+static void test_view_helpers(void **state)
+{
+    kp_tensor t = kp_tensor_2d(NULL, KP_F32, 3, 4);
+    kp_tensor f = kp_tensor_flip(t, 0);
+    assert_true(f.offset == 8 && f.strides[0] == -4 && f.strides[1] == 1);
+    f = kp_tensor_flip(kp_tensor_flip(f, 1), 1);
+    assert_true(f.offset == 8 && f.strides[1] == 1);
+    f = kp_tensor_flip(f, 0);
+    assert_memory_equal(&f, &t, sizeof t);
+    kp_tensor n = kp_tensor_narrow(kp_tensor_flip(t, 0), 0, 1, 2);
+    assert_true(n.offset == 4 && n.shape[0] == 2 && n.strides[0] == -4);
+    n = kp_tensor_narrow(t, 1, 4, 0);
+    assert_true(n.offset == 0 && n.shape[1] == 0);
+    n = kp_tensor_narrow(t, 1, 2, 3);
+    assert_true(n.offset == INT64_MAX && n.shape[1] == 0);
+    kp_tensor big = t;
+    big.strides[0] = INT64_MAX / 2 + 1;
+    assert_true(kp_tensor_flip(big, 0).offset == INT64_MAX);
+    assert_true(kp_tensor_narrow(big, 0, 2, 1).offset == INT64_MAX);
+    big.strides[0] = INT64_MIN;
+    assert_true(kp_tensor_flip(big, 0).offset == INT64_MAX);
+    assert_true(kp_tensor_step_overflows(INT64_MAX - 3, 1, 3) == 0);
+    assert_true(kp_tensor_step_overflows(INT64_MAX - 3, 1, 4) == 1);
+    assert_true(kp_tensor_step_overflows(0, 3, -(INT64_MAX / 3)) == 0);
+    assert_true(kp_tensor_step_overflows(0, 4, -(INT64_MAX / 3)) == 1);
+}
+
 /* ---- negative strides through the launch checks ---- */
 
 /* A flipped input, a flipped output and a flipped in-place operand give the host's values; the
@@ -467,6 +498,7 @@ static void test_concat_bad_inputs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_view_helpers),
         cmocka_unit_test(test_flipped_views_compute),
         cmocka_unit_test(test_negative_stride_ranges),
         cmocka_unit_test(test_negative_stride_overlaps),
