@@ -107,10 +107,11 @@ kp_status tensor_sample_flip(kp_sample *smp, const char *name, int rank, const i
 
 /* One element; a permute of [5, 7, 11] to (2, 0, 1); an expand of [7, 1] to [3, 7, 13]; a slice
  * [2:5, 1:9] of [7, 11] into a gapped y; x [5, 7, 11] reversed along its first and last
- * dimensions into a y reversed along its middle one (flip); the benchmark's permute
- * [64, 128, 56, 56] to (0, 2, 3, 1). */
+ * dimensions into a y reversed along its middle one (flip); the benchmarks' permute
+ * [64, 128, 56, 56] to (0, 2, 3, 1) and flip of [4096, 4096] along both dimensions (one
+ * dimension of stride -1 once coalesced). */
 static const char *const verify_sizes[] = {"one", "permute", "expand", "slice", "flipped", NULL};
-static const char *const bench_sizes[] = {"permute-64x128x56x56", NULL};
+static const char *const bench_sizes[] = {"permute-64x128x56x56", "flip-4096x4096", NULL};
 
 /* x and y of `size` (copy: x the source view, y the destination; backward: dy and dx). */
 static kp_status copy_sample(kp_sample *smp, const char *size)
@@ -136,6 +137,13 @@ static kp_status copy_sample(kp_sample *smp, const char *size)
         const int64_t x[2] = {7, 1}, y[3] = {3, 7, 13};
         st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, x, -1, 1, NULL);
         return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 3, y, 0, 0, NULL) : st;
+    }
+    if (strcmp(size, "flip-4096x4096") == 0) {
+        const int64_t d[2] = {4096, 4096};
+        st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, d, -1, 1, NULL);
+        if (st == KP_OK)
+            st = tensor_sample_flip(smp, "x", 2, d, 3);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 2, d, 0, 0, NULL) : st;
     }
     if (strcmp(size, "flipped") == 0) {
         const int64_t d[3] = {5, 7, 11};
