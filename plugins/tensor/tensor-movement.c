@@ -223,7 +223,8 @@ static const kp_kernel_desc descs[] = {
     {
         .struct_size = sizeof(kp_kernel_desc),
         .name = "tensor.copy",
-        .summary = "y = x broadcast to y's shape, any strides: permute, expand, slice, gather",
+        .summary =
+            "y = x broadcast to y's shape, any strides: permute, expand, slice, flip, gather",
         .params = copy_params,
         .n_params = CP_N,
         .n_tunables = 1,
