@@ -399,9 +399,11 @@ static kp_status reference(const kp_call *call, kp_launch *l)
  * a transposed x (its last axis strided) with y's rows gapped; a rank-0 x; rows of 60, read and
  * written as whole vectors (vec; the last block of 16 element by element), or read so and written
  * with gaps (vec_gap); inputs reversed along both axes into an output whose rows come in reverse
- * order (flipped: negative strides). */
-static const char *const verify_sizes[] = {"one",    "prime", "col",     "wide",    "lead", "views",
-                                           "scalar", "vec",   "vec_gap", "flipped", NULL};
+ * order (flipped: negative strides), and rows of 60 in reverse order, read and written as whole
+ * vectors (vec_flipped: a float4 row start a negative stride away from the next). */
+static const char *const verify_sizes[] = {"one",     "prime",   "col",         "wide",
+                                           "lead",    "views",   "scalar",      "vec",
+                                           "vec_gap", "flipped", "vec_flipped", NULL};
 static const char *const bench_sizes[] = {"4096x4096", "512x4096", NULL};
 
 static int sample_shape(const char *size, int *rank, int64_t *shape)
@@ -418,7 +420,8 @@ static int sample_shape(const char *size, int *rank, int64_t *shape)
         *rank = 3, shape[0] = 5, shape[1] = 3, shape[2] = 7;
     } else if (strcmp(size, "scalar") == 0) {
         *rank = 0;
-    } else if (strcmp(size, "vec") == 0 || strcmp(size, "vec_gap") == 0) {
+    } else if (strcmp(size, "vec") == 0 || strcmp(size, "vec_gap") == 0 ||
+               strcmp(size, "vec_flipped") == 0) {
         shape[1] = 60;
     } else if (strcmp(size, "4096x4096") == 0) {
         shape[0] = shape[1] = 4096;
@@ -446,16 +449,18 @@ static kp_status sample_in(kp_sample *smp, const char *name, const char *size, i
         st = tensor_host->sample_view(smp, name, 3, shape, 0, strides);
     } else if (st == KP_OK && strcmp(size, "flipped") == 0) {
         st = tensor_sample_flip(smp, name, rank, shape, 3);
+    } else if (st == KP_OK && strcmp(size, "vec_flipped") == 0) {
+        st = tensor_sample_flip(smp, name, rank, shape, 1);
     }
     return st;
 }
 
 /* An output of `shape`, its rows 3 elements apart (views, vec_gap) or in reverse order
- * (flipped). */
+ * (flipped, vec_flipped). */
 static kp_status sample_out(kp_sample *smp, const char *name, const char *size, int rank,
                             const int64_t *shape)
 {
-    if (strcmp(size, "flipped") == 0) {
+    if (strcmp(size, "flipped") == 0 || strcmp(size, "vec_flipped") == 0) {
         kp_status st = tensor_host->sample_tensor(smp, name, KP_F32, rank, shape, 0.0, 0.0, NULL);
         return st == KP_OK ? tensor_sample_flip(smp, name, rank, shape, 1) : st;
     }
