@@ -340,6 +340,13 @@ void store(int comb, acc_t a, float post, __global float *y, __global int *yi, i
         __global const float *x1, const kp_view8 v1, __global const float *x2,                     \
         const kp_view8 v2, __global float *y, __global int *yi, const kp_view8 vy
 
+/* Block o of four elements of an operand of stride s (1, -1 or 0) from p: a 16-byte load, in
+ * reverse for -1 (the block ends 3 elements below its first one), or the broadcast scalar. */
+#define LOAD4(s, p, o)                                                                             \
+    ((s) > 0   ? ((__global const float4 *)(p))[o]                                                 \
+     : (s) < 0 ? ((__global const float4 *)((p) - 3))[-(o)].wzyx                                   \
+               : (float4)((p)[0]))
+
 /* Elements per work-item of an elementwise launch (RR = 0), loaded before any is computed;
  * tensor-space.c sizes the launch by its UNROLL, which must equal this one. */
 #define UNROLL 4
@@ -350,30 +357,30 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
     const int op = OP_OF(op_arg), comb = COMB_OF(comb_arg);
     const int n_in = arity(op);
 #if RR == 0 && defined(VEC4)
-    /* One kept dimension along which every operand is contiguous, or a broadcast scalar (S0..S2
-     * its stride, 1 or 0), at offsets the host checked are multiples of four elements: four
-     * elements per work-item through 16-byte loads and stores, as the copy kernels of vendor
-     * libraries do; the last n_out % 4 elements one by one. */
+    /* One kept dimension along which every operand is contiguous, forward or reversed, or a
+     * broadcast scalar (S0..S2, SY its stride: 1, -1 or 0), at offsets the host checked put each
+     * block of four on 16 bytes (a multiple of four elements; a reversed operand's, 3 more):
+     * four elements per work-item through 16-byte loads and stores, as the copy kernels of
+     * vendor libraries do; the last n_out % 4 elements one by one. */
     const int n4 = n_out / 4;
     __global const float *p0 = x0 + kp_offset(v0), *p1 = x1 + kp_offset(v1),
                          *p2 = x2 + kp_offset(v2);
     __global float *py = y + kp_offset(vy);
     for (int o = get_global_id(0); o < n4; o += get_global_size(0)) {
-        const float4 a = S0 ? ((__global const float4 *)p0)[o] : (float4)(p0[0]);
-        const float4 b = n_in < 2 ? (float4)(0.0f)
-                         : S1     ? ((__global const float4 *)p1)[o]
-                                  : (float4)(p1[0]);
-        const float4 c = n_in < 3 ? (float4)(0.0f)
-                         : S2     ? ((__global const float4 *)p2)[o]
-                                  : (float4)(p2[0]);
+        const float4 a = LOAD4(S0, p0, o);
+        const float4 b = n_in < 2 ? (float4)(0.0f) : LOAD4(S1, p1, o);
+        const float4 c = n_in < 3 ? (float4)(0.0f) : LOAD4(S2, p2, o);
         const float4 r = (float4)(map(op, a.x, b.x, c.x, alpha), map(op, a.y, b.y, c.y, alpha),
                                   map(op, a.z, b.z, c.z, alpha), map(op, a.w, b.w, c.w, alpha));
-        ((__global float4 *)py)[o] = r * post;
+        if (SY > 0)
+            ((__global float4 *)py)[o] = r * post;
+        else
+            ((__global float4 *)(py - 3))[-o] = (r * post).wzyx;
     }
     for (int i = 4 * n4 + get_global_id(0); i < n_out; i += get_global_size(0))
-        py[i] = map(op, p0[S0 * i], n_in > 1 ? p1[S1 * i] : 0.0f, n_in > 2 ? p2[S2 * i] : 0.0f,
-                    alpha) *
-                post;
+        py[SY * i] = map(op, p0[S0 * i], n_in > 1 ? p1[S1 * i] : 0.0f,
+                         n_in > 2 ? p2[S2 * i] : 0.0f, alpha) *
+                     post;
 #elif RR == 0
     const int step = get_global_size(0);
     for (int o = get_global_id(0); o < n_out; o += UNROLL * step) {

@@ -201,18 +201,25 @@ static int route(kp_launch *l, const tensor_space *s)
     return s->n_out < 32768 ? TR_CHUNKS : TR_ITEMS;
 }
 
+/* Whether an operand of stride `stride` from element `offset` reads blocks of four elements as
+ * 16-byte accesses: contiguous from a multiple of four elements, or reversed (stride -1) from 3
+ * more, so that each block's lowest element is on 16 bytes. */
+static int aligned4(int64_t stride, int64_t offset)
+{
+    return (stride == 1 && offset % 4 == 0) || (stride == -1 && offset % 4 == 3);
+}
+
 /* Whether an elementwise space can go four elements to a 16-byte access (VEC4 in
  * kernels/tensor.cl): one kept dimension, along which the output and every input are contiguous
- * (an input may be a broadcast scalar), every offset a multiple of four elements (buffers start
- * aligned to far more: CL_DEVICE_MEM_BASE_ADDR_ALIGN). */
+ * or reversed (an input may be a broadcast scalar), each at an offset aligned4 accepts (buffers
+ * start aligned to far more: CL_DEVICE_MEM_BASE_ADDR_ALIGN). */
 static int vectorizable(const tensor_space *s, int comb)
 {
     if (s->rank_red != 0 || s->rank_kept != 1 || comb == TC_ARGMAX || comb == TC_ARGMIN ||
-        s->out_stride[0] != 1 || s->out_offset % 4)
+        !aligned4(s->out_stride[0], s->out_offset))
         return 0;
     for (int i = 0; i < s->n_in; i++)
-        if ((s->in_stride[i][0] != 1 && s->in_stride[i][0] != 0) ||
-            (s->in_stride[i][0] == 1 && s->in_offset[i] % 4))
+        if (s->in_stride[i][0] != 0 && !aligned4(s->in_stride[i][0], s->in_offset[i]))
             return 0;
     return 1;
 }
@@ -304,9 +311,10 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                      s->rank_red, map, comb);
     const int vec4 = vectorizable(s, comb);
     if (vec4)
-        snprintf(options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d",
-                 s->n_in > 0 && s->in_stride[0][0] != 0, s->n_in > 1 && s->in_stride[1][0] != 0,
-                 s->n_in > 2 && s->in_stride[2][0] != 0);
+        snprintf(
+            options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d -D SY=%d",
+            s->n_in > 0 ? (int)s->in_stride[0][0] : 0, s->n_in > 1 ? (int)s->in_stride[1][0] : 0,
+            s->n_in > 2 ? (int)s->in_stride[2][0] : 0, (int)s->out_stride[0]);
     const int how = route(l, s);
     if (how == TR_CHUNKS)
         return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);

@@ -166,6 +166,31 @@ static void test_flipped_views_compute(void **state)
     kp_buffer_destroy(rt, bs);
 }
 
+/* Reversed operands whose blocks of four fall on 16 bytes (offset 3 mod 4) go as reversed
+ * float4 accesses (VEC4), a tail of 47 % 4 elements one by one: y[46 - i] = x[47 - i] + b[i],
+ * y and x reversed, b forward. */
+static void test_reversed_vectors(void **state)
+{
+    enum { N = 47 };
+    float x[N + 1], b[N], y[N + 5], want[N + 5];
+    test_fill(x, N + 1, 12);
+    test_fill(b, N, 13);
+    test_fill(want, N + 5, 14);
+    kp_buffer *bx = upload(x, N + 1), *bb = upload(b, N), *by = upload(want, N + 5);
+    kp_tensor tx = kp_tensor_1d(bx, KP_F32, N), ty = kp_tensor_1d(by, KP_F32, N);
+    tx.strides[0] = ty.strides[0] = -1;
+    tx.offset = N;
+    ty.offset = N + 4;
+    assert_int_equal(kp_add(rt, tx, kp_tensor_1d(bb, KP_F32, N), ty), KP_OK);
+    for (int i = 0; i < N; i++)
+        want[N + 4 - i] = x[N - i] + b[i];
+    download(by, y, N + 5);
+    expect_same(y, want, N + 5);
+    kp_buffer_destroy(rt, bx);
+    kp_buffer_destroy(rt, bb);
+    kp_buffer_destroy(rt, by);
+}
+
 /* A flagged parameter's view is bounded by its lowest and highest elements: one reaching before
  * element 0 is refused, so is one past the end, and steps past int64 are caught, not wrapped. */
 static void test_negative_stride_ranges(void **state)
@@ -500,6 +525,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_helpers),
         cmocka_unit_test(test_flipped_views_compute),
+        cmocka_unit_test(test_reversed_vectors),
         cmocka_unit_test(test_negative_stride_ranges),
         cmocka_unit_test(test_negative_stride_overlaps),
         cmocka_unit_test(test_flip),
