@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "runtime.h"
+#include "view.h"
 
 #define MAX_DEPTH 16
 
@@ -39,25 +40,29 @@ static char *param_list(const kp_kernel_desc *d)
     return s;
 }
 
-/* Whether two elements of t may be one: sorted by stride, each dimension longer than 1 must step
- * past all the elements of those with smaller strides (PyTorch's rule; sufficient, and for two
- * dimensions also necessary). Spans fit int64: the caller checked the view's extent. */
+/* Whether two elements of t may be one: sorted by absolute stride (a flipped dimension holds the
+ * same elements), each dimension longer than 1 must step past all the elements of those with
+ * smaller strides (PyTorch's rule; sufficient, and for two dimensions also necessary). Spans fit
+ * int64: the caller checked the view's range, whose width is the sum of the spans. */
 static int self_overlaps(const kp_tensor *t)
 {
     int64_t shape[KP_MAX_RANK], strides[KP_MAX_RANK];
     int n = 0;
-    for (int32_t d = 0; d < t->rank; d++) {
+    /* First, as an empty view's strides are unchecked (INT64_MIN has no absolute value). */
+    for (int32_t d = 0; d < t->rank; d++)
         if (t->shape[d] == 0)
             return 0;
+    for (int32_t d = 0; d < t->rank; d++) {
         if (t->shape[d] == 1)
             continue;
+        const int64_t stride = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];
         int i = n++;
-        for (; i > 0 && strides[i - 1] > t->strides[d]; i--) {
+        for (; i > 0 && strides[i - 1] > stride; i--) {
             shape[i] = shape[i - 1];
             strides[i] = strides[i - 1];
         }
         shape[i] = t->shape[d];
-        strides[i] = t->strides[d];
+        strides[i] = stride;
     }
     int64_t span = 0;
     for (int i = 0; i < n; i++) {
@@ -88,12 +93,16 @@ static kp_status check_tensor(kp_runtime *rt, const kp_kernel *k, const kp_param
         return arg_fail(rt, k, p->name, "rank %d is outside 0..%d", t->rank, KP_MAX_RANK);
     if (t->offset < 0)
         return arg_fail(rt, k, p->name, "negative offset %lld", (long long)t->offset);
+    const int negative_ok = (p->flags & KP_PARAM_NEGATIVE_STRIDES) != 0;
     for (int32_t d = 0; d < t->rank; d++)
-        if (t->shape[d] < 0 || t->strides[d] < 0)
-            return arg_fail(rt, k, p->name,
-                            "dimension %d has shape %lld and stride %lld (both "
-                            "must be >= 0)",
-                            d, (long long)t->shape[d], (long long)t->strides[d]);
+        if (t->shape[d] < 0 || (t->strides[d] < 0 && !negative_ok))
+            return arg_fail(
+                rt, k, p->name, "dimension %d has shape %lld and stride %lld (%s)", d,
+                (long long)t->shape[d], (long long)t->strides[d],
+                t->shape[d] < 0 && negative_ok ? "the shape must be >= 0"
+                : t->shape[d] < 0
+                    ? "both must be >= 0"
+                    : "both must be >= 0: this kernel does not accept negative strides");
     char desc[160];
     /* Stride-0 dimensions cost no memory, so only this bounds the element count; zeros count as
      * ones so that a kernel may multiply any of an empty view's extents. */
@@ -102,16 +111,11 @@ static kp_status check_tensor(kp_runtime *rt, const kp_kernel *k, const kp_param
         if (t->shape[d] > 0 && __builtin_mul_overflow(count, t->shape[d], &count))
             return arg_fail(rt, k, p->name, "%s: its extents multiply past 2^63 - 1",
                             kp_tensor_describe(t, desc, sizeof desc));
-    int64_t last = t->offset, size = (int64_t)kp_dtype_size((kp_dtype)t->dtype);
-    int empty = 0, overflow = 0;
-    for (int32_t d = 0; d < t->rank; d++) {
-        int64_t step;
-        if (t->shape[d] == 0)
-            empty = 1;
-        else
-            overflow |= __builtin_mul_overflow(t->shape[d] - 1, t->strides[d], &step) ||
-                        __builtin_add_overflow(last, step, &last);
-    }
+    int64_t first, last, size = (int64_t)kp_dtype_size((kp_dtype)t->dtype);
+    int empty = 0;
+    for (int32_t d = 0; d < t->rank; d++)
+        empty |= t->shape[d] == 0;
+    int overflow = kp__view_range(t, &first, &last);
     int64_t end_bytes = 0;
     overflow |=
         __builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(last, size, &end_bytes);
@@ -119,9 +123,12 @@ static kp_status check_tensor(kp_runtime *rt, const kp_kernel *k, const kp_param
         return arg_fail(rt, k, p->name, "%s needs %lld bytes but its buffer has %zu",
                         kp_tensor_describe(t, desc, sizeof desc),
                         overflow ? -1LL : (long long)end_bytes, t->buffer->size);
+    if (!empty && first < 0)
+        return arg_fail(rt, k, p->name, "%s reaches element %lld, before its buffer's start",
+                        kp_tensor_describe(t, desc, sizeof desc), (long long)first);
     /* An empty view touches nothing, but where it starts must still be in its buffer (the
-     * product cannot overflow: it is at most end_bytes). */
-    int64_t start_bytes = t->offset * size;
+     * product cannot overflow: it is at most end_bytes). Otherwise the lowest element starts it. */
+    int64_t start_bytes = (empty ? t->offset : first) * size;
     if (empty && (uint64_t)start_bytes > t->buffer->size)
         return arg_fail(rt, k, p->name, "%s starts at byte %lld but its buffer has %zu",
                         kp_tensor_describe(t, desc, sizeof desc), (long long)start_bytes,

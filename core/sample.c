@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sample.h"
+#include "view.h"
 
 static uint64_t splitmix64(uint64_t *state)
 {
@@ -163,21 +164,25 @@ kp_status kp__sample_view(kp_sample *s, const char *name, int32_t rank, const in
                         "0..%d and offset >= 0",
                         s->kernel->desc->name, name, KP_MAX_RANK);
     kp_tensor t = {.dtype = a->dtype, .rank = rank, .offset = offset};
+    const int negative_ok = (s->kernel->desc->params[i].flags & KP_PARAM_NEGATIVE_STRIDES) != 0;
+    int empty = 0;
     for (int32_t d = 0; d < rank; d++) {
-        if (shape[d] < 0 || strides[d] < 0)
+        if (shape[d] < 0 || (strides[d] < 0 && !negative_ok))
             return kp__fail(s->rt, KP_ERR_PLUGIN,
-                            "kernel %s: sample_view \"%s\": negative "
-                            "shape or stride",
+                            "kernel %s: sample_view \"%s\": negative shape or stride (a negative "
+                            "stride needs KP_PARAM_NEGATIVE_STRIDES)",
                             s->kernel->desc->name, name);
         t.shape[d] = shape[d];
         t.strides[d] = strides[d];
+        empty |= shape[d] == 0;
     }
-    if (kp_tensor_extent(&t) > a->numel)
+    int64_t first, last;
+    if (kp__view_range(&t, &first, &last) ||
+        (empty ? offset > a->numel : first < 0 || last >= a->numel))
         return kp__fail(s->rt, KP_ERR_PLUGIN,
-                        "kernel %s: sample_view \"%s\" reaches element %lld of a storage of "
-                        "%lld",
-                        s->kernel->desc->name, name, (long long)kp_tensor_extent(&t),
-                        (long long)a->numel);
+                        "kernel %s: sample_view \"%s\" reaches outside elements 0 .. %lld of its "
+                        "storage",
+                        s->kernel->desc->name, name, (long long)a->numel - 1);
     a->has_view = 1;
     a->rank = rank;
     a->offset = offset;

@@ -22,4 +22,11 @@ static inline uint32_t kp__view_words(uint32_t rank)
  * tensor's or above KP_MAX_RANK, KP_ERR_UNSUPPORTED for a view past int. */
 kp_status kp__view_pack(const kp_tensor *t, uint32_t rank, int32_t *out, const char **why);
 
+/* The lowest and highest element index t touches: its offset plus the steps (extent - 1) *
+ * stride of its dimensions that are negative, resp. positive (a flipped view's offset is its
+ * index-0 element, not its lowest). Extents of 0 are skipped: the caller tells an empty view,
+ * which touches nothing. Returns 1 when a product or sum passes int64 (then *first and *last mean
+ * nothing), else 0. Extents must be >= 0. */
+int kp__view_range(const kp_tensor *t, int64_t *first, int64_t *last);
+
 #endif

@@ -485,6 +485,21 @@ void store(int comb, acc_t a, float post, __global T(DTY) *y, __global int *yi, 
         __global const T(DT1) *x1, const kp_view8 v1, __global const T(DT2) *x2,                   \
         const kp_view8 v2, __global T(DTY) *y, __global int *yi, const kp_view8 vy
 
+/* Block o of four elements, as floats, of an operand of dtype d and stride s (1, -1 or 0) from
+ * p: one 16-byte (8-byte for 16-bit dtypes) load, in reverse for -1 (the block ends 3 elements
+ * below its first one), or the broadcast scalar; STOREV the same for y. */
+#define LOADV(s, d, p, o)                                                                          \
+    ((s) > 0   ? LOAD4(d, p, o)                                                                    \
+     : (s) < 0 ? LOAD4(d, (p)-3, -(o)).wzyx                                                        \
+               : (float4)(LOAD(d, p, 0)))
+#define STOREV(s, d, p, o, v)                                                                      \
+    do {                                                                                           \
+        if ((s) > 0)                                                                               \
+            STORE4(d, p, o, v);                                                                    \
+        else                                                                                       \
+            STORE4(d, (p)-3, -(o), (v).wzyx);                                                      \
+    } while (0)
+
 /* Elements per work-item of an elementwise launch (RR = 0), loaded before any is computed;
  * tensor-space.c sizes the launch by its UNROLL, which must equal this one. */
 #define UNROLL 4
@@ -512,29 +527,26 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
         ((__global RAWT(DTY) *)y)[oy] = ((__global const RAWT(DT0) *)x0)[o0];
     }
 #elif RR == 0 && defined(VEC4)
-    /* One kept dimension along which every operand is contiguous, or a broadcast scalar (S0..S2
-     * its stride, 1 or 0), at offsets the host checked are multiples of four elements: four
-     * elements per work-item through 16-byte loads and stores (8-byte for 16-bit dtypes), as the
-     * copy kernels of vendor libraries do; the last n_out % 4 elements one by one. */
+    /* One kept dimension along which every operand is contiguous, forward or reversed, or a
+     * broadcast scalar (S0..S2, SY its stride: 1, -1 or 0), at offsets the host checked put each
+     * block of four on 16 bytes (8 for 16-bit dtypes: a multiple of four elements; a reversed
+     * operand's, 3 more): four elements per work-item through whole-vector loads and stores, as
+     * the copy kernels of vendor libraries do; the last n_out % 4 elements one by one. */
     const int n4 = n_out / 4;
     __global const T(DT0) *p0 = x0 + kp_offset(v0);
     __global const T(DT1) *p1 = x1 + kp_offset(v1);
     __global const T(DT2) *p2 = x2 + kp_offset(v2);
     __global T(DTY) *py = y + kp_offset(vy);
     for (int o = get_global_id(0); o < n4; o += get_global_size(0)) {
-        const float4 a = S0 ? LOAD4(DT0, p0, o) : (float4)(LOAD(DT0, p0, 0));
-        const float4 b = n_in < 2 ? (float4)(0.0f)
-                         : S1     ? LOAD4(DT1, p1, o)
-                                  : (float4)(LOAD(DT1, p1, 0));
-        const float4 c = n_in < 3 ? (float4)(0.0f)
-                         : S2     ? LOAD4(DT2, p2, o)
-                                  : (float4)(LOAD(DT2, p2, 0));
+        const float4 a = LOADV(S0, DT0, p0, o);
+        const float4 b = n_in < 2 ? (float4)(0.0f) : LOADV(S1, DT1, p1, o);
+        const float4 c = n_in < 3 ? (float4)(0.0f) : LOADV(S2, DT2, p2, o);
         const float4 r = (float4)(map(op, a.x, b.x, c.x, alpha), map(op, a.y, b.y, c.y, alpha),
                                   map(op, a.z, b.z, c.z, alpha), map(op, a.w, b.w, c.w, alpha));
-        STORE4(DTY, py, o, r * post);
+        STOREV(SY, DTY, py, o, r * post);
     }
     for (int i = 4 * n4 + get_global_id(0); i < n_out; i += get_global_size(0))
-        STORE(DTY, py, i,
+        STORE(DTY, py, SY * i,
               map(op, LOAD(DT0, p0, S0 * i), n_in > 1 ? LOAD(DT1, p1, S1 * i) : 0.0f,
                   n_in > 2 ? LOAD(DT2, p2, S2 * i) : 0.0f, alpha) *
                   post);

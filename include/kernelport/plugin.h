@@ -23,8 +23,9 @@ extern "C" {
 /* 1: kp_kernel_desc.describe and .supported, KP_TUNABLE_NO_SEARCH.
  * 2: tensor views (kp_host_api.arg_tensor and the prelude, kp_clargs), build flags
  *    (cl_kernel_build, KP_BUILD_PTX_SM90A), buffer_read, check_shape, kp_kernel_desc.resolve.
- * 3: KP_PARAM_ALIAS_INPUTS (in-place outputs), sample_kernel_user (table-driven plugins). */
-#define KP_ABI_MINOR 3
+ * 3: KP_PARAM_ALIAS_INPUTS (in-place outputs), sample_kernel_user (table-driven plugins).
+ * 4: KP_PARAM_NEGATIVE_STRIDES (flipped views). */
+#define KP_ABI_MINOR 4
 
 /* Opaque objects the core passes to plugin callbacks. */
 typedef struct kp_registrar kp_registrar; /* registration, valid during init */
@@ -57,6 +58,13 @@ enum {
      * elements at its own position, read before it is written. Any other overlap is refused.
      * (ABI 1.3) */
     KP_PARAM_ALIAS_INPUTS = 1u << 1,
+    /* A tensor that may have negative strides (a flipped view, kp_tensor_flip): the core checks
+     * that every element from the lowest to the highest lies in the buffer, and an output's
+     * overlap by the absolute strides. Without the flag a negative stride is refused, so a kernel
+     * whose code assumes strides >= 0 (a library's leading dimension, unsigned offsets) never
+     * sees one. The kernel's views then carry negative strides and an offset that is the element
+     * at index 0, not the lowest one. (ABI 1.4) */
+    KP_PARAM_NEGATIVE_STRIDES = 1u << 2,
 };
 
 typedef struct kp_param_desc {
@@ -257,8 +265,9 @@ typedef struct kp_host_api {
     /* The sample's random stream: uniform 64-bit values, reproducible for a given seed. */
     uint64_t (*sample_random)(kp_sample *s);
     /* Makes the already sampled tensor `name` a strided view of its storage (shape, element
-     * offset and strides), to verify transposed, padded or offset layouts. Elements outside the
-     * view are compared too, so a kernel that writes outside its output view fails. */
+     * offset and strides), to verify transposed, padded or offset layouts; strides may be
+     * negative for a KP_PARAM_NEGATIVE_STRIDES parameter (ABI 1.4). Elements outside the view are
+     * compared too, so a kernel that writes outside its output view fails. */
     kp_status (*sample_view)(kp_sample *s, const char *name, int32_t rank, const int64_t *shape,
                              int64_t offset, const int64_t *strides);
     /* The resolved value of the descriptor's tunable number `index` (as `tunable`, without the

@@ -44,7 +44,9 @@ typedef enum kp_dtype {
 /*
  * A view of a buffer: element type, shape, strides and offset in elements. A plain value that
  * does not own its buffer. A rank-0 tensor is a scalar (one element at `offset`). Strides may
- * be 0 (broadcast) but not negative.
+ * be 0 (broadcast); negative ones (a flipped view: `offset` is then the element at index 0, not
+ * the lowest) only where a kernel's parameter accepts them (KP_PARAM_NEGATIVE_STRIDES in its
+ * descriptor: the tensor family's do); launches refuse them elsewhere.
  */
 typedef struct kp_tensor {
     kp_buffer *buffer;
@@ -63,8 +65,15 @@ typedef struct kp_tensor {
  *   INT64_MAX stop at INT64_MAX, a view launches reject); kp_tensor_numel: the product of the
  *   shape (1 for rank 0); kp_tensor_is_contiguous: row-major strides; kp_tensor_extent: one past
  *   the largest element index the view touches (offset for an empty view);
- *   kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved; kp_tensor_describe:
- *   "f32[3, 4]" plus strides and offset when they matter, into buf.
+ *   kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved; kp_tensor_flip: dimension
+ *   d reversed (its stride negated, the offset moved to its last element; a move past int64
+ *   gives offset INT64_MAX, which launches reject; a d outside the rank, or an empty dimension,
+ *   leaves t as it is); kp_tensor_narrow: `length` elements of dimension d from `start`
+ *   (PyTorch's narrow; a length of 0 keeps the offset; start and length outside 0 .. the extent
+ *   give extent 0 at offset INT64_MAX, which launches reject; a d outside the rank leaves t as
+ *   it is); kp_tensor_step_overflows: whether
+ *   offset + n * s passes int64 (their helper); kp_tensor_describe: "f32[3, 4]" plus strides and
+ *   offset when they matter, into buf.
  * kp_tensor_numel and kp_tensor_extent return INT64_MAX for a count past INT64_MAX (stride-0
  * dimensions cost no memory, so [2^32, 2^32] is a view of one element) and for a view with a
  * negative extent, stride or offset: never a small number, so that a check against a limit
@@ -189,6 +198,45 @@ KP_INLINE kp_tensor kp_tensor_transpose(kp_tensor t, int32_t d0, int32_t d1)
     t.strides[d0] = t.strides[d1];
     t.shape[d1] = s;
     t.strides[d1] = st;
+    return t;
+}
+
+/* Whether offset + n * s passes int64 (n >= 0, offset >= 0). */
+KP_INLINE int kp_tensor_step_overflows(int64_t offset, int64_t n, int64_t s)
+{
+    if (offset < 0 || s == INT64_MIN || (s != 0 && n > INT64_MAX / (s < 0 ? -s : s)))
+        return 1;
+    return s > 0 && n * s > INT64_MAX - offset;
+}
+
+KP_INLINE kp_tensor kp_tensor_flip(kp_tensor t, int32_t d)
+{
+    if (d < 0 || d >= t.rank || t.shape[d] <= 0)
+        return t;
+    const int64_t s = t.strides[d];
+    if (kp_tensor_step_overflows(t.offset, t.shape[d] - 1, s)) {
+        t.offset = INT64_MAX;
+        return t;
+    }
+    t.offset += (t.shape[d] - 1) * s;
+    t.strides[d] = -s;
+    return t;
+}
+
+KP_INLINE kp_tensor kp_tensor_narrow(kp_tensor t, int32_t d, int64_t start, int64_t length)
+{
+    if (d < 0 || d >= t.rank)
+        return t;
+    if (start < 0 || length < 0 || start > t.shape[d] || length > t.shape[d] - start ||
+        kp_tensor_step_overflows(t.offset, start, t.strides[d])) {
+        t.shape[d] = 0;
+        t.offset = INT64_MAX;
+        return t;
+    }
+    /* An empty part keeps the offset, which a flipped dimension could otherwise move below 0. */
+    if (length > 0)
+        t.offset += start * t.strides[d];
+    t.shape[d] = length;
     return t;
 }
 

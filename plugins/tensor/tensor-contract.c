@@ -12,16 +12,19 @@ enum { MS_A, MS_B, MS_Y, MS_N };
 static const kp_param_desc params[] = {
     [MS_A] = {.name = "a",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "broadcasts with b (NumPy's rule)"},
     [MS_B] = {.name = "b",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "broadcasts with a"},
     [MS_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_OUT,
               .dtypes = KP_DT(KP_F32),
               .doc = "broadcasts to a and b's shape; summed over the axes where it has extent 1 "
@@ -71,9 +74,10 @@ static kp_status reference(const kp_call *call, kp_launch *l)
 /* A matrix product [5, 7] x [7, 3]; a batched one [2, 3, 4] x [2, 4, 5]; a dot product of 13
  * into rank 0; a [37, 11] times a broadcast row, summed over the rows; a product whose a is a
  * transposed view; the XOR model's first layer [4, 2] x [2, 8]; one of 64 x 129 x 17 (terms past
- * the work-group). */
-static const char *const verify_sizes[] = {"matmul", "batched", "dot", "rows",
-                                           "views",  "xor",     "big", NULL};
+ * the work-group); the matrix product with a reversed along M and K, b along K and y along N
+ * (negative strides). */
+static const char *const verify_sizes[] = {"matmul", "batched", "dot",     "rows", "views",
+                                           "xor",    "big",     "flipped", NULL};
 static const char *const bench_sizes[] = {"xor", "256x256x256", NULL};
 
 typedef struct mul_sum_shapes {
@@ -88,7 +92,7 @@ static void matmul_shapes(mul_sum_shapes *s, int64_t m, int64_t k, int64_t n)
 
 static int sample_shapes(const char *size, mul_sum_shapes *s)
 {
-    if (strcmp(size, "matmul") == 0 || strcmp(size, "views") == 0)
+    if (strcmp(size, "matmul") == 0 || strcmp(size, "views") == 0 || strcmp(size, "flipped") == 0)
         matmul_shapes(s, 5, 7, 3);
     else if (strcmp(size, "xor") == 0)
         matmul_shapes(s, 4, 2, 8);
@@ -120,11 +124,16 @@ static kp_status sample(kp_sample *smp, const char *size)
         const int64_t strides[3] = {1, s.shape[0][0], 1};
         st = tensor_host->sample_view(smp, "a", 3, s.shape[0], 0, strides);
     }
+    const int flipped = strcmp(size, "flipped") == 0;
+    if (st == KP_OK && flipped)
+        st = tensor_sample_flip(smp, "a", s.rank[0], s.shape[0], 3);
     if (st == KP_OK)
         st = tensor_host->sample_tensor(smp, "b", KP_F32, s.rank[1], s.shape[1], -1.0, 1.0, NULL);
-    return st == KP_OK
-               ? tensor_host->sample_tensor(smp, "y", KP_F32, s.rank[2], s.shape[2], 0.0, 0.0, NULL)
-               : st;
+    if (st == KP_OK && flipped)
+        st = tensor_sample_flip(smp, "b", s.rank[1], s.shape[1], 2);
+    if (st == KP_OK)
+        st = tensor_host->sample_tensor(smp, "y", KP_F32, s.rank[2], s.shape[2], 0.0, 0.0, NULL);
+    return st == KP_OK && flipped ? tensor_sample_flip(smp, "y", s.rank[2], s.shape[2], 4) : st;
 }
 
 /* The broadcast shape's elements: one multiply-add each. */

@@ -15,6 +15,7 @@ enum { UN_X, UN_Y, UN_N };
 static const kp_param_desc unary_params[] = {
     [UN_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = F32,
               .doc = "any shape that broadcasts to y's, any strides"},
@@ -22,18 +23,20 @@ static const kp_param_desc unary_params[] = {
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_OUT,
               .dtypes = F32,
-              .flags = KP_PARAM_ALIAS_INPUTS,
+              .flags = KP_PARAM_ALIAS_INPUTS | KP_PARAM_NEGATIVE_STRIDES,
               .doc = "the result; may be x itself"},
 };
 enum { BI_A, BI_B, BI_Y, BI_N };
 static const kp_param_desc binary_params[] = {
     [BI_A] = {.name = "a",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = F32,
               .doc = "broadcasts with b to y's shape"},
     [BI_B] = {.name = "b",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = F32,
               .doc = "broadcasts with a to y's shape; rank 0 for a scalar"},
@@ -41,23 +44,26 @@ static const kp_param_desc binary_params[] = {
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_OUT,
               .dtypes = F32,
-              .flags = KP_PARAM_ALIAS_INPUTS,
+              .flags = KP_PARAM_ALIAS_INPUTS | KP_PARAM_NEGATIVE_STRIDES,
               .doc = "the result; may be a or b itself"},
 };
 enum { WH_COND, WH_A, WH_B, WH_Y, WH_N };
 static const kp_param_desc where_params[] = {
     [WH_COND] = {.name = "cond",
                  .kind = KP_ARG_KIND_TENSOR,
+                 .flags = KP_PARAM_NEGATIVE_STRIDES,
                  .access = KP_ACCESS_IN,
                  .dtypes = TENSOR_ANY_DTYPE,
                  .doc = "nonzero picks a"},
     [WH_A] = {.name = "a",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = F32,
               .doc = "where cond is nonzero"},
     [WH_B] = {.name = "b",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = F32,
               .doc = "where cond is zero"},
@@ -65,18 +71,20 @@ static const kp_param_desc where_params[] = {
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_OUT,
               .dtypes = F32,
-              .flags = KP_PARAM_ALIAS_INPUTS,
+              .flags = KP_PARAM_ALIAS_INPUTS | KP_PARAM_NEGATIVE_STRIDES,
               .doc = "cond, a and b broadcast to its shape"},
 };
 enum { UB_DY, UB_X, UB_DX, UB_N };
 static const kp_param_desc unary_back_params[] = {
     [UB_DY] = {.name = "dy",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_IN,
                .dtypes = F32,
                .doc = "the gradient of y, y's shape"},
     [UB_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = F32,
               .doc = "the forward's input"},
@@ -84,23 +92,26 @@ static const kp_param_desc unary_back_params[] = {
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_OUT,
                .dtypes = F32,
-               .flags = KP_PARAM_ALIAS_INPUTS,
+               .flags = KP_PARAM_ALIAS_INPUTS | KP_PARAM_NEGATIVE_STRIDES,
                .doc = "x's shape: dy f'(x), summed over the axes x was broadcast along"},
 };
 enum { BB_DY, BB_A, BB_B, BB_DA, BB_DB, BB_N };
 static const kp_param_desc binary_back_params[] = {
     [BB_DY] = {.name = "dy",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_IN,
                .dtypes = F32,
                .doc = "the gradient of y, y's shape"},
     [BB_A] = {.name = "a",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = F32,
               .doc = "the forward's a"},
     [BB_B] = {.name = "b",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = F32,
               .doc = "the forward's b"},
@@ -108,13 +119,13 @@ static const kp_param_desc binary_back_params[] = {
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_OUT,
                .dtypes = F32,
-               .flags = KP_PARAM_OPTIONAL,
+               .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                .doc = "a's shape, summed over the axes a was broadcast along"},
     [BB_DB] = {.name = "db",
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_OUT,
                .dtypes = F32,
-               .flags = KP_PARAM_OPTIONAL,
+               .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                .doc = "b's shape, summed over the axes b was broadcast along"},
 };
 
@@ -331,8 +342,9 @@ static kp_status binary_back_reference(const kp_call *call, kp_launch *l)
 /* ---- samples ---- */
 
 /* Sample sizes: one element; primes; broadcasting (an input of extent 1 or missing on some
- * axes); strided views (a transposed input, an output with gaps between its rows). */
-static const char *const verify_sizes[] = {"one", "prime", "bcast", "views", NULL};
+ * axes); strided views (a transposed input, an output with gaps between its rows); flipped views
+ * (negative strides: flip_masks). */
+static const char *const verify_sizes[] = {"one", "prime", "bcast", "views", "flipped", NULL};
 static const char *const bench_sizes[] = {"16M", "4096x4096+4096", NULL};
 /* A few ops check 16-bit and mixed storage too (each combination of dtypes is one more program
  * to build): "prime-bf16" and "prime-f16" with every operand of that dtype (contiguous: 16-bit
@@ -381,7 +393,8 @@ static int sample_shapes(const char *size, int arity, shapes *sh)
     } else if (strcmp(size, "4096x4096+4096") == 0) {
         ry = 2;
         y[0] = y[1] = 4096;
-    } else if (strcmp(size, "prime") != 0 && strcmp(size, "views") != 0) {
+    } else if (strcmp(size, "prime") != 0 && strcmp(size, "views") != 0 &&
+               strcmp(size, "flipped") != 0) {
         return 0;
     }
     for (int i = 0; i <= arity; i++) {
@@ -457,6 +470,11 @@ static kp_status sample_output(kp_sample *smp, const char *name, int32_t dtype, 
     return st == KP_OK ? gapped_view(smp, name, shape) : st;
 }
 
+/* "flipped" [37, 53]: the dimensions (bit d: dimension d) each input reverses, by its index;
+ * outputs and dy reverse both, so a unary op's operands coalesce to one dimension of stride -1
+ * and a binary op's b keeps them apart. */
+static const unsigned flip_masks[3] = {3, 1, 2};
+
 static const char *const unary_names[] = {"x", "y"}, *const binary_names[] = {"a", "b", "y"},
                          *const where_names[] = {"cond", "a", "b", "y"};
 
@@ -474,14 +492,19 @@ static kp_status forward_sample(kp_sample *smp, const char *size)
     size_dtypes(size, op, base, sizeof base, dt);
     if (!sample_shapes(base, op->arity, &sh))
         return KP_ERR_NOT_FOUND;
-    const int views = strcmp(base, "views") == 0;
+    const int views = strcmp(base, "views") == 0, flipped = strcmp(base, "flipped") == 0;
     const char *const *names = names_of(op);
     kp_status st = KP_OK;
-    for (int i = 0; st == KP_OK && i < op->arity; i++)
+    for (int i = 0; st == KP_OK && i < op->arity; i++) {
         st = sample_input(smp, names[i], op, i, dt[i], &sh, views);
-    return st == KP_OK ? sample_output(smp, "y", dt[op->arity], sh.rank[op->arity],
-                                       sh.shape[op->arity], views)
-                       : st;
+        if (st == KP_OK && flipped)
+            st = tensor_sample_flip(smp, names[i], sh.rank[i], sh.shape[i], flip_masks[i]);
+    }
+    if (st == KP_OK)
+        st = sample_output(smp, "y", dt[op->arity], sh.rank[op->arity], sh.shape[op->arity], views);
+    return st == KP_OK && flipped
+               ? tensor_sample_flip(smp, "y", sh.rank[op->arity], sh.shape[op->arity], 3)
+               : st;
 }
 
 /* dy over y's shape, the forward's inputs, and the gradients of their shapes. */
@@ -491,16 +514,22 @@ static kp_status backward_sample(kp_sample *smp, const char *size)
     shapes sh;
     if (!sample_shapes(size, op->arity, &sh))
         return KP_ERR_NOT_FOUND;
-    const int views = strcmp(size, "views") == 0;
+    const int views = strcmp(size, "views") == 0, flipped = strcmp(size, "flipped") == 0;
     const char *const *names = names_of(op);
     kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, sh.rank[op->arity],
                                               sh.shape[op->arity], -1.0, 1.0, NULL);
+    if (st == KP_OK && flipped)
+        st = tensor_sample_flip(smp, "dy", sh.rank[op->arity], sh.shape[op->arity], 3);
     for (int i = 0; st == KP_OK && i < op->arity; i++) {
         char grad[8];
         snprintf(grad, sizeof grad, "d%s", names[i]);
         st = sample_input(smp, names[i], op, i, KP_F32, &sh, views);
+        if (st == KP_OK && flipped)
+            st = tensor_sample_flip(smp, names[i], sh.rank[i], sh.shape[i], flip_masks[i]);
         if (st == KP_OK)
             st = sample_output(smp, grad, KP_F32, sh.rank[i], sh.shape[i], views && i == 0);
+        if (st == KP_OK && flipped)
+            st = tensor_sample_flip(smp, grad, sh.rank[i], sh.shape[i], 3);
     }
     return st;
 }

@@ -90,11 +90,14 @@ static kp_status reference(const kp_call *call, kp_launch *l)
     return st;
 }
 
-/* One element; primes; a strided (transposed) y; an offset into the random stream; 16M. uniform
- * and normal check a 16-bit y too: contiguous bf16 (four elements a store) and a strided f16. */
-static const char *const verify_sizes[] = {"one", "prime", "views", "offset", NULL};
-static const char *const uniform_sizes[] = {"one", "prime", "views", "offset", "prime-bf16", NULL};
-static const char *const normal_sizes[] = {"one", "prime", "views", "offset", "views-f16", NULL};
+/* One element; primes; a strided (transposed) y; an offset into the random stream; y reversed
+ * along its rows (a negative stride); 16M. uniform and normal check a 16-bit y too: contiguous
+ * bf16 (four elements a store) and a strided f16. */
+static const char *const verify_sizes[] = {"one", "prime", "views", "offset", "flipped", NULL};
+static const char *const uniform_sizes[] = {"one",     "prime",      "views", "offset",
+                                            "flipped", "prime-bf16", NULL};
+static const char *const normal_sizes[] = {"one",     "prime",     "views", "offset",
+                                           "flipped", "views-f16", NULL};
 static const char *const bench_sizes[] = {"16M", NULL};
 
 static kp_status sample(kp_sample *smp, const char *size)
@@ -110,11 +113,13 @@ static kp_status sample(kp_sample *smp, const char *size)
     else if (strcmp(base, "16M") == 0)
         rank = 1, shape[0] = 1 << 24;
     else if (strcmp(base, "prime") != 0 && strcmp(base, "views") != 0 &&
-             strcmp(base, "offset") != 0)
+             strcmp(base, "offset") != 0 && strcmp(base, "flipped") != 0)
         return KP_ERR_NOT_FOUND;
     kp_status st = tensor_host->sample_tensor(smp, "y", dtype, rank, shape, 0.0, 0.0, NULL);
     if (st == KP_OK && strcmp(base, "views") == 0)
         st = tensor_host->sample_view(smp, "y", 2, shape, 0, (const int64_t[]){1, shape[0]});
+    if (st == KP_OK && strcmp(size, "flipped") == 0)
+        st = tensor_sample_flip(smp, "y", rank, shape, 2);
     if (st == KP_OK && g->a)
         st = tensor_host->sample_float(smp, g->a, g->kind == TG_BERNOULLI ? 0.3 : -1.5);
     if (st == KP_OK && g->b)
@@ -151,6 +156,7 @@ kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg)
         kp_param_desc *p = params[i];
         p[GN_Y] = (kp_param_desc){.name = "y",
                                   .kind = KP_ARG_KIND_TENSOR,
+                                  .flags = KP_PARAM_NEGATIVE_STRIDES,
                                   .access = KP_ACCESS_OUT,
                                   .dtypes = TENSOR_FLOATS,
                                   .doc = "any shape, any strides; element i of its row-major order "

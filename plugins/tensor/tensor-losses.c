@@ -17,11 +17,13 @@ enum { CE_LOGITS, CE_LABELS, CE_LOSS, CE_DLOGITS, CE_LOSSES, CE_IGNORE, CE_SMOOT
 static const kp_param_desc ce_params[] = {
     [CE_LOGITS] = {.name = "logits",
                    .kind = KP_ARG_KIND_TENSOR,
+                   .flags = KP_PARAM_NEGATIVE_STRIDES,
                    .access = KP_ACCESS_IN,
                    .dtypes = KP_DT(KP_F32),
                    .doc = "[..., C], any strides"},
     [CE_LABELS] = {.name = "labels",
                    .kind = KP_ARG_KIND_TENSOR,
+                   .flags = KP_PARAM_NEGATIVE_STRIDES,
                    .access = KP_ACCESS_IN,
                    .dtypes = KP_DT(KP_I32),
                    .doc = "[...]: each row's class, 0 .. C - 1, or ignore_index"},
@@ -34,13 +36,13 @@ static const kp_param_desc ce_params[] = {
                     .kind = KP_ARG_KIND_TENSOR,
                     .access = KP_ACCESS_OUT,
                     .dtypes = KP_DT(KP_F32),
-                    .flags = KP_PARAM_OPTIONAL,
+                    .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                     .doc = "logits' shape: the gradient of the mean loss"},
     [CE_LOSSES] = {.name = "losses",
                    .kind = KP_ARG_KIND_TENSOR,
                    .access = KP_ACCESS_OUT,
                    .dtypes = KP_DT(KP_F32),
-                   .flags = KP_PARAM_OPTIONAL,
+                   .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                    .doc = "labels' shape: each row's loss (0 where ignored)"},
     [CE_IGNORE] = {.name = "ignore_index",
                    .kind = KP_ARG_KIND_INT,
@@ -230,11 +232,13 @@ enum { PW_A, PW_B, PW_LOSS, PW_GRAD, PW_N };
 static const kp_param_desc mse_params[] = {
     [PW_A] = {.name = "a",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "the prediction; broadcasts with b"},
     [PW_B] = {.name = "b",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "the target; broadcasts with a"},
@@ -247,18 +251,20 @@ static const kp_param_desc mse_params[] = {
                  .kind = KP_ARG_KIND_TENSOR,
                  .access = KP_ACCESS_OUT,
                  .dtypes = KP_DT(KP_F32),
-                 .flags = KP_PARAM_OPTIONAL,
+                 .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                  .doc = "a's shape, which must be the broadcast shape: the gradient of the "
                         "loss"},
 };
 static const kp_param_desc bce_params[] = {
     [PW_A] = {.name = "logits",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "any shape, any strides"},
     [PW_B] = {.name = "targets",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "logits' shape: probabilities, 0 .. 1"},
@@ -271,7 +277,7 @@ static const kp_param_desc bce_params[] = {
                  .kind = KP_ARG_KIND_TENSOR,
                  .access = KP_ACCESS_OUT,
                  .dtypes = KP_DT(KP_F32),
-                 .flags = KP_PARAM_OPTIONAL,
+                 .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                  .doc = "logits' shape: the gradient of the loss"},
 };
 
@@ -443,9 +449,11 @@ static kp_status pw_reference(const kp_call *call, kp_launch *l)
  * with per-row losses and a valid class as ignore_index; the forward alone; a wide prime row;
  * logits [5, 3, 7] permuted from [3, 5, 7] with labels [5, 3] transposed; transposed logits
  * (the class axis strided) with gapped dlogits and strided labels and losses; rows of 60 classes
- * read and written as whole vectors (vec; the last block of 16 element by element). */
+ * read and written as whole vectors (vec; the last block of 16 element by element); logits
+ * reversed along both axes, labels, dlogits' rows and the losses reversed (flipped: negative
+ * strides). */
 static const char *const ce_verify_sizes[] = {"one",  "prime", "smooth", "forward", "wide",
-                                              "lead", "views", "vec",    NULL};
+                                              "lead", "views", "vec",    "flipped", NULL};
 static const char *const ce_bench_sizes[] = {"8192x1000", "1024x1000", NULL};
 
 static kp_status ce_sample(kp_sample *smp, const char *size)
@@ -465,10 +473,12 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
     } else if (strcmp(size, "1024x1000") == 0) {
         shape[0] = 1024, shape[1] = 1000;
     } else if (strcmp(size, "prime") != 0 && strcmp(size, "smooth") != 0 &&
-               strcmp(size, "forward") != 0 && strcmp(size, "views") != 0) {
+               strcmp(size, "forward") != 0 && strcmp(size, "views") != 0 &&
+               strcmp(size, "flipped") != 0) {
         return KP_ERR_NOT_FOUND;
     }
     const int views = strcmp(size, "views") == 0, lead = strcmp(size, "lead") == 0;
+    const int flipped = strcmp(size, "flipped") == 0;
     const int smooth = strcmp(size, "smooth") == 0;
     const int64_t C = shape[rank - 1];
     kp_status st = tensor_host->sample_tensor(smp, "logits", KP_F32, rank, shape, -4.0, 4.0, NULL);
@@ -478,6 +488,8 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
     } else if (st == KP_OK && lead) {
         const int64_t strides[3] = {shape[2], shape[0] * shape[2], 1};
         st = tensor_host->sample_view(smp, "logits", 3, shape, 0, strides);
+    } else if (st == KP_OK && flipped) {
+        st = tensor_sample_flip(smp, "logits", rank, shape, 3);
     }
     /* Labels: every class, and about one row in six ignored (-100, or class 0 with smooth);
      * views: every other element from the second; lead: [5, 3] transposed from [3, 5]. */
@@ -499,6 +511,8 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
     } else if (st == KP_OK && lead) {
         const int64_t strides[2] = {1, shape[0]};
         st = tensor_host->sample_view(smp, "labels", 2, shape, 0, strides);
+    } else if (st == KP_OK && flipped) {
+        st = tensor_sample_flip(smp, "labels", rank - 1, shape, 1);
     }
     if (st == KP_OK)
         st = tensor_host->sample_tensor(smp, "loss", KP_F32, 0, NULL, 0.0, 0.0, NULL);
@@ -511,8 +525,10 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
         } else {
             st = tensor_host->sample_tensor(smp, "dlogits", KP_F32, rank, shape, 0.0, 0.0, NULL);
         }
+        if (st == KP_OK && flipped)
+            st = tensor_sample_flip(smp, "dlogits", rank, shape, 1);
     }
-    if (st == KP_OK && (smooth || views || strcmp(size, "forward") == 0)) {
+    if (st == KP_OK && (smooth || views || flipped || strcmp(size, "forward") == 0)) {
         if (views) {
             const int64_t storage = 3 * shape[0], stride = 3;
             st = tensor_host->sample_tensor(smp, "losses", KP_F32, 1, &storage, 0.0, 0.0, NULL);
@@ -521,6 +537,8 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
         } else {
             st = tensor_host->sample_tensor(smp, "losses", KP_F32, rank - 1, shape, 0.0, 0.0, NULL);
         }
+        if (st == KP_OK && flipped)
+            st = tensor_sample_flip(smp, "losses", rank - 1, shape, 1);
     }
     if (st == KP_OK && smooth)
         st = tensor_host->sample_int(smp, "ignore_index", 0);
@@ -551,11 +569,12 @@ static void ce_tolerance(const kp_call *call, double *atol, double *rtol)
 /* Pointwise losses: one element; primes [97, 131] (four chunks); a broadcast operand (MSE: b
  * [131] against a [97, 131], and a [97, 1] against b [97, 131] without da; BCE, whose shapes
  * match: a transposed target); transposed a with a gapped gradient; the loss alone; [97, 144],
- * read and written as whole vectors (vec). */
-static const char *const mse_verify_sizes[] = {"one",   "prime",   "bcast", "bcast_a",
-                                               "views", "forward", "vec",   NULL};
-static const char *const bce_verify_sizes[] = {"one",     "prime", "bcast", "views",
-                                               "forward", "vec",   NULL};
+ * read and written as whole vectors (vec); a reversed along both axes, b along its rows and the
+ * gradient along its columns (flipped: negative strides). */
+static const char *const mse_verify_sizes[] = {"one",     "prime", "bcast",   "bcast_a", "views",
+                                               "forward", "vec",   "flipped", NULL};
+static const char *const bce_verify_sizes[] = {"one",     "prime", "bcast",   "views",
+                                               "forward", "vec",   "flipped", NULL};
 static const char *const pw_bench_sizes[] = {"16M", "1M", NULL};
 
 static kp_status pw_sample(kp_sample *smp, const char *size)
@@ -574,10 +593,11 @@ static kp_status pw_sample(kp_sample *smp, const char *size)
     } else if ((strcmp(size, "bcast_a") == 0 && pw->mode != 0) ||
                (strcmp(size, "prime") != 0 && strcmp(size, "bcast") != 0 &&
                 strcmp(size, "bcast_a") != 0 && strcmp(size, "views") != 0 &&
-                strcmp(size, "forward") != 0)) {
+                strcmp(size, "forward") != 0 && strcmp(size, "flipped") != 0)) {
         return KP_ERR_NOT_FOUND;
     }
     const int views = strcmp(size, "views") == 0, bcast = strcmp(size, "bcast") == 0;
+    const int flipped = strcmp(size, "flipped") == 0;
     const int bcast_a = strcmp(size, "bcast_a") == 0;
     const double lo = pw->mode ? -6.0 : -2.0, hi = pw->mode ? 6.0 : 2.0;
     const int64_t a_shape[2] = {shape[0], bcast_a ? 1 : shape[1]};
@@ -585,6 +605,8 @@ static kp_status pw_sample(kp_sample *smp, const char *size)
     if (st == KP_OK && views) {
         const int64_t strides[2] = {1, shape[0]};
         st = tensor_host->sample_view(smp, pw->a, 2, shape, 0, strides);
+    } else if (st == KP_OK && flipped) {
+        st = tensor_sample_flip(smp, pw->a, rank, shape, 3);
     }
     /* MSE's b [131] against a [97, 131]; BCE's targets transposed. */
     const int b_rank = bcast && pw->mode == 0 ? 1 : rank;
@@ -594,11 +616,17 @@ static kp_status pw_sample(kp_sample *smp, const char *size)
     if (st == KP_OK && bcast && pw->mode != 0) {
         const int64_t strides[2] = {1, shape[0]};
         st = tensor_host->sample_view(smp, pw->b, 2, shape, 0, strides);
+    } else if (st == KP_OK && flipped) {
+        st = tensor_sample_flip(smp, pw->b, rank, shape, 1);
     }
     if (st == KP_OK)
         st = tensor_host->sample_tensor(smp, "loss", KP_F32, 0, NULL, 0.0, 0.0, NULL);
     if (st != KP_OK || strcmp(size, "forward") == 0 || bcast_a)
         return st;
+    if (flipped) {
+        st = tensor_host->sample_tensor(smp, pw->grad, KP_F32, rank, shape, 0.0, 0.0, NULL);
+        return st == KP_OK ? tensor_sample_flip(smp, pw->grad, rank, shape, 2) : st;
+    }
     if (!views)
         return tensor_host->sample_tensor(smp, pw->grad, KP_F32, rank, shape, 0.0, 0.0, NULL);
     const int64_t storage = 2 + shape[0] * (shape[1] + 3), strides[2] = {shape[1] + 3, 1};

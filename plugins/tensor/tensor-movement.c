@@ -11,11 +11,13 @@ enum { CP_X, CP_Y, CP_N };
 static const kp_param_desc copy_params[] = {
     [CP_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = TENSOR_ANY_DTYPE,
               .doc = "broadcasts to y's shape; any strides"},
     [CP_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_OUT,
               .dtypes = TENSOR_ANY_DTYPE,
               .doc = "any strides; another dtype than x's converts (cast)"},
@@ -24,11 +26,13 @@ enum { CB_DY, CB_DX, CB_N };
 static const kp_param_desc back_params[] = {
     [CB_DY] = {.name = "dy",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_IN,
                .dtypes = TENSOR_FLOATS,
                .doc = "the gradient of y"},
     [CB_DX] = {.name = "dx",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_OUT,
                .dtypes = TENSOR_FLOATS,
                .doc = "x's shape: dy summed over the axes x was broadcast along"},
@@ -91,22 +95,28 @@ static kp_status back_reference(const kp_call *call, kp_launch *l)
     return run(call, l, 1, 1);
 }
 
+kp_status tensor_sample_flip(kp_sample *smp, const char *name, int rank, const int64_t *shape,
+                             unsigned dims)
+{
+    kp_tensor t = kp_tensor_nd(NULL, KP_F32, rank, shape);
+    for (int d = 0; d < rank; d++)
+        if ((dims >> d) & 1)
+            t = kp_tensor_flip(t, d);
+    return tensor_host->sample_view(smp, name, rank, shape, t.offset, t.strides);
+}
+
 /* One element; a permute of [5, 7, 11] to (2, 0, 1); an expand of [7, 1] to [3, 7, 13]; a slice
- * [2:5, 1:9] of [7, 11] into a gapped y; the benchmark's permute [64, 128, 56, 56] to
- * (0, 2, 3, 1). Casts (x's dtype, then y's, as tensor_size_dtypes reads them): "cast" is a
- * contiguous [37, 53], four elements a vector; a same-dtype copy of i32 or bf16 moves bits. */
-static const char *const verify_sizes[] = {"one",
-                                           "permute",
-                                           "expand",
-                                           "slice",
-                                           "cast-f32-bf16",
-                                           "cast-i32-f16",
-                                           "cast-f16-i32",
-                                           "permute-bf16-f16",
-                                           "slice-i32",
-                                           "cast-bf16",
-                                           NULL};
-static const char *const bench_sizes[] = {"permute-64x128x56x56", "cast-16M-f32-bf16", NULL};
+ * [2:5, 1:9] of [7, 11] into a gapped y; x [5, 7, 11] reversed along its first and last
+ * dimensions into a y reversed along its middle one (flip); the benchmarks' permute
+ * [64, 128, 56, 56] to (0, 2, 3, 1) and flip of [4096, 4096] along both dimensions (one
+ * dimension of stride -1 once coalesced). Casts (x's dtype, then y's, as tensor_size_dtypes
+ * reads them): "cast" is a contiguous [37, 53], four elements a vector; a same-dtype copy of i32
+ * or bf16 moves bits. */
+static const char *const verify_sizes[] = {
+    "one",          "permute",      "expand",           "slice",     "flipped",   "cast-f32-bf16",
+    "cast-i32-f16", "cast-f16-i32", "permute-bf16-f16", "slice-i32", "cast-bf16", NULL};
+static const char *const bench_sizes[] = {"permute-64x128x56x56", "flip-4096x4096",
+                                          "cast-16M-f32-bf16", NULL};
 
 /* The sampled values of a source of `dtype`: integers past f16's range (and, copied as they are,
  * past 2^24), floats with a fraction to truncate. */
@@ -152,6 +162,22 @@ static kp_status copy_sample(kp_sample *smp, const char *size)
         st = tensor_host->sample_tensor(smp, "x", dt[0], 2, x, lo, hi, NULL);
         return st == KP_OK ? tensor_host->sample_tensor(smp, "y", dt[1], 3, y, 0, 0, NULL) : st;
     }
+    if (strcmp(size, "flip-4096x4096") == 0) {
+        const int64_t d[2] = {4096, 4096};
+        st = tensor_host->sample_tensor(smp, "x", KP_F32, 2, d, -1, 1, NULL);
+        if (st == KP_OK)
+            st = tensor_sample_flip(smp, "x", 2, d, 3);
+        return st == KP_OK ? tensor_host->sample_tensor(smp, "y", KP_F32, 2, d, 0, 0, NULL) : st;
+    }
+    if (strcmp(size, "flipped") == 0) {
+        const int64_t d[3] = {5, 7, 11};
+        st = tensor_host->sample_tensor(smp, "x", KP_F32, 3, d, -1, 1, NULL);
+        if (st == KP_OK)
+            st = tensor_sample_flip(smp, "x", 3, d, 5);
+        if (st == KP_OK)
+            st = tensor_host->sample_tensor(smp, "y", KP_F32, 3, d, 0, 0, NULL);
+        return st == KP_OK ? tensor_sample_flip(smp, "y", 3, d, 2) : st;
+    }
     if (strcmp(base, "slice") == 0) {
         const int64_t x[2] = {7, 11}, part[2] = {3, 8}, storage = 3 * 12 + 4;
         st = tensor_host->sample_tensor(smp, "x", dt[0], 2, x, lo, hi, NULL);
@@ -174,6 +200,15 @@ static kp_status back_sample(kp_sample *smp, const char *size)
         kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 3, y, -1, 1, NULL);
         return st == KP_OK ? tensor_host->sample_tensor(smp, "dx", KP_F32, 2, x, 0, 0, NULL) : st;
     }
+    if (strcmp(size, "flipped") == 0) {
+        const int64_t x[2] = {7, 1}, y[3] = {3, 7, 13};
+        kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 3, y, -1, 1, NULL);
+        if (st == KP_OK)
+            st = tensor_sample_flip(smp, "dy", 3, y, 4);
+        if (st == KP_OK)
+            st = tensor_host->sample_tensor(smp, "dx", KP_F32, 2, x, 0, 0, NULL);
+        return st == KP_OK ? tensor_sample_flip(smp, "dx", 2, x, 1) : st;
+    }
     if (strcmp(size, "one") == 0) {
         const int64_t n = 1;
         kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, 1, &n, -1, 1, NULL);
@@ -188,7 +223,9 @@ static kp_status back_sample(kp_sample *smp, const char *size)
     return KP_ERR_NOT_FOUND;
 }
 
-static const char *const back_sizes[] = {"one", "expand", "all", NULL};
+/* One element; the expand's backward; a sum of everything; the expand's backward with dy
+ * reversed along its last dimension and dx along its first (flipped). */
+static const char *const back_sizes[] = {"one", "expand", "all", "flipped", NULL};
 
 static void cost(const kp_call *call, kp_cost *out)
 {
@@ -209,8 +246,8 @@ static const kp_kernel_desc descs[] = {
         .struct_size = sizeof(kp_kernel_desc),
         .name = "tensor.copy",
         .summary =
-            "y = x broadcast to y's shape, any strides: permute, expand, slice, gather; cast "
-            "to y's dtype",
+            "y = x broadcast to y's shape, any strides: permute, expand, slice, flip, gather; "
+            "cast to y's dtype",
         .params = copy_params,
         .n_params = CP_N,
         .n_tunables = 1,

@@ -32,11 +32,13 @@ enum { RD_X, RD_Y, RD_AXES, RD_N };
 static const kp_param_desc params_f32[] = {
     [RD_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = TENSOR_FLOATS,
               .doc = "any shape, any strides"},
     [RD_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_OUT,
               .dtypes = TENSOR_FLOATS,
               .doc = "x's shape with the reduced axes 1 (keepdim) or left out; x's dtype or f32 "
@@ -51,11 +53,13 @@ static const kp_param_desc params_f32[] = {
 static const kp_param_desc params_i32[] = {
     [RD_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = TENSOR_FLOATS,
               .doc = "any shape, any strides"},
     [RD_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_OUT,
               .dtypes = KP_DT(KP_I32),
               .doc = "x's shape with the reduced axes 1 (keepdim) or left out"},
@@ -70,11 +74,13 @@ enum { RB_DY, RB_DX, RB_AXES, RB_N };
 static const kp_param_desc back_params[] = {
     [RB_DY] = {.name = "dy",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_IN,
                .dtypes = TENSOR_FLOATS,
                .doc = "the gradient of y"},
     [RB_DX] = {.name = "dx",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_OUT,
                .dtypes = TENSOR_FLOATS,
                .doc = "x's shape: dy broadcast back (mean: divided by "
@@ -267,14 +273,17 @@ static kp_status back_reference(const kp_call *call, kp_launch *l)
 /* ---- samples ---- */
 
 /* x [37, 53] over its rows (axes 2: the last dimension), its columns (1), everything (-1, y of
- * rank 0); [5, 7, 11] over the middle one, keepdim; a transposed x; one element. */
-static const char *const verify_sizes[] = {"one", "rows", "cols", "all", "middle", "views", NULL};
+ * rank 0); [5, 7, 11] over the middle one, keepdim; a transposed x; one element; x reversed
+ * along both dimensions over its rows into a reversed y (negative strides; the backward: dy
+ * reversed, dx reversed along its columns). */
+static const char *const verify_sizes[] = {"one",    "rows",  "cols",    "all",
+                                           "middle", "views", "flipped", NULL};
 /* sum and mean check 16-bit storage too (one more program each): a bf16 sum into bf16, a mean of
  * f16 into f32 (tensor_size_dtypes names them). */
-static const char *const sum_sizes[] = {"one",    "rows",  "cols",      "all",
-                                        "middle", "views", "rows-bf16", NULL};
-static const char *const mean_sizes[] = {"one",    "rows",  "cols",         "all",
-                                         "middle", "views", "cols-f16-f32", NULL};
+static const char *const sum_sizes[] = {"one",   "rows",    "cols",      "all", "middle",
+                                        "views", "flipped", "rows-bf16", NULL};
+static const char *const mean_sizes[] = {"one",   "rows",    "cols",         "all", "middle",
+                                         "views", "flipped", "cols-f16-f32", NULL};
 static const char *const bench_sizes[] = {"4096x4096/last", "4096x4096/first", NULL};
 static const char *const sum_bench_sizes[] = {"4096x4096/last", "4096x4096/first",
                                               "4096x4096/last-bf16", "4096x4096/first-bf16", NULL};
@@ -286,7 +295,8 @@ static int sample_dims(const char *size, int *rank, int64_t *x, int64_t *axes, i
     x[0] = 37, x[1] = 53;
     if (strcmp(size, "one") == 0) {
         *rank = 1, x[0] = 1, *axes = 1;
-    } else if (strcmp(size, "rows") == 0 || strcmp(size, "views") == 0) {
+    } else if (strcmp(size, "rows") == 0 || strcmp(size, "views") == 0 ||
+               strcmp(size, "flipped") == 0) {
         *axes = 2;
     } else if (strcmp(size, "cols") == 0) {
         *axes = 1;
@@ -336,9 +346,14 @@ static kp_status sample(kp_sample *smp, const char *size)
         const int64_t strides[2] = {1, x[0]};
         st = tensor_host->sample_view(smp, "x", 2, x, 0, strides);
     }
+    const int flipped = strcmp(size, "flipped") == 0;
+    if (st == KP_OK && flipped)
+        st = tensor_sample_flip(smp, "x", rank, x, 3);
     if (st == KP_OK)
         st = tensor_host->sample_tensor(smp, "y", r->out_dtype == KP_I32 ? KP_I32 : dt[1], ry, y,
                                         0.0, 0.0, NULL);
+    if (st == KP_OK && flipped)
+        st = tensor_sample_flip(smp, "y", ry, y, 1);
     return st == KP_OK && axes != -1 ? tensor_host->sample_int(smp, "axes", axes) : st;
 }
 
@@ -349,9 +364,14 @@ static kp_status back_sample(kp_sample *smp, const char *size)
     if (!sample_dims(size, &rank, x, &axes, &keepdim))
         return KP_ERR_NOT_FOUND;
     int ry = reduced_shape(rank, x, axes, keepdim, y);
+    const int flipped = strcmp(size, "flipped") == 0;
     kp_status st = tensor_host->sample_tensor(smp, "dy", KP_F32, ry, y, -1.0, 1.0, NULL);
+    if (st == KP_OK && flipped)
+        st = tensor_sample_flip(smp, "dy", ry, y, 1);
     if (st == KP_OK)
         st = tensor_host->sample_tensor(smp, "dx", KP_F32, rank, x, 0.0, 0.0, NULL);
+    if (st == KP_OK && flipped)
+        st = tensor_sample_flip(smp, "dx", rank, x, 2);
     return st == KP_OK && axes != -1 ? tensor_host->sample_int(smp, "axes", axes) : st;
 }
 

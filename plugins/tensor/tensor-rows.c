@@ -223,6 +223,7 @@ enum { FW_X, FW_Y, FW_N };
 static const kp_param_desc forward_params[] = {
     [FW_X] = {.name = "x",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "[..., C], any strides"},
@@ -230,18 +231,20 @@ static const kp_param_desc forward_params[] = {
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_OUT,
               .dtypes = KP_DT(KP_F32),
-              .flags = KP_PARAM_ALIAS_INPUTS,
+              .flags = KP_PARAM_ALIAS_INPUTS | KP_PARAM_NEGATIVE_STRIDES,
               .doc = "x's shape; may be x itself"},
 };
 enum { BW_DY, BW_Y, BW_DX, BW_N };
 static const kp_param_desc backward_params[] = {
     [BW_DY] = {.name = "dy",
                .kind = KP_ARG_KIND_TENSOR,
+               .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_IN,
                .dtypes = KP_DT(KP_F32),
                .doc = "the gradient of y, [..., C]"},
     [BW_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
+              .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
               .dtypes = KP_DT(KP_F32),
               .doc = "the forward's output, dy's shape"},
@@ -249,7 +252,7 @@ static const kp_param_desc backward_params[] = {
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_OUT,
                .dtypes = KP_DT(KP_F32),
-               .flags = KP_PARAM_ALIAS_INPUTS,
+               .flags = KP_PARAM_ALIAS_INPUTS | KP_PARAM_NEGATIVE_STRIDES,
                .doc = "dy's shape; may be dy or y itself"},
 };
 
@@ -395,9 +398,12 @@ static kp_status reference(const kp_call *call, kp_launch *l)
  * columns each); leading dimensions that do not coalesce (x [5, 3, 7] permuted from [3, 5, 7]);
  * a transposed x (its last axis strided) with y's rows gapped; a rank-0 x; rows of 60, read and
  * written as whole vectors (vec; the last block of 16 element by element), or read so and written
- * with gaps (vec_gap). */
-static const char *const verify_sizes[] = {"one",   "prime",  "col", "wide",    "lead",
-                                           "views", "scalar", "vec", "vec_gap", NULL};
+ * with gaps (vec_gap); inputs reversed along both axes into an output whose rows come in reverse
+ * order (flipped: negative strides), and rows of 60 in reverse order, read and written as whole
+ * vectors (vec_flipped: a float4 row start a negative stride away from the next). */
+static const char *const verify_sizes[] = {"one",     "prime",   "col",         "wide",
+                                           "lead",    "views",   "scalar",      "vec",
+                                           "vec_gap", "flipped", "vec_flipped", NULL};
 static const char *const bench_sizes[] = {"4096x4096", "512x4096", NULL};
 
 static int sample_shape(const char *size, int *rank, int64_t *shape)
@@ -414,19 +420,22 @@ static int sample_shape(const char *size, int *rank, int64_t *shape)
         *rank = 3, shape[0] = 5, shape[1] = 3, shape[2] = 7;
     } else if (strcmp(size, "scalar") == 0) {
         *rank = 0;
-    } else if (strcmp(size, "vec") == 0 || strcmp(size, "vec_gap") == 0) {
+    } else if (strcmp(size, "vec") == 0 || strcmp(size, "vec_gap") == 0 ||
+               strcmp(size, "vec_flipped") == 0) {
         shape[1] = 60;
     } else if (strcmp(size, "4096x4096") == 0) {
         shape[0] = shape[1] = 4096;
     } else if (strcmp(size, "512x4096") == 0) {
         shape[0] = 512, shape[1] = 4096;
-    } else if (strcmp(size, "prime") != 0 && strcmp(size, "views") != 0) {
+    } else if (strcmp(size, "prime") != 0 && strcmp(size, "views") != 0 &&
+               strcmp(size, "flipped") != 0) {
         return 0;
     }
     return 1;
 }
 
-/* An input of `shape` in [lo, hi): permuted (lead) or transposed (views) where the size says. */
+/* An input of `shape` in [lo, hi): permuted (lead), transposed (views) or reversed (flipped)
+ * where the size says. */
 static kp_status sample_in(kp_sample *smp, const char *name, const char *size, int rank,
                            const int64_t *shape, double lo, double hi)
 {
@@ -438,14 +447,23 @@ static kp_status sample_in(kp_sample *smp, const char *name, const char *size, i
         /* [5, 3, 7] over storage [3, 5, 7]: dimension 0 steps 7, dimension 1 steps 35. */
         const int64_t strides[3] = {shape[2], shape[0] * shape[2], 1};
         st = tensor_host->sample_view(smp, name, 3, shape, 0, strides);
+    } else if (st == KP_OK && strcmp(size, "flipped") == 0) {
+        st = tensor_sample_flip(smp, name, rank, shape, 3);
+    } else if (st == KP_OK && strcmp(size, "vec_flipped") == 0) {
+        st = tensor_sample_flip(smp, name, rank, shape, 1);
     }
     return st;
 }
 
-/* An output of `shape`, its rows 3 elements apart (views, vec_gap). */
+/* An output of `shape`, its rows 3 elements apart (views, vec_gap) or in reverse order
+ * (flipped, vec_flipped). */
 static kp_status sample_out(kp_sample *smp, const char *name, const char *size, int rank,
                             const int64_t *shape)
 {
+    if (strcmp(size, "flipped") == 0 || strcmp(size, "vec_flipped") == 0) {
+        kp_status st = tensor_host->sample_tensor(smp, name, KP_F32, rank, shape, 0.0, 0.0, NULL);
+        return st == KP_OK ? tensor_sample_flip(smp, name, rank, shape, 1) : st;
+    }
     if (strcmp(size, "views") != 0 && strcmp(size, "vec_gap") != 0)
         return tensor_host->sample_tensor(smp, name, KP_F32, rank, shape, 0.0, 0.0, NULL);
     const int64_t storage = 2 + shape[0] * (shape[1] + 3), strides[2] = {shape[1] + 3, 1};

@@ -41,13 +41,13 @@ const char *tensor_shape_str(const kp_tensor *t, char *buf, size_t size)
 }
 
 /* Operand t's stride along dimension d of a rank-`rank` space of extents `full`, aligned at the
- * last dimension; -1 when t's extent there is neither full[d] nor 1. */
-static int64_t aligned_stride(const kp_tensor *t, int rank, const int64_t *full, int d)
+ * last dimension, into *stride. Returns 0 when t's extent there is neither full[d] nor 1 (strides
+ * may be negative, so no stride value could mark that). */
+static int aligned_stride(const kp_tensor *t, int rank, const int64_t *full, int d, int64_t *stride)
 {
     int od = d - (rank - t->rank);
-    if (od < 0 || t->shape[od] == 1)
-        return 0;
-    return t->shape[od] == full[d] ? t->strides[od] : -1;
+    *stride = od < 0 || t->shape[od] == 1 ? 0 : t->strides[od];
+    return od < 0 || t->shape[od] == 1 || t->shape[od] == full[d];
 }
 
 static int mergeable(const tensor_space *s, int outer, int inner)
@@ -116,14 +116,12 @@ kp_status tensor_space_make(kp_launch *l, int rank, const int64_t *full, const k
     int reduced[KP_MAX_RANK];
     s->n_out = s->n_red = 1;
     for (int d = 0; d < rank; d++) {
-        os[d] = aligned_stride(out, rank, full, d);
-        if (os[d] < 0)
+        if (!aligned_stride(out, rank, full, d, &os[d]))
             return tensor_host->fail(l, KP_ERR_INVALID_ARG, "%s: shape %s does not broadcast to %s",
                                      out_name, tensor_shape_str(out, a, sizeof a),
                                      tensor_shape_str(&f, b, sizeof b));
         for (int i = 0; i < n_in; i++) {
-            is[i][d] = aligned_stride(in[i], rank, full, d);
-            if (is[i][d] < 0)
+            if (!aligned_stride(in[i], rank, full, d, &is[i][d]))
                 return tensor_host->fail(
                     l, KP_ERR_INVALID_ARG, "%s: shape %s does not broadcast to %s", in_names[i],
                     tensor_shape_str(in[i], a, sizeof a), tensor_shape_str(&f, b, sizeof b));
@@ -196,7 +194,9 @@ static int route(kp_launch *l, const tensor_space *s)
     const kp_device_info *d = tensor_host->device(l);
     if (!d || d->type != KP_DEVICE_GPU || s->n_red < 256)
         return TR_ITEMS;
-    const int contiguous = s->in_stride[0][s->rank_kept + s->rank_red - 1] == 1;
+    /* A reversed row (stride -1) is read as coalesced as a forward one. */
+    const int64_t step = s->in_stride[0][s->rank_kept + s->rank_red - 1];
+    const int contiguous = step == 1 || step == -1;
     if (s->n_red >= 4096 && s->n_out < 1024)
         return TR_CHUNKS;
     if (contiguous)
@@ -204,18 +204,27 @@ static int route(kp_launch *l, const tensor_space *s)
     return s->n_out < 32768 ? TR_CHUNKS : TR_ITEMS;
 }
 
+/* Whether an operand of stride `stride` from element `offset` reads blocks of four elements as
+ * 16-byte accesses: contiguous from a multiple of four elements, or reversed (stride -1) from 3
+ * more, so that each block's lowest element is on 16 bytes. */
+static int aligned4(int64_t stride, int64_t offset)
+{
+    return (stride == 1 && offset % 4 == 0) || (stride == -1 && offset % 4 == 3);
+}
+
 /* Whether an elementwise space can go four elements to a 16-byte access (VEC4 in
  * kernels/tensor.cl): one kept dimension, along which the output and every input are contiguous
- * (an input may be a broadcast scalar), every offset a multiple of four elements (buffers start
- * aligned to far more: CL_DEVICE_MEM_BASE_ADDR_ALIGN). */
-static int vectorizable(const tensor_space *s, int comb)
+ * or reversed (an input may be a broadcast scalar), each at an offset aligned4 accepts (buffers
+ * start aligned to far more: CL_DEVICE_MEM_BASE_ADDR_ALIGN). A copy that moves bits (`raw`)
+ * goes forward only. */
+static int vectorizable(const tensor_space *s, int comb, int raw)
 {
-    if (s->rank_red != 0 || s->rank_kept != 1 || comb >= TC_ARGMAX || s->out_stride[0] != 1 ||
-        s->out_offset % 4)
+    if (s->rank_red != 0 || s->rank_kept != 1 || comb >= TC_ARGMAX ||
+        !aligned4(s->out_stride[0], s->out_offset) || (raw && s->out_stride[0] < 0))
         return 0;
     for (int i = 0; i < s->n_in; i++)
-        if ((s->in_stride[i][0] != 1 && s->in_stride[i][0] != 0) ||
-            (s->in_stride[i][0] == 1 && s->in_offset[i] % 4))
+        if ((s->in_stride[i][0] != 0 && !aligned4(s->in_stride[i][0], s->in_offset[i])) ||
+            (raw && s->in_stride[i][0] < 0))
             return 0;
     return 1;
 }
@@ -317,13 +326,14 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
     char options[160], dtypes[64];
     int n = snprintf(options, sizeof options, "-D RO=%d -D RR=%d -D OP=%d -D COMB=%d", s->rank_kept,
                      s->rank_red, map, comb);
-    const int vec4 = vectorizable(s, comb);
+    const int raw = raw_copy(s, map, comb, post);
+    const int vec4 = vectorizable(s, comb, raw);
     if (vec4)
-        n +=
-            snprintf(options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d",
-                     s->n_in > 0 && s->in_stride[0][0] != 0, s->n_in > 1 && s->in_stride[1][0] != 0,
-                     s->n_in > 2 && s->in_stride[2][0] != 0);
-    tensor_dtype_options(s, comb, raw_copy(s, map, comb, post), dtypes, sizeof dtypes);
+        n += snprintf(
+            options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d -D SY=%d",
+            s->n_in > 0 ? (int)s->in_stride[0][0] : 0, s->n_in > 1 ? (int)s->in_stride[1][0] : 0,
+            s->n_in > 2 ? (int)s->in_stride[2][0] : 0, (int)s->out_stride[0]);
+    tensor_dtype_options(s, comb, raw, dtypes, sizeof dtypes);
     snprintf(options + n, sizeof options - (size_t)n, "%s", dtypes);
     const int how = route(l, s);
     if (how == TR_CHUNKS)

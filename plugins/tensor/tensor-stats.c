@@ -40,7 +40,8 @@ typedef struct stat {
     }
 #define TENSOR_PARAM(n, acc, text)                                                                 \
     {                                                                                              \
-        .name = n, .kind = KP_ARG_KIND_TENSOR, .access = acc, .dtypes = KP_DT(KP_F32), .doc = text \
+        .name = n, .kind = KP_ARG_KIND_TENSOR, .access = acc, .dtypes = KP_DT(KP_F32),             \
+        .flags = KP_PARAM_NEGATIVE_STRIDES, .doc = text                                            \
     }
 
 enum { F_X, F_Y, F_AXES, F_CORR };
@@ -351,12 +352,12 @@ static kp_status back_reference(const kp_call *call, kp_launch *l)
  * [5, 7, 11, 3] over dimensions 0 and 2 (apart, so two reduced dimensions stay); a transposed x
  * over its (strided) rows; rows of 4099 (lanes and chunks take many terms each).
  */
-static const char *const verify_sizes[] = {"one",     "rows",  "cols", "all",
-                                           "several", "views", "long", NULL};
+static const char *const verify_sizes[] = {"one",   "rows", "cols",    "all", "several",
+                                           "views", "long", "flipped", NULL};
 static const char *const bench_sizes[] = {"4096x4096/last", "4096x4096/first", NULL};
 
 typedef struct sample_shape {
-    int rank, keepdim, transposed;
+    int rank, keepdim, transposed; /* transposed 2: x reversed along both dimensions */
     int64_t x[4], axes;
 } sample_shape;
 
@@ -372,6 +373,7 @@ static int sample_dims(const char *size, sample_shape *p)
         {"all", {2, 0, 0, {37, 53}, -1}},
         {"several", {4, 0, 0, {5, 7, 11, 3}, 5}},
         {"views", {2, 0, 1, {37, 53}, 2}},
+        {"flipped", {2, 0, 2, {37, 53}, 2}},
         {"long", {2, 0, 0, {3, 4099}, 2}},
         {"4096x4096/last", {2, 0, 0, {4096, 4096}, 2}},
         {"4096x4096/first", {2, 0, 0, {4096, 4096}, 1}},
@@ -412,10 +414,13 @@ static kp_status sample_x(kp_sample *smp, const sample_shape *p, double lo, doub
     }
     kp_status st =
         tensor_host->sample_tensor(smp, "x", KP_F32, p->rank, p->x, lo, hi, (void **)data);
-    if (st == KP_OK && p->transposed) {
+    if (st == KP_OK && p->transposed == 1) {
         t->strides[0] = 1;
         t->strides[1] = p->x[0];
         st = tensor_host->sample_view(smp, "x", 2, p->x, 0, t->strides);
+    } else if (st == KP_OK && p->transposed == 2) {
+        *t = kp_tensor_flip(kp_tensor_flip(*t, 0), 1);
+        st = tensor_host->sample_view(smp, "x", 2, p->x, t->offset, t->strides);
     }
     return st;
 }

@@ -214,6 +214,12 @@ kp_status tensor_register_movement(const kp_host_api *api, kp_registrar *reg);
 /* tensor.mul_sum (tensor-contract.c). */
 kp_status tensor_register_contractions(const kp_host_api *api, kp_registrar *reg);
 
+/* Makes the sampled tensor `name`, whose storage is `shape` row-major, a view of it reversed
+ * along the dimensions whose bit is set in `dims` (negative strides), for the samples named
+ * "flipped" (tensor-movement.c). */
+kp_status tensor_sample_flip(kp_sample *smp, const char *name, int rank, const int64_t *shape,
+                             unsigned dims);
+
 /* ---- tensor-rows.c: row kernels (kernels/tensor-rows.cl) ---------------------------------- */
 
 /* A row kernel's operands as its OpenCL code reads them: the dimensions before the last

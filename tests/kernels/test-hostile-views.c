@@ -151,6 +151,50 @@ static void one_size(probe *p)
         }
 }
 
+/* One dimension of one tensor that takes negative strides stepping back by each hostile stride,
+ * over its own extent and over big ones: the core's range check and the kernel's own arithmetic
+ * on such strides must neither overflow (UBSan) nor let a view reach before its buffer. */
+static void negative_strides(probe *p)
+{
+    static const int64_t strides[] = {-1, -(int64_t)INT_MAX - 1, -((int64_t)1 << 40), -INT64_MAX,
+                                      INT64_MIN};
+    static const int64_t extents[] = {0, INT_MAX, (int64_t)1 << 32, INT64_MAX};
+    const kp_kernel_desc *d = p->k->desc;
+    for (size_t i = 0; i < p->n; i++) {
+        uint32_t q = 0;
+        while (strcmp(d->params[q].name, p->base[i].name) != 0)
+            q++;
+        if (p->base[i].kind != KP_ARG_KIND_TENSOR ||
+            !(d->params[q].flags & KP_PARAM_NEGATIVE_STRIDES))
+            continue;
+        for (int32_t dim = 0; dim < p->base[i].tensor.rank; dim++)
+            for (size_t s = 0; s < sizeof strides / sizeof strides[0]; s++)
+                for (size_t e = 0; e < sizeof extents / sizeof extents[0]; e++) {
+                    kp_arg m[KP_MAX_PARAMS];
+                    memcpy(m, p->base, p->n * sizeof *m);
+                    kp_tensor *t = &m[i].tensor;
+                    if (extents[e])
+                        t->shape[dim] = extents[e];
+                    t->strides[dim] = strides[s];
+                    t->offset =
+                        (int64_t)(kp_buffer_size(t->buffer) / kp_dtype_size((kp_dtype)t->dtype)) -
+                        1;
+                    char what[160];
+                    snprintf(what, sizeof what, "%s dimension %d of %lld stepping %lld", m[i].name,
+                             dim, (long long)t->shape[dim], (long long)strides[s]);
+                    if (check(p, m, what) == KP_OK) {
+                        int64_t lowest = t->offset;
+                        for (int32_t k = 0; k < t->rank; k++)
+                            if (t->strides[k] < 0 && t->shape[k] > 0)
+                                lowest += (t->shape[k] - 1) * t->strides[k];
+                        if (lowest < 0)
+                            fail_msg("%s accepted %s reaching element %lld", d->name, what,
+                                     (long long)lowest);
+                    }
+                }
+    }
+}
+
 static void extreme(probe *p)
 {
     for (size_t i = 0; i < p->n; i++)
@@ -188,6 +232,7 @@ static void test_every_kernel(void **state)
             one_dimension(&p);
             one_size(&p);
             extreme(&p);
+            negative_strides(&p);
         }
         kernels += p.k->desc->sample != NULL;
     }

@@ -184,7 +184,7 @@ static void test_later_members_come_last(void **state)
                      offsetof(kp_host_api, sample_kernel_user) + sizeof(void *));
     assert_int_equal(sizeof(kp_kernel_desc), offsetof(kp_kernel_desc, resolve) + sizeof(void *));
     assert_int_equal(KP_ABI_MAJOR, 1);
-    assert_int_equal(KP_ABI_MINOR, 3);
+    assert_int_equal(KP_ABI_MINOR, 4);
 }
 
 int main(void)

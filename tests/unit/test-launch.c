@@ -188,7 +188,7 @@ static void test_negative_stride_and_offset(void **state)
     kp_arg args[] = {KP_ARG_INT("n", N), KP_ARG_TENSOR("x", back), KP_ARG_TENSOR("y", ty(f))};
     expect_rejected(f, f->axpy, args, 3, KP_ERR_INVALID_ARG,
                     "kernel example.axpy: argument \"x\": dimension 0 has shape 16 and stride -1 "
-                    "(both must be >= 0)");
+                    "(both must be >= 0: this kernel does not accept negative strides)");
     kp_tensor before = tx(f);
     before.offset = -1;
     kp_arg neg[] = {KP_ARG_INT("n", N), KP_ARG_TENSOR("x", before), KP_ARG_TENSOR("y", ty(f))};

@@ -94,6 +94,34 @@ static void test_views_past_int_are_refused(void **state)
     assert_memory_equal(v, want, sizeof want);
 }
 
+/* A flipped view goes with its negative strides and its index-0 element as the offset. Its
+ * highest element bounds it, not offset + the sum of every step: [2, 3] at offset 2^30 with
+ * strides [-2^30, 2^30 - 1] reaches element 2^30 + 2 (2^30 - 1) = 2^31 + 2^30 - 2, past int,
+ * though the sum of its steps stops at 2^31 - 2. A stride below -(2^31 - 1) does not fit, and a
+ * view reaching below element 0 is refused. */
+static void test_negative_strides(void **state)
+{
+    int32_t v[4];
+    const char *why = NULL;
+    kp_tensor t = kp_tensor_flip(kp_tensor_2d(NULL, KP_F32, 3, 4), 0);
+    assert_int_equal(kp__view_pack(&t, 2, v, &why), KP_OK);
+    const int32_t want[4] = {8, -4, 1, 0};
+    assert_memory_equal(v, want, sizeof want);
+    kp_tensor far = kp_tensor_2d(NULL, KP_F32, 2, 3);
+    far.offset = (int64_t)1 << 30;
+    far.strides[0] = -((int64_t)1 << 30);
+    far.strides[1] = ((int64_t)1 << 30) - 1;
+    assert_int_equal(kp__view_pack(&far, 2, v, &why), KP_ERR_UNSUPPORTED);
+    kp_tensor wide = kp_tensor_1d(NULL, KP_F32, 2);
+    wide.offset = INT_MAX;
+    wide.strides[0] = -(int64_t)INT_MAX - 1;
+    assert_int_equal(kp__view_pack(&wide, 1, v, &why), KP_ERR_UNSUPPORTED);
+    kp_tensor before = kp_tensor_flip(kp_tensor_1d(NULL, KP_F32, 5), 0);
+    before.offset = 3;
+    assert_int_equal(kp__view_pack(&before, 1, v, &why), KP_ERR_INVALID_ARG);
+    assert_string_equal(why, "the view reaches before element 0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -102,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_rank_zero_is_the_offset),
         cmocka_unit_test(test_rank_above_the_view_is_refused),
         cmocka_unit_test(test_views_past_int_are_refused),
+        cmocka_unit_test(test_negative_strides),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -375,6 +375,44 @@ KP_INLINE kp_status kp_bce_with_logits(kp_runtime *rt, kp_tensor logits, kp_tens
     return kp_tensor_rows_launch(rt, "tensor.bce_with_logits", args, dlogits ? 4 : 3);
 }
 
+/* ---- movement: flip, pad and concatenation (the library's, core/tensor-movement.c) ---- */
+
+/*
+ * Permute, expand, slice and stride are views (kp_tensor_transpose, kp_tensor_narrow, strides of
+ * your own, a stride 0) copied by tensor.copy; the calls below are tensor.copy and tensor.fill
+ * launches over views of their operands, queued like kp_kernel_launch (no event). Each checks
+ * its shapes first and fails with KP_ERR_INVALID_ARG naming both, launching nothing; so do the
+ * core's checks of the operands (buffers, ranges, overlaps), which a call of several launches
+ * runs on the whole operands before the first. A launch's error is returned as
+ * kp_kernel_launch's (KP_ERR_NOT_FOUND without the tensor plugin).
+ */
+
+/* y = x reversed along the dimensions in `dims` (KP_AXIS(d) | ...; KP_ALL_AXES: every one): one
+ * tensor.copy of x's flipped view (kp_tensor_flip). y has x's shape. Its backward is the same
+ * flip of dy. */
+KP_API kp_status kp_flip(kp_runtime *rt, kp_tensor x, kp_tensor y, int64_t dims);
+
+/* y = x padded with the constant `value`: y has x's rank, and x lies in y from before[d]
+ * (>= 0; NULL: all 0) along each dimension d, y's extents holding the padding after it too
+ * (before[d] + x's extent <= y's). x's part is copied, then the border filled, each element of y
+ * written once. */
+KP_API kp_status kp_pad(kp_runtime *rt, kp_tensor x, kp_tensor y, const int64_t *before,
+                        double value);
+
+/* dx = the part of dy where kp_pad put x (one copy): pad's backward, and a slice's forward. */
+KP_API kp_status kp_pad_backward(kp_runtime *rt, kp_tensor dy, kp_tensor dx, const int64_t *before);
+
+/* y = parts[0], ..., parts[n - 1] concatenated along `axis` (negative: from the last): each part
+ * has y's rank and extents but along axis, where theirs sum to y's; one copy per part that is
+ * not empty. */
+KP_API kp_status kp_concat(kp_runtime *rt, const kp_tensor *parts, size_t n, kp_tensor y,
+                           int32_t axis);
+
+/* dparts[i] = the slice of dy that parts[i] filled (one copy each): concatenation's backward.
+ * The dparts may not overlap each other. */
+KP_API kp_status kp_concat_backward(kp_runtime *rt, kp_tensor dy, const kp_tensor *dparts, size_t n,
+                                    int32_t axis);
+
 #ifdef __cplusplus
 }
 #endif
