@@ -340,9 +340,22 @@ void store(int comb, acc_t a, float post, __global float *y, __global int *yi, i
         __global const float *x1, const kp_view8 v1, __global const float *x2,                     \
         const kp_view8 v2, __global float *y, __global int *yi, const kp_view8 vy
 
+/* A work-item's next item: on GPUs it strides over the grid until none is left; with ONE_PASS
+ * (CPUs) the host launches one work-item per item and each takes one, so that a work-item's body
+ * holds no loop of its own and PoCL vectorises the work-group across its work-items. */
+#ifdef ONE_PASS
+#define NEXT(i, n, step) (n)
+#else
+#define NEXT(i, n, step) ((i) + (step))
+#endif
+
 /* Elements per work-item of an elementwise launch (RR = 0), loaded before any is computed;
  * tensor-space.c sizes the launch by its UNROLL, which must equal this one. */
+#ifdef ONE_PASS
+#define UNROLL 1
+#else
 #define UNROLL 4
+#endif
 
 /* One work-item per output element, its terms in row-major order. */
 __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
@@ -358,7 +371,7 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
     __global const float *p0 = x0 + kp_offset(v0), *p1 = x1 + kp_offset(v1),
                          *p2 = x2 + kp_offset(v2);
     __global float *py = y + kp_offset(vy);
-    for (int o = get_global_id(0); o < n4; o += get_global_size(0)) {
+    for (int o = get_global_id(0); o < n4; o = NEXT(o, n4, get_global_size(0))) {
         const float4 a = S0 ? ((__global const float4 *)p0)[o] : (float4)(p0[0]);
         const float4 b = n_in < 2 ? (float4)(0.0f)
                          : S1     ? ((__global const float4 *)p1)[o]
@@ -370,13 +383,13 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
                                   map(op, a.z, b.z, c.z, alpha), map(op, a.w, b.w, c.w, alpha));
         ((__global float4 *)py)[o] = r * post;
     }
-    for (int i = 4 * n4 + get_global_id(0); i < n_out; i += get_global_size(0))
+    for (int i = 4 * n4 + get_global_id(0); i < n_out; i = NEXT(i, n_out, get_global_size(0)))
         py[i] = map(op, p0[S0 * i], n_in > 1 ? p1[S1 * i] : 0.0f, n_in > 2 ? p2[S2 * i] : 0.0f,
                     alpha) *
                 post;
 #elif RR == 0
     const int step = get_global_size(0);
-    for (int o = get_global_id(0); o < n_out; o += UNROLL * step) {
+    for (int o = get_global_id(0); o < n_out; o = NEXT(o, n_out, UNROLL * step)) {
         float a[UNROLL], b[UNROLL], c[UNROLL];
         int oy[UNROLL];
         for (int k = 0; k < UNROLL; k++) {
@@ -394,6 +407,24 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
                 store(comb, acc, post, y, yi, oy[k]);
         }
     }
+#elif defined(ONE_PASS)
+    /* CPUs, terms strided in memory (a sum over the first axis): every work-item of the group
+     * runs the same terms, its output clamped into range and its store guarded. PoCL puts a
+     * barrier in a loop that every work-item runs alike only when the kernel has one (the barrier
+     * below): the group then steps through the terms together, each step vectorised across
+     * neighbouring outputs, rather than one work-item walking a column after another. */
+    const int o = min((int)get_global_id(0), n_out - 1);
+    int o0, o1, o2, oy;
+    kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
+    acc_t a = acc_init(comb, 0);
+    for (int r = 0; r < n_red; r++) {
+        int t0 = o0, t1 = o1, t2 = o2;
+        term_offsets(r, ext, v0, v1, v2, &t0, &t1, &t2);
+        acc_add(&a, comb, term(op, n_in, x0, x1, x2, t0, t1, t2, alpha), r);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_global_id(0) < n_out)
+        store(comb, a, post, y, yi, oy);
 #else
     for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
         int o0, o1, o2, oy;
