@@ -201,6 +201,19 @@ static int route(kp_launch *l, const tensor_space *s)
     return s->n_out < 32768 ? TR_CHUNKS : TR_ITEMS;
 }
 
+/* Whether a work-item takes one item rather than striding over the grid (ONE_PASS in
+ * kernels/tensor.cl): on CPUs, where PoCL vectorises a work-group across its work-items only when
+ * a work-item's body holds no loop over items. Elementwise ops, and reductions whose terms are
+ * strided (the group then steps through them together, neighbouring outputs in one vector);
+ * terms contiguous in memory stay one work-item's loop, which reads them in order. */
+static int one_pass(kp_launch *l, const tensor_space *s)
+{
+    const kp_device_info *d = tensor_host->device(l);
+    if (!d || d->type != KP_DEVICE_CPU)
+        return 0;
+    return s->rank_red == 0 || s->in_stride[0][s->rank_kept + s->rank_red - 1] != 1;
+}
+
 /* Whether an elementwise space can go four elements to a 16-byte access (VEC4 in
  * kernels/tensor.cl): one kept dimension, along which the output and every input are contiguous
  * (an input may be a broadcast scalar), every offset a multiple of four elements (buffers start
@@ -299,23 +312,28 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                                  "%lld outputs of %lld terms each: past 2^31 - 1 (kernels index "
                                  "with int)",
                                  (long long)s->n_out, (long long)s->n_red);
-    char options[96];
+    char options[128];
     int n = snprintf(options, sizeof options, "-D RO=%d -D RR=%d -D OP=%d -D COMB=%d", s->rank_kept,
                      s->rank_red, map, comb);
+    const int how = route(l, s);
+    if (how == TR_CHUNKS)
+        return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);
+    const int lanes = how == TR_LANES, single = !lanes && one_pass(l, s);
     const int vec4 = vectorizable(s, comb);
     if (vec4)
         snprintf(options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d",
                  s->n_in > 0 && s->in_stride[0][0] != 0, s->n_in > 1 && s->in_stride[1][0] != 0,
                  s->n_in > 2 && s->in_stride[2][0] != 0);
-    const int how = route(l, s);
-    if (how == TR_CHUNKS)
-        return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);
-    const int lanes = how == TR_LANES;
+    if (single) {
+        const size_t used = strlen(options);
+        snprintf(options + used, sizeof options - used, " -D ONE_PASS");
+    }
     size_t wg = lanes ? 64 : (size_t)tensor_host->tunable_index(l, TT_WG);
     /* An elementwise work-item takes UNROLL elements (kernels/tensor.cl), four as one vector
-     * with VEC4; lanes share one. */
-    size_t per_group = lanes ? 1 : s->rank_red ? wg : vec4 ? wg * 4 : wg * UNROLL;
-    size_t global = global_size((size_t)s->n_out, per_group, wg);
+     * with VEC4, one with ONE_PASS; lanes share one. */
+    size_t per_group = lanes || s->rank_red ? wg : vec4 ? wg * 4 : single ? wg : wg * UNROLL;
+    size_t global = single ? ((size_t)s->n_out + per_group - 1) / per_group * wg
+                           : global_size((size_t)s->n_out, per_group, wg);
     kp_clargs a = kp_clargs_begin(tensor_host, l,
                                   lanes ? "tensor_map_reduce_lanes" : "tensor_map_reduce", options);
     common_args(&a, s, out, in, map, comb, alpha, post);
