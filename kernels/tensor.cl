@@ -162,12 +162,25 @@ int arity(int op)
                                                                                   : 1;
 }
 
+/* q / e and q % e for 0 <= q and 1 <= e. With ONE_PASS (CPUs) through a double division, which
+ * vectorises where an int one does not (AVX-512 has none): exact, as the correctly rounded
+ * quotient of integers below 2^53 errs by less than q 2^-53 / e < 1 / e, less than its distance
+ * to the next integer. */
+#if defined(ONE_PASS) && defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define QUOT(q, e) ((int)((double)(q) / (double)(e)))
+#define REM(q, e) ((q) - QUOT(q, e) * (e))
+#else
+#define QUOT(q, e) ((q) / (e))
+#define REM(q, e) ((q) % (e))
+#endif
+
 /* Splits `q` over the dimension at view position p: its coordinate moves the inputs' offsets
  * (and, for a kept dimension, the output's). The outermost dimension of a group takes what is
  * left without a division. */
 #define SPLIT_IN(p, last)                                                                          \
-    const int c##p = (last) ? q : q % ext.s##p;                                                    \
-    q = (last) ? 0 : q / ext.s##p;                                                                 \
+    const int c##p = (last) ? q : REM(q, ext.s##p);                                                \
+    q = (last) ? 0 : QUOT(q, ext.s##p);                                                            \
     o0 += c##p * KP_S_##p(v0);                                                                     \
     o1 += c##p * KP_S_##p(v1);                                                                     \
     o2 += c##p * KP_S_##p(v2);
