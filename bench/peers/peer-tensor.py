@@ -387,7 +387,7 @@ def make_peers(device_type, max_case_s, absent):
         return peers
     if device_type == "cpu":
         # As many threads as PoCL uses; and one, since on a machine shared with other work a
-        # thread that waits for a descheduled one slowed PyTorch's calls 50-fold (1.13, 2 cores).
+        # thread that waits for a descheduled one slowed a PyTorch call 53-fold (1.13, 2 cores).
         cpus = len(os.sched_getaffinity(0))
         peers.append(TorchPeer(torch, "cpu", max_case_s, cpus))
         if cpus > 1:
