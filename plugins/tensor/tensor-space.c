@@ -331,7 +331,7 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
     size_t wg = lanes ? 64 : (size_t)tensor_host->tunable_index(l, TT_WG);
     /* An elementwise work-item takes UNROLL elements (kernels/tensor.cl), four as one vector
      * with VEC4, one with ONE_PASS; lanes share one. */
-    size_t per_group = lanes || s->rank_red ? wg : vec4 ? wg * 4 : single ? wg : wg * UNROLL;
+    size_t per_group = lanes ? 1 : s->rank_red ? wg : vec4 ? wg * 4 : single ? wg : wg * UNROLL;
     size_t global = single ? ((size_t)s->n_out + per_group - 1) / per_group * wg
                            : global_size((size_t)s->n_out, per_group, wg);
     kp_clargs a = kp_clargs_begin(tensor_host, l,
