@@ -252,12 +252,25 @@ int arity(int op)
                : 1;
 }
 
+/* q / e and q % e for 0 <= q and 1 <= e. With ONE_PASS (CPUs) through a double division, which
+ * vectorises where an int one does not (AVX-512 has none): exact, as the correctly rounded
+ * quotient of integers below 2^53 errs by less than q 2^-53 / e < 1 / e, less than its distance
+ * to the next integer. */
+#if defined(ONE_PASS) && defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define QUOT(q, e) ((int)((double)(q) / (double)(e)))
+#define REM(q, e) ((q) - QUOT(q, e) * (e))
+#else
+#define QUOT(q, e) ((q) / (e))
+#define REM(q, e) ((q) % (e))
+#endif
+
 /* Splits `q` over the dimension at view position p: its coordinate moves the inputs' offsets
  * (and, for a kept dimension, the output's). The outermost dimension of a group takes what is
  * left without a division. */
 #define SPLIT_IN(p, last)                                                                          \
-    const int c##p = (last) ? q : q % ext.s##p;                                                    \
-    q = (last) ? 0 : q / ext.s##p;                                                                 \
+    const int c##p = (last) ? q : REM(q, ext.s##p);                                                \
+    q = (last) ? 0 : QUOT(q, ext.s##p);                                                            \
     o0 += c##p * KP_S_##p(v0);                                                                     \
     o1 += c##p * KP_S_##p(v1);                                                                     \
     o2 += c##p * KP_S_##p(v2);
@@ -500,9 +513,22 @@ void store(int comb, acc_t a, float post, __global T(DTY) *y, __global int *yi, 
             STORE4(d, (p)-3, -(o), (v).wzyx);                                                      \
     } while (0)
 
+/* A work-item's next item: on GPUs it strides over the grid until none is left; with ONE_PASS
+ * (CPUs) the host launches one work-item per item and each takes one, so that a work-item's body
+ * holds no loop of its own and PoCL vectorises the work-group across its work-items. */
+#ifdef ONE_PASS
+#define NEXT(i, n, step) (n)
+#else
+#define NEXT(i, n, step) ((i) + (step))
+#endif
+
 /* Elements per work-item of an elementwise launch (RR = 0), loaded before any is computed;
  * tensor-space.c sizes the launch by its UNROLL, which must equal this one. */
+#ifdef ONE_PASS
+#define UNROLL 1
+#else
 #define UNROLL 4
+#endif
 
 /* One work-item per output element, its terms in row-major order. */
 __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
@@ -515,13 +541,13 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
     const int n4 = n_out / 4;
     __global const RAWT(DT0) *p0 = (__global const RAWT(DT0) *)x0 + kp_offset(v0);
     __global RAWT(DTY) *py = (__global RAWT(DTY) *)y + kp_offset(vy);
-    for (int o = get_global_id(0); o < n4; o += get_global_size(0))
+    for (int o = get_global_id(0); o < n4; o = NEXT(o, n4, get_global_size(0)))
         ((__global RAWT4(DTY) *)py)[o] =
             S0 ? ((__global const RAWT4(DT0) *)p0)[o] : (RAWT4(DT0))(p0[0]);
-    for (int i = 4 * n4 + get_global_id(0); i < n_out; i += get_global_size(0))
+    for (int i = 4 * n4 + get_global_id(0); i < n_out; i = NEXT(i, n_out, get_global_size(0)))
         py[i] = p0[S0 * i];
 #elif RR == 0 && defined(RAW)
-    for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
+    for (int o = get_global_id(0); o < n_out; o = NEXT(o, n_out, get_global_size(0))) {
         int o0, o1, o2, oy;
         kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
         ((__global RAWT(DTY) *)y)[oy] = ((__global const RAWT(DT0) *)x0)[o0];
@@ -537,7 +563,7 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
     __global const T(DT1) *p1 = x1 + kp_offset(v1);
     __global const T(DT2) *p2 = x2 + kp_offset(v2);
     __global T(DTY) *py = y + kp_offset(vy);
-    for (int o = get_global_id(0); o < n4; o += get_global_size(0)) {
+    for (int o = get_global_id(0); o < n4; o = NEXT(o, n4, get_global_size(0))) {
         const float4 a = LOADV(S0, DT0, p0, o);
         const float4 b = n_in < 2 ? (float4)(0.0f) : LOADV(S1, DT1, p1, o);
         const float4 c = n_in < 3 ? (float4)(0.0f) : LOADV(S2, DT2, p2, o);
@@ -545,14 +571,14 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
                                   map(op, a.z, b.z, c.z, alpha), map(op, a.w, b.w, c.w, alpha));
         STOREV(SY, DTY, py, o, r * post);
     }
-    for (int i = 4 * n4 + get_global_id(0); i < n_out; i += get_global_size(0))
+    for (int i = 4 * n4 + get_global_id(0); i < n_out; i = NEXT(i, n_out, get_global_size(0)))
         STORE(DTY, py, SY * i,
               map(op, LOAD(DT0, p0, S0 * i), n_in > 1 ? LOAD(DT1, p1, S1 * i) : 0.0f,
                   n_in > 2 ? LOAD(DT2, p2, S2 * i) : 0.0f, alpha) *
                   post);
 #elif RR == 0
     const int step = get_global_size(0);
-    for (int o = get_global_id(0); o < n_out; o += UNROLL * step) {
+    for (int o = get_global_id(0); o < n_out; o = NEXT(o, n_out, UNROLL * step)) {
         float a[UNROLL], b[UNROLL], c[UNROLL];
         int oy[UNROLL];
         for (int k = 0; k < UNROLL; k++) {
@@ -577,6 +603,24 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
                 store(comb, acc, post, y, yi, oy[k]);
         }
     }
+#elif defined(ONE_PASS)
+    /* CPUs, terms strided in memory (a sum over the first axis): every work-item of the group
+     * runs the same terms, its output clamped into range and its store guarded. PoCL puts a
+     * barrier in a loop that every work-item runs alike only when the kernel has one (the barrier
+     * below): the group then steps through the terms together, each step vectorised across
+     * neighbouring outputs, rather than one work-item walking a column after another. */
+    const int o = min((int)get_global_id(0), n_out - 1);
+    int o0, o1, o2, oy;
+    kept_offsets(o, ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy);
+    acc_t a = acc_init(comb, 0);
+    for (int r = 0; r < n_red; r++) {
+        int t0 = o0, t1 = o1, t2 = o2;
+        term_offsets(r, ext, v0, v1, v2, &t0, &t1, &t2);
+        acc_add(&a, comb, term(op, n_in, x0, x1, x2, t0, t1, t2, alpha), r);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_global_id(0) < n_out)
+        store(comb, a, post, y, yi, oy);
 #else
     for (int o = get_global_id(0); o < n_out; o += get_global_size(0)) {
         int o0, o1, o2, oy;

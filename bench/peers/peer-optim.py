@@ -35,20 +35,8 @@ import statistics
 import sys
 import time
 
+from optim_model import TENSORS, case_name, model_sizes, numpy_adamw
 from peer_common import skip, time_events, write
-
-TENSORS = 100
-
-
-def model_sizes(total):
-    """bench-optim's rule: w_i = 1 + 37 i mod 101, floor(total w_i / sum w), the rest last."""
-    w = [1 + (37 * i) % 101 for i in range(TENSORS)]
-    sizes = [total * wi // sum(w) for wi in w[:-1]]
-    return sizes + [total - sum(sizes)]
-
-
-def case_name(total):
-    return "%d tensors, %.1fM params" % (TENSORS, total / 1e6)
 
 
 def row(case, kernel, timing, nbytes, **extra):
@@ -141,36 +129,15 @@ def numpy_cases(np, total, quick):
     m = (g * 0.1).astype(np.float32)
     v = (m * m).astype(np.float32)
     t = np.empty_like(p)
-    lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-8, 1e-2
-    state = {"step": 0}
-
-    def adamw(p, g, m, v, t):
-        state["step"] += 1
-        s = state["step"]
-        step_size = lr / (1 - b1 ** s)
-        bc2_sqrt = (1 - b2 ** s) ** 0.5
-        p *= np.float32(1 - lr * wd)
-        m *= np.float32(b1)
-        np.multiply(g, np.float32(1 - b1), out=t)
-        m += t
-        v *= np.float32(b2)
-        np.multiply(g, g, out=t)
-        t *= np.float32(1 - b2)
-        v += t
-        np.sqrt(v, out=t)
-        t /= np.float32(bc2_sqrt)
-        t += np.float32(eps)
-        np.divide(m, t, out=t)
-        t *= np.float32(step_size)
-        p -= t
-
-    out = [row(case, "numpy_adamw", time_host(lambda: adamw(p, g, m, v, t), quick), 28 * P)]
+    lr = 1e-3
+    out = [row(case, "numpy_adamw", time_host(numpy_adamw(np, p, g, m, v, t), quick), 28 * P)]
     cuts = np.cumsum([0] + sizes)
-    views = [tuple(a[cuts[i]:cuts[i + 1]] for a in (p, g, m, v, t)) for i in range(TENSORS)]
+    steps = [numpy_adamw(np, *(a[cuts[i]:cuts[i + 1]] for a in (p, g, m, v, t)))
+             for i in range(TENSORS)]
 
     def adamw_tensors():
-        for x in views:
-            adamw(*x)
+        for step in steps:
+            step()
 
     out.append(row(case, "numpy_adamw_tensors", time_host(adamw_tensors, quick), 28 * P))
 

@@ -2,14 +2,15 @@
  * bench-optim: one optimizer step over a model of 100 tensors totalling 25M parameters (2.5M with
  * --quick), the case of issue #23 that peer-optim.py runs through torch.optim.AdamW(fused=True).
  *
- * The tensors' sizes follow one rule here and in bench/peers/peer-optim.py: w_i = 1 + 37 i mod 101
- * for i = 0..99, n_i = floor(total w_i / sum w) and the last takes the rest. Kernelport holds them
- * in one arena per array (each tensor at a multiple of 4 elements); a step is one launch. Cases:
- * AdamW over the arena; AdamW with the segment table and per-tensor multipliers (param groups);
- * SGD with momentum; clip_grad_norm; and clipping fused into AdamW (clip_coef, then AdamW with
- * grad_mul = coef: the two launches' times added). AdamW's result is first compared with a host
- * loop of the same step; its row's peer is that loop (one thread), a floor on a CPU device.
- * Bytes are what a step must move per parameter: AdamW 28, SGD with momentum 20, clipping 12.
+ * The tensors' sizes follow one rule (optim-model.c; bench/peers/optim_model.py the same):
+ * w_i = 1 + 37 i mod 101 for i = 0..99, n_i = floor(total w_i / sum w) and the last takes the
+ * rest. Kernelport holds them in one arena per array (each tensor at a multiple of 4 elements); a
+ * step is one launch. Cases: AdamW over the arena; AdamW with the segment table and per-tensor
+ * multipliers (param groups); SGD with momentum; clip_grad_norm; and clipping fused into AdamW
+ * (clip_coef, then AdamW with grad_mul = coef: the two launches' times added). AdamW's result is
+ * first compared with a host loop of the same step; its row's peer is that loop (one thread), a
+ * floor on a CPU device. Bytes are what a step must move per parameter: AdamW 28, SGD with momentum
+ * 20, clipping 12.
  */
 #include <math.h>
 #include <stdint.h>
@@ -19,106 +20,16 @@
 
 #include "harness.h"
 #include "kernelport/ops/optim.h"
-
-enum { TENSORS = 100 };
-
-/* The sizes of the 100 tensors (peer-optim.py computes the same). */
-static void model_sizes(int64_t total, int64_t *numel)
-{
-    int64_t w[TENSORS], sum = 0, used = 0;
-    for (int i = 0; i < TENSORS; i++)
-        sum += w[i] = 1 + (37 * i) % 101;
-    for (int i = 0; i < TENSORS - 1; i++)
-        used += numel[i] = total * w[i] / sum;
-    numel[TENSORS - 1] = total - used;
-}
-
-typedef struct arena {
-    int64_t total, n;
-    int32_t seg[2 * TENSORS];
-    float scales[TENSORS][2];
-    kp_buffer *p, *g, *m, *v, *segments, *scale, *norm, *coef;
-} arena;
-
-/* A host AdamW step in float, the formulas of kernels/optim.cl (the check and the CPU floor). */
-typedef struct host_adamw {
-    int64_t n;
-    float *p, *g, *m, *v;
-    float lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
-} host_adamw;
-
-static void host_step(void *user)
-{
-    host_adamw *h = user;
-    for (int64_t i = 0; i < h->n; i++) {
-        float x = h->p[i], g = h->g[i];
-        x = fmaf(-h->lr * h->wd, x, x);
-        float m = fmaf(h->beta1, h->m[i], (1 - h->beta1) * g);
-        float v = fmaf(h->beta2, h->v[i], (1 - h->beta2) * g * g);
-        h->m[i] = m;
-        h->v[i] = v;
-        h->p[i] = x - h->step_size * m / (sqrtf(v) / h->bc2_sqrt + h->eps);
-    }
-}
-
-static kp_status create(kpb *b, size_t bytes, const void *data, kp_buffer **out)
-{
-    kp_status st = kp_buffer_create(b->rt, bytes, out);
-    return st == KP_OK && data ? kp_buffer_write(b->rt, *out, 0, bytes, data) : st;
-}
-
-static kp_status arena_init(kpb *b, arena *a, float *host)
-{
-    int64_t numel[TENSORS];
-    model_sizes(a->total, numel);
-    a->n = kp_optim_arena_layout(TENSORS, numel, 4, a->seg);
-    if (a->n < 0)
-        return KP_ERR_INVALID_ARG;
-    for (int i = 0; i < TENSORS; i++) {
-        /* Every third tensor is a bias or a norm: no weight decay. */
-        a->scales[i][0] = 1.0f;
-        a->scales[i][1] = i % 3 == 2 ? 0.0f : 1.0f;
-    }
-    const size_t bytes = (size_t)a->n * 4;
-    const float zero = 0;
-    kp_status st = KP_OK;
-    kpb_fill(host, (size_t)a->n, 1);
-    st = create(b, bytes, host, &a->p);
-    kpb_fill(host, (size_t)a->n, 2);
-    if (st == KP_OK)
-        st = create(b, bytes, host, &a->g);
-    for (int64_t i = 0; i < a->n; i++)
-        host[i] *= 0.1f;
-    if (st == KP_OK)
-        st = create(b, bytes, host, &a->m);
-    for (int64_t i = 0; i < a->n; i++)
-        host[i] = host[i] * host[i];
-    if (st == KP_OK)
-        st = create(b, bytes, host, &a->v);
-    if (st == KP_OK)
-        st = create(b, sizeof a->seg, a->seg, &a->segments);
-    if (st == KP_OK)
-        st = create(b, sizeof a->scales, a->scales, &a->scale);
-    if (st == KP_OK)
-        st = create(b, 4, &zero, &a->norm);
-    return st == KP_OK ? create(b, 4, &zero, &a->coef) : st;
-}
-
-static void arena_fini(kpb *b, arena *a)
-{
-    kp_buffer *bufs[] = {a->p, a->g, a->m, a->v, a->segments, a->scale, a->norm, a->coef};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        kp_buffer_destroy(b->rt, bufs[i]);
-}
+#include "optim-model.h"
 
 /* One AdamW step on the device against the host loop from the same state: the largest difference
  * relative to 1 + |p|, and the host loop's time for the row's peer. */
-static kp_status check_adamw(kpb *b, arena *a, kp_kernel *k, const kp_arg *args, size_t n_args,
-                             double *err, double *host_s)
+static kp_status check_adamw(kpb *b, optim_arena *a, kp_kernel *k, const kp_arg *args,
+                             size_t n_args, double *err, double *host_s)
 {
     const size_t n = (size_t)a->n;
-    host_adamw h = {
-        .n = a->n, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .wd = 1e-2f};
+    optim_host_adamw h = {.n = a->n};
+    optim_host_adamw_at(&h, 1);
     h.p = malloc(n * 4), h.g = malloc(n * 4), h.m = malloc(n * 4), h.v = malloc(n * 4);
     float *got = malloc(n * 4);
     if (!h.p || !h.g || !h.m || !h.v || !got)
@@ -134,15 +45,12 @@ static kp_status check_adamw(kpb *b, arena *a, kp_kernel *k, const kp_arg *args,
         st = kp_kernel_launch(b->rt, k, args, n_args, NULL);
     if (st == KP_OK)
         st = kp_buffer_read(b->rt, a->p, 0, n * 4, got);
-    /* step 1 */
-    h.step_size = (float)(1e-3 / (1 - 0.9));
-    h.bc2_sqrt = (float)sqrt(1 - 0.999);
-    host_step(&h);
+    optim_host_adamw_step(&h);
     *err = 0;
     for (size_t i = 0; st == KP_OK && i < n; i++)
         *err = fmax(*err, fabs((double)got[i] - h.p[i]) / (1 + fabs(h.p[i])));
     if (st == KP_OK)
-        *host_s = kpb_time_host(b, host_step, &h);
+        *host_s = kpb_time_host(b, optim_host_adamw_step, &h);
     free(h.p), free(h.g), free(h.m), free(h.v), free(got);
     return st;
 }
@@ -171,9 +79,9 @@ int main(int argc, char **argv)
 {
     kpb b;
     kpb_open(&b, "bench-optim", argc, argv);
-    arena a = {.total = b.quick ? 2500000 : 25000000};
-    float *host = malloc((size_t)(a.total + 4 * TENSORS) * 4);
-    if (!host || arena_init(&b, &a, host) != KP_OK) {
+    optim_arena a = {.total = b.quick ? 2500000 : 25000000};
+    float *host = malloc((size_t)(a.total + 4 * OPTIM_TENSORS) * 4);
+    if (!host || optim_arena_init(&b, &a, host) != KP_OK) {
         fprintf(stderr, "bench-optim: cannot lay out the arena: %s\n", kp_last_error(b.rt));
         return 1;
     }
@@ -181,14 +89,14 @@ int main(int argc, char **argv)
     const double P = (double)a.total;
     kp_tensor p = kp_tensor_1d(a.p, KP_F32, a.n), g = kp_tensor_1d(a.g, KP_F32, a.n),
               m = kp_tensor_1d(a.m, KP_F32, a.n), v = kp_tensor_1d(a.v, KP_F32, a.n),
-              seg = kp_tensor_2d(a.segments, KP_I32, TENSORS, 2),
-              scl = kp_tensor_2d(a.scale, KP_F32, TENSORS, 2),
+              seg = kp_tensor_2d(a.segments, KP_I32, OPTIM_TENSORS, 2),
+              scl = kp_tensor_2d(a.scale, KP_F32, OPTIM_TENSORS, 2),
               norm = kp_tensor_nd(a.norm, KP_F32, 0, NULL),
               coef = kp_tensor_nd(a.coef, KP_F32, 0, NULL);
     char name[96];
-    snprintf(name, sizeof name, "%d tensors, %.1fM params", TENSORS, P / 1e6);
-    kpb_note(&b, "model: %d tensors totalling %lld parameters in arenas of %lld elements", TENSORS,
-             (long long)a.total, (long long)a.n);
+    snprintf(name, sizeof name, "%d tensors, %.1fM params", OPTIM_TENSORS, P / 1e6);
+    kpb_note(&b, "model: %d tensors totalling %lld parameters in arenas of %lld elements",
+             OPTIM_TENSORS, (long long)a.total, (long long)a.n);
 
     kp_kernel *adamw = find(&b, "optim.adamw"), *sgd = find(&b, "optim.sgd"),
               *clip = find(&b, "optim.clip_grad_norm");
@@ -260,6 +168,6 @@ int main(int argc, char **argv)
     }
     kpb_add(&b, &coef_row);
     kpb_add(&b, &fused);
-    arena_fini(&b, &a);
+    optim_arena_fini(&b, &a);
     return kpb_close(&b);
 }

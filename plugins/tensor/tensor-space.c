@@ -212,6 +212,21 @@ static int aligned4(int64_t stride, int64_t offset)
     return (stride == 1 && offset % 4 == 0) || (stride == -1 && offset % 4 == 3);
 }
 
+/* Whether a work-item takes one item rather than striding over the grid (ONE_PASS in
+ * kernels/tensor.cl): on CPUs, where PoCL vectorises a work-group across its work-items only when
+ * a work-item's body holds no loop over items. Elementwise ops, and reductions whose terms are
+ * strided (the group then steps through them together, neighbouring outputs in one vector);
+ * terms contiguous in memory (forward or reversed) stay one work-item's loop, which reads them in
+ * order. */
+static int one_pass(kp_launch *l, const tensor_space *s)
+{
+    const kp_device_info *d = tensor_host->device(l);
+    if (!d || d->type != KP_DEVICE_CPU)
+        return 0;
+    const int64_t last = s->rank_red ? s->in_stride[0][s->rank_kept + s->rank_red - 1] : 0;
+    return s->rank_red == 0 || (last != 1 && last != -1);
+}
+
 /* Whether an elementwise space can go four elements to a 16-byte access (VEC4 in
  * kernels/tensor.cl): one kept dimension, along which the output and every input are contiguous
  * or reversed (an input may be a broadcast scalar), each at an offset aligned4 accepts (buffers
@@ -323,27 +338,31 @@ kp_status tensor_space_enqueue(kp_launch *l, const tensor_space *s, const kp_ten
                                  "%lld outputs of %lld terms each: past 2^31 - 1 (kernels index "
                                  "with int)",
                                  (long long)s->n_out, (long long)s->n_red);
-    char options[160], dtypes[64];
+    char options[192], dtypes[64];
     int n = snprintf(options, sizeof options, "-D RO=%d -D RR=%d -D OP=%d -D COMB=%d", s->rank_kept,
                      s->rank_red, map, comb);
     const int raw = raw_copy(s, map, comb, post);
+    /* The dtypes before the chunked route returns: its two kernels read and write them too. */
+    tensor_dtype_options(s, comb, raw, dtypes, sizeof dtypes);
+    n += snprintf(options + n, sizeof options - (size_t)n, "%s", dtypes);
+    const int how = route(l, s);
+    if (how == TR_CHUNKS)
+        return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);
+    const int lanes = how == TR_LANES, single = !lanes && one_pass(l, s);
     const int vec4 = vectorizable(s, comb, raw);
     if (vec4)
         n += snprintf(
             options + n, sizeof options - (size_t)n, " -D VEC4 -D S0=%d -D S1=%d -D S2=%d -D SY=%d",
             s->n_in > 0 ? (int)s->in_stride[0][0] : 0, s->n_in > 1 ? (int)s->in_stride[1][0] : 0,
             s->n_in > 2 ? (int)s->in_stride[2][0] : 0, (int)s->out_stride[0]);
-    tensor_dtype_options(s, comb, raw, dtypes, sizeof dtypes);
-    snprintf(options + n, sizeof options - (size_t)n, "%s", dtypes);
-    const int how = route(l, s);
-    if (how == TR_CHUNKS)
-        return enqueue_chunks(l, s, options, out, in, map, comb, alpha, post);
-    const int lanes = how == TR_LANES;
+    if (single)
+        snprintf(options + n, sizeof options - (size_t)n, " -D ONE_PASS");
     size_t wg = lanes ? 64 : (size_t)tensor_host->tunable_index(l, TT_WG);
     /* An elementwise work-item takes UNROLL elements (kernels/tensor.cl), four as one vector
-     * with VEC4; lanes share one. */
-    size_t per_group = lanes ? 1 : s->rank_red ? wg : vec4 ? wg * 4 : wg * UNROLL;
-    size_t global = global_size((size_t)s->n_out, per_group, wg);
+     * with VEC4, one with ONE_PASS; lanes share one. */
+    size_t per_group = lanes ? 1 : s->rank_red ? wg : vec4 ? wg * 4 : single ? wg : wg * UNROLL;
+    size_t global = single ? ((size_t)s->n_out + per_group - 1) / per_group * wg
+                           : global_size((size_t)s->n_out, per_group, wg);
     kp_clargs a = kp_clargs_begin(tensor_host, l,
                                   lanes ? "tensor_map_reduce_lanes" : "tensor_map_reduce", options);
     common_args(&a, s, out, in, map, comb, alpha, post);
