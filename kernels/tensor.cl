@@ -590,12 +590,14 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
             c[k] = n_in > 2 ? LOAD(DT2, x2, o2) : 0.0f;
         }
         for (int k = 0; k < UNROLL; k++) {
-            /* One term: a sum or product of it is the term itself (a sum starting from 0 would
-             * turn a -0 into +0, unlike the VEC4 path); the other combines take it as their
-             * first term (logsumexp's and var's states hold more than the value). */
+            /* One term: a sum or product of it (C_SUM, C_PROD) is the term itself (a sum
+             * starting from 0 would turn a -0 into +0, unlike the VEC4 path); the other
+             * combines take it as their first term (logsumexp's and var's states hold more than
+             * the value). One comparison: with COMB compiled in, `||` of two constant tests draws
+             * a warning from NVIDIA's compiler. */
             acc_t acc = acc_init(comb, 0);
             const float v = map(op, a[k], b[k], c[k], alpha);
-            if (comb == C_SUM || comb == C_PROD)
+            if (comb <= C_PROD)
                 acc.v = v;
             else
                 acc_add(&acc, comb, v, 0);
