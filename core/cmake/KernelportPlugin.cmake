@@ -55,9 +55,14 @@ function(kp_add_plugin name)
     set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME "${name}"
                           C_VISIBILITY_PRESET hidden)
     # A plugin links nothing from the library (everything comes through kp_host_api), so an
-    # undefined symbol is a mistake to catch when building, not when a user loads it.
+    # undefined symbol is a mistake to catch when building, not when a user loads it. It exports
+    # kp_plugin_entry alone: hidden visibility misses the C++ standard library's template
+    # instantiations (declared with default visibility), which a version script does not.
     if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang" AND NOT APPLE)
-      target_link_options(${target} PRIVATE -Wl,--no-undefined)
+      set(map "${CMAKE_CURRENT_BINARY_DIR}/${target}.map")
+      file(WRITE "${map}" "{ global: kp_plugin_entry; local: *; };\n")
+      target_link_options(${target} PRIVATE -Wl,--no-undefined "-Wl,--version-script=${map}")
+      set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${map}")
       target_link_libraries(${target} PRIVATE m)
     endif()
     if(DEFINED KP_PLUGIN_OUTPUT_DIR)
