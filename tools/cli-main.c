@@ -25,7 +25,7 @@ static const cli_command *const commands[] = {
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 /* The options every command accepts, before or after its name. */
-enum { OPT_MANIFEST, OPT_DEVICE, OPT_JSON, OPT_HELP, OPT_VERSION, N_GLOBAL };
+enum { OPT_MANIFEST, OPT_DEVICE, OPT_PLUGIN_DIR, OPT_JSON, OPT_HELP, OPT_VERSION, N_GLOBAL };
 
 static const cli_flag global_flags[] = {
     [OPT_MANIFEST] = {"manifest", "FILE",
@@ -34,6 +34,9 @@ static const cli_flag global_flags[] = {
     [OPT_DEVICE] = {"device", "SPEC",
                     "run on SPEC: nvidia, pocl, gpu:1, cpu, host, a name or a UUID\n"
                     "(default: $KP_DEVICE, else the manifest's device rules)"},
+    [OPT_PLUGIN_DIR] = {"plugin-dir", "DIR",
+                        "load plugins from DIR first (repeatable; then $KP_PLUGIN_PATH, the\n"
+                        "manifest's plugins.dirs and the installed plugins)"},
     [OPT_JSON] = {"json", NULL, "write one JSON document on stdout instead of text"},
     [OPT_HELP] = {"help", NULL, "show this help, or the command's (-h too)"},
     [OPT_VERSION] = {"version", NULL, "print the version"},
@@ -71,7 +74,8 @@ static void print_flags(FILE *out, const cli_flag *flags)
 
 static void print_help(FILE *out)
 {
-    fputs("usage: kernelport [--manifest FILE] [--device SPEC] [--json] COMMAND [ARGS...]\n\n"
+    fputs("usage: kernelport [--manifest FILE] [--device SPEC] [--plugin-dir DIR] [--json]\n"
+          "                  COMMAND [ARGS...]\n\n"
           "Inspect, verify and explain the kernels of a Kernelport installation.\n\n"
           "Commands:\n",
           out);
@@ -84,7 +88,13 @@ static void print_help(FILE *out)
     cli_table_destroy(t);
     fputs("\nGlobal options (before or after the command):\n", out);
     print_flags(out, global_flags);
-    fputs("\nExit status: 0 success, 1 a check failed or nothing matched, 2 usage error,\n"
+    fputs("\nEnvironment:\n"
+          "  KP_DEVICE       the device, as --device takes it\n"
+          "  KP_MANIFEST     a manifest layered over the others, as --manifest\n"
+          "  KP_PLUGIN_PATH  plugin directories, ':'-separated, after --plugin-dir\n"
+          "  KP_KERNEL_DIR   a directory of .cl files replacing plugins' kernel sources\n"
+          "  KP_LOG          error, warn (default), info or debug\n"
+          "\nExit status: 0 success, 1 a check failed or nothing matched, 2 usage error,\n"
           "3 the runtime could not be created.\n"
           "'kernelport help COMMAND' describes a command.\n",
           out);
@@ -101,7 +111,9 @@ static void print_command_help(FILE *out, const cli_command *c)
         fputs("\nOptions:\n", out);
         print_flags(out, c->flags);
     }
-    fputs("\nGlobal options: --manifest FILE, --device SPEC, --json ('kernelport --help').\n", out);
+    fputs("\nGlobal options: --manifest FILE, --device SPEC, --plugin-dir DIR, --json\n"
+          "('kernelport --help').\n",
+          out);
 }
 
 static int run_help(const cli_ctx *ctx)
@@ -188,6 +200,10 @@ static int parse(int argc, char **argv, cli_ctx *ctx, int *help, int *version)
             ctx->manifest = value;
         else if (index == OPT_DEVICE)
             ctx->device = value;
+        else if (index == OPT_PLUGIN_DIR && ctx->n_plugin_dirs < CLI_MAX_PLUGIN_DIRS)
+            ctx->plugin_dirs[ctx->n_plugin_dirs++] = value;
+        else if (index == OPT_PLUGIN_DIR)
+            return cli_usage_error(NULL, "more than %d --plugin-dir options", CLI_MAX_PLUGIN_DIRS);
         else if (index == OPT_JSON)
             ctx->json = 1;
         else if (index == OPT_HELP)

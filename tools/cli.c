@@ -68,6 +68,8 @@ int cli_runtime_open(const cli_ctx *ctx, kp_runtime **out)
     kp_runtime_options opt = kp_runtime_options_default();
     opt.manifest_path = ctx->manifest;
     opt.device = ctx->device;
+    opt.plugin_dirs = ctx->plugin_dirs;
+    opt.n_plugin_dirs = ctx->n_plugin_dirs;
     kp_status status = kp_runtime_create(&opt, out);
     if (status == KP_OK)
         return CLI_EXIT_OK;

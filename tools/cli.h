@@ -46,11 +46,15 @@ typedef struct cli_command {
     int (*run)(const cli_ctx *ctx); /* returns a CLI_EXIT_* code */
 } cli_command;
 
+#define CLI_MAX_PLUGIN_DIRS 16
+
 /* The parsed command line. */
 struct cli_ctx {
     const char *manifest; /* --manifest, or NULL (the library then reads KP_MANIFEST) */
     const char *device;   /* --device, or NULL (the library then reads KP_DEVICE) */
-    int json;             /* --json: a JSON document on stdout instead of text */
+    const char *plugin_dirs[CLI_MAX_PLUGIN_DIRS]; /* --plugin-dir, in order */
+    size_t n_plugin_dirs;
+    int json; /* --json: a JSON document on stdout instead of text */
     const cli_command *command;
     int argc; /* the operands after the command name, options removed */
     char **argv;
