@@ -27,7 +27,7 @@ static char *owner_name(uid_t uid)
  * whose own components are then checked, but never as the directory scanned, where anyone could
  * add a plugin of their own.
  */
-static char *distrust(const char *subject, const struct stat *st, int sticky_ok)
+static char *distrust(const char *subject, const char *path, const struct stat *st, int sticky_ok)
 {
     if (st->st_uid != 0 && st->st_uid != geteuid()) {
         char *owner = owner_name(st->st_uid);
@@ -38,15 +38,16 @@ static char *distrust(const char *subject, const struct stat *st, int sticky_ok)
     }
     int sticky = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX);
     if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(sticky_ok && sticky))
-        return kp__asprintf("%s is writable by other users (mode %03o)", subject,
-                            (unsigned)(st->st_mode & 07777));
+        return kp__asprintf(
+            "%s is writable by other users (mode %03o; chmod g-w,o-w %s fixes that)", subject,
+            (unsigned)(st->st_mode & 07777), path);
     return NULL;
 }
 
 char *kp__path_distrust(const char *real, const struct stat *st, const char *subject,
                         const char *trusted)
 {
-    char *why = distrust(subject, st, 0);
+    char *why = distrust(subject, real, st, 0);
     if (why)
         return why;
     char dir[PATH_MAX];
@@ -68,7 +69,7 @@ char *kp__path_distrust(const char *real, const struct stat *st, const char *sub
         if (!name)
             return kp__strdup("out of host memory");
         why = stat(dir, &up) != 0 ? kp__asprintf("cannot stat %s: %s", name, strerror(errno))
-                                  : distrust(name, &up, 1);
+                                  : distrust(name, dir, &up, 1);
         free(name);
         if (why)
             return why;

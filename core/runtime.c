@@ -169,6 +169,9 @@ kp_status kp_runtime_create(const kp_runtime_options *options, kp_runtime **out)
     if (st == KP_OK) {
         const char *spec = opt.device ? opt.device : kp__env(rt, "KP_DEVICE");
         st = kp__device_select(rt, spec);
+        /* A spec nobody passed on the command line is easy to forget: say where it came from. */
+        if (st != KP_OK && !opt.device && spec)
+            st = kp__fail_prefix(rt, st, "KP_DEVICE (from the environment)");
     }
     if (st == KP_OK)
         st = open_backend(rt, &opt);

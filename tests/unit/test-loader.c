@@ -286,18 +286,24 @@ static void test_insecure_directory_refused(void **state)
     char *dir = tmp_dir("open-dir");
     char *so = copy_example(dir, "example.so");
     assert_int_equal(chmod(dir, 0777), 0);
-    assert_string_equal(refusal(dir, NULL),
-                        "refused directory: the directory is writable by other users (mode 777); "
-                        "set plugins.allow_insecure: true in the manifest to load from it anyway");
+    char want[8192];
+    snprintf(want, sizeof want,
+             "refused directory: the directory is writable by other users (mode 777; chmod "
+             "g-w,o-w %s fixes that); set plugins.allow_insecure: true in the manifest to load "
+             "from it anyway",
+             real(dir));
+    assert_string_equal(refusal(dir, NULL), want);
     char *allow = write_tmp("insecure.yaml", "kernelport: 1\nplugins: { allow_insecure: true }\n");
     assert_null(refusal(dir, allow));
 
     /* A writable plugin file in a safe directory is refused too. */
     assert_int_equal(chmod(dir, 0755), 0);
     assert_int_equal(chmod(so, 0666), 0);
-    assert_string_equal(refusal(dir, NULL),
-                        "refused: the file is writable by other users (mode 666); set "
-                        "plugins.allow_insecure: true in the manifest to load it anyway");
+    snprintf(want, sizeof want,
+             "refused: the file is writable by other users (mode 666; chmod g-w,o-w %s/example.so "
+             "fixes that); set plugins.allow_insecure: true in the manifest to load it anyway",
+             real(dir));
+    assert_string_equal(refusal(dir, NULL), want);
 }
 
 /* The sticky bit does not make a directory that anyone may add a plugin to safe to scan, and the
@@ -307,10 +313,13 @@ static void test_sticky_directory_refused_with_full_mode(void **state)
     char *dir = tmp_dir("sticky-dir");
     copy_example(dir, "example.so");
     assert_int_equal(chmod(dir, 01777), 0);
-    assert_string_equal(refusal(dir, NULL),
-                        "refused directory: the directory is writable by other users (mode "
-                        "1777); set plugins.allow_insecure: true in the manifest to load from it "
-                        "anyway");
+    char want[8192];
+    snprintf(want, sizeof want,
+             "refused directory: the directory is writable by other users (mode 1777; chmod "
+             "g-w,o-w %s fixes that); set plugins.allow_insecure: true in the manifest to load "
+             "from it anyway",
+             real(dir));
+    assert_string_equal(refusal(dir, NULL), want);
 }
 
 /* A safe directory inside one that anyone may write to: they could rename it away and put their
@@ -325,9 +334,10 @@ static void test_directory_in_open_parent_refused(void **state)
     assert_int_equal(chmod(parent, 0777), 0);
     char want[8192];
     snprintf(want, sizeof want,
-             "refused directory: directory %s above it is writable by other users (mode 777); "
-             "set plugins.allow_insecure: true in the manifest to load from it anyway",
-             real(parent));
+             "refused directory: directory %s above it is writable by other users (mode 777; "
+             "chmod g-w,o-w %s fixes that); set plugins.allow_insecure: true in the manifest to "
+             "load from it anyway",
+             real(parent), real(parent));
     assert_string_equal(refusal(dir, NULL), want);
     assert_int_equal(chmod(parent, 01777), 0);
     assert_null(refusal(dir, NULL));
@@ -346,9 +356,10 @@ static void test_symlink_into_open_directory_refused(void **state)
     assert_int_equal(symlink(so, link), 0);
     char want[8192];
     snprintf(want, sizeof want,
-             "refused: directory %s above it is writable by other users (mode 777); set "
-             "plugins.allow_insecure: true in the manifest to load it anyway",
-             real(open_dir));
+             "refused: directory %s above it is writable by other users (mode 777; chmod "
+             "g-w,o-w %s fixes that); set plugins.allow_insecure: true in the manifest to load "
+             "it anyway",
+             real(open_dir), real(open_dir));
     assert_string_equal(refusal(dir, NULL), want);
     assert_int_equal(chmod(open_dir, 01777), 0);
     assert_null(refusal(dir, NULL));

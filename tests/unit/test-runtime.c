@@ -149,6 +149,27 @@ static void test_unknown_device_lists_devices(void **state)
                         "device spec \"cpu:x\": expected KIND:N with N >= 0 (e.g. gpu:1)");
 }
 
+/* A spec from KP_DEVICE that matches nothing says it came from the environment. */
+static void test_unknown_device_from_environment(void **state)
+{
+    kp_runtime_options o = test_options(NULL, NULL, NULL);
+    o.flags &= ~(uint32_t)KP_RUNTIME_NO_ENV;
+    setenv("KP_DEVICE", "nosuchdevice", 1);
+    unsetenv("KP_MANIFEST");
+    unsetenv("KP_PLUGIN_PATH");
+    unsetenv("KP_KERNEL_DIR");
+    kp_runtime *rt = NULL;
+    kp_status st = kp_runtime_create(&o, &rt);
+    unsetenv("KP_DEVICE");
+    assert_int_equal(st, KP_ERR_NO_DEVICE);
+    char want[8192];
+    snprintf(want, sizeof want,
+             "KP_DEVICE (from the environment): device spec \"nosuchdevice\" matches no device; "
+             "the devices are:%s",
+             device_list());
+    assert_string_equal(kp_last_error(NULL), want);
+}
+
 static void test_manifest_rules_matching_nothing(void **state)
 {
     const char *m = test_write_tmp("no-match.yaml", "kernelport: 1\n"
@@ -862,6 +883,7 @@ int main(int argc, char **argv)
     unsetenv("KP_MANIFEST");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_specs),
+        cmocka_unit_test(test_unknown_device_from_environment),
         cmocka_unit_test(test_unknown_device_lists_devices),
         cmocka_unit_test(test_manifest_rules_matching_nothing),
         cmocka_unit_test(test_device_why_names_rule_and_line),
