@@ -128,10 +128,12 @@ static void load_dev_source(kp_runtime *rt, kp_kernel *k)
         return;
     char *path = kp__asprintf("%s/%s", rt->kernel_dir, k->desc->source_name);
     k->source = path ? kp__read_file(path, NULL) : NULL;
+    /* The directory holds the sources being edited, usually of one family: the others' missing
+     * files are expected (kp__registry_finish warns once when it replaced nothing). */
     if (k->source)
         kp__log(rt, KP_LOG_INFO, "kernel %s: source from %s (KP_KERNEL_DIR)", k->desc->name, path);
     else
-        kp__log(rt, KP_LOG_WARN,
+        kp__log(rt, KP_LOG_DEBUG,
                 "kernel %s: %s not found in KP_KERNEL_DIR; using the embedded "
                 "source",
                 k->desc->name, path ? path : k->desc->source_name);
@@ -260,6 +262,18 @@ void kp__registry_finish(kp_runtime *rt)
 {
     if (rt->n_kernels)
         qsort(rt->kernels, rt->n_kernels, sizeof *rt->kernels, by_name);
+    size_t replaced = 0;
+    const char *example = NULL;
+    for (size_t i = 0; i < rt->n_kernels; i++) {
+        replaced += rt->kernels[i]->source != NULL;
+        if (!example && rt->kernels[i]->desc->source_name)
+            example = rt->kernels[i]->desc->source_name;
+    }
+    if (rt->kernel_dir && !replaced && example)
+        kp__log(rt, KP_LOG_WARN,
+                "KP_KERNEL_DIR %s holds none of the loaded kernels' sources (such as %s): every "
+                "kernel uses its embedded source",
+                rt->kernel_dir, example);
 }
 
 void kp__registry_free(kp_runtime *rt)

@@ -79,8 +79,40 @@ static void test_missing_file_falls_back_to_the_embedded_source(void **state)
     test_log log;
     char *dir = make_dir();
     assert_float_equal(run_axpy(dir, &log), 3.0f, 0);
-    assert_non_null(strstr(log.text, "warn: kernel example.axpy: "));
-    assert_non_null(strstr(log.text, "not found in KP_KERNEL_DIR; using the embedded source"));
+    assert_non_null(strstr(log.text, "warn: KP_KERNEL_DIR "));
+    assert_non_null(strstr(log.text, " holds none of the loaded kernels' sources (such as "
+                                     "example.cl): every kernel uses its embedded source"));
+}
+
+/* A directory holding one family's sources replaces those and says nothing of the other
+ * families' kernels (it warned once per kernel of every other plugin: 116 lines). */
+static void test_other_families_are_not_warned_about(void **state)
+{
+    char src[8192], path[8192];
+    snprintf(src, sizeof src, "%s/../../kernels/example.cl", test_env("KP_TEST_FIXTURES"));
+    static char text[65536];
+    FILE *f = fopen(src, "rb");
+    assert_non_null(f);
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    char *dir = make_dir();
+    snprintf(path, sizeof path, "%s/example.cl", dir);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(text, 1, len, f);
+    fclose(f);
+    setenv("KP_KERNEL_DIR", dir, 1);
+    test_log log;
+    kp_runtime_options o =
+        test_options(test_build_path("lib/kernelport/plugins"), test_device(), &log);
+    o.flags = KP_RUNTIME_NO_USER_MANIFESTS | KP_RUNTIME_NO_INSTALLED_PLUGINS;
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    unsetenv("KP_KERNEL_DIR");
+    assert_true(kp_kernel_count(rt) > 10);
+    assert_non_null(strstr(log.text, "info: kernel example.axpy: source from "));
+    assert_null(strstr(log.text, "warn:"));
+    kp_runtime_destroy(rt);
 }
 
 int main(void)
@@ -88,6 +120,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_source_from_the_directory),
         cmocka_unit_test(test_missing_file_falls_back_to_the_embedded_source),
+        cmocka_unit_test(test_other_families_are_not_warned_about),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
