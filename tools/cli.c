@@ -262,8 +262,9 @@ void cli_json_tuning(kpj_writer *w, const kp_tuning_info *t, kp_status status, c
 {
     int ok = status == KP_OK;
     kpj_begin_object(w);
-    cli_json_optional(w, "name", ok ? t->name : NULL);
-    cli_json_optional(w, "doc", ok ? t->doc : NULL);
+    /* The name and doc come from the descriptor: known even when resolution failed. */
+    cli_json_optional(w, "name", t->name);
+    cli_json_optional(w, "doc", t->doc);
     kpj_key(w, "value");
     if (ok)
         kpj_int(w, t->value);

@@ -112,7 +112,7 @@ static int run_explain(const cli_ctx *ctx)
             if (ctx->json) {
                 cli_json_tuning(&w, &t, status, error);
             } else {
-                printf("\n(tunable %zu) = ?\n", i);
+                printf("\n%s = ? (not resolved)\n", t.name);
                 fflush(stdout); /* keep the error after the heading it belongs to */
                 cli_status_error(status, error);
             }

@@ -442,14 +442,20 @@ kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning
     pthread_mutex_lock(&rt->lock);
     kp_status st = kp__tuning_resolve(rt, k);
     pthread_mutex_unlock(&rt->lock);
+    const kp_tunable_desc *t = &k->desc->tunables[index];
+    /* Named even when resolution failed, so that a caller can say which tunable it was. */
+    *out = (kp_tuning_info){.name = t->name,
+                            .doc = t->doc ? t->doc : "",
+                            .value = t->default_value,
+                            .default_value = t->default_value,
+                            .value_text = "",
+                            .origin = "",
+                            .allowed = "",
+                            .notes = ""};
     if (!k->choices)
         return st;
-    const kp_tunable_desc *t = &k->desc->tunables[index];
     const kp__tuning_choice *c = &k->choices[index];
-    out->name = t->name;
-    out->doc = t->doc ? t->doc : "";
     out->value = c->value;
-    out->default_value = t->default_value;
     out->value_text = c->value_text ? c->value_text : "";
     out->origin = c->origin ? c->origin : "default";
     out->allowed = c->allowed ? c->allowed : "";

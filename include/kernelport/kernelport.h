@@ -473,7 +473,9 @@ typedef struct kp_tuning_info {
  * Resolves (once per runtime) and reports tunable `index` of kernel `k`: the most specific
  * manifest entry matching the device whose value is allowed and fits the device and the compiled
  * kernel wins. Resolution may build the kernel's program to read its limits.
- * Errors: KP_ERR_INVALID_ARG, KP_ERR_BUILD (the program could not be built to check limits).
+ * Errors: KP_ERR_INVALID_ARG, KP_ERR_BUILD (the program could not be built to check limits);
+ * after a resolution error *out still holds the tunable's name, doc and default (value the
+ * default, the other strings "").
  */
 KP_API kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning_info *out);
 

@@ -232,6 +232,29 @@ static void test_cli_verifies_benches_tunes_and_explains_it(void **state)
     kp_runtime_destroy(rt);
 }
 
+/* explain on a kernel whose source does not build names each tunable it could not resolve (it
+ * printed "(tunable 0) = ?"), text and JSON. */
+static void test_explain_names_unresolved_tunables(void **state)
+{
+    kp_runtime *rt = open_pocl();
+    host = kp_host_api_get();
+    generated *g = generate();
+    snprintf(g->source, sizeof g->source, "__kernel void gen_affine( { not C\n");
+    strcpy(g->name, "gen.broken");
+    kp_kernel *k = NULL;
+    assert_int_equal(kp_kernel_register(rt, &g->desc, &k), KP_OK);
+    free(g);
+    static char out[1 << 16];
+    char *explain[] = {"kernelport", "explain", "gen.broken"};
+    assert_int_equal(run_cli(rt, out, sizeof out, 3, explain), CLI_EXIT_FAILED);
+    assert_non_null(strstr(out, "WG = ? (not resolved)"));
+    char *json[] = {"kernelport", "--json", "explain", "gen.broken"};
+    assert_int_equal(run_cli(rt, out, sizeof out, 4, json), CLI_EXIT_FAILED);
+    assert_non_null(strstr(out, "\"name\": \"WG\""));
+    assert_non_null(strstr(out, "\"status\": \"KP_ERR_BUILD\""));
+    kp_runtime_destroy(rt);
+}
+
 static void test_bad_descriptors_are_refused(void **state)
 {
     kp_runtime *rt = open_pocl();
@@ -281,6 +304,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_generated_kernel_runs),
         cmocka_unit_test(test_cli_verifies_benches_tunes_and_explains_it),
+        cmocka_unit_test(test_explain_names_unresolved_tunables),
         cmocka_unit_test(test_bad_descriptors_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
