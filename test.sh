@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds with -Werror and runs the test suite.
-#   ./test.sh              the suite (build/), without the tests labelled "full"
+#   ./test.sh              the suite (build-test/), without the tests labelled "full"
 #   ./test.sh --full       every test, the slow ones too (CLBlast's parameter sets): CI runs this
 #   ./test.sh --sanitize   the suite built with AddressSanitizer + UBSan (build-asan/)
 # Options combine. KP_TEST_POCL_CACHE (read when a build directory is configured) points the
@@ -9,7 +9,9 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")" && pwd)
 KP_DEPS_TEST=1 bash "$top/scripts/deps.sh"
 
-dir="$top/build"
+# Its own directory: run.sh's build/ has other flags, and sharing one would rebuild everything
+# each time the user alternates the two commands.
+dir="$top/build-test"
 flags=(-DKP_WERROR=ON)
 ctest_flags=(-LE full)
 sanitize_flags=()
