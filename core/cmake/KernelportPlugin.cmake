@@ -54,6 +54,11 @@ function(kp_add_plugin name)
     add_library(${target} MODULE ${P_SOURCES})
     set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME "${name}"
                           C_VISIBILITY_PRESET hidden)
+    # A project that sets no build type would compile its plugins' host code (references,
+    # samples) unoptimised; give them -O2 unless the project chose.
+    if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+      target_compile_options(${target} PRIVATE -O2)
+    endif()
     # A plugin links nothing from the library (everything comes through kp_host_api), so an
     # undefined symbol is a mistake to catch when building, not when a user loads it. It exports
     # kp_plugin_entry alone: hidden visibility misses the C++ standard library's template

@@ -143,10 +143,17 @@ cat >"$gen/oot-kernels.h" <<'EOF'
 extern const char kp_kernel_oot_cl[];
 extern const size_t kp_kernel_oot_cl_len;
 EOF
+echo '{ global: kp_plugin_entry; local: *; };' >"$gen/plugin.map"
 step "$logs/pc-build.log" "compiling oot.so with $cc" "$cc" -std=c11 -O2 -Wall -Wextra -Wshadow \
     -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter -Werror -fPIC \
     -fvisibility=hidden "${cflags[@]}" -I"$gen" -shared -Wl,--no-undefined \
-    -o "$pc_dir/oot.so" "$here/oot-plugin.c" "$gen/oot_cl.c"
+    -Wl,--version-script="$gen/plugin.map" -o "$pc_dir/oot.so" "$here/oot-plugin.c" \
+    "$gen/oot_cl.c" -lm
+# Both builds export the entry alone, as the guide's commands make them.
+for so in "$pc_dir/oot.so"; do
+  extra=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^kp_plugin_entry$' || true)
+  [[ -z $extra ]] || fail "$so exports more than kp_plugin_entry: $extra"
+done
 
 # ---- 4. The installed CLI ------------------------------------------------------------------------
 # (a) With no configuration at all it finds the installed example plugin beside its library.
