@@ -86,7 +86,18 @@ static kp_status axpy_enqueue(const kp_call *call, kp_launch *l)
 
 static kp_status axpy_sample(kp_sample *s, const char *size)
 {
-    int64_t n = size[0] == 'o' ? 1 : size[0] == 'p' ? 1009 : size[0] == 's' ? 4133 : 1 << 24;
+    /* The sizes verify_sizes and bench_sizes name; any other is not this kernel's. */
+    int64_t n;
+    if (strcmp(size, "one") == 0)
+        n = 1;
+    else if (strcmp(size, "prime") == 0)
+        n = 1009;
+    else if (strcmp(size, "small") == 0)
+        n = 4133;
+    else if (strcmp(size, "large") == 0)
+        n = 1 << 24;
+    else
+        return KP_ERR_NOT_FOUND;
     kp_status st = host->sample_int(s, "n", n);
     if (st == KP_OK)
         st = host->sample_float(s, "alpha", 0.75);
@@ -162,15 +173,17 @@ static kp_status scale_enqueue(const kp_call *call, kp_launch *l)
 static kp_status scale_sample(kp_sample *s, const char *size)
 {
     int64_t shape[2] = {1, 1};
-    if (size[0] == 'p') {
+    if (strcmp(size, "prime") == 0) {
         shape[0] = 31;
         shape[1] = 67;
-    } else if (size[0] == 's') {
+    } else if (strcmp(size, "small") == 0) {
         shape[0] = 100;
         shape[1] = 129;
-    } else if (size[0] == 'l') {
+    } else if (strcmp(size, "large") == 0) {
         shape[0] = 4096;
         shape[1] = 4096;
+    } else if (strcmp(size, "one") != 0) {
+        return KP_ERR_NOT_FOUND;
     }
     kp_status st = host->sample_tensor(s, "x", KP_F32, 2, shape, -2.0, 2.0, NULL);
     if (st == KP_OK)

@@ -390,6 +390,21 @@ static void test_verify_passes_on_pocl(void **state)
     kp_runtime_destroy(rt);
 }
 
+/* A size the examples do not have is refused by their samples (#28: "huge" ran axpy on 16M
+ * elements, read as its first letter). */
+static void test_unknown_size_is_not_found(void **state)
+{
+    kp_runtime *rt = open_runtime("host", NULL);
+    const char *const names[] = {"example.axpy", "example.scale_rows"};
+    for (int i = 0; i < 2; i++) {
+        seen s = {0};
+        assert_int_equal(kp_kernel_verify(rt, find(rt, names[i]), "huge", 1, on_report, &s),
+                         KP_ERR_NOT_FOUND);
+        assert_int_equal(s.count, 0);
+    }
+    kp_runtime_destroy(rt);
+}
+
 /* kp_kernel_sample_bytes: the sample's tensors, x [rows, cols], scale [rows] and y [rows, cols]
  * in f32, built without a launch; `verify --smallest` picks the size by it. */
 static void test_sample_bytes(void **state)
@@ -432,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_event_elapsed_on_host),
         cmocka_unit_test(test_event_destroy_null_is_noop),
         cmocka_unit_test(test_verify_passes_on_pocl),
+        cmocka_unit_test(test_unknown_size_is_not_found),
         cmocka_unit_test(test_verify_passes_on_host),
         cmocka_unit_test(test_sample_bytes),
     };
