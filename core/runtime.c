@@ -1,6 +1,8 @@
 /* The runtime's life: options, manifest layers, device choice, backend, plugins, teardown. */
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "kp-embedded.h"
@@ -17,28 +19,89 @@ kp_runtime_options kp_runtime_options_default(void)
     return o;
 }
 
+static const char *const layer_names[] = {"built-in", "system", "user", "explicit"};
+
+/* Loads one manifest file as `layer` and records it (read, or absent where that is allowed). */
+static kp_status load_layer(kp_runtime *rt, uint32_t layer, const char *path, int must_exist,
+                            char **err)
+{
+    struct stat sb;
+    const int there = stat(path, &sb) == 0;
+    kp_status st = kp__manifest_load_file(&rt->manifest, path, layer, must_exist, err);
+    if (st != KP_OK)
+        return st;
+    kp__layer *l = &rt->layers[rt->n_layers];
+    *l = (kp__layer){.name = layer_names[layer], .path = kp__strdup(path), .read = there};
+    if (!l->path)
+        return kp__fail(NULL, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    rt->n_layers++;
+    kp__log(rt, KP_LOG_INFO, "manifest (%s): %s: %s", l->name, path, there ? "read" : "absent");
+    return KP_OK;
+}
+
+/* Drops each "name/.." pair of an absolute path in place ("/p/lib/../etc" is "/p/etc"), without
+ * touching the file system: the directories may not exist. */
+static void collapse_dotdot(char *path)
+{
+    char *out = path, *in = path;
+    while (*in) {
+        while (*in == '/')
+            in++;
+        char *end = strchr(in, '/');
+        size_t len = end ? (size_t)(end - in) : strlen(in);
+        if (len == 2 && in[0] == '.' && in[1] == '.') {
+            while (out > path && *--out != '/')
+                ;
+        } else if (len && !(len == 1 && in[0] == '.')) {
+            *out++ = '/';
+            memmove(out, in, len);
+            out += len;
+        }
+        in += len;
+    }
+    if (out == path)
+        *out++ = '/';
+    *out = '\0';
+}
+
+/* The system manifest: KP_SYSCONF_RELPATH from the library's directory. */
+static char *system_manifest(void)
+{
+    char *path = kp__beside_library(KP_SYSCONF_RELPATH);
+    if (path && path[0] == '/')
+        collapse_dotdot(path);
+    return path;
+}
+
 static kp_status load_manifests(kp_runtime *rt, const kp_runtime_options *opt)
 {
     char *err = NULL;
     kp_status st = kp__manifest_load_text(&rt->manifest, kp_kernel_default_manifest_yaml,
                                           kp_kernel_default_manifest_yaml_len, "<built-in>",
                                           LAYER_BUILTIN, &err);
+    if (st == KP_OK) {
+        rt->layers[rt->n_layers++] = (kp__layer){.name = layer_names[LAYER_BUILTIN], .read = 1};
+        kp__log(rt, KP_LOG_INFO, "manifest (built-in): read");
+    }
     if (st == KP_OK && !(rt->flags & KP_RUNTIME_NO_USER_MANIFESTS)) {
-        st = kp__manifest_load_file(&rt->manifest, KP_SYSCONF_MANIFEST, LAYER_SYSTEM, 0, &err);
+        char *system = system_manifest();
+        if (system)
+            st = load_layer(rt, LAYER_SYSTEM, system, 0, &err);
+        free(system);
         if (st == KP_OK) {
             const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
             char *user = xdg && *xdg ? kp__asprintf("%s/kernelport/manifest.yaml", xdg)
                          : home      ? kp__asprintf("%s/.config/kernelport/manifest.yaml", home)
                                      : NULL;
             if (user)
-                st = kp__manifest_load_file(&rt->manifest, user, LAYER_USER, 0, &err);
+                st = load_layer(rt, LAYER_USER, user, 0, &err);
             free(user);
         }
     }
     const char *explicit_path =
         opt->manifest_path ? opt->manifest_path : kp__env(rt, "KP_MANIFEST");
     if (st == KP_OK && explicit_path)
-        st = kp__manifest_load_file(&rt->manifest, explicit_path, LAYER_EXPLICIT, 1, &err);
+        st = load_layer(rt, LAYER_EXPLICIT, explicit_path, 1, &err);
     if (st != KP_OK) {
         kp__fail(NULL, st, "%s", err ? err : "manifest error");
         free(err);
@@ -203,6 +266,8 @@ void kp_runtime_destroy(kp_runtime *rt)
     kp__register_free(rt);
     kp__plugins_close(rt);
     kp__manifest_fini(&rt->manifest);
+    for (size_t i = 0; i < rt->n_layers; i++)
+        free((char *)rt->layers[i].path);
     free(rt->devices);
     free(rt->device_why);
     free(rt->kernel_dir);
@@ -310,5 +375,25 @@ kp_status kp_runtime_opencl(kp_runtime *rt, void **context, void **queue, void *
         *queue = rt->ops->handle(rt->backend, KP__HANDLE_QUEUE);
     if (device)
         *device = rt->ops->handle(rt->backend, KP__HANDLE_DEVICE);
+    return KP_OK;
+}
+
+size_t kp_runtime_manifest_count(const kp_runtime *rt)
+{
+    return rt ? rt->n_layers : 0;
+}
+
+kp_status kp_runtime_manifest_layer(const kp_runtime *rt, size_t index, kp_manifest_layer *out)
+{
+    if (!rt || !out || out->struct_size < sizeof *out || index >= rt->n_layers)
+        return kp__fail(rt, KP_ERR_INVALID_ARG,
+                        "kp_runtime_manifest_layer: NULL argument, struct_size below %zu or index "
+                        "%zu past %zu layers",
+                        sizeof *out, index, rt ? rt->n_layers : 0);
+    const kp__layer *l = &rt->layers[index];
+    *out = (kp_manifest_layer){.struct_size = sizeof *out,
+                               .name = l->name,
+                               .path = l->path ? l->path : "",
+                               .read = l->read};
     return KP_OK;
 }

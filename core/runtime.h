@@ -94,6 +94,13 @@ typedef struct kp__error_slot {
     struct kp__error_slot *next;
 } kp__error_slot;
 
+/* A manifest layer the runtime loaded or looked for. */
+typedef struct kp__layer {
+    const char *name; /* static: "built-in", "system", "user", "explicit" */
+    const char *path; /* owned; NULL for the built-in one */
+    int read;         /* 0: an optional file that is not there */
+} kp__layer;
+
 struct kp_runtime {
     uint32_t flags;
     kp_log_fn log;
@@ -101,6 +108,8 @@ struct kp_runtime {
     kp_log_level log_level;
 
     kp__manifest manifest;
+    kp__layer layers[4];
+    size_t n_layers;
 
     kp__device_entry *devices; /* OpenCL devices, then the host device */
     size_t n_devices;

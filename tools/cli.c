@@ -290,3 +290,33 @@ void cli_json_tuning(kpj_writer *w, const kp_tuning_info *t, kp_status status, c
     }
     kpj_end_object(w);
 }
+
+void cli_print_manifests(const kp_runtime *rt)
+{
+    printf("Manifests:");
+    for (size_t i = 0; i < kp_runtime_manifest_count(rt); i++) {
+        kp_manifest_layer l = {.struct_size = sizeof l};
+        if (kp_runtime_manifest_layer(rt, i, &l) != KP_OK)
+            continue;
+        printf("%s %s%s%s%s", i ? "," : "", l.name, l.path[0] ? " " : "", l.path,
+               l.read ? "" : " (absent)");
+    }
+    printf("\n");
+}
+
+void cli_json_manifests(kpj_writer *w, const kp_runtime *rt)
+{
+    kpj_key(w, "manifests");
+    kpj_begin_array(w);
+    for (size_t i = 0; i < kp_runtime_manifest_count(rt); i++) {
+        kp_manifest_layer l = {.struct_size = sizeof l};
+        if (kp_runtime_manifest_layer(rt, i, &l) != KP_OK)
+            continue;
+        kpj_begin_object(w);
+        kpj_key_string(w, "layer", l.name);
+        cli_json_optional(w, "path", l.path[0] ? l.path : NULL);
+        kpj_key_bool(w, "read", l.read);
+        kpj_end_object(w);
+    }
+    kpj_end_array(w);
+}

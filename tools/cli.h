@@ -72,6 +72,11 @@ struct cli_ctx {
  */
 int cli_main(int argc, char **argv, kp_runtime *runtime);
 
+/* The manifest layers the runtime read or looked for: a "Manifests: ..." line, or a JSON
+ * "manifests" member ([{layer, path, read}]). */
+void cli_print_manifests(const kp_runtime *rt);
+void cli_json_manifests(kpj_writer *w, const kp_runtime *rt);
+
 extern const cli_command cli_cmd_devices;
 extern const cli_command cli_cmd_plugins;
 extern const cli_command cli_cmd_kernels;

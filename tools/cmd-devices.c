@@ -87,6 +87,7 @@ static int run_devices(const cli_ctx *ctx)
         kpj_begin_object(&w);
         kpj_key_uint(&w, "chosen", chosen.index);
         cli_json_optional(&w, "why", why);
+        cli_json_manifests(&w, rt);
         kpj_key(&w, "devices");
         kpj_begin_array(&w);
     }
@@ -121,6 +122,7 @@ static int run_devices(const cli_ctx *ctx)
         printf("%sChosen: %s\n", n > 0 ? "\n" : "", cli_format_device(&chosen, line, sizeof line));
         if (why[0])
             printf("  %s\n", why);
+        cli_print_manifests(rt);
     }
     cli_runtime_close(ctx, rt);
     return rc;
@@ -132,6 +134,7 @@ const cli_command cli_cmd_devices = {
     .usage = "",
     .details = "Lists every OpenCL device and then the host device, marks the chosen one\n"
                "with '*' and says which rule (--device, $KP_DEVICE or a manifest device rule)\n"
-               "chose it. Numbers a driver does not report (0) are left out of the text.",
+               "chose it, then the manifest files read (and the optional ones looked for).\n"
+               "Numbers a driver does not report (0) are left out of the text.",
     .run = run_devices,
 };

@@ -32,6 +32,7 @@ static void print_header(const kp_runtime *rt, const kp_kernel_info *info,
     }
     cli_table_print(t, stdout, 0);
     cli_table_destroy(t);
+    cli_print_manifests(rt);
 }
 
 static void print_tuning(const kp_tuning_info *t)
@@ -97,6 +98,7 @@ static int run_explain(const cli_ctx *ctx)
         cli_json_optional(&w, "why", why);
         kpj_end_object(&w);
         cli_json_optional(&w, "path", path);
+        cli_json_manifests(&w, rt);
         kpj_key(&w, "tunables");
         kpj_begin_array(&w);
     } else {

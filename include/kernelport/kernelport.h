@@ -512,6 +512,19 @@ KP_API kp_status kp_kernel_supported(kp_runtime *rt, kp_kernel *k);
 KP_API kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *args, size_t n_args,
                                   kp_event **event);
 
+/* A manifest layer the runtime read or looked for, in the order they apply (later ones win). */
+typedef struct kp_manifest_layer {
+    uint32_t struct_size; /* sizeof(kp_manifest_layer), set by the caller */
+    const char *name;     /* "built-in", "system", "user" or "explicit" (--manifest, KP_MANIFEST) */
+    const char *path;     /* the file; "" for the built-in one. Owned by the runtime */
+    int read;             /* 1: read; 0: an optional file that is not there */
+} kp_manifest_layer;
+
+/* How many layers the runtime looked at, and layer `index` of them. Errors: KP_ERR_INVALID_ARG. */
+KP_API size_t kp_runtime_manifest_count(const kp_runtime *rt);
+KP_API kp_status kp_runtime_manifest_layer(const kp_runtime *rt, size_t index,
+                                           kp_manifest_layer *out);
+
 /* Waits until every queued command of the runtime has finished. */
 KP_API kp_status kp_finish(kp_runtime *rt);
 

@@ -164,6 +164,21 @@ out=$("$kp" kernels example 2>&1) || {
 }
 expect "$out" "example.axpy" "kernelport kernels example"
 expect "$out" "$installed_plugins/example.so" "kernelport kernels example"
+# (b) The system manifest is the install prefix's, whatever prefix the build was configured with
+#     (it read the configured prefix's etc), and `devices` lists the layers.
+#     A build configured for /usr has an absolute /etc, which this test leaves alone.
+sysconf=$(sed -n 's/^CMAKE_INSTALL_SYSCONFDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
+if [[ $sysconf != /* ]]; then
+    sysconf=$prefix/${sysconf:-etc}
+    mkdir -p "$sysconf/kernelport"
+    printf 'kernelport: 1\nplugins: { disable: [example.scale_rows] }\n' \
+        >"$sysconf/kernelport/manifest.yaml"
+    out=$("$kp" devices 2>&1) || fail "kernelport devices failed: $out"
+    expect "$out" "system $sysconf/kernelport/manifest.yaml," "kernelport devices"
+    out=$("$kp" kernels example 2>&1) || fail "kernelport kernels example failed: $out"
+    [[ $out != *example.scale_rows* ]] || fail "the system manifest under $sysconf was not read"
+    rm "$sysconf/kernelport/manifest.yaml"
+fi
 out=$("$kp" plugins 2>&1) || fail "kernelport plugins failed: $out"
 # The installed scanner probed the plugins on the first run; this one read its verdicts.
 if ! awk -v so="$installed_plugins/example.so" '$NF == so && $(NF-1) == "cached" { ok = 1 }
