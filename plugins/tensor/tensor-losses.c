@@ -500,10 +500,21 @@ static kp_status pw_reference(const kp_call *call, kp_launch *l)
  * read and written as whole vectors (vec; the last block of 16 element by element); logits
  * reversed along both axes, labels, dlogits' rows and the losses reversed (flipped: negative
  * strides). 16-bit storage (tensor_size_dtypes names it, in the parameters' order; labels stay
- * i32): every tensor bf16 with label smoothing and per-row losses, f16 in whole vectors. */
-static const char *const ce_verify_sizes[] = {"one",     "prime",       "smooth",  "forward",
-                                              "wide",    "lead",        "views",   "vec",
-                                              "flipped", "smooth-bf16", "vec-f16", NULL};
+ * i32): every tensor bf16 with label smoothing and per-row losses; bf16 logits and dlogits in
+ * whole vectors with an f32 loss (the program of softmax's bf16 samples: the row kernels share
+ * one program per dtype combination). */
+static const char *const ce_verify_sizes[] = {"one",
+                                              "prime",
+                                              "smooth",
+                                              "forward",
+                                              "wide",
+                                              "lead",
+                                              "views",
+                                              "vec",
+                                              "flipped",
+                                              "smooth-bf16",
+                                              "vec-bf16-i32-f32-bf16",
+                                              NULL};
 static const char *const ce_bench_sizes[] = {"8192x1000", "1024x1000", NULL};
 
 static kp_status ce_sample(kp_sample *smp, const char *full_size)
@@ -626,12 +637,15 @@ static void ce_tolerance(const kp_call *call, double *atol, double *rtol)
  * [131] against a [97, 131], and a [97, 1] against b [97, 131] without da; BCE, whose shapes
  * match: a transposed target); transposed a with a gapped gradient; the loss alone; [97, 144],
  * read and written as whole vectors (vec); a reversed along both axes, b along its rows and the
- * gradient along its columns (flipped: negative strides). 16-bit storage: MSE's every tensor
- * bf16 with b broadcast, BCE's f16 in whole vectors. */
-static const char *const mse_verify_sizes[] = {"one",     "prime", "bcast",   "bcast_a",    "views",
-                                               "forward", "vec",   "flipped", "bcast-bf16", NULL};
-static const char *const bce_verify_sizes[] = {"one", "prime",   "bcast",   "views", "forward",
-                                               "vec", "flipped", "vec-f16", NULL};
+ * gradient along its columns (flipped: negative strides). 16-bit storage, in the programs of
+ * softmax's and softmax_backward's 16-bit samples: MSE's a and da bf16 against an f32 b
+ * broadcast, BCE's logits, targets and gradient f16 in whole vectors (both with an f32 loss). */
+static const char *const mse_verify_sizes[] = {"one",     "prime",   "bcast",
+                                               "bcast_a", "views",   "forward",
+                                               "vec",     "flipped", "bcast-bf16-f32-f32-bf16",
+                                               NULL};
+static const char *const bce_verify_sizes[] = {
+    "one", "prime", "bcast", "views", "forward", "vec", "flipped", "vec-f16-f16-f32-f16", NULL};
 static const char *const pw_bench_sizes[] = {"16M", "1M", NULL};
 
 static kp_status pw_sample(kp_sample *smp, const char *full_size)
