@@ -515,7 +515,7 @@ static const char *const ce_verify_sizes[] = {"one",
                                               "smooth-bf16",
                                               "vec-bf16-i32-f32-bf16",
                                               NULL};
-static const char *const ce_bench_sizes[] = {"8192x1000", "1024x1000", NULL};
+static const char *const ce_bench_sizes[] = {"8192x1000", "1024x1000", "8192x1000-bf16", NULL};
 
 static kp_status ce_sample(kp_sample *smp, const char *full_size)
 {
