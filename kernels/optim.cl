@@ -42,21 +42,6 @@ typedef ushort gtype;
 typedef float gtype;
 #endif
 
-/* bf16 <-> f32: bf16 is the upper half of an IEEE single; f32 -> bf16 rounds to nearest even,
- * NaN stays a quiet NaN (the host's kp_bf16_from_float). */
-float bf16_to_f32(ushort u)
-{
-    return as_float((uint)u << 16);
-}
-
-ushort f32_to_bf16(float x)
-{
-    const uint u = as_uint(x);
-    if (isnan(x))
-        return (ushort)((u >> 16) | 0x40);
-    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 /* Groups of four in n elements; written so that n up to 2^31 - 1 does not overflow (nor does any
  * index below: tails compare n - e, never e + 3, with n). */
 int n_groups(const int n)
@@ -113,8 +98,8 @@ void store4_f32(__global float *x, const int off, const int k, const float4 v, c
 void store4_bf16(__global ushort *x, const int off, const int k, const float4 v, const int4 mask,
                  const int aligned)
 {
-    const ushort4 b = (ushort4)(f32_to_bf16(v.x), f32_to_bf16(v.y), f32_to_bf16(v.z),
-                                f32_to_bf16(v.w));
+    /* Nearest even, a NaN kept a NaN (the prelude's kp_bf16_rne, the host's kp_bf16_from_float). */
+    const ushort4 b = kp_bf16_rne4(v);
     if (all(mask)) {
         if (aligned)
             ((__global ushort4 *)(x + off))[k] = b;

@@ -26,7 +26,31 @@
  *
  * Sums over everything (a loss's mean) take one work-group of RED_LANES work-items whatever the
  * WG tunable says: lane j takes blocks of 4 terms j, j + RED_LANES, ..., then the same tree.
+ *
+ * Dtypes. Each operand's storage is a build option, as kp_dtype numbers it (1 f32, the default; 2
+ * f16; 6 bf16): DT0 and DT1 of a kernel's first and second row input (softmax's x, the backward's
+ * dy and y, cross-entropy's logits, a pointwise loss's a and b), DTY of its row output (y, dx,
+ * dlogits, a pointwise loss's gradient), DTL of the values rows_mean sums (cross-entropy's
+ * per-row losses) and DTM of its result. The prelude's KP_LOAD and KP_STORE read and write them;
+ * the arithmetic, the cached rows and the partial sums are f32 whatever they are. A block of a
+ * 16-bit operand is one vector load or store as a float block is (8 bytes at VW 4).
  */
+
+#ifndef DT0
+#define DT0 1
+#endif
+#ifndef DT1
+#define DT1 1
+#endif
+#ifndef DTY
+#define DTY 1
+#endif
+#ifndef DTL
+#define DTL 1
+#endif
+#ifndef DTM
+#define DTM 1
+#endif
 
 #ifndef VW
 #define VW 4
@@ -36,8 +60,12 @@
 #define IVEC int16
 #define IOTA (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 #define HSUM kp_hsum16
-#define VLOAD(p) vload16(0, (p))
-#define VSTORE(v, p) vstore16((v), 0, (p))
+#define VLOAD_1(p) vload16(0, (p))
+#define VLOAD_2(p) vload_half16(0, (p))
+#define VLOAD_6(p) as_float16(convert_uint16(vload16(0, (p))) << 16)
+#define VSTORE_1(v, p) vstore16((v), 0, (p))
+#define VSTORE_2(v, p) vstore_half16_rte((v), 0, (p))
+#define VSTORE_6(v, p) vstore16(kp_bf16_rne16(v), 0, (p))
 #define PLOAD(q) vload16(0, (q))
 #define PSTORE(v, q) vstore16((v), 0, (q))
 #elif VW == 8
@@ -45,8 +73,12 @@
 #define IVEC int8
 #define IOTA (int8)(0, 1, 2, 3, 4, 5, 6, 7)
 #define HSUM kp_hsum8
-#define VLOAD(p) vload8(0, (p))
-#define VSTORE(v, p) vstore8((v), 0, (p))
+#define VLOAD_1(p) vload8(0, (p))
+#define VLOAD_2(p) vload_half8(0, (p))
+#define VLOAD_6(p) as_float8(convert_uint8(vload8(0, (p))) << 16)
+#define VSTORE_1(v, p) vstore8((v), 0, (p))
+#define VSTORE_2(v, p) vstore_half8_rte((v), 0, (p))
+#define VSTORE_6(v, p) vstore8(kp_bf16_rne8(v), 0, (p))
 #define PLOAD(q) vload8(0, (q))
 #define PSTORE(v, q) vstore8((v), 0, (q))
 #else
@@ -56,11 +88,19 @@
 #define IVEC int4
 #define IOTA (int4)(0, 1, 2, 3)
 #define HSUM kp_hsum4
-#define VLOAD(p) (*(__global const float4 *)(p))
-#define VSTORE(v, p) (*(__global float4 *)(p) = (v))
+#define VLOAD_1(p) KP_LOAD4(1, p, 0)
+#define VLOAD_2(p) KP_LOAD4(2, p, 0)
+#define VLOAD_6(p) KP_LOAD4(6, p, 0)
+#define VSTORE_1(v, p) KP_STORE4(1, p, 0, v)
+#define VSTORE_2(v, p) KP_STORE4(2, p, 0, v)
+#define VSTORE_6(v, p) KP_STORE4(6, p, 0, v)
 #define PLOAD(q) vload4(0, (q))
 #define PSTORE(v, q) vstore4((v), 0, (q))
 #endif
+
+/* A block of VW elements of dtype d at p, as one vector (aligned as one where VW is 4). */
+#define VLOAD(d, p) KP_CAT(VLOAD_, d)(p)
+#define VSTORE(d, v, p) KP_CAT(VSTORE_, d)(v, p)
 
 #define RED_LANES 256
 
@@ -140,34 +180,44 @@ float lanes_max(__local float *t, const int j, const int lanes, const float v)
     return m;
 }
 
-/* Columns VW b .. VW b + VW - 1 of a row that starts at element `at` and steps s; a column at C
- * or past it reads as pad. */
-VEC loadv(__global const float *p, const int at, const int s, const int b, const int C,
-          const int vec, const float pad)
-{
-    const int c = VW * b;
-    if (vec && c + VW <= C)
-        return VLOAD(p + at + c);
-    float q[VW];
-    for (int k = 0; k < VW; k++)
-        q[k] = c + k < C ? p[at + (c + k) * s] : pad;
-    return PLOAD(q);
-}
-
-/* Writes the columns of block b that are below C. */
-void storev(__global float *p, const int at, const int s, const int b, const int C,
-            const int vec, const VEC v)
-{
-    const int c = VW * b;
-    if (vec && c + VW <= C) {
-        VSTORE(v, p + at + c);
-        return;
+/* loadv(d, ...): columns VW b .. VW b + VW - 1 of a row of dtype d that starts at element `at`
+ * and steps s; a column at C or past it reads as pad. storev(d, ...) writes the columns of block
+ * b that are below C. Defined for the dtypes a program's options name. */
+#define ROW_BLOCKS(d)                                                                              \
+    VEC loadv_##d(__global const KP_T(d) *p, const int at, const int s, const int b, const int C, \
+                  const int vec, const float pad)                                                  \
+    {                                                                                              \
+        const int c = VW * b;                                                                      \
+        if (vec && c + VW <= C)                                                                    \
+            return VLOAD(d, p + at + c);                                                           \
+        float q[VW];                                                                               \
+        for (int k = 0; k < VW; k++)                                                               \
+            q[k] = c + k < C ? KP_LOAD(d, p, at + (c + k) * s) : pad;                              \
+        return PLOAD(q);                                                                           \
+    }                                                                                              \
+                                                                                                   \
+    void storev_##d(__global KP_T(d) *p, const int at, const int s, const int b, const int C,     \
+                    const int vec, const VEC v)                                                    \
+    {                                                                                              \
+        const int c = VW * b;                                                                      \
+        if (vec && c + VW <= C) {                                                                  \
+            VSTORE(d, v, p + at + c);                                                              \
+            return;                                                                                \
+        }                                                                                          \
+        float q[VW];                                                                               \
+        PSTORE(v, q);                                                                              \
+        for (int k = 0; k < VW && c + k < C; k++)                                                  \
+            KP_STORE(d, p, at + (c + k) * s, q[k]);                                                \
     }
-    float q[VW];
-    PSTORE(v, q);
-    for (int k = 0; k < VW && c + k < C; k++)
-        p[at + (c + k) * s] = q[k];
-}
+ROW_BLOCKS(1)
+#if DT0 == 2 || DT1 == 2 || DTY == 2
+ROW_BLOCKS(2)
+#endif
+#if DT0 == 6 || DT1 == 6 || DTY == 6
+ROW_BLOCKS(6)
+#endif
+#define loadv(d, ...) KP_CAT(loadv_, d)(__VA_ARGS__)
+#define storev(d, ...) KP_CAT(storev_, d)(__VA_ARGS__)
 
 /* The largest component. Written lane by lane, as the prelude's kp_hsum8/16 are: Oclgrind's
  * uninitialized-value check misreports the .lo/.hi halves of a float16 (prelude.cl). */
@@ -198,8 +248,9 @@ IVEC in_row(const int b, const int C)
  * x, bit 1 y. */
 __kernel void rows_softmax(const int rows, const int C, const int lanes, const int log_mode,
                            const int cached, const int vec, const int nlead, const int8 ext,
-                           __global const float *x, const kp_view8 vx, __global float *y,
-                           const kp_view8 vy, __local VEC *cache, __local float *tree)
+                           __global const KP_T(DT0) *x, const kp_view8 vx,
+                           __global KP_T(DTY) *y, const kp_view8 vy, __local VEC *cache,
+                           __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
     const int slot = get_local_id(0) / lanes, j = get_local_id(0) % lanes;
@@ -216,7 +267,7 @@ __kernel void rows_softmax(const int rows, const int C, const int lanes, const i
     VEC m4 = -INFINITY;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const VEC v = loadv(x, o.x, sx, b, C, vx1, -INFINITY);
+            const VEC v = loadv(DT0, x, o.x, sx, b, C, vx1, -INFINITY);
             if (cached)
                 row[b] = v;
             m4 = fmax(m4, v);
@@ -226,7 +277,8 @@ __kernel void rows_softmax(const int rows, const int C, const int lanes, const i
     VEC s4 = 0.0f;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const VEC e = exp((cached ? row[b] : loadv(x, o.x, sx, b, C, vx1, -INFINITY)) - m);
+            const VEC e =
+                exp((cached ? row[b] : loadv(DT0, x, o.x, sx, b, C, vx1, -INFINITY)) - m);
             if (cached && !log_mode)
                 row[b] = e;
             s4 += e;
@@ -237,13 +289,14 @@ __kernel void rows_softmax(const int rows, const int C, const int lanes, const i
     if (log_mode) {
         const float ls = log(s);
         for (int b = j; b < nb; b += lanes)
-            storev(y, o.y, sy, b, C, vy1,
-                   ((cached ? row[b] : loadv(x, o.x, sx, b, C, vx1, 0.0f)) - m) - ls);
+            storev(DTY, y, o.y, sy, b, C, vy1,
+                   ((cached ? row[b] : loadv(DT0, x, o.x, sx, b, C, vx1, 0.0f)) - m) - ls);
     } else {
         const float inv = 1.0f / s;
         for (int b = j; b < nb; b += lanes)
-            storev(y, o.y, sy, b, C, vy1,
-                   (cached ? row[b] : exp(loadv(x, o.x, sx, b, C, vx1, -INFINITY) - m)) * inv);
+            storev(DTY, y, o.y, sy, b, C, vy1,
+                   (cached ? row[b] : exp(loadv(DT0, x, o.x, sx, b, C, vx1, -INFINITY) - m)) *
+                       inv);
     }
 }
 
@@ -251,9 +304,10 @@ __kernel void rows_softmax(const int rows, const int C, const int lanes, const i
  * dx = dy - exp(y) sum(dy). dx may be dy's or y's very view. vec: bit 0 dy, bit 1 y, bit 2 dx. */
 __kernel void rows_softmax_backward(const int rows, const int C, const int lanes,
                                     const int log_mode, const int cached, const int vec,
-                                    const int nlead, const int8 ext, __global const float *dy,
-                                    const kp_view8 vdy, __global const float *y,
-                                    const kp_view8 vy, __global float *dx, const kp_view8 vdx,
+                                    const int nlead, const int8 ext,
+                                    __global const KP_T(DT0) *dy, const kp_view8 vdy,
+                                    __global const KP_T(DT1) *y, const kp_view8 vy,
+                                    __global KP_T(DTY) *dx, const kp_view8 vdx,
                                     __local VEC *cache, __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
@@ -274,13 +328,13 @@ __kernel void rows_softmax_backward(const int rows, const int C, const int lanes
     VEC s4 = 0.0f;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const VEC g = loadv(dy, o.x, sdy, b, C, vdy1, 0.0f);
+            const VEC g = loadv(DT0, dy, o.x, sdy, b, C, vdy1, 0.0f);
             if (cached)
                 row[b] = g;
             if (log_mode) {
                 s4 += g;
             } else {
-                const VEC p = loadv(y, o.y, sy, b, C, vy1, 0.0f);
+                const VEC p = loadv(DT1, y, o.y, sy, b, C, vy1, 0.0f);
                 if (cached)
                     row_y[b] = p;
                 s4 += g * p;
@@ -290,12 +344,13 @@ __kernel void rows_softmax_backward(const int rows, const int C, const int lanes
     if (!live)
         return;
     for (int b = j; b < nb; b += lanes) {
-        const VEC g = cached ? row[b] : loadv(dy, o.x, sdy, b, C, vdy1, 0.0f);
+        const VEC g = cached ? row[b] : loadv(DT0, dy, o.x, sdy, b, C, vdy1, 0.0f);
         if (log_mode) {
-            storev(dx, o.z, sdx, b, C, vdx1, g - exp(loadv(y, o.y, sy, b, C, vy1, 0.0f)) * s);
+            storev(DTY, dx, o.z, sdx, b, C, vdx1,
+                   g - exp(loadv(DT1, y, o.y, sy, b, C, vy1, 0.0f)) * s);
         } else {
-            const VEC p = cached ? row_y[b] : loadv(y, o.y, sy, b, C, vy1, 0.0f);
-            storev(dx, o.z, sdx, b, C, vdx1, p * (g - s));
+            const VEC p = cached ? row_y[b] : loadv(DT1, y, o.y, sy, b, C, vy1, 0.0f);
+            storev(DTY, dx, o.z, sdx, b, C, vdx1, p * (g - s));
         }
     }
 }
@@ -311,11 +366,11 @@ __kernel void rows_softmax_backward(const int rows, const int C, const int lanes
 __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, const int cached,
                                  const int vec, const int nlead, const int8 ext,
                                  const int ignore_index, const float smoothing,
-                                 __global const float *x, const kp_view8 vx,
+                                 __global const KP_T(DT0) *x, const kp_view8 vx,
                                  __global const int *labels, const kp_view8 vl,
-                                 __global float *dx, const kp_view8 vd, __global float *loss,
-                                 const kp_view8 vloss, __global const int *count,
-                                 __local VEC *cache, __local float *tree)
+                                 __global KP_T(DTY) *dx, const kp_view8 vd,
+                                 __global KP_T(DTL) *loss, const kp_view8 vloss,
+                                 __global const int *count, __local VEC *cache, __local float *tree)
 {
     const int per = get_local_size(0) / lanes;
     const int slot = get_local_id(0) / lanes, j = get_local_id(0) % lanes;
@@ -332,7 +387,7 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
     VEC m4 = -INFINITY, sum_x4 = 0.0f;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const VEC v = loadv(x, o.x, sx, b, C, vx1, -INFINITY);
+            const VEC v = loadv(DT0, x, o.x, sx, b, C, vx1, -INFINITY);
             if (cached)
                 row[b] = v;
             m4 = fmax(m4, v);
@@ -342,7 +397,8 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
     VEC s4 = 0.0f;
     if (live)
         for (int b = j; b < nb; b += lanes) {
-            const VEC e = exp((cached ? row[b] : loadv(x, o.x, sx, b, C, vx1, -INFINITY)) - m);
+            const VEC e =
+                exp((cached ? row[b] : loadv(DT0, x, o.x, sx, b, C, vx1, -INFINITY)) - m);
             if (cached)
                 row[b] = e;
             s4 += e;
@@ -356,18 +412,20 @@ __kernel void rows_cross_entropy(const int rows, const int C, const int lanes, c
     const float spread = smoothing / (float)C;
     /* The lane that holds the label's column writes the loss (lane 0 when there is none). */
     if (ignored || bad ? j == 0 : j == (label / VW) % lanes) {
-        const float xl = ignored || bad ? 0.0f : x[o.x + label * sx];
+        const float xl = ignored || bad ? 0.0f : KP_LOAD(DT0, x, o.x + label * sx);
         const float lse = m + log(sums.x);
-        loss[o.w] = ignored ? 0.0f : bad ? NAN : lse - (1.0f - smoothing) * xl - spread * sums.y;
+        KP_STORE(DTL, loss, o.w,
+                 ignored ? 0.0f : bad ? NAN : lse - (1.0f - smoothing) * xl - spread * sums.y);
     }
     if (kp_empty(vd))
         return;
     const float scale = 1.0f / (float)count[0], inv = 1.0f / sums.x;
     for (int b = j; b < nb; b += lanes) {
-        const VEC p = (cached ? row[b] : exp(loadv(x, o.x, sx, b, C, vx1, -INFINITY) - m)) * inv;
+        const VEC p =
+            (cached ? row[b] : exp(loadv(DT0, x, o.x, sx, b, C, vx1, -INFINITY) - m)) * inv;
         const VEC hot = select((VEC)(0.0f), (VEC)(1.0f - smoothing), VW * b + IOTA == label);
         const VEC g = ignored ? (VEC)(0.0f) : bad ? (VEC)(NAN) : (p - hot - spread) * scale;
-        storev(dx, o.z, sd, b, C, vd1, g);
+        storev(DTY, dx, o.z, sd, b, C, vd1, g);
     }
 }
 
@@ -408,8 +466,8 @@ __kernel void rows_count(const int n, const int vec, const int nlead, const int8
  * j, j + RED_LANES, ... into four sums (one float4 load where vec says v is contiguous and
  * 16-byte aligned), added at the end, then the tree. One work-group of RED_LANES. */
 __kernel void rows_mean(const int n, const int vec, const int nlead, const int8 ext,
-                        __global const float *v, const kp_view8 vv, const int use_count,
-                        __global const int *count, const float denom, __global float *out,
+                        __global const KP_T(DTL) *v, const kp_view8 vv, const int use_count,
+                        __global const int *count, const float denom, __global KP_T(DTM) *out,
                         const int out_offset, __local float *tree)
 {
     const int j = get_local_id(0);
@@ -418,19 +476,19 @@ __kernel void rows_mean(const int n, const int vec, const int nlead, const int8 
         int4 o;
         lead_offsets(i, nlead, ext, vv, vv, vv, vv, &o);
         if (vec && i + 3 < n) {
-            s += *(__global const float4 *)(v + o.x);
+            s += KP_LOAD4(DTL, v + o.x, 0);
             continue;
         }
         float q[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (int e = 0; e < 4 && i + e < n; e++) {
             lead_offsets(i + e, nlead, ext, vv, vv, vv, vv, &o);
-            q[e] = v[o.x];
+            q[e] = KP_LOAD(DTL, v, o.x);
         }
         s += (float4)(q[0], q[1], q[2], q[3]);
     }
     const float total = lanes_sum(tree, j, RED_LANES, kp_hsum4(s));
     if (j == 0)
-        out[out_offset] = total / (use_count ? (float)count[0] : denom);
+        KP_STORE(DTM, out, out_offset, total / (use_count ? (float)count[0] : denom));
 }
 
 /* Elementwise losses of x against t, with the gradient in *d: mode 0 MSE, (x - t)^2 and x - t;
@@ -452,9 +510,10 @@ VEC lossv(const int mode, const VEC x, const VEC t, VEC *d)
  * gscale times each element's gradient. vec: a, b and g contiguous (VW 4: 16-byte aligned too),
  * n a multiple of VW. One work-group of RED_LANES per chunk. */
 __kernel void rows_loss_partial(const int n, const int chunk, const int mode, const int vec,
-                                const int nd, const int8 ext, __global const float *a,
-                                const kp_view8 va, __global const float *b, const kp_view8 vb,
-                                __global float *g, const kp_view8 vg, const float gscale,
+                                const int nd, const int8 ext, __global const KP_T(DT0) *a,
+                                const kp_view8 va, __global const KP_T(DT1) *b,
+                                const kp_view8 vb, __global KP_T(DTY) *g, const kp_view8 vg,
+                                const float gscale,
                                 __global float *partial, __local float *tree)
 {
     const int j = get_local_id(0);
@@ -467,9 +526,9 @@ __kernel void rows_loss_partial(const int n, const int chunk, const int mode, co
         int4 o;
         if (vec) {
             lead_offsets(lo + k, nd, ext, va, vb, vg, vg, &o);
-            const VEC l = lossv(mode, VLOAD(a + o.x), VLOAD(b + o.y), &d);
+            const VEC l = lossv(mode, VLOAD(DT0, a + o.x), VLOAD(DT1, b + o.y), &d);
             if (grad)
-                VSTORE(d * gscale, g + o.z);
+                VSTORE(DTY, d * gscale, g + o.z);
             s += l;
             continue;
         }
@@ -480,15 +539,15 @@ __kernel void rows_loss_partial(const int n, const int chunk, const int mode, co
             gs[e] = 0;
             if (k + e < len) {
                 lead_offsets(lo + k + e, nd, ext, va, vb, vg, vg, &o);
-                xs[e] = a[o.x];
-                ts[e] = b[o.y];
+                xs[e] = KP_LOAD(DT0, a, o.x);
+                ts[e] = KP_LOAD(DT1, b, o.y);
                 gs[e] = o.z;
             }
         }
         const VEC l = lossv(mode, PLOAD(xs), PLOAD(ts), &d);
         PSTORE(d * gscale, ds);
         for (int e = 0; grad && e < VW && k + e < len; e++)
-            g[gs[e]] = ds[e];
+            KP_STORE(DTY, g, gs[e], ds[e]);
         s += select((VEC)(0.0f), l, k + IOTA < len);
     }
     const float total = lanes_sum(tree, j, RED_LANES, HSUM(s));

@@ -23,13 +23,8 @@
 
 /*
  * Storage dtypes, as kp_dtype numbers them: DT0, DT1, DT2 of the inputs x0, x1, x2 and DTY of y
- * (1 f32, the default; 2 f16; 3 i32; 6 bf16). Arithmetic is f32 whatever they are: T(d) is
- * dtype d's pointer type, LOAD(d) reads an element as a float and STORE(d) writes one, LOAD4 and
- * STORE4 four contiguous ones from a multiple of four. f16 goes through vload_half and
- * vstore_half_rte (core OpenCL, no cl_khr_fp16: `half` is only a pointer type here); bf16 is the
- * upper half of a float, rounded to nearest even, a NaN kept a NaN; i32 reads exactly up to 2^24
- * and is written truncated toward zero, saturated, NaN as 0 (convert_int_sat_rtz). With every
- * dtype f32 the macros expand to the plain float code.
+ * (1 f32, the default; 2 f16; 3 i32; 6 bf16). Arithmetic is f32 whatever they are: the prelude's
+ * KP_T, KP_LOAD, KP_STORE, KP_LOAD4 and KP_STORE4 read and write them.
  */
 #ifndef DT0
 #define DT0 1
@@ -44,60 +39,12 @@
 #define DTY 1
 #endif
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-
-#define T_1 float
-#define T_2 half
-#define T_3 int
-#define T_6 ushort
-#define T(d) CAT(T_, d)
-
 /* The bits of a same-dtype copy (RAW): half cannot be read as a value, so as a ushort. */
 #define RAW_2 ushort
 #define RAW_3 int
 #define RAW_6 ushort
-#define RAWT(d) CAT(RAW_, d)
-#define RAWT4(d) CAT(RAWT(d), 4)
-
-#if DTY == 6
-ushort bf16_rne(float f)
-{
-    const uint x = as_uint(f);
-    return isnan(f) ? (ushort)((x >> 16) | 0x40) : (ushort)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
-ushort4 bf16_rne4(float4 f)
-{
-    const uint4 x = as_uint4(f);
-    const ushort4 r = convert_ushort4((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-    return select(r, convert_ushort4(x >> 16) | (ushort4)(0x40), convert_short4(isnan(f)));
-}
-#endif
-
-#define LOAD_1(p, i) (p)[i]
-#define LOAD_2(p, i) vload_half(i, p)
-#define LOAD_3(p, i) convert_float((p)[i])
-#define LOAD_6(p, i) as_float((uint)(p)[i] << 16)
-#define LOAD(d, p, i) CAT(LOAD_, d)(p, i)
-
-#define STORE_1(p, i, v) ((p)[i] = (v))
-#define STORE_2(p, i, v) vstore_half_rte(v, i, p)
-#define STORE_3(p, i, v) ((p)[i] = convert_int_sat_rtz(v))
-#define STORE_6(p, i, v) ((p)[i] = bf16_rne(v))
-#define STORE(d, p, i, v) CAT(STORE_, d)(p, i, v)
-
-#define LOAD4_1(p, o) ((__global const float4 *)(p))[o]
-#define LOAD4_2(p, o) vload_half4(o, p)
-#define LOAD4_3(p, o) convert_float4(((__global const int4 *)(p))[o])
-#define LOAD4_6(p, o) as_float4(convert_uint4(((__global const ushort4 *)(p))[o]) << 16)
-#define LOAD4(d, p, o) CAT(LOAD4_, d)(p, o)
-
-#define STORE4_1(p, o, v) (((__global float4 *)(p))[o] = (v))
-#define STORE4_2(p, o, v) vstore_half4_rte(v, o, p)
-#define STORE4_3(p, o, v) (((__global int4 *)(p))[o] = convert_int4_sat_rtz(v))
-#define STORE4_6(p, o, v) (((__global ushort4 *)(p))[o] = bf16_rne4(v))
-#define STORE4(d, p, o, v) CAT(STORE4_, d)(p, o, v)
+#define RAWT(d) KP_CAT(RAW_, d)
+#define RAWT4(d) KP_CAT(RAWT(d), 4)
 
 /* Map ops: forward unary (x0), forward binary (x0, x1), where (x0 ? x1 : x2), the backward of
  * unary ops (dy = x0, x = x1: dy f'(x)), of binary ops (dy = x0, a = x1, b = x2) for each
@@ -454,28 +401,28 @@ void acc_merge(acc_t *a, int comb, acc_t b)
     }
 }
 
-float term(int op, int n_in, __global const T(DT0) *x0, __global const T(DT1) *x1,
-           __global const T(DT2) *x2, int o0, int o1, int o2, float alpha)
+float term(int op, int n_in, __global const KP_T(DT0) *x0, __global const KP_T(DT1) *x1,
+           __global const KP_T(DT2) *x2, int o0, int o1, int o2, float alpha)
 {
-    return map(op, LOAD(DT0, x0, o0), n_in > 1 ? LOAD(DT1, x1, o1) : 0.0f,
-               n_in > 2 ? LOAD(DT2, x2, o2) : 0.0f, alpha);
+    return map(op, KP_LOAD(DT0, x0, o0), n_in > 1 ? KP_LOAD(DT1, x1, o1) : 0.0f,
+               n_in > 2 ? KP_LOAD(DT2, x2, o2) : 0.0f, alpha);
 }
 
 /* post: the scale of a sum (mean's 1 / N), or var's and std's divisor max(0, N - correction)
  * (0 gives inf, or NaN where every term is equal, as PyTorch's). logsumexp: an infinite max is
  * the result (every term -inf, or one +inf). */
-void store(int comb, acc_t a, float post, __global T(DTY) *y, __global int *yi, int oy)
+void store(int comb, acc_t a, float post, __global KP_T(DTY) *y, __global int *yi, int oy)
 {
     if (comb == C_ARGMAX || comb == C_ARGMIN)
         yi[oy] = a.arg;
     else if (comb == C_VAR)
-        STORE(DTY, y, oy, a.s / post);
+        KP_STORE(DTY, y, oy, a.s / post);
     else if (comb == C_STD)
-        STORE(DTY, y, oy, sqrt(a.s / post));
+        KP_STORE(DTY, y, oy, sqrt(a.s / post));
     else if (comb == C_LSE)
-        STORE(DTY, y, oy, a.nan || isinf(a.v) ? a.v : a.v + log(a.s));
+        KP_STORE(DTY, y, oy, a.nan || isinf(a.v) ? a.v : a.v + log(a.s));
     else
-        STORE(DTY, y, oy, a.v * post);
+        KP_STORE(DTY, y, oy, a.v * post);
 }
 
 /* The host compiles the op and the combine in (OP, COMB): a constant folds `map`'s switch and
@@ -494,23 +441,23 @@ void store(int comb, acc_t a, float post, __global T(DTY) *y, __global int *yi, 
 
 #define MAP_REDUCE_PARAMS                                                                          \
     const int n_out, const int n_red, const int op_arg, const int comb_arg, const float alpha,     \
-        const float post, const int8 ext, __global const T(DT0) *x0, const kp_view8 v0,            \
-        __global const T(DT1) *x1, const kp_view8 v1, __global const T(DT2) *x2,                   \
-        const kp_view8 v2, __global T(DTY) *y, __global int *yi, const kp_view8 vy
+        const float post, const int8 ext, __global const KP_T(DT0) *x0, const kp_view8 v0,         \
+        __global const KP_T(DT1) *x1, const kp_view8 v1, __global const KP_T(DT2) *x2,             \
+        const kp_view8 v2, __global KP_T(DTY) *y, __global int *yi, const kp_view8 vy
 
 /* Block o of four elements, as floats, of an operand of dtype d and stride s (1, -1 or 0) from
  * p: one 16-byte (8-byte for 16-bit dtypes) load, in reverse for -1 (the block ends 3 elements
  * below its first one), or the broadcast scalar; STOREV the same for y. */
 #define LOADV(s, d, p, o)                                                                          \
-    ((s) > 0   ? LOAD4(d, p, o)                                                                    \
-     : (s) < 0 ? LOAD4(d, (p)-3, -(o)).wzyx                                                        \
-               : (float4)(LOAD(d, p, 0)))
+    ((s) > 0   ? KP_LOAD4(d, p, o)                                                                 \
+     : (s) < 0 ? KP_LOAD4(d, (p)-3, -(o)).wzyx                                                     \
+               : (float4)(KP_LOAD(d, p, 0)))
 #define STOREV(s, d, p, o, v)                                                                      \
     do {                                                                                           \
         if ((s) > 0)                                                                               \
-            STORE4(d, p, o, v);                                                                    \
+            KP_STORE4(d, p, o, v);                                                                 \
         else                                                                                       \
-            STORE4(d, (p)-3, -(o), (v).wzyx);                                                      \
+            KP_STORE4(d, (p)-3, -(o), (v).wzyx);                                                   \
     } while (0)
 
 /* A work-item's next item: on GPUs it strides over the grid until none is left; with ONE_PASS
@@ -559,10 +506,10 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
      * operand's, 3 more): four elements per work-item through whole-vector loads and stores, as
      * the copy kernels of vendor libraries do; the last n_out % 4 elements one by one. */
     const int n4 = n_out / 4;
-    __global const T(DT0) *p0 = x0 + kp_offset(v0);
-    __global const T(DT1) *p1 = x1 + kp_offset(v1);
-    __global const T(DT2) *p2 = x2 + kp_offset(v2);
-    __global T(DTY) *py = y + kp_offset(vy);
+    __global const KP_T(DT0) *p0 = x0 + kp_offset(v0);
+    __global const KP_T(DT1) *p1 = x1 + kp_offset(v1);
+    __global const KP_T(DT2) *p2 = x2 + kp_offset(v2);
+    __global KP_T(DTY) *py = y + kp_offset(vy);
     for (int o = get_global_id(0); o < n4; o = NEXT(o, n4, get_global_size(0))) {
         const float4 a = LOADV(S0, DT0, p0, o);
         const float4 b = n_in < 2 ? (float4)(0.0f) : LOADV(S1, DT1, p1, o);
@@ -572,9 +519,9 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
         STOREV(SY, DTY, py, o, r * post);
     }
     for (int i = 4 * n4 + get_global_id(0); i < n_out; i = NEXT(i, n_out, get_global_size(0)))
-        STORE(DTY, py, SY * i,
-              map(op, LOAD(DT0, p0, S0 * i), n_in > 1 ? LOAD(DT1, p1, S1 * i) : 0.0f,
-                  n_in > 2 ? LOAD(DT2, p2, S2 * i) : 0.0f, alpha) *
+        KP_STORE(DTY, py, SY * i,
+              map(op, KP_LOAD(DT0, p0, S0 * i), n_in > 1 ? KP_LOAD(DT1, p1, S1 * i) : 0.0f,
+                  n_in > 2 ? KP_LOAD(DT2, p2, S2 * i) : 0.0f, alpha) *
                   post);
 #elif RR == 0
     const int step = get_global_size(0);
@@ -585,9 +532,9 @@ __kernel void tensor_map_reduce(MAP_REDUCE_PARAMS)
             const int i = o + k * step;
             int o0, o1, o2;
             kept_offsets(min(i, n_out - 1), ext, v0, v1, v2, vy, &o0, &o1, &o2, &oy[k]);
-            a[k] = LOAD(DT0, x0, o0);
-            b[k] = n_in > 1 ? LOAD(DT1, x1, o1) : 0.0f;
-            c[k] = n_in > 2 ? LOAD(DT2, x2, o2) : 0.0f;
+            a[k] = KP_LOAD(DT0, x0, o0);
+            b[k] = n_in > 1 ? KP_LOAD(DT1, x1, o1) : 0.0f;
+            c[k] = n_in > 2 ? KP_LOAD(DT2, x2, o2) : 0.0f;
         }
         for (int k = 0; k < UNROLL; k++) {
             /* One term: a sum or product of it (C_SUM, C_PROD) is the term itself (a sum
@@ -820,20 +767,20 @@ float generate(int kind, float a, float b, uint4 w, int k, int i)
 /* One work-item per counter: its four elements (fewer at the ends). */
 __kernel void tensor_generate(const int n_out, const int kind, const float a, const float b,
                               const uint2 seed, const uint2 offset, const int8 ext,
-                              __global T(DTY) *y, const kp_view8 vy)
+                              __global KP_T(DTY) *y, const kp_view8 vy)
 {
     const ulong off = upsample(offset.y, offset.x), g0 = off >> 2;
 #ifdef GVEC4
     /* y contiguous from an offset that is a multiple of four, and `offset` one too: each
      * counter's four elements are one aligned 16-byte store (scalar stores four elements apart
      * across a warp tripled fill's time on an H200). */
-    __global T(DTY) *py = y + kp_offset(vy);
+    __global KP_T(DTY) *py = y + kp_offset(vy);
     for (int t = get_global_id(0); t < n_out / 4; t += get_global_size(0)) {
         const ulong g = g0 + (ulong)t;
         const uint4 w = kind >= G_UNIFORM
                             ? kp_philox4x32_10((uint4)((uint)g, (uint)(g >> 32), 0, 0), seed)
                             : (uint4)(0);
-        STORE4(DTY, py, t,
+        KP_STORE4(DTY, py, t,
                (float4)(generate(kind, a, b, w, 0, 4 * t), generate(kind, a, b, w, 1, 4 * t + 1),
                         generate(kind, a, b, w, 2, 4 * t + 2),
                         generate(kind, a, b, w, 3, 4 * t + 3)));
@@ -843,7 +790,7 @@ __kernel void tensor_generate(const int n_out, const int kind, const float a, co
         const uint4 w = kind >= G_UNIFORM
                             ? kp_philox4x32_10((uint4)((uint)g, (uint)(g >> 32), 0, 0), seed)
                             : (uint4)(0);
-        STORE(DTY, py, i, generate(kind, a, b, w, i % 4, i));
+        KP_STORE(DTY, py, i, generate(kind, a, b, w, i % 4, i));
     }
 #else
     const int n_groups = (int)(((off + (ulong)n_out + 3) >> 2) - g0);
@@ -855,7 +802,7 @@ __kernel void tensor_generate(const int n_out, const int kind, const float a, co
         for (int k = 0; k < 4; k++) {
             const long i = (long)(4 * g + (ulong)k - off);
             if (i >= 0 && i < n_out)
-                STORE(DTY, y, y_offset((int)i, ext, vy), generate(kind, a, b, w, k, (int)i));
+                KP_STORE(DTY, y, y_offset((int)i, ext, vy), generate(kind, a, b, w, k, (int)i));
         }
     }
 #endif

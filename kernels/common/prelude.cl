@@ -101,3 +101,68 @@ static inline uint4 kp_philox4x32_10(uint4 c, uint2 k)
     }
     return c;
 }
+
+/*
+ * Storage dtypes, as kp_dtype numbers them (1 f32, 2 f16, 3 i32, 6 bf16), for kernels that read
+ * and write other dtypes than f32 and compute in f32 (docs/kernels/tensor.md, "Dtypes"). d is a
+ * literal or a macro that expands to one (a build option): KP_T(d) is dtype d's element type,
+ * KP_LOAD(d, p, i) reads element i as a float and KP_STORE(d, p, i, v) writes one, KP_LOAD4 and
+ * KP_STORE4 the four contiguous ones of vector index o (aligned as a vector of four elements).
+ * f16 goes through vload_half and vstore_half_rte (core OpenCL, no cl_khr_fp16: `half` is only a
+ * pointer type here); bf16 is the upper half of a float, rounded to nearest even, a NaN kept a NaN
+ * (kp_bf16_rne*, the host's kp_bf16_from_float); i32 reads exactly up to 2^24 and is written
+ * truncated toward zero, saturated, NaN as 0 (convert_int_sat_rtz). With d 1 they expand to the
+ * plain float code, and a program that names none of them compiles as without them.
+ */
+#define KP_CAT_(a, b) a##b
+#define KP_CAT(a, b) KP_CAT_(a, b)
+
+#define KP_T_1 float
+#define KP_T_2 half
+#define KP_T_3 int
+#define KP_T_6 ushort
+#define KP_T(d) KP_CAT(KP_T_, d)
+
+static inline ushort kp_bf16_rne(float f)
+{
+    const uint x = as_uint(f);
+    return isnan(f) ? (ushort)((x >> 16) | 0x40) : (ushort)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+/* kp_bf16_rne4, 8 and 16: the same on each component. */
+#define KP_BF16_RNE_N(n)                                                                           \
+    static inline ushort##n kp_bf16_rne##n(float##n f)                                             \
+    {                                                                                              \
+        const uint##n x = as_uint##n(f);                                                           \
+        const ushort##n r = convert_ushort##n((x + 0x7fff + ((x >> 16) & 1)) >> 16);               \
+        return select(r, convert_ushort##n(x >> 16) | (ushort##n)(0x40),                           \
+                      convert_short##n(isnan(f)));                                                 \
+    }
+KP_BF16_RNE_N(4)
+KP_BF16_RNE_N(8)
+KP_BF16_RNE_N(16)
+#undef KP_BF16_RNE_N
+
+#define KP_LOAD_1(p, i) (p)[i]
+#define KP_LOAD_2(p, i) vload_half(i, p)
+#define KP_LOAD_3(p, i) convert_float((p)[i])
+#define KP_LOAD_6(p, i) as_float((uint)(p)[i] << 16)
+#define KP_LOAD(d, p, i) KP_CAT(KP_LOAD_, d)(p, i)
+
+#define KP_STORE_1(p, i, v) ((p)[i] = (v))
+#define KP_STORE_2(p, i, v) vstore_half_rte(v, i, p)
+#define KP_STORE_3(p, i, v) ((p)[i] = convert_int_sat_rtz(v))
+#define KP_STORE_6(p, i, v) ((p)[i] = kp_bf16_rne(v))
+#define KP_STORE(d, p, i, v) KP_CAT(KP_STORE_, d)(p, i, v)
+
+#define KP_LOAD4_1(p, o) ((__global const float4 *)(p))[o]
+#define KP_LOAD4_2(p, o) vload_half4(o, p)
+#define KP_LOAD4_3(p, o) convert_float4(((__global const int4 *)(p))[o])
+#define KP_LOAD4_6(p, o) as_float4(convert_uint4(((__global const ushort4 *)(p))[o]) << 16)
+#define KP_LOAD4(d, p, o) KP_CAT(KP_LOAD4_, d)(p, o)
+
+#define KP_STORE4_1(p, o, v) (((__global float4 *)(p))[o] = (v))
+#define KP_STORE4_2(p, o, v) vstore_half4_rte(v, o, p)
+#define KP_STORE4_3(p, o, v) (((__global int4 *)(p))[o] = convert_int4_sat_rtz(v))
+#define KP_STORE4_6(p, o, v) (((__global ushort4 *)(p))[o] = kp_bf16_rne4(v))
+#define KP_STORE4(d, p, o, v) KP_CAT(KP_STORE4_, d)(p, o, v)

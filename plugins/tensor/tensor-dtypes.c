@@ -1,19 +1,27 @@
-/* Storage dtypes of the map-reduce kernel's operands: its build options, the tolerance of 16-bit
- * results and the bytes a call moves. kernels/tensor.cl's DT0..DTY read and write them. */
+/* Storage dtypes of the tensor family's operands: their build options, the tolerance of 16-bit
+ * results and the bytes a call moves. kernels/tensor.cl's DT0..DTY and kernels/tensor-rows.cl's
+ * DT0..DTM read and write them. */
 #include <stdio.h>
 #include <string.h>
 
 #include "tensor.h"
 
+void tensor_dtype_define(char *buf, size_t size, const char *name, int32_t dtype)
+{
+    const size_t n = strlen(buf);
+    if (dtype != KP_F32 && n < size)
+        snprintf(buf + n, size - n, " -D %s=%d", name, dtype);
+}
+
 void tensor_dtype_options(const tensor_space *s, int comb, int raw, char *buf, size_t size)
 {
-    size_t n = 0;
     buf[0] = '\0';
-    for (int i = 0; i < s->n_in && n < size; i++)
-        if (s->in_dtype[i] != KP_F32)
-            n += (size_t)snprintf(buf + n, size - n, " -D DT%d=%d", i, s->in_dtype[i]);
-    if (s->out_dtype != KP_F32 && comb != TC_ARGMAX && comb != TC_ARGMIN && n < size)
-        n += (size_t)snprintf(buf + n, size - n, " -D DTY=%d", s->out_dtype);
+    static const char *const names[TS_MAX_IN] = {"DT0", "DT1", "DT2"};
+    for (int i = 0; i < s->n_in; i++)
+        tensor_dtype_define(buf, size, names[i], s->in_dtype[i]);
+    if (comb != TC_ARGMAX && comb != TC_ARGMIN)
+        tensor_dtype_define(buf, size, "DTY", s->out_dtype);
+    const size_t n = strlen(buf);
     if (raw && n < size)
         snprintf(buf + n, size - n, " -D RAW");
 }

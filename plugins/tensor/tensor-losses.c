@@ -19,7 +19,7 @@ static const kp_param_desc ce_params[] = {
                    .kind = KP_ARG_KIND_TENSOR,
                    .flags = KP_PARAM_NEGATIVE_STRIDES,
                    .access = KP_ACCESS_IN,
-                   .dtypes = KP_DT(KP_F32),
+                   .dtypes = TENSOR_FLOATS,
                    .doc = "[..., C], any strides"},
     [CE_LABELS] = {.name = "labels",
                    .kind = KP_ARG_KIND_TENSOR,
@@ -30,20 +30,22 @@ static const kp_param_desc ce_params[] = {
     [CE_LOSS] = {.name = "loss",
                  .kind = KP_ARG_KIND_TENSOR,
                  .access = KP_ACCESS_OUT,
-                 .dtypes = KP_DT(KP_F32),
-                 .doc = "rank 0: the mean loss over the rows not ignored (NaN if none)"},
+                 .dtypes = TENSOR_FLOATS,
+                 .doc = "rank 0: the mean loss over the rows not ignored (NaN if none); logits' "
+                        "dtype or f32"},
     [CE_DLOGITS] = {.name = "dlogits",
                     .kind = KP_ARG_KIND_TENSOR,
                     .access = KP_ACCESS_OUT,
-                    .dtypes = KP_DT(KP_F32),
+                    .dtypes = TENSOR_FLOATS,
                     .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                     .doc = "logits' shape: the gradient of the mean loss"},
     [CE_LOSSES] = {.name = "losses",
                    .kind = KP_ARG_KIND_TENSOR,
                    .access = KP_ACCESS_OUT,
-                   .dtypes = KP_DT(KP_F32),
+                   .dtypes = TENSOR_FLOATS,
                    .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
-                   .doc = "labels' shape: each row's loss (0 where ignored)"},
+                   .doc = "labels' shape: each row's loss (0 where ignored); logits' dtype or "
+                          "f32"},
     [CE_IGNORE] = {.name = "ignore_index",
                    .kind = KP_ARG_KIND_INT,
                    .access = KP_ACCESS_IN,
@@ -57,6 +59,18 @@ static const kp_param_desc ce_params[] = {
                       .float_default = 0.0,
                       .doc = "0 .. 1: the target is (1 - e) onehot + e / C, as PyTorch's"},
 };
+
+/* As PyTorch: a loss in its input's dtype, or f32 (the arithmetic is f32 either way). */
+static kp_status loss_dtype(kp_launch *l, const char *name, const kp_tensor *t, const char *in_name,
+                            const kp_tensor *in)
+{
+    if (t->dtype == KP_F32 || t->dtype == in->dtype)
+        return KP_OK;
+    const char *dt = kp_dtype_name((kp_dtype)in->dtype);
+    return tensor_host->fail(l, KP_ERR_INVALID_ARG, "%s: dtype %s, but the loss of %s %s is %s%s",
+                             name, kp_dtype_name((kp_dtype)t->dtype), dt, in_name, dt,
+                             in->dtype == KP_F32 ? "" : " or f32");
+}
 
 /* The operands in the kernel's order, logits, labels, dlogits, losses, each absent one stood in
  * for by one of the same layout. */
@@ -77,6 +91,10 @@ static kp_status ce_layout(kp_launch *l, const kp_call *call, const kp_tensor *l
     kp_status st = tensor_host->check_shape(l, "labels", y, x->rank - 1, x->shape, NULL);
     if (st == KP_OK)
         st = tensor_host->check_shape(l, "loss", &call->args[CE_LOSS].tensor, 0, NULL, NULL);
+    if (st == KP_OK)
+        st = loss_dtype(l, "loss", &call->args[CE_LOSS].tensor, "logits", x);
+    if (st == KP_OK && call->args[CE_LOSSES].present)
+        st = loss_dtype(l, "losses", &call->args[CE_LOSSES].tensor, "logits", x);
     if (st == KP_OK && call->args[CE_DLOGITS].present)
         st = tensor_host->check_shape(l, "dlogits", &call->args[CE_DLOGITS].tensor, x->rank,
                                       x->shape, NULL);
@@ -123,8 +141,16 @@ static kp_status ce_enqueue(const kp_call *call, kp_launch *l)
     if (st != KP_OK)
         return st;
     const int32_t ignore = (int32_t)call->args[CE_IGNORE].i;
+    /* One program for the call's three launches: logits, dlogits, the per-row losses (f32 in
+     * scratch when not asked for) and the loss. */
+    const int32_t dt[TR_DT_N] = {
+        call->args[CE_LOGITS].tensor.dtype, KP_F32,
+        call->args[CE_DLOGITS].present ? call->args[CE_DLOGITS].tensor.dtype : KP_F32, losses.dtype,
+        call->args[CE_LOSS].tensor.dtype};
+    char options[80];
+    tensor_rows_options(dt, options, sizeof options);
     const size_t red = 256;
-    kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_count", NULL);
+    kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_count", options);
     kp_clargs_int(&a, (int32_t)r.rows);
     kp_clargs_int(&a, tensor_rows_vec(&r, 1, 0, 1));
     kp_clargs_int(&a, r.nlead);
@@ -136,7 +162,7 @@ static kp_status ce_enqueue(const kp_call *call, kp_launch *l)
     st = kp_clargs_enqueue(&a, 1, &red, &red);
     if (st == KP_OK && r.rows > 0) {
         tensor_rows_grid g = tensor_rows_grid_for(l, r.rows, r.cols, 1, 2);
-        a = kp_clargs_begin(tensor_host, l, "rows_cross_entropy", NULL);
+        a = kp_clargs_begin(tensor_host, l, "rows_cross_entropy", options);
         kp_clargs_int(&a, (int32_t)r.rows);
         kp_clargs_int(&a, (int32_t)r.cols);
         kp_clargs_int(&a, g.lanes);
@@ -156,7 +182,9 @@ static kp_status ce_enqueue(const kp_call *call, kp_launch *l)
         const size_t global = g.groups * g.local;
         st = kp_clargs_enqueue(&a, 1, &global, &g.local);
     }
-    return st == KP_OK ? tensor_rows_mean(l, &r, 3, count, 1.0, &call->args[CE_LOSS].tensor) : st;
+    return st == KP_OK
+               ? tensor_rows_mean(l, &r, 3, count, 1.0, &call->args[CE_LOSS].tensor, options)
+               : st;
 }
 
 static kp_status ce_reference(const kp_call *call, kp_launch *l)
@@ -166,11 +194,12 @@ static kp_status ce_reference(const kp_call *call, kp_launch *l)
     kp_status st = ce_layout(l, call, y, &r);
     if (st != KP_OK)
         return st;
-    const float *xh = call->args[CE_LOGITS].host;
+    const void *xh = call->args[CE_LOGITS].host;
     const int32_t *yh = call->args[CE_LABELS].host;
-    float *dh = call->args[CE_DLOGITS].present ? call->args[CE_DLOGITS].host : NULL;
-    float *lh = call->args[CE_LOSSES].present ? call->args[CE_LOSSES].host : NULL;
+    void *dh = call->args[CE_DLOGITS].present ? call->args[CE_DLOGITS].host : NULL;
+    void *lh = call->args[CE_LOSSES].present ? call->args[CE_LOSSES].host : NULL;
     const kp_tensor *dt = &call->args[CE_DLOGITS].tensor, *lt = &call->args[CE_LOSSES].tensor;
+    const kp_dtype xd = (kp_dtype)x->dtype;
     const int64_t C = r.cols, ignore = call->args[CE_IGNORE].i;
     const int lrank = y->rank;
     const int64_t sx = x->strides[x->rank - 1], sd = dh ? dt->strides[dt->rank - 1] : 0;
@@ -185,29 +214,37 @@ static kp_status ce_reference(const kp_call *call, kp_launch *l)
         const int ignored = label == ignore, bad = !ignored && (label < 0 || label >= C);
         double m = -INFINITY, s = 0, sum_x = 0;
         for (int64_t c = 0; c < C; c++) {
-            double v = xh[ox + c * sx];
+            double v = kp_dtype_load(xh, xd, ox + c * sx);
             m = v > m ? v : m;
             sum_x += v;
         }
         for (int64_t c = 0; c < C; c++)
-            s += exp(xh[ox + c * sx] - m);
-        const double loss = ignored ? 0
-                            : bad   ? NAN
-                                    : m + log(s) - (1 - e) * xh[ox + label * sx] - e / C * sum_x;
-        total += loss;
-        if (lh)
-            lh[tensor_rows_offset(lt, lrank, row)] = (float)loss;
+            s += exp(kp_dtype_load(xh, xd, ox + c * sx) - m);
+        const double xl = ignored || bad ? 0 : kp_dtype_load(xh, xd, ox + label * sx);
+        const double loss = ignored ? 0 : bad ? NAN : m + log(s) - (1 - e) * xl - e / C * sum_x;
+        /* The mean is the kernel's of the losses as stored (rows_mean reads them back). */
+        if (lh) {
+            const int64_t ol = tensor_rows_offset(lt, lrank, row);
+            kp_dtype_store(lh, (kp_dtype)lt->dtype, ol, (float)loss);
+            total += kp_dtype_load(lh, (kp_dtype)lt->dtype, ol);
+        } else {
+            total += loss;
+        }
         if (!dh)
             continue;
         const int64_t od = tensor_rows_offset(dt, lrank, row);
         for (int64_t c = 0; c < C; c++) {
-            double p = exp(xh[ox + c * sx] - m) / s;
+            double p = exp(kp_dtype_load(xh, xd, ox + c * sx) - m) / s;
             double g = (p - (c == label ? 1 - e : 0) - e / C) / (double)count;
-            dh[od + c * sd] = (float)(ignored ? 0 : bad ? NAN : g);
+            kp_dtype_store(dh, (kp_dtype)dt->dtype, od + c * sd,
+                           (float)(ignored ? 0
+                                   : bad   ? NAN
+                                           : g));
         }
     }
-    float *loss = call->args[CE_LOSS].host;
-    loss[call->args[CE_LOSS].tensor.offset] = (float)(total / (double)count);
+    const kp_tensor *lo = &call->args[CE_LOSS].tensor;
+    kp_dtype_store(call->args[CE_LOSS].host, (kp_dtype)lo->dtype, lo->offset,
+                   (float)(total / (double)count));
     return KP_OK;
 }
 
@@ -234,23 +271,23 @@ static const kp_param_desc mse_params[] = {
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "the prediction; broadcasts with b"},
     [PW_B] = {.name = "b",
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "the target; broadcasts with a"},
     [PW_LOSS] = {.name = "loss",
                  .kind = KP_ARG_KIND_TENSOR,
                  .access = KP_ACCESS_OUT,
-                 .dtypes = KP_DT(KP_F32),
-                 .doc = "rank 0: the mean over the broadcast shape"},
+                 .dtypes = TENSOR_FLOATS,
+                 .doc = "rank 0: the mean over the broadcast shape; a's dtype or f32"},
     [PW_GRAD] = {.name = "da",
                  .kind = KP_ARG_KIND_TENSOR,
                  .access = KP_ACCESS_OUT,
-                 .dtypes = KP_DT(KP_F32),
+                 .dtypes = TENSOR_FLOATS,
                  .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                  .doc = "a's shape, which must be the broadcast shape: the gradient of the "
                         "loss"},
@@ -260,23 +297,23 @@ static const kp_param_desc bce_params[] = {
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "any shape, any strides"},
     [PW_B] = {.name = "targets",
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "logits' shape: probabilities, 0 .. 1"},
     [PW_LOSS] = {.name = "loss",
                  .kind = KP_ARG_KIND_TENSOR,
                  .access = KP_ACCESS_OUT,
-                 .dtypes = KP_DT(KP_F32),
-                 .doc = "rank 0: the mean over the elements"},
+                 .dtypes = TENSOR_FLOATS,
+                 .doc = "rank 0: the mean over the elements; logits' dtype or f32"},
     [PW_GRAD] = {.name = "dlogits",
                  .kind = KP_ARG_KIND_TENSOR,
                  .access = KP_ACCESS_OUT,
-                 .dtypes = KP_DT(KP_F32),
+                 .dtypes = TENSOR_FLOATS,
                  .flags = KP_PARAM_OPTIONAL | KP_PARAM_NEGATIVE_STRIDES,
                  .doc = "logits' shape: the gradient of the loss"},
 };
@@ -303,6 +340,8 @@ static kp_status pw_make(kp_launch *l, const kp_call *call, const pointwise *pw,
     }
     if (st == KP_OK)
         st = tensor_host->check_shape(l, "loss", &call->args[PW_LOSS].tensor, 0, NULL, NULL);
+    if (st == KP_OK)
+        st = loss_dtype(l, "loss", &call->args[PW_LOSS].tensor, pw->a, a);
     if (st == KP_OK && grad)
         st = tensor_host->check_shape(l, pw->grad, grad, a->rank, a->shape, NULL);
     if (st != KP_OK)
@@ -363,6 +402,13 @@ static kp_status pw_enqueue(const kp_call *call, kp_launch *l)
     if (st != KP_OK)
         return st;
     const double gscale = pw->scale / (double)p.n;
+    /* One program for both launches: a, b, the gradient and the loss (the partial sums f32). */
+    const int32_t dt[TR_DT_N] = {call->args[PW_A].tensor.dtype, call->args[PW_B].tensor.dtype,
+                                 call->args[PW_GRAD].present ? call->args[PW_GRAD].tensor.dtype
+                                                             : KP_F32,
+                                 KP_F32, call->args[PW_LOSS].tensor.dtype};
+    char options[80];
+    tensor_rows_options(dt, options, sizeof options);
     if (groups > 0) {
         /* A multiple of every VW, so the chunks do not depend on it. */
         const int64_t chunk = ((p.n + groups - 1) / groups + 15) / 16 * 16;
@@ -371,7 +417,7 @@ static kp_status pw_enqueue(const kp_call *call, kp_launch *l)
         for (int i = 1; i < (call->args[PW_GRAD].present ? 4 : 3); i++)
             vec &= tensor_rows_vec(&p.r, i, 0, vw == 4);
         const size_t local = 256, global = (size_t)groups * local;
-        kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_loss_partial", NULL);
+        kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_loss_partial", options);
         kp_clargs_int(&a, (int32_t)p.n);
         kp_clargs_int(&a, (int32_t)chunk);
         kp_clargs_int(&a, pw->mode);
@@ -393,9 +439,9 @@ static kp_status pw_enqueue(const kp_call *call, kp_launch *l)
     static const char *const names[1] = {"partial sums"};
     tensor_rows sums;
     st = tensor_rows_make(l, 1, &groups, 1, t, with_col, names, 1, &sums);
-    return st == KP_OK
-               ? tensor_rows_mean(l, &sums, 0, NULL, (double)p.n, &call->args[PW_LOSS].tensor)
-               : st;
+    return st == KP_OK ? tensor_rows_mean(l, &sums, 0, NULL, (double)p.n,
+                                          &call->args[PW_LOSS].tensor, options)
+                       : st;
 }
 
 /* Offset of element i (row-major over `full`) in t, which broadcasts to full. */
@@ -420,25 +466,27 @@ static kp_status pw_reference(const kp_call *call, kp_launch *l)
     if (st != KP_OK)
         return st;
     const kp_tensor *a = &call->args[PW_A].tensor, *b = &call->args[PW_B].tensor;
-    const float *ah = call->args[PW_A].host, *bh = call->args[PW_B].host;
+    const void *ah = call->args[PW_A].host, *bh = call->args[PW_B].host;
+    const kp_dtype ad = (kp_dtype)a->dtype, bd = (kp_dtype)b->dtype;
     double sum = 0;
     for (int64_t i = 0; i < p.n; i++) {
-        const double x = ah[broadcast_offset(a, p.rank, p.full, i)];
-        const double t = bh[broadcast_offset(b, p.rank, p.full, i)];
+        const double x = kp_dtype_load(ah, ad, broadcast_offset(a, p.rank, p.full, i));
+        const double t = kp_dtype_load(bh, bd, broadcast_offset(b, p.rank, p.full, i));
         sum += pw->mode == 0 ? (x - t) * (x - t) : (x > 0 ? x : 0) - x * t + log1p(exp(-fabs(x)));
     }
-    float *loss = call->args[PW_LOSS].host;
-    loss[call->args[PW_LOSS].tensor.offset] = (float)(sum / (double)p.n);
+    const kp_tensor *lo = &call->args[PW_LOSS].tensor;
+    kp_dtype_store(call->args[PW_LOSS].host, (kp_dtype)lo->dtype, lo->offset,
+                   (float)(sum / (double)p.n));
     if (!call->args[PW_GRAD].present)
         return KP_OK;
     const kp_tensor *g = &call->args[PW_GRAD].tensor;
-    float *gh = call->args[PW_GRAD].host;
+    void *gh = call->args[PW_GRAD].host;
     const double scale = pw->scale / (double)p.n;
     for (int64_t i = 0; i < p.n; i++) {
-        const double x = ah[broadcast_offset(a, p.rank, p.full, i)];
-        const double t = bh[broadcast_offset(b, p.rank, p.full, i)];
-        gh[broadcast_offset(g, p.rank, p.full, i)] =
-            (float)(scale * (pw->mode == 0 ? x - t : 1 / (1 + exp(-x)) - t));
+        const double x = kp_dtype_load(ah, ad, broadcast_offset(a, p.rank, p.full, i));
+        const double t = kp_dtype_load(bh, bd, broadcast_offset(b, p.rank, p.full, i));
+        kp_dtype_store(gh, (kp_dtype)g->dtype, broadcast_offset(g, p.rank, p.full, i),
+                       (float)(scale * (pw->mode == 0 ? x - t : 1 / (1 + exp(-x)) - t)));
     }
     return KP_OK;
 }
@@ -451,13 +499,29 @@ static kp_status pw_reference(const kp_call *call, kp_launch *l)
  * (the class axis strided) with gapped dlogits and strided labels and losses; rows of 60 classes
  * read and written as whole vectors (vec; the last block of 16 element by element); logits
  * reversed along both axes, labels, dlogits' rows and the losses reversed (flipped: negative
- * strides). */
-static const char *const ce_verify_sizes[] = {"one",  "prime", "smooth", "forward", "wide",
-                                              "lead", "views", "vec",    "flipped", NULL};
-static const char *const ce_bench_sizes[] = {"8192x1000", "1024x1000", NULL};
+ * strides). 16-bit storage (tensor_size_dtypes names it, in the parameters' order; labels stay
+ * i32): every tensor bf16 with label smoothing and per-row losses; bf16 logits and dlogits in
+ * whole vectors with an f32 loss (the program of softmax's bf16 samples: the row kernels share
+ * one program per dtype combination). */
+static const char *const ce_verify_sizes[] = {"one",
+                                              "prime",
+                                              "smooth",
+                                              "forward",
+                                              "wide",
+                                              "lead",
+                                              "views",
+                                              "vec",
+                                              "flipped",
+                                              "smooth-bf16",
+                                              "vec-bf16-i32-f32-bf16",
+                                              NULL};
+static const char *const ce_bench_sizes[] = {"8192x1000", "1024x1000", "8192x1000-bf16", NULL};
 
-static kp_status ce_sample(kp_sample *smp, const char *size)
+static kp_status ce_sample(kp_sample *smp, const char *full_size)
 {
+    char size[32];
+    int32_t dt[CE_LOSSES + 1];
+    tensor_size_dtypes(full_size, size, sizeof size, dt, CE_LOSSES + 1);
     int rank = 2;
     int64_t shape[3] = {37, 53, 0};
     if (strcmp(size, "one") == 0) {
@@ -481,7 +545,8 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
     const int flipped = strcmp(size, "flipped") == 0;
     const int smooth = strcmp(size, "smooth") == 0;
     const int64_t C = shape[rank - 1];
-    kp_status st = tensor_host->sample_tensor(smp, "logits", KP_F32, rank, shape, -4.0, 4.0, NULL);
+    kp_status st =
+        tensor_host->sample_tensor(smp, "logits", dt[CE_LOGITS], rank, shape, -4.0, 4.0, NULL);
     if (st == KP_OK && views) {
         const int64_t strides[2] = {1, shape[0]};
         st = tensor_host->sample_view(smp, "logits", 2, shape, 0, strides);
@@ -515,15 +580,17 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
         st = tensor_sample_flip(smp, "labels", rank - 1, shape, 1);
     }
     if (st == KP_OK)
-        st = tensor_host->sample_tensor(smp, "loss", KP_F32, 0, NULL, 0.0, 0.0, NULL);
+        st = tensor_host->sample_tensor(smp, "loss", dt[CE_LOSS], 0, NULL, 0.0, 0.0, NULL);
     if (st == KP_OK && strcmp(size, "forward") != 0) {
         if (views) {
             const int64_t storage = 2 + shape[0] * (shape[1] + 3), strides[2] = {shape[1] + 3, 1};
-            st = tensor_host->sample_tensor(smp, "dlogits", KP_F32, 1, &storage, 0.0, 0.0, NULL);
+            st = tensor_host->sample_tensor(smp, "dlogits", dt[CE_DLOGITS], 1, &storage, 0.0, 0.0,
+                                            NULL);
             if (st == KP_OK)
                 st = tensor_host->sample_view(smp, "dlogits", 2, shape, 2, strides);
         } else {
-            st = tensor_host->sample_tensor(smp, "dlogits", KP_F32, rank, shape, 0.0, 0.0, NULL);
+            st = tensor_host->sample_tensor(smp, "dlogits", dt[CE_DLOGITS], rank, shape, 0.0, 0.0,
+                                            NULL);
         }
         if (st == KP_OK && flipped)
             st = tensor_sample_flip(smp, "dlogits", rank, shape, 1);
@@ -531,11 +598,13 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
     if (st == KP_OK && (smooth || views || flipped || strcmp(size, "forward") == 0)) {
         if (views) {
             const int64_t storage = 3 * shape[0], stride = 3;
-            st = tensor_host->sample_tensor(smp, "losses", KP_F32, 1, &storage, 0.0, 0.0, NULL);
+            st = tensor_host->sample_tensor(smp, "losses", dt[CE_LOSSES], 1, &storage, 0.0, 0.0,
+                                            NULL);
             if (st == KP_OK)
                 st = tensor_host->sample_view(smp, "losses", 1, shape, 0, &stride);
         } else {
-            st = tensor_host->sample_tensor(smp, "losses", KP_F32, rank - 1, shape, 0.0, 0.0, NULL);
+            st = tensor_host->sample_tensor(smp, "losses", dt[CE_LOSSES], rank - 1, shape, 0.0, 0.0,
+                                            NULL);
         }
         if (st == KP_OK && flipped)
             st = tensor_sample_flip(smp, "losses", rank - 1, shape, 1);
@@ -549,11 +618,8 @@ static kp_status ce_sample(kp_sample *smp, const char *size)
 
 static void ce_cost(const kp_call *call, kp_cost *out)
 {
-    const double n = (double)kp_tensor_numel(&call->args[CE_LOGITS].tensor);
-    const double rows = (double)kp_tensor_numel(&call->args[CE_LABELS].tensor);
-    out->flops = 6 * n;
-    out->bytes = 4 * (n + rows + 1) + (call->args[CE_DLOGITS].present ? 4 * n : 0) +
-                 (call->args[CE_LOSSES].present ? 4 * rows : 0);
+    out->flops = 6 * (double)kp_tensor_numel(&call->args[CE_LOGITS].tensor);
+    out->bytes = tensor_dtype_bytes(call);
 }
 
 /* The gradient's elements are of the order of 1 / rows: its absolute tolerance scales so. */
@@ -564,22 +630,30 @@ static void ce_tolerance(const kp_call *call, double *atol, double *rtol)
     const double C = (double)x->shape[x->rank - 1];
     *atol = 1e-6 * (2 + log2(C > 1 ? C : 1)) / (rows > 1 ? rows : 1);
     *rtol = 2e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
 }
 
 /* Pointwise losses: one element; primes [97, 131] (four chunks); a broadcast operand (MSE: b
  * [131] against a [97, 131], and a [97, 1] against b [97, 131] without da; BCE, whose shapes
  * match: a transposed target); transposed a with a gapped gradient; the loss alone; [97, 144],
  * read and written as whole vectors (vec); a reversed along both axes, b along its rows and the
- * gradient along its columns (flipped: negative strides). */
-static const char *const mse_verify_sizes[] = {"one",     "prime", "bcast",   "bcast_a", "views",
-                                               "forward", "vec",   "flipped", NULL};
-static const char *const bce_verify_sizes[] = {"one",     "prime", "bcast",   "views",
-                                               "forward", "vec",   "flipped", NULL};
+ * gradient along its columns (flipped: negative strides). 16-bit storage, in the programs of
+ * softmax's and softmax_backward's 16-bit samples: MSE's a and da bf16 against an f32 b
+ * broadcast, BCE's logits, targets and gradient f16 in whole vectors (both with an f32 loss). */
+static const char *const mse_verify_sizes[] = {"one",     "prime",   "bcast",
+                                               "bcast_a", "views",   "forward",
+                                               "vec",     "flipped", "bcast-bf16-f32-f32-bf16",
+                                               NULL};
+static const char *const bce_verify_sizes[] = {
+    "one", "prime", "bcast", "views", "forward", "vec", "flipped", "vec-f16-f16-f32-f16", NULL};
 static const char *const pw_bench_sizes[] = {"16M", "1M", NULL};
 
-static kp_status pw_sample(kp_sample *smp, const char *size)
+static kp_status pw_sample(kp_sample *smp, const char *full_size)
 {
     const pointwise *pw = tensor_host->sample_kernel_user(smp);
+    char size[32];
+    int32_t dt[PW_N];
+    tensor_size_dtypes(full_size, size, sizeof size, dt, PW_N);
     int rank = 2;
     int64_t shape[2] = {97, 131};
     if (strcmp(size, "one") == 0) {
@@ -601,7 +675,7 @@ static kp_status pw_sample(kp_sample *smp, const char *size)
     const int bcast_a = strcmp(size, "bcast_a") == 0;
     const double lo = pw->mode ? -6.0 : -2.0, hi = pw->mode ? 6.0 : 2.0;
     const int64_t a_shape[2] = {shape[0], bcast_a ? 1 : shape[1]};
-    kp_status st = tensor_host->sample_tensor(smp, pw->a, KP_F32, rank, a_shape, lo, hi, NULL);
+    kp_status st = tensor_host->sample_tensor(smp, pw->a, dt[PW_A], rank, a_shape, lo, hi, NULL);
     if (st == KP_OK && views) {
         const int64_t strides[2] = {1, shape[0]};
         st = tensor_host->sample_view(smp, pw->a, 2, shape, 0, strides);
@@ -611,7 +685,7 @@ static kp_status pw_sample(kp_sample *smp, const char *size)
     /* MSE's b [131] against a [97, 131]; BCE's targets transposed. */
     const int b_rank = bcast && pw->mode == 0 ? 1 : rank;
     if (st == KP_OK)
-        st = tensor_host->sample_tensor(smp, pw->b, KP_F32, b_rank, shape + (rank - b_rank),
+        st = tensor_host->sample_tensor(smp, pw->b, dt[PW_B], b_rank, shape + (rank - b_rank),
                                         pw->mode ? 0.0 : lo, pw->mode ? 1.0 : hi, NULL);
     if (st == KP_OK && bcast && pw->mode != 0) {
         const int64_t strides[2] = {1, shape[0]};
@@ -620,17 +694,17 @@ static kp_status pw_sample(kp_sample *smp, const char *size)
         st = tensor_sample_flip(smp, pw->b, rank, shape, 1);
     }
     if (st == KP_OK)
-        st = tensor_host->sample_tensor(smp, "loss", KP_F32, 0, NULL, 0.0, 0.0, NULL);
+        st = tensor_host->sample_tensor(smp, "loss", dt[PW_LOSS], 0, NULL, 0.0, 0.0, NULL);
     if (st != KP_OK || strcmp(size, "forward") == 0 || bcast_a)
         return st;
     if (flipped) {
-        st = tensor_host->sample_tensor(smp, pw->grad, KP_F32, rank, shape, 0.0, 0.0, NULL);
+        st = tensor_host->sample_tensor(smp, pw->grad, dt[PW_GRAD], rank, shape, 0.0, 0.0, NULL);
         return st == KP_OK ? tensor_sample_flip(smp, pw->grad, rank, shape, 2) : st;
     }
     if (!views)
-        return tensor_host->sample_tensor(smp, pw->grad, KP_F32, rank, shape, 0.0, 0.0, NULL);
+        return tensor_host->sample_tensor(smp, pw->grad, dt[PW_GRAD], rank, shape, 0.0, 0.0, NULL);
     const int64_t storage = 2 + shape[0] * (shape[1] + 3), strides[2] = {shape[1] + 3, 1};
-    st = tensor_host->sample_tensor(smp, pw->grad, KP_F32, 1, &storage, 0.0, 0.0, NULL);
+    st = tensor_host->sample_tensor(smp, pw->grad, dt[PW_GRAD], 1, &storage, 0.0, 0.0, NULL);
     return st == KP_OK ? tensor_host->sample_view(smp, pw->grad, 2, shape, 2, strides) : st;
 }
 
@@ -638,9 +712,8 @@ static void pw_cost(const kp_call *call, kp_cost *out)
 {
     const double a = (double)kp_tensor_numel(&call->args[PW_A].tensor);
     const double b = (double)kp_tensor_numel(&call->args[PW_B].tensor);
-    const double n = a > b ? a : b;
-    out->flops = 4 * n;
-    out->bytes = 4 * (a + b + 1) + (call->args[PW_GRAD].present ? 4 * a : 0);
+    out->flops = 4 * (a > b ? a : b);
+    out->bytes = tensor_dtype_bytes(call);
 }
 
 /* The gradient's elements are of the order of 1 / n. */
@@ -651,6 +724,7 @@ static void pw_tolerance(const kp_call *call, double *atol, double *rtol)
     const double n = a > b ? a : b;
     *atol = 1e-6 / (n > 1 ? n : 1);
     *rtol = 2e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
 }
 
 /* ---- registration ---- */

@@ -160,11 +160,19 @@ tensor_rows_grid tensor_rows_grid_for(kp_launch *l, int64_t rows, int64_t cols, 
     return g;
 }
 
+void tensor_rows_options(const int32_t *dt, char *buf, size_t size)
+{
+    static const char *const names[TR_DT_N] = {"DT0", "DT1", "DTY", "DTL", "DTM"};
+    buf[0] = '\0';
+    for (int i = 0; i < TR_DT_N; i++)
+        tensor_dtype_define(buf, size, names[i], dt[i]);
+}
+
 kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const kp_buffer *count,
-                           double denom, const kp_tensor *out)
+                           double denom, const kp_tensor *out, const char *options)
 {
     const size_t local = 256, global = 256;
-    kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_mean", NULL);
+    kp_clargs a = kp_clargs_begin(tensor_host, l, "rows_mean", options);
     kp_clargs_int(&a, (int32_t)v->rows);
     kp_clargs_int(&a, tensor_rows_vec(v, which, 0, 1));
     kp_clargs_int(&a, v->nlead);
@@ -225,12 +233,12 @@ static const kp_param_desc forward_params[] = {
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "[..., C], any strides"},
     [FW_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
               .access = KP_ACCESS_OUT,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .flags = KP_PARAM_ALIAS_INPUTS | KP_PARAM_NEGATIVE_STRIDES,
               .doc = "x's shape; may be x itself"},
 };
@@ -240,18 +248,18 @@ static const kp_param_desc backward_params[] = {
                .kind = KP_ARG_KIND_TENSOR,
                .flags = KP_PARAM_NEGATIVE_STRIDES,
                .access = KP_ACCESS_IN,
-               .dtypes = KP_DT(KP_F32),
+               .dtypes = TENSOR_FLOATS,
                .doc = "the gradient of y, [..., C]"},
     [BW_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "the forward's output, dy's shape"},
     [BW_DX] = {.name = "dx",
                .kind = KP_ARG_KIND_TENSOR,
                .access = KP_ACCESS_OUT,
-               .dtypes = KP_DT(KP_F32),
+               .dtypes = TENSOR_FLOATS,
                .flags = KP_PARAM_ALIAS_INPUTS | KP_PARAM_NEGATIVE_STRIDES,
                .doc = "dy's shape; may be dy or y itself"},
 };
@@ -308,8 +316,13 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     /* Cached: the forward's x; the backward's dy, and y for softmax's. */
     const int arrays = op->backward && !op->log_mode ? 2 : 1;
     tensor_rows_grid g = tensor_rows_grid_for(l, r.rows, r.cols, arrays, 1);
+    /* Inputs in order (views 1 and 2), the output (view 0). */
+    const int32_t dt[TR_DT_N] = {r.view[1].dtype, op->backward ? r.view[2].dtype : KP_F32,
+                                 r.view[0].dtype, KP_F32, KP_F32};
+    char options[64];
+    tensor_rows_options(dt, options, sizeof options);
     kp_clargs a = kp_clargs_begin(tensor_host, l,
-                                  op->backward ? "rows_softmax_backward" : "rows_softmax", NULL);
+                                  op->backward ? "rows_softmax_backward" : "rows_softmax", options);
     kp_clargs_int(&a, (int32_t)r.rows);
     kp_clargs_int(&a, (int32_t)r.cols);
     kp_clargs_int(&a, g.lanes);
@@ -344,49 +357,53 @@ static kp_status reference(const kp_call *call, kp_launch *l)
     const int lrank = x->rank ? x->rank - 1 : 0;
     const int64_t C = r.cols;
     const int nt = op->backward ? 3 : 2;
-    const kp_tensor *t[3];
-    const float *in[3];
-    float *out;
-    int64_t cs[3];
+    /* The inputs in order, then the output; each read and written at its dtype. */
+    const kp_value *arg[3];
     if (op->backward) {
-        t[0] = &call->args[BW_DY].tensor, t[1] = &call->args[BW_Y].tensor;
-        t[2] = &call->args[BW_DX].tensor;
-        in[0] = call->args[BW_DY].host, in[1] = call->args[BW_Y].host;
-        out = call->args[BW_DX].host;
+        arg[0] = &call->args[BW_DY], arg[1] = &call->args[BW_Y], arg[2] = &call->args[BW_DX];
     } else {
-        t[0] = &call->args[FW_X].tensor, t[1] = &call->args[FW_Y].tensor;
-        in[0] = call->args[FW_X].host;
-        out = call->args[FW_Y].host;
+        arg[0] = &call->args[FW_X], arg[1] = &call->args[FW_Y];
     }
-    for (int i = 0; i < nt; i++)
-        cs[i] = t[i]->rank ? t[i]->strides[t[i]->rank - 1] : 0;
+    kp_dtype dt[3];
+    int64_t cs[3];
+    for (int i = 0; i < nt; i++) {
+        const kp_tensor *t = &arg[i]->tensor;
+        dt[i] = (kp_dtype)t->dtype;
+        cs[i] = t->rank ? t->strides[t->rank - 1] : 0;
+    }
+    const void *in0 = arg[0]->host, *in1 = op->backward ? arg[1]->host : NULL;
+    void *out = arg[nt - 1]->host;
     for (int64_t row = 0; row < r.rows; row++) {
         int64_t o[3];
         for (int i = 0; i < nt; i++)
-            o[i] = tensor_rows_offset(t[i], lrank, row);
+            o[i] = tensor_rows_offset(&arg[i]->tensor, lrank, row);
         if (op->backward) {
             double s = 0;
             for (int64_t c = 0; c < C; c++) {
-                double g = in[0][o[0] + c * cs[0]], y = in[1][o[1] + c * cs[1]];
+                double g = kp_dtype_load(in0, dt[0], o[0] + c * cs[0]);
+                double y = kp_dtype_load(in1, dt[1], o[1] + c * cs[1]);
                 s += op->log_mode ? g : g * y;
             }
             for (int64_t c = 0; c < C; c++) {
-                double g = in[0][o[0] + c * cs[0]], y = in[1][o[1] + c * cs[1]];
-                out[o[2] + c * cs[2]] = (float)(op->log_mode ? g - exp(y) * s : y * (g - s));
+                double g = kp_dtype_load(in0, dt[0], o[0] + c * cs[0]);
+                double y = kp_dtype_load(in1, dt[1], o[1] + c * cs[1]);
+                kp_dtype_store(out, dt[2], o[2] + c * cs[2],
+                               (float)(op->log_mode ? g - exp(y) * s : y * (g - s)));
             }
             continue;
         }
         /* As the kernel: a NaN is passed over by the max and poisons the sum. */
         double m = -INFINITY, s = 0;
         for (int64_t c = 0; c < C; c++) {
-            double v = in[0][o[0] + c * cs[0]];
+            double v = kp_dtype_load(in0, dt[0], o[0] + c * cs[0]);
             m = v > m ? v : m;
         }
         for (int64_t c = 0; c < C; c++)
-            s += exp(in[0][o[0] + c * cs[0]] - m);
+            s += exp(kp_dtype_load(in0, dt[0], o[0] + c * cs[0]) - m);
         for (int64_t c = 0; c < C; c++) {
-            double v = in[0][o[0] + c * cs[0]] - m;
-            out[o[1] + c * cs[1]] = (float)(op->log_mode ? v - log(s) : exp(v) / s);
+            double v = kp_dtype_load(in0, dt[0], o[0] + c * cs[0]) - m;
+            kp_dtype_store(out, dt[1], o[1] + c * cs[1],
+                           (float)(op->log_mode ? v - log(s) : exp(v) / s));
         }
     }
     return KP_OK;
@@ -400,11 +417,17 @@ static kp_status reference(const kp_call *call, kp_launch *l)
  * written as whole vectors (vec; the last block of 16 element by element), or read so and written
  * with gaps (vec_gap); inputs reversed along both axes into an output whose rows come in reverse
  * order (flipped: negative strides), and rows of 60 in reverse order, read and written as whole
- * vectors (vec_flipped: a float4 row start a negative stride away from the next). */
-static const char *const verify_sizes[] = {"one",     "prime",   "col",         "wide",
-                                           "lead",    "views",   "scalar",      "vec",
-                                           "vec_gap", "flipped", "vec_flipped", NULL};
-static const char *const bench_sizes[] = {"4096x4096", "512x4096", NULL};
+ * vectors (vec_flipped: a float4 row start a negative stride away from the next). 16-bit storage
+ * (tensor_size_dtypes names it; one program per dtype combination): softmax and log_softmax of
+ * bf16 into bf16, their backward of f16 into f16, in whole vectors and element by element. */
+static const char *const forward_sizes[] = {
+    "one", "prime",   "col",     "wide",        "lead",       "views",    "scalar",
+    "vec", "vec_gap", "flipped", "vec_flipped", "prime-bf16", "vec-bf16", NULL};
+static const char *const backward_sizes[] = {
+    "one", "prime",   "col",     "wide",        "lead",      "views",   "scalar",
+    "vec", "vec_gap", "flipped", "vec_flipped", "views-f16", "vec-f16", NULL};
+/* The bf16 twin moves half the bytes (docs/kernels/tensor.md, "Dtypes"). */
+static const char *const bench_sizes[] = {"4096x4096", "512x4096", "4096x4096-bf16", NULL};
 
 static int sample_shape(const char *size, int *rank, int64_t *shape)
 {
@@ -434,12 +457,12 @@ static int sample_shape(const char *size, int *rank, int64_t *shape)
     return 1;
 }
 
-/* An input of `shape` in [lo, hi): permuted (lead), transposed (views) or reversed (flipped)
- * where the size says. */
-static kp_status sample_in(kp_sample *smp, const char *name, const char *size, int rank,
+/* An input of `shape` and dtype dt in [lo, hi): permuted (lead), transposed (views) or reversed
+ * (flipped) where the size says. */
+static kp_status sample_in(kp_sample *smp, const char *name, int32_t dt, const char *size, int rank,
                            const int64_t *shape, double lo, double hi)
 {
-    kp_status st = tensor_host->sample_tensor(smp, name, KP_F32, rank, shape, lo, hi, NULL);
+    kp_status st = tensor_host->sample_tensor(smp, name, dt, rank, shape, lo, hi, NULL);
     if (st == KP_OK && strcmp(size, "views") == 0) {
         const int64_t strides[2] = {1, shape[0]};
         st = tensor_host->sample_view(smp, name, 2, shape, 0, strides);
@@ -457,45 +480,46 @@ static kp_status sample_in(kp_sample *smp, const char *name, const char *size, i
 
 /* An output of `shape`, its rows 3 elements apart (views, vec_gap) or in reverse order
  * (flipped, vec_flipped). */
-static kp_status sample_out(kp_sample *smp, const char *name, const char *size, int rank,
-                            const int64_t *shape)
+static kp_status sample_out(kp_sample *smp, const char *name, int32_t dt, const char *size,
+                            int rank, const int64_t *shape)
 {
     if (strcmp(size, "flipped") == 0 || strcmp(size, "vec_flipped") == 0) {
-        kp_status st = tensor_host->sample_tensor(smp, name, KP_F32, rank, shape, 0.0, 0.0, NULL);
+        kp_status st = tensor_host->sample_tensor(smp, name, dt, rank, shape, 0.0, 0.0, NULL);
         return st == KP_OK ? tensor_sample_flip(smp, name, rank, shape, 1) : st;
     }
     if (strcmp(size, "views") != 0 && strcmp(size, "vec_gap") != 0)
-        return tensor_host->sample_tensor(smp, name, KP_F32, rank, shape, 0.0, 0.0, NULL);
+        return tensor_host->sample_tensor(smp, name, dt, rank, shape, 0.0, 0.0, NULL);
     const int64_t storage = 2 + shape[0] * (shape[1] + 3), strides[2] = {shape[1] + 3, 1};
-    kp_status st = tensor_host->sample_tensor(smp, name, KP_F32, 1, &storage, 0.0, 0.0, NULL);
+    kp_status st = tensor_host->sample_tensor(smp, name, dt, 1, &storage, 0.0, 0.0, NULL);
     return st == KP_OK ? tensor_host->sample_view(smp, name, 2, shape, 2, strides) : st;
 }
 
-static kp_status sample(kp_sample *smp, const char *size)
+static kp_status sample(kp_sample *smp, const char *full_size)
 {
     const rows_op *op = tensor_host->sample_kernel_user(smp);
     int rank;
     int64_t shape[3];
+    char size[32];
+    int32_t dt[3];
+    tensor_size_dtypes(full_size, size, sizeof size, dt, op->backward ? 3 : 2);
     if (!sample_shape(size, &rank, shape))
         return KP_ERR_NOT_FOUND;
     if (!op->backward) {
-        kp_status st = sample_in(smp, "x", size, rank, shape, -4.0, 4.0);
-        return st == KP_OK ? sample_out(smp, "y", size, rank, shape) : st;
+        kp_status st = sample_in(smp, "x", dt[0], size, rank, shape, -4.0, 4.0);
+        return st == KP_OK ? sample_out(smp, "y", dt[1], size, rank, shape) : st;
     }
     /* y as the forward gives it: probabilities, or log-probabilities. */
-    kp_status st = sample_in(smp, "dy", size, rank, shape, -1.0, 1.0);
+    kp_status st = sample_in(smp, "dy", dt[0], size, rank, shape, -1.0, 1.0);
     if (st == KP_OK)
-        st = sample_in(smp, "y", size, rank, shape, op->log_mode ? -6.0 : 0.0,
+        st = sample_in(smp, "y", dt[1], size, rank, shape, op->log_mode ? -6.0 : 0.0,
                        op->log_mode ? 0.0 : 1.0);
-    return st == KP_OK ? sample_out(smp, "dx", size, rank, shape) : st;
+    return st == KP_OK ? sample_out(smp, "dx", dt[2], size, rank, shape) : st;
 }
 
 static void cost(const kp_call *call, kp_cost *out)
 {
-    const rows_op *op = call->desc->user;
-    const double n = (double)kp_tensor_numel(&call->args[0].tensor);
-    out->flops = 5 * n;
-    out->bytes = 4 * n * (op->backward ? 3 : 2);
+    out->flops = 5 * (double)kp_tensor_numel(&call->args[0].tensor);
+    out->bytes = tensor_dtype_bytes(call);
 }
 
 /* A row's sum of C terms rounds once per term; log_softmax's values reach log(C) and more. */
@@ -505,6 +529,7 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
     const double C = x->rank ? (double)x->shape[x->rank - 1] : 1;
     *atol = 1e-6 * (2 + log2(C > 1 ? C : 1));
     *rtol = 1e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
 }
 
 /* ---- registration ---- */
@@ -532,7 +557,7 @@ kp_status tensor_register_rows(const kp_host_api *api, kp_registrar *reg)
             .reference = reference,
             .sample = sample,
             .cost = cost,
-            .verify_sizes = verify_sizes,
+            .verify_sizes = op->backward ? backward_sizes : forward_sizes,
             .bench_sizes = bench_sizes,
             .atol = 1e-6,
             .rtol = 1e-5,

@@ -180,6 +180,9 @@ void tensor_space_reference_generate(const tensor_space *s, void *y, int kind, d
  * operand is f32, so f32 programs stay as they were); an arg combine writes i32 indices and
  * takes no DTY. With `raw`, " -D RAW": a copy between tensors of one dtype moves bits. */
 void tensor_dtype_options(const tensor_space *s, int comb, int raw, char *buf, size_t size);
+/* Appends " -D name=dtype" to the options in buf when dtype is not f32 (a kernel's storage
+ * dtype build option; f32, the default, adds nothing). */
+void tensor_dtype_define(char *buf, size_t size, const char *name, int32_t dtype);
 /* Widens a call's tolerance for its outputs' dtypes: a 16-bit result the device and the host
  * each round once may land one unit in the last place apart (f16: 2^-10 relative and 2^-24
  * among its subnormals, bf16: 2^-7). */
@@ -268,11 +271,18 @@ enum { TR_VW, TR_WG, TR_CACHE, TR_EPL, TR_N };
 extern const kp_tunable_desc tensor_rows_tunables[TR_N];
 const char *tensor_rows_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
 
+/* The storage dtypes of a row launch (kernels/tensor-rows.cl, "Dtypes"): the first and second
+ * row input, the row output, the values rows_mean sums and its result. */
+enum { TR_DT0, TR_DT1, TR_DTY, TR_DTL, TR_DTM, TR_DT_N };
+/* Their build options into buf, always in that order, so that the launches of one dtype
+ * combination share a program; KP_F32 (no option) for an operand a launch lacks. */
+void tensor_rows_options(const int32_t *dt, char *buf, size_t size);
+
 /* One launch of rows_mean: out (rank 0) = the sum of the n values of v (a view laid out as
  * tensor_rows_make lays out an operand without a column, n = its rows) divided by count[0] when
- * count is given, else by denom. */
+ * count is given, else by denom; `options` tensor_rows_options' (v's dtype DTL, out's DTM). */
 kp_status tensor_rows_mean(kp_launch *l, const tensor_rows *v, int which, const kp_buffer *count,
-                           double denom, const kp_tensor *out);
+                           double denom, const kp_tensor *out, const char *options);
 
 /* Whether operand i of r may be read and written as whole vectors: with its column (with_col),
  * contiguous along it; without, a flat operand (nlead 1), contiguous. `aligned` (VW 4, and the

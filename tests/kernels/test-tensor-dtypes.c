@@ -1,7 +1,7 @@
 /* The tensor family's storage dtypes: casts (tensor.copy between dtypes) against the host's
  * conversions bit for bit, f16's subnormals, infinities and NaNs, i32's truncation and
- * saturation; elementwise ops on mixed dtypes; a bf16 sum with f32 accumulation; dtype
- * combinations refused with the argument named. */
+ * saturation; elementwise ops on mixed dtypes; a bf16 sum with f32 accumulation; softmax and
+ * cross-entropy of bf16 rows; dtype combinations refused with the argument named. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -268,6 +268,87 @@ static void test_sum_bf16(void **state)
     free(x);
 }
 
+/* Whether bf16 `got` is the f32 value `want` (from double) rounded to nearest even, or its
+ * neighbour: the device rounds its f32 result once, the host its double one. */
+static int bf16_near(uint16_t got, double want)
+{
+    const int32_t w = kp_bf16_from_float((float)want);
+    return abs((int32_t)got - w) <= 1 && ((got ^ (uint32_t)w) & 0x8000u) == 0;
+}
+
+/* Softmax of bf16 rows into bf16 (f32 inside): within a unit in the last place of the host's
+ * softmax of the same bf16 values, in double. Rows of 100: whole vectors and a partial block. */
+static void test_softmax_bf16(void **state)
+{
+    enum { R = 6, C = 100 };
+    uint16_t x[R * C], y[R * C];
+    for (int i = 0; i < R * C; i++)
+        x[i] = kp_bf16_from_float((float)((i * 37) % 101 - 50) * 0.09f);
+    kp_buffer *bx = upload(x, sizeof x), *by = upload(NULL, sizeof y);
+    check(kp_softmax(rt, kp_tensor_2d(bx, KP_BF16, R, C), kp_tensor_2d(by, KP_BF16, R, C)),
+          "softmax of bf16");
+    assert_int_equal(kp_buffer_read(rt, by, 0, sizeof y, y), KP_OK);
+    for (int r = 0; r < R; r++) {
+        double m = -INFINITY, s = 0;
+        for (int c = 0; c < C; c++)
+            m = fmax(m, kp_bf16_to_float(x[r * C + c]));
+        for (int c = 0; c < C; c++)
+            s += exp(kp_bf16_to_float(x[r * C + c]) - m);
+        for (int c = 0; c < C; c++) {
+            const double want = exp(kp_bf16_to_float(x[r * C + c]) - m) / s;
+            if (!bf16_near(y[r * C + c], want))
+                fail_msg("softmax row %d column %d: bf16 0x%04x (%g), want %g", r, c, y[r * C + c],
+                         kp_bf16_to_float(y[r * C + c]), want);
+        }
+    }
+    kp_buffer_destroy(rt, bx);
+    kp_buffer_destroy(rt, by);
+}
+
+/* Cross-entropy of bf16 logits against i32 labels (one row ignored): the f32 mean loss within
+ * float rounding of the host's in double, the bf16 dlogits within a unit in the last place. */
+static void test_cross_entropy_bf16(void **state)
+{
+    enum { R = 9, C = 37 };
+    uint16_t x[R * C], d[R * C];
+    int32_t labels[R];
+    for (int i = 0; i < R * C; i++)
+        x[i] = kp_bf16_from_float((float)((i * 53) % 97 - 48) * 0.07f);
+    for (int r = 0; r < R; r++)
+        labels[r] = r == 4 ? -100 : (r * 11) % C;
+    kp_buffer *bx = upload(x, sizeof x), *bl = upload(labels, sizeof labels);
+    kp_buffer *bd = upload(NULL, sizeof d), *bloss = upload(NULL, sizeof(float));
+    const kp_tensor td = kp_tensor_2d(bd, KP_BF16, R, C);
+    check(kp_cross_entropy(rt, kp_tensor_2d(bx, KP_BF16, R, C), kp_tensor_1d(bl, KP_I32, R),
+                           kp_tensor_nd(bloss, KP_F32, 0, NULL), &td, NULL, -100, 0.0),
+          "cross_entropy of bf16 logits");
+    float loss;
+    assert_int_equal(kp_buffer_read(rt, bloss, 0, sizeof loss, &loss), KP_OK);
+    assert_int_equal(kp_buffer_read(rt, bd, 0, sizeof d, d), KP_OK);
+    double total = 0, p[C];
+    for (int r = 0; r < R; r++) {
+        double m = -INFINITY, s = 0;
+        for (int c = 0; c < C; c++)
+            m = fmax(m, kp_bf16_to_float(x[r * C + c]));
+        for (int c = 0; c < C; c++)
+            s += p[c] = exp(kp_bf16_to_float(x[r * C + c]) - m);
+        if (labels[r] >= 0)
+            total += m + log(s) - kp_bf16_to_float(x[r * C + labels[r]]);
+        for (int c = 0; c < C; c++) {
+            const double want = labels[r] < 0 ? 0 : (p[c] / s - (c == labels[r])) / (double)(R - 1);
+            if (!bf16_near(d[r * C + c], want))
+                fail_msg("dlogits row %d column %d: bf16 0x%04x (%g), want %g", r, c, d[r * C + c],
+                         kp_bf16_to_float(d[r * C + c]), want);
+        }
+    }
+    const double want = total / (R - 1);
+    if (fabs(loss - want) > 1e-5 * want)
+        fail_msg("loss %.9g, want %.9g", loss, want);
+    kp_buffer *bufs[] = {bx, bl, bd, bloss};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        kp_buffer_destroy(rt, bufs[i]);
+}
+
 static void expect_error(kp_status st, const char *part1, const char *part2)
 {
     assert_int_equal(st, KP_ERR_INVALID_ARG);
@@ -301,9 +382,15 @@ static void test_bad_dtypes(void **state)
      * not yet read. */
     expect_error(kp_exp(rt, kp_tensor_1d(b, KP_F16, 8), kp_tensor_1d(b, KP_F32, 8)), "\"y\"",
                  "overlaps argument \"x\"");
-    /* The row kernels are f32. */
-    expect_error(kp_softmax(rt, kp_tensor_2d(b, KP_BF16, 4, 8), kp_tensor_2d(o, KP_BF16, 4, 8)),
-                 "\"x\"", "dtype bf16 is not accepted");
+    /* The row kernels store f32, f16 and bf16; a loss has its input's dtype or f32. */
+    expect_error(kp_softmax(rt, kp_tensor_2d(b, KP_I32, 4, 8), kp_tensor_2d(o, KP_BF16, 4, 8)),
+                 "\"x\"", "dtype i32 is not accepted");
+    expect_error(kp_cross_entropy(rt, kp_tensor_2d(b, KP_BF16, 4, 8), kp_tensor_1d(b, KP_I32, 4),
+                                  kp_tensor_nd(o, KP_F16, 0, NULL), NULL, NULL, -100, 0.0),
+                 "loss: dtype f16, but the loss of bf16 logits is bf16 or f32", NULL);
+    expect_error(kp_mse(rt, kp_tensor_1d(b, KP_F32, 4), kp_tensor_1d(b, KP_BF16, 4),
+                        kp_tensor_nd(o, KP_BF16, 0, NULL), NULL),
+                 "loss: dtype bf16, but the loss of f32 a is f32", NULL);
     const float one = 1.0f;
     float got = 0;
     assert_int_equal(kp_buffer_write(rt, b, 0, sizeof one, &one), KP_OK);
@@ -321,6 +408,8 @@ int main(void)
         cmocka_unit_test(test_cast_i32),
         cmocka_unit_test(test_mixed_elementwise),
         cmocka_unit_test(test_sum_bf16),
+        cmocka_unit_test(test_softmax_bf16),
+        cmocka_unit_test(test_cross_entropy_bf16),
         cmocka_unit_test(test_bad_dtypes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
