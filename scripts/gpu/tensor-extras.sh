@@ -5,15 +5,18 @@
 # var/std/logsumexp against sum,
 # a reversed copy against neg, mul_sum's sizes.
 #   device run:  carry [".gpu"], command: bash scripts/gpu/tensor-extras.sh
+# Optional: KP_EXTRAS_VERIFY=PATTERN verifies PATTERN instead of 'tensor.*' (e.g. '' for every
+# kernel, after a change to the prelude every program includes).
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
 kp_begin tensor-extras /tmp/kp-tensor-extras-out results
 kp_setup
 kp_build_here "$res/build.log"
 
-step "nvidia: verify tensor.*"
-timeout "$(cap 360)" $kp --device nvidia verify 'tensor.*' >"$res/verify-tensor.txt" 2>&1
-grep -v ' PASS$' "$res/verify-tensor.txt" | grep -vE '^(1 warning generated\.)?$' | tail -15
+pattern=${KP_EXTRAS_VERIFY-tensor.*}
+step "nvidia: verify '$pattern'"
+timeout "$(cap 400)" $kp --device nvidia verify $pattern >"$res/verify.txt" 2>&1
+grep -v ' PASS$' "$res/verify.txt" | grep -vE '^(1 warning generated\.)?$' | tail -15
 
 step "nvidia: bench"
 for item in tensor.add:16M tensor.add:16M-bf16 tensor.exp:16M tensor.exp:16M-bf16 \
