@@ -14,19 +14,19 @@ static const kp_param_desc params[] = {
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "broadcasts with b (NumPy's rule)"},
     [MS_B] = {.name = "b",
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_IN,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "broadcasts with a"},
     [MS_Y] = {.name = "y",
               .kind = KP_ARG_KIND_TENSOR,
               .flags = KP_PARAM_NEGATIVE_STRIDES,
               .access = KP_ACCESS_OUT,
-              .dtypes = KP_DT(KP_F32),
+              .dtypes = TENSOR_FLOATS,
               .doc = "broadcasts to a and b's shape; summed over the axes where it has extent 1 "
                      "(or none) against more"},
 };
@@ -65,7 +65,8 @@ static kp_status reference(const kp_call *call, kp_launch *l)
     kp_status st = space(l, call, &s);
     const void *ptr[2] = {call->args[MS_A].host, call->args[MS_B].host};
     if (st == KP_OK)
-        tensor_space_reference(&s, call->args[MS_Y].host, KP_F32, ptr, TM_MUL, TC_SUM, 0.0, 1.0);
+        tensor_space_reference(&s, call->args[MS_Y].host, call->args[MS_Y].tensor.dtype, ptr,
+                               TM_MUL, TC_SUM, 0.0, 1.0);
     return st;
 }
 
@@ -75,9 +76,12 @@ static kp_status reference(const kp_call *call, kp_launch *l)
  * into rank 0; a [37, 11] times a broadcast row, summed over the rows; a product whose a is a
  * transposed view; the XOR model's first layer [4, 2] x [2, 8]; one of 64 x 129 x 17 (terms past
  * the work-group); the matrix product with a reversed along M and K, b along K and y along N
- * (negative strides). */
-static const char *const verify_sizes[] = {"matmul", "batched", "dot",     "rows", "views",
-                                           "xor",    "big",     "flipped", NULL};
+ * (negative strides); in 16-bit storage, a bf16 product into bf16 and an f16 by bf16 batched one
+ * into f32. */
+static const char *const verify_sizes[] = {
+    "matmul", "batched", "dot",     "rows",        "views",
+    "xor",    "big",     "flipped", "matmul-bf16", "batched-f16-bf16-f32",
+    NULL};
 static const char *const bench_sizes[] = {"xor", "256x256x256", NULL};
 
 typedef struct mul_sum_shapes {
@@ -115,10 +119,14 @@ static int sample_shapes(const char *size, mul_sum_shapes *s)
 static kp_status sample(kp_sample *smp, const char *size)
 {
     mul_sum_shapes s;
+    char base[32];
+    int32_t dt[3];
+    tensor_size_dtypes(size, base, sizeof base, dt, 3);
+    size = base;
     if (!sample_shapes(size, &s))
         return KP_ERR_NOT_FOUND;
     kp_status st =
-        tensor_host->sample_tensor(smp, "a", KP_F32, s.rank[0], s.shape[0], -1.0, 1.0, NULL);
+        tensor_host->sample_tensor(smp, "a", dt[0], s.rank[0], s.shape[0], -1.0, 1.0, NULL);
     if (st == KP_OK && strcmp(size, "views") == 0) {
         /* a [5, 7, 1] read from a [7, 5] buffer: the transpose of a stored matrix. */
         const int64_t strides[3] = {1, s.shape[0][0], 1};
@@ -128,11 +136,11 @@ static kp_status sample(kp_sample *smp, const char *size)
     if (st == KP_OK && flipped)
         st = tensor_sample_flip(smp, "a", s.rank[0], s.shape[0], 3);
     if (st == KP_OK)
-        st = tensor_host->sample_tensor(smp, "b", KP_F32, s.rank[1], s.shape[1], -1.0, 1.0, NULL);
+        st = tensor_host->sample_tensor(smp, "b", dt[1], s.rank[1], s.shape[1], -1.0, 1.0, NULL);
     if (st == KP_OK && flipped)
         st = tensor_sample_flip(smp, "b", s.rank[1], s.shape[1], 2);
     if (st == KP_OK)
-        st = tensor_host->sample_tensor(smp, "y", KP_F32, s.rank[2], s.shape[2], 0.0, 0.0, NULL);
+        st = tensor_host->sample_tensor(smp, "y", dt[2], s.rank[2], s.shape[2], 0.0, 0.0, NULL);
     return st == KP_OK && flipped ? tensor_sample_flip(smp, "y", s.rank[2], s.shape[2], 4) : st;
 }
 
@@ -153,9 +161,7 @@ static double terms_total(const kp_call *call)
 static void cost(const kp_call *call, kp_cost *out)
 {
     out->flops = 2 * terms_total(call);
-    out->bytes = 4 * ((double)kp_tensor_numel(&call->args[MS_A].tensor) +
-                      (double)kp_tensor_numel(&call->args[MS_B].tensor) +
-                      (double)kp_tensor_numel(&call->args[MS_Y].tensor));
+    out->bytes = tensor_dtype_bytes(call);
 }
 
 /* One rounding per term of each output element. */
@@ -165,6 +171,7 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
     const double terms = ny > 0 ? terms_total(call) / ny : 1;
     *atol = 2e-6 * (terms > 1 ? terms : 1);
     *rtol = 1e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
 }
 
 kp_status tensor_register_contractions(const kp_host_api *api, kp_registrar *reg)

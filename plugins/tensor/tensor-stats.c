@@ -38,17 +38,19 @@ typedef struct stat {
         .doc = "the divisor is max(0, N - correction): 1 (default) unbiased, 0 the population's, " \
                "as PyTorch's"                                                                      \
     }
-#define TENSOR_PARAM(n, acc, text)                                                                 \
+#define TENSOR_PARAM_OF(n, acc, dt, text)                                                          \
     {                                                                                              \
-        .name = n, .kind = KP_ARG_KIND_TENSOR, .access = acc, .dtypes = KP_DT(KP_F32),             \
+        .name = n, .kind = KP_ARG_KIND_TENSOR, .access = acc, .dtypes = dt,                        \
         .flags = KP_PARAM_NEGATIVE_STRIDES, .doc = text                                            \
     }
+#define TENSOR_PARAM(n, acc, text) TENSOR_PARAM_OF(n, acc, KP_DT(KP_F32), text)
 
 enum { F_X, F_Y, F_AXES, F_CORR };
 static const kp_param_desc fwd_params[] = {
-    [F_X] = TENSOR_PARAM("x", KP_ACCESS_IN, "any shape, any strides"),
-    [F_Y] =
-        TENSOR_PARAM("y", KP_ACCESS_OUT, "x's shape with the reduced axes 1 (keepdim) or left out"),
+    [F_X] = TENSOR_PARAM_OF("x", KP_ACCESS_IN, TENSOR_FLOATS, "any shape, any strides"),
+    [F_Y] = TENSOR_PARAM_OF("y", KP_ACCESS_OUT, TENSOR_FLOATS,
+                            "x's shape with the reduced axes 1 (keepdim) or left out; x's dtype "
+                            "or f32"),
     [F_AXES] = AXES_PARAM("bit d set: reduce x's dimension d; -1 (default): every dimension"),
     [F_CORR] = CORRECTION_PARAM,
 };
@@ -113,7 +115,13 @@ static kp_status fwd_space(kp_launch *l, const kp_call *call, tensor_space *s, k
                            int64_t *terms)
 {
     const stat *r = stat_of(l);
-    const kp_tensor *x = &call->args[F_X].tensor;
+    const kp_tensor *x = &call->args[F_X].tensor, *yt = &call->args[F_Y].tensor;
+    /* As PyTorch: the result in x's dtype, or f32; f32 inside. */
+    if (yt->dtype != KP_F32 && yt->dtype != x->dtype)
+        return tensor_host->fail(
+            l, KP_ERR_INVALID_ARG, "y: dtype %s, but the %s of %s x is %s or f32",
+            kp_dtype_name((kp_dtype)yt->dtype), r->name, kp_dtype_name((kp_dtype)x->dtype),
+            kp_dtype_name((kp_dtype)x->dtype));
     if (r->corr_at >= 0 && !isfinite(call->args[r->corr_at].f))
         return tensor_host->fail(l, KP_ERR_INVALID_ARG, "correction: %g is not finite",
                                  call->args[r->corr_at].f);
@@ -165,8 +173,8 @@ static kp_status fwd_reference(const kp_call *call, kp_launch *l)
     if (st != KP_OK)
         return st;
     const void *in[1] = {call->args[F_X].host};
-    tensor_space_reference(&s, call->args[F_Y].host, KP_F32, in, TM_COPY, comb_of(r->kind), 0.0,
-                           fwd_post(call, r, terms));
+    tensor_space_reference(&s, call->args[F_Y].host, call->args[F_Y].tensor.dtype, in, TM_COPY,
+                           comb_of(r->kind), 0.0, fwd_post(call, r, terms));
     return KP_OK;
 }
 
@@ -354,6 +362,11 @@ static kp_status back_reference(const kp_call *call, kp_launch *l)
  */
 static const char *const verify_sizes[] = {"one",   "rows", "cols",    "all", "several",
                                            "views", "long", "flipped", NULL};
+/* The forward reductions check 16-bit storage too (a program each): bf16 rows into bf16, f16
+ * columns into f32 (tensor_size_dtypes names them). */
+static const char *const fwd_sizes[] = {"one",       "rows",         "cols", "all",
+                                        "several",   "views",        "long", "flipped",
+                                        "rows-bf16", "cols-f16-f32", NULL};
 static const char *const bench_sizes[] = {"4096x4096/last", "4096x4096/first", NULL};
 
 typedef struct sample_shape {
@@ -401,8 +414,8 @@ static int reduced_shape(const sample_shape *p, int64_t *y)
 }
 
 /* x sampled as p says (transposed: a [C, R] storage read as [R, C]), its view in *t. */
-static kp_status sample_x(kp_sample *smp, const sample_shape *p, double lo, double hi, float **data,
-                          kp_tensor *t)
+static kp_status sample_x(kp_sample *smp, const sample_shape *p, int32_t dtype, double lo,
+                          double hi, float **data, kp_tensor *t)
 {
     memset(t, 0, sizeof *t);
     t->rank = p->rank;
@@ -413,7 +426,7 @@ static kp_status sample_x(kp_sample *smp, const sample_shape *p, double lo, doub
         stride *= p->x[d];
     }
     kp_status st =
-        tensor_host->sample_tensor(smp, "x", KP_F32, p->rank, p->x, lo, hi, (void **)data);
+        tensor_host->sample_tensor(smp, "x", dtype, p->rank, p->x, lo, hi, (void **)data);
     if (st == KP_OK && p->transposed == 1) {
         t->strides[0] = 1;
         t->strides[1] = p->x[0];
@@ -429,15 +442,18 @@ static kp_status fwd_sample(kp_sample *smp, const char *size)
 {
     const stat *r = tensor_host->sample_kernel_user(smp);
     sample_shape p;
-    if (!sample_dims(size, &p))
+    char base[32];
+    int32_t dt[2];
+    tensor_size_dtypes(size, base, sizeof base, dt, 2);
+    if (!sample_dims(base, &p))
         return KP_ERR_NOT_FOUND;
     int64_t y[4];
     const int ry = reduced_shape(&p, y);
     float *data;
     kp_tensor xt;
-    kp_status st = sample_x(smp, &p, -2.0, 2.0, &data, &xt);
+    kp_status st = sample_x(smp, &p, dt[0], -2.0, 2.0, &data, &xt);
     if (st == KP_OK)
-        st = tensor_host->sample_tensor(smp, "y", KP_F32, ry, y, 0.0, 0.0, NULL);
+        st = tensor_host->sample_tensor(smp, "y", dt[1], ry, y, 0.0, 0.0, NULL);
     if (st == KP_OK && p.axes != -1)
         st = tensor_host->sample_int(smp, "axes", p.axes);
     /* The population's variance on the wide rows. */
@@ -507,7 +523,7 @@ static kp_status back_sample(kp_sample *smp, const char *size)
     const int ry = reduced_shape(&p, y);
     float *data, *yd = NULL;
     kp_tensor xt;
-    kp_status st = sample_x(smp, &p, -2.0, 2.0, &data, &xt);
+    kp_status st = sample_x(smp, &p, KP_F32, -2.0, 2.0, &data, &xt);
     /* The extremes' samples from eight values, so that ties are common. */
     if (st == KP_OK && (r->kind == ST_MAX || r->kind == ST_MIN)) {
         const int64_t n = kp_tensor_numel(&xt);
@@ -550,6 +566,7 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
     double terms = m > 0 ? n / m : 1;
     *atol = r->back ? 1e-7 : 1e-6 * (1.0 + sqrt(terms));
     *rtol = 1e-5;
+    tensor_dtype_tolerance(call, atol, rtol);
 }
 
 /* ---- registration ---- */
@@ -584,7 +601,7 @@ kp_status tensor_register_stats(const kp_host_api *api, kp_registrar *reg)
             .reference = r->back ? back_reference : fwd_reference,
             .sample = r->back ? back_sample : fwd_sample,
             .cost = cost,
-            .verify_sizes = verify_sizes,
+            .verify_sizes = r->back ? verify_sizes : fwd_sizes,
             .bench_sizes = bench_sizes,
             .atol = 1e-6,
             .rtol = 1e-5,

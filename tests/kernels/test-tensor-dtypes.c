@@ -372,6 +372,9 @@ static void test_bad_dtypes(void **state)
     /* A reduction gives x's dtype or f32. */
     expect_error(kp_sum(rt, kp_tensor_2d(b, KP_BF16, 4, 8), kp_tensor_1d(o, KP_F16, 4), KP_AXIS(1)),
                  "y: dtype f16, but a sum of bf16 x is bf16 or f32", NULL);
+    expect_error(
+        kp_var(rt, kp_tensor_2d(b, KP_BF16, 4, 8), kp_tensor_1d(o, KP_F16, 4), KP_AXIS(1), 1.0),
+        "y: dtype f16, but the var of bf16 x is bf16 or f32", NULL);
     expect_error(kp_tensor_reduce(rt, "argmax", kp_tensor_2d(b, KP_BF16, 4, 8),
                                   kp_tensor_1d(o, KP_BF16, 4), KP_AXIS(1)),
                  "\"y\"", "dtype bf16 is not accepted");
