@@ -1,5 +1,5 @@
-/* The 64-feature encoder (features.h): an OpenCL kernel registered at run time, its launch and
- * its host reference. The kernel and the reference follow README.md's table line by line. */
+/* The 64-feature encoder (features.h): wm-features.cl registered at run time, its launch and its
+ * host reference. The kernel and the reference follow README.md's table line by line. */
 #include "features.h"
 
 #include <math.h>
@@ -7,15 +7,15 @@
 #include <stdlib.h>
 
 #include "kernelport/plugin.h"
+#include "wm-features-cl.h"
 
-/* The history windows (the last k steps; the whole history for 0) and the EMAs' weights. */
+/* The history windows (the last k steps; the whole history for 0), the EMAs' weights and the
+ * spike threshold: a rise of more than 0.1 in log loss (about 10.5%) in one step. wm-features.cl
+ * has the same; the program compares kernel and reference on every run. */
 #define WINDOWS 8, 16, 32, 64, 0
 #define ALPHAS 0.5f, 0.3f, 0.1f, 0.05f, 0.02f, 0.01f
-#define STR_(...) #__VA_ARGS__
-#define STR(...) STR_(__VA_ARGS__)
-enum { N_WINDOWS = 5, N_LAGS = 12, N_ALPHAS = 6 };
-/* A rise of more than 0.1 in log loss (about 10.5%) in one step counts as a spike. */
 #define SPIKE 0.1f
+enum { N_WINDOWS = 5, N_LAGS = 12, N_ALPHAS = 6 };
 
 const char *const features_names[FEATURES] = {
 #define W_(k) "mean" k, "std" k, "min" k, "max" k, "slope" k, "fit_last" k, "resid_std" k
@@ -30,101 +30,6 @@ const char *const features_names[FEATURES] = {
     "diff_min", "diff_up_frac", "spikes",    "since_spike",
     "last",     "first",        "since_min", "slope16_minus_64",
     "rough16"};
-
-/* One work-item per history; r(t) = v(t) - v(W - 1) throughout. */
-static const char source[] =
-    "#define AT(t) h[kp_at2(hv, i, (t))]\n"
-    "#define OUT(x) f[kp_at2(fv, i, o++)] = (x)\n"
-    "__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))\n"
-    "void wm_features(const int n, const int w, __global const float *h, const kp_view2 hv,\n"
-    "                 __global float *f, const kp_view2 fv)\n"
-    "{\n"
-    "    const int i = get_global_id(0);\n"
-    "    if (i >= n)\n"
-    "        return;\n"
-    "    const int windows[] = {" STR(
-        WINDOWS) "};\n"
-                 "    const float alphas[] = {" STR(
-                     ALPHAS) "};\n"
-                             "    const float last = AT(w - 1);\n"
-                             "    int o = 0;\n"
-                             "    float slopes[5];\n"
-                             "    for (int q = 0; q < 5; q++) {\n"
-                             "        const int k = windows[q] && windows[q] < w ? windows[q] : w, "
-                             "s = w - k;\n"
-                             "        float sum = 0, lo = INFINITY, hi = -INFINITY;\n"
-                             "        for (int t = s; t < w; t++) {\n"
-                             "            const float r = AT(t) - last;\n"
-                             "            sum += r;\n"
-                             "            lo = fmin(lo, r);\n"
-                             "            hi = fmax(hi, r);\n"
-                             "        }\n"
-                             "        const float mean = sum / k, tbar = 0.5f * (k - 1);\n"
-                             "        float var = 0, sxy = 0;\n"
-                             "        for (int t = s; t < w; t++) {\n"
-                             "            const float d = AT(t) - last - mean;\n"
-                             "            var += d * d;\n"
-                             "            sxy += (t - s - tbar) * d;\n"
-                             "        }\n"
-                             "        const float slope = sxy / ((float)k * ((float)k * k - 1) / "
-                             "12);\n"
-                             "        float res = 0;\n"
-                             "        for (int t = s; t < w; t++) {\n"
-                             "            const float e = AT(t) - last - (mean + slope * (t - s - "
-                             "tbar));\n"
-                             "            res += e * e;\n"
-                             "        }\n"
-                             "        slopes[q] = slope;\n"
-                             "        OUT(mean); OUT(sqrt(var / k)); OUT(lo); OUT(hi); "
-                             "OUT(slope);\n"
-                             "        OUT(mean + slope * tbar); OUT(sqrt(res / k));\n"
-                             "    }\n"
-                             "    for (int lag = 1; lag <= 12; lag++)\n"
-                             "        OUT(AT(max(w - 1 - lag, 0)) - last);\n"
-                             "    for (int q = 0; q < 6; q++) {\n"
-                             "        float e = AT(0);\n"
-                             "        for (int t = 1; t < w; t++)\n"
-                             "            e += alphas[q] * (AT(t) - e);\n"
-                             "        OUT(e - last);\n"
-                             "    }\n"
-                             "    float dsum = 0, dmax = -INFINITY, dmin = INFINITY, vmin = "
-                             "AT(0);\n"
-                             "    int up = 0, spikes = 0, last_spike = -1, at_min = 0;\n"
-                             "    for (int t = 1; t < w; t++) {\n"
-                             "        const float d = AT(t) - AT(t - 1);\n"
-                             "        dsum += d;\n"
-                             "        dmax = fmax(dmax, d);\n"
-                             "        dmin = fmin(dmin, d);\n"
-                             "        up += d > 0.0f;\n"
-                             "        if (d > " STR(
-                                 SPIKE) ") {\n"
-                                        "            spikes++;\n"
-                                        "            last_spike = t;\n"
-                                        "        }\n"
-                                        "        if (AT(t) < vmin) {\n"
-                                        "            vmin = AT(t);\n"
-                                        "            at_min = t;\n"
-                                        "        }\n"
-                                        "    }\n"
-                                        "    const float dmean = dsum / (w - 1);\n"
-                                        "    float dvar = 0;\n"
-                                        "    for (int t = 1; t < w; t++) {\n"
-                                        "        const float d = AT(t) - AT(t - 1) - dmean;\n"
-                                        "        dvar += d * d;\n"
-                                        "    }\n"
-                                        "    OUT(sqrt(dvar / (w - 1))); OUT(dmax); OUT(dmin); "
-                                        "OUT((float)up / (w - 1));\n"
-                                        "    OUT((float)spikes); OUT((float)(last_spike < 0 ? w : "
-                                        "w - 1 - last_spike) / w);\n"
-                                        "    float rough = 0;\n"
-                                        "    const int r0 = max(w - 16, 2);\n"
-                                        "    for (int t = r0; t < w; t++)\n"
-                                        "        rough += fabs(AT(t) - 2 * AT(t - 1) + AT(t - "
-                                        "2));\n"
-                                        "    OUT(last); OUT(AT(0) - last); OUT((float)(w - 1 - "
-                                        "at_min) / w);\n"
-                                        "    OUT(slopes[1] - slopes[3]); OUT(rough / (w - r0));\n"
-                                        "}\n";
 
 static const kp_host_api *host;
 
@@ -210,7 +115,7 @@ kp_status features_register(kp_runtime *rt, kp_kernel **out)
                                         .n_params = 2,
                                         .tunables = &wg,
                                         .n_tunables = 1,
-                                        .source = source,
+                                        .source = kp_kernel_wm_features_cl,
                                         .source_name = "wm-features.cl",
                                         .entry = "wm_features",
                                         .check = check,

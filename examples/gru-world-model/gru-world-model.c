@@ -18,7 +18,7 @@ static const char usage[] =
     "usage: gru-world-model [--device SPEC] [--seed N] [--curves N] [--test N] [--train N]\n"
     "           [--history W] [--horizon T] [--members E] [--hidden H] [--batch B]\n"
     "           [--epochs N] [--lr LR] [--linear-k K] [--csv FILE] [--predictions FILE]\n"
-    "           [--expect-better]\n"
+    "           [--save-data FILE] [--expect-better]\n"
     "Generates synthetic training-loss curves, encodes every history into 64 features with one\n"
     "launch, trains an ensemble of GRUs (gru.sequence, gru.sequence_backward, AdamW) to continue\n"
     "the curves, and scores ensemble rollouts (gru.rollout) on held-out curves in log-loss space\n"
@@ -39,6 +39,7 @@ static const char usage[] =
     "                      and W (default 20); the best of them is the one to beat\n"
     "  --csv FILE          write epoch,member,loss,heldout_rmse,samples_per_s rows\n"
     "  --predictions FILE  write step,truth,ensemble,last_value,linear rows of held-out curve 0\n"
+    "  --save-data FILE    write the curves and their features (README.md, \"The data file\")\n"
     "  --expect-better     exit 1 unless the ensemble beats both baselines\n";
 
 static double now(void)
@@ -73,7 +74,7 @@ static int number(int argc, char **argv, int *i, double lo, double hi, double *o
 }
 
 typedef struct options {
-    const char *device, *csv, *predictions;
+    const char *device, *csv, *predictions, *save_data;
     double seed, curves, test, train, history, horizon, members, hidden, batch, epochs, lr,
         linear_k;
     int expect_better;
@@ -115,9 +116,9 @@ static int parse(int argc, char **argv, options *o)
             fputs(usage, stdout);
             return 1;
         }
-        const char **strings[] = {&o->device, &o->csv, &o->predictions};
-        const char *string_names[] = {"--device", "--csv", "--predictions"};
-        for (int s = 0; s < 3 && !known; s++)
+        const char **strings[] = {&o->device, &o->csv, &o->predictions, &o->save_data};
+        const char *string_names[] = {"--device", "--csv", "--predictions", "--save-data"};
+        for (int s = 0; s < 4 && !known; s++)
             if (!strcmp(argv[i], string_names[s]) && i + 1 < argc)
                 *strings[s] = argv[++i], known = 1;
         for (size_t n = 0; n < sizeof numbers / sizeof numbers[0] && !known; n++)
@@ -160,6 +161,29 @@ static double linear_forecast(const float *v, int w, int k, int s)
         sxx += (t - tbar) * (t - tbar);
     }
     return mean + sxy / sxx * (k - 1 + s - tbar) - v[w - 1];
+}
+
+/* The data file: "KPWMDATA", u32 version 1, N, W, L, then v [N, L] and the device's features
+ * [N, 64], f32, little-endian (this program writes its host's order: x86 and ARM are little). */
+static int save_data(const char *path, int64_t n, int w, int l, const float *v,
+                     const float *features_t)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "gru-world-model: cannot write %s: %s\n", path, strerror(errno));
+        return 0;
+    }
+    const uint32_t head[4] = {1, (uint32_t)n, (uint32_t)w, (uint32_t)l};
+    int ok = fwrite("KPWMDATA", 1, 8, f) == 8 && fwrite(head, sizeof head, 1, f) == 1 &&
+             fwrite(v, sizeof *v, (size_t)(n * l), f) == (size_t)(n * l);
+    for (int64_t i = 0; ok && i < n; i++)
+        for (int j = 0; ok && j < FEATURES; j++)
+            ok = fwrite(features_t + (int64_t)j * n + i, sizeof(float), 1, f) == 1;
+    if (fclose(f) != 0 || !ok) {
+        fprintf(stderr, "gru-world-model: writing %s failed\n", path);
+        return 0;
+    }
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -219,20 +243,30 @@ int main(int argc, char **argv)
         st = kp_buffer_create(rt, (size_t)(N * F) * sizeof(float), &feat);
     if (st == KP_OK)
         st = kp_buffer_write(rt, hist, 0, (size_t)(N * W) * sizeof(float), hist_host);
-    /* Once to compile, then the timed launch. */
+    /* Once to compile, then five timed launches (the median is printed: the 2-core test machine
+     * is shared). */
     const kp_tensor hv = kp_tensor_transpose(kp_tensor_2d(hist, KP_F32, W, N), 0, 1);
     const kp_tensor fv = kp_tensor_transpose(kp_tensor_2d(feat, KP_F32, F, N), 0, 1);
     if (st == KP_OK)
         st = features_encode(rt, encoder, hv, fv, NULL);
     if (st == KP_OK)
         st = kp_finish(rt);
-    double encode_s = 0;
-    if (st == KP_OK)
+    double runs[5] = {0};
+    for (int r = 0; st == KP_OK && r < 5; r++) {
         st = features_encode(rt, encoder, hv, fv, &ev);
-    if (st == KP_OK)
-        st = kp_event_wait(rt, ev);
-    if (st == KP_OK)
-        st = kp_event_elapsed(rt, ev, &encode_s);
+        if (st == KP_OK)
+            st = kp_event_wait(rt, ev);
+        if (st == KP_OK)
+            st = kp_event_elapsed(rt, ev, &runs[r]);
+        kp_event_destroy(rt, ev);
+        ev = NULL;
+    }
+    for (int a = 1; a < 5; a++)
+        for (int b = a; b > 0 && runs[b] < runs[b - 1]; b--) {
+            const double s = runs[b];
+            runs[b] = runs[b - 1], runs[b - 1] = s;
+        }
+    const double encode_s = runs[2];
     if (st == KP_OK)
         st = kp_buffer_read(rt, feat, 0, (size_t)(N * F) * sizeof(float), fdev);
     if (st != KP_OK) {
@@ -255,14 +289,18 @@ int main(int argc, char **argv)
     }
     t_ref = now() - t_ref;
     printf("features: %lld histories of %d steps -> 64 features in one wm.features launch: "
-           "%.3f ms on the device; host reference (double, one thread) %.3f ms; largest error "
-           "%.2e (feature %s)\n",
-           (long long)N, W, 1e3 * encode_s, 1e3 * t_ref, worst, features_names[worst_j]);
+           "%.3f ms on the device (median of 5; %.3f-%.3f); host reference (double, one thread) "
+           "%.3f ms; largest error %.2e (feature %s)\n",
+           (long long)N, W, 1e3 * encode_s, 1e3 * runs[0], 1e3 * runs[4], 1e3 * t_ref, worst,
+           features_names[worst_j]);
     if (!(worst <= 1e-3)) {
         fprintf(stderr, "gru-world-model: feature %s differs from the host reference by %.3g\n",
                 features_names[worst_j], worst);
         goto done;
     }
+
+    if (o.save_data && !save_data(o.save_data, N, W, L, v, fdev))
+        goto done;
 
     /* Standardised features (training curves' mean and std, clipped to +-5), and targets in
      * units of the training targets' root mean square. */
