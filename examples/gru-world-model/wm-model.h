@@ -24,9 +24,9 @@ void wm_model_destroy(wm_model *m);
 
 /*
  * One AdamW step of member `member` (its `step`-th, 1 on the first) on x [T, B, F + 1] (x_t =
- * [f, y_{t-1}]) and targets y [T, B]: the GRU over the T steps from a zero state, the head
- * y_t = w_y . h_t + b_y, the mean squared error, its gradients and the update. The loss is added
- * on the device to a sum that wm_model_take_loss reads.
+ * [f, y_{t-1}]) and targets y [T, B] (contiguous: read as [T B, 1]): the GRU over the T steps from
+ * a zero state, the head y_t = w_y . h_t + b_y, the mean squared error, its gradients and the
+ * update. The loss is added on the device to a sum that wm_model_take_loss reads.
  */
 kp_status wm_model_train_step(wm_model *m, int member, kp_tensor x, kp_tensor y, int64_t step);
 
