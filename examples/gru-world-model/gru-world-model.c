@@ -186,6 +186,111 @@ static int save_data(const char *path, int64_t n, int w, int l, const float *v,
     return 1;
 }
 
+/* What the training batches are made from: the curves v [n, l] (the first n_train train), their
+ * standardised features [n, F], the history w and the horizon t, the targets' unit. */
+typedef struct dataset {
+    const float *v, *f;
+    int64_t n_train;
+    int w, t, l;
+    double y_scale;
+} dataset;
+
+/*
+ * One epoch's nb batches of b curves in the order of a Fisher-Yates shuffle from the Philox stream
+ * of (seed, member, epoch) (perm: n_train scratch): x [nb, T, b, F + 1] with x_t = [f, y_{t-1}]
+ * (y_{-1} = 0, the last observed value) and targets y [nb, T, b], y_t = (v(W + t) - v(W - 1)) in
+ * y_scale units.
+ */
+static void epoch_batches(const dataset *d, uint64_t seed, int member, int epoch, int b, int64_t nb,
+                          int64_t *perm, float *x, float *y)
+{
+    const int F = FEATURES, I = F + 1, W = d->w, T = d->t;
+    const uint64_t stream = ((uint64_t)member << 48) | ((uint64_t)epoch << 32);
+    for (int64_t i = 0; i < d->n_train; i++)
+        perm[i] = i;
+    for (int64_t i = d->n_train - 1; i > 0; i--) {
+        const int64_t j =
+            (int64_t)(kp_random_uniform(seed, stream, (uint64_t)i) * (double)(i + 1)) % (i + 1);
+        const int64_t s = perm[i];
+        perm[i] = perm[j], perm[j] = s;
+    }
+    for (int64_t bi = 0; bi < nb; bi++)
+        for (int j = 0; j < b; j++) {
+            const int64_t c = perm[bi * b + j];
+            const float *vc = d->v + c * d->l;
+            for (int t = 0; t < T; t++) {
+                float *xt = x + ((bi * T + t) * b + j) * I;
+                memcpy(xt, d->f + c * F, F * sizeof *xt);
+                xt[F] = t ? (float)((vc[W + t - 1] - vc[W - 1]) / d->y_scale) : 0.0f;
+                y[(bi * T + t) * b + j] = (float)((vc[W + t] - vc[W - 1]) / d->y_scale);
+            }
+        }
+}
+
+/*
+ * Scores the ensemble's predictions pred [E, n_test, T] (y_scale units) of the held-out curves
+ * v_test [n_test, L] against the last value and lines through the last k values, prints the table,
+ * and returns whether the ensemble beat both.
+ */
+static int report(const dataset *d, const float *v_test, int64_t n_test, int E, int K,
+                  const float *pred)
+{
+    const int W = d->w, T = d->t, L = d->l;
+    const double y_scale = d->y_scale;
+    /* Lines through the last k values for a few k besides --linear-k: the ensemble must beat
+     * the best of them (chosen on the held-out curves themselves, which favours the baseline). */
+    const int ks[] = {K, 5, 10, 30, 50, W};
+    enum { N_KS = sizeof ks / sizeof ks[0] };
+    double se_ens = 0, se_ens_end = 0, se_last = 0, se_last_end = 0;
+    double se_lin[N_KS] = {0}, se_lin_end[N_KS] = {0};
+    for (int64_t i = 0; i < n_test; i++) {
+        const float *vc = v_test + i * L;
+        for (int t = 0; t < T; t++) {
+            double mean = 0;
+            for (int e = 0; e < E; e++)
+                mean += pred[((int64_t)e * n_test + i) * T + t];
+            mean = mean / E * y_scale;
+            const double truth = vc[W + t] - vc[W - 1], de = mean - truth;
+            se_ens += de * de, se_last += truth * truth;
+            if (t == T - 1)
+                se_ens_end += de * de, se_last_end += truth * truth;
+            for (int q = 0; q < N_KS; q++) {
+                if (ks[q] > W)
+                    continue;
+                const double dn = linear_forecast(vc, W, ks[q], t + 1) - truth;
+                se_lin[q] += dn * dn;
+                if (t == T - 1)
+                    se_lin_end[q] += dn * dn;
+            }
+        }
+    }
+    const double cnt = (double)(n_test * T);
+    const double r_ens = sqrt(se_ens / cnt), r_last = sqrt(se_last / cnt);
+    kp_gru_rollout_metrics metrics;
+    kp_gru_rollout_metrics_compute(pred, E, n_test, T, NULL, NULL, NULL, &metrics);
+    printf("held-out %d-step prediction, RMSE in log loss over all steps (at step %d):\n", T, T);
+    printf("  GRU ensemble (mean of %d)   %.4f  (%.4f)  ensemble spread %.4f\n", E, r_ens,
+           sqrt(se_ens_end / (double)n_test), metrics.ensemble_spread * y_scale);
+    printf("  last value                 %.4f  (%.4f)\n", r_last,
+           sqrt(se_last_end / (double)n_test));
+    double r_lin = INFINITY;
+    int best_k = K;
+    for (int q = 0; q < N_KS; q++) {
+        if (ks[q] > W || (q > 0 && ks[q] == K))
+            continue;
+        const double r = sqrt(se_lin[q] / cnt);
+        printf("  line through the last %-4d %.4f  (%.4f)\n", ks[q], r,
+               sqrt(se_lin_end[q] / (double)n_test));
+        if (r < r_lin)
+            r_lin = r, best_k = ks[q];
+    }
+    const int better = r_ens < r_last && r_ens < r_lin;
+    printf("the ensemble %s both baselines (%.2fx the last value's error, %.2fx the best line's, "
+           "k = %d)\n",
+           better ? "beats" : "does NOT beat", r_ens / r_last, r_ens / r_lin, best_k);
+    return better;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -334,6 +439,8 @@ int main(int argc, char **argv)
            "horizon %d; targets in units of %.4f (their RMS in log loss)\n",
            (long long)n_train, (long long)nb, B, (long long)n_test, W, T, y_scale);
 
+    const dataset ds = {
+        .v = v, .f = fnorm, .n_train = n_train, .w = W, .t = T, .l = L, .y_scale = y_scale};
     const wm_config cfg = {.members = E,
                            .hidden = (int)o.hidden,
                            .features = F,
@@ -371,30 +478,7 @@ int main(int argc, char **argv)
     for (int e = 0; e < E; e++) {
         int64_t step = 0;
         for (int epoch = 0; epoch < (int)o.epochs; epoch++) {
-            /* A Fisher-Yates shuffle from the stream of (seed + 2, member, epoch); each curve's
-             * sequence x_t = [f, y_{t-1}] (y_{-1} = 0, the last observed value), targets y_t. */
-            const uint64_t stream = ((uint64_t)e << 48) | ((uint64_t)epoch << 32);
-            for (int64_t i = 0; i < n_train; i++)
-                perm[i] = i;
-            for (int64_t i = n_train - 1; i > 0; i--) {
-                const int64_t j =
-                    (int64_t)(kp_random_uniform(seed + 2, stream, (uint64_t)i) * (double)(i + 1)) %
-                    (i + 1);
-                const int64_t s = perm[i];
-                perm[i] = perm[j], perm[j] = s;
-            }
-            for (int64_t bi = 0; bi < nb; bi++)
-                for (int b = 0; b < B; b++) {
-                    const int64_t c = perm[bi * B + b];
-                    const float *vc = v + c * L;
-                    for (int t = 0; t < T; t++) {
-                        float *x = xh + bi * per_x + ((int64_t)t * B + b) * I;
-                        memcpy(x, fnorm + c * F, F * sizeof *x);
-                        x[F] = t ? (float)((vc[W + t - 1] - vc[W - 1]) / y_scale) : 0.0f;
-                        yh[bi * per_y + (int64_t)t * B + b] =
-                            (float)((vc[W + t] - vc[W - 1]) / y_scale);
-                    }
-                }
+            epoch_batches(&ds, seed + 2, e, epoch, B, nb, perm, xh, yh);
             st = kp_buffer_write(rt, xbuf, 0, (size_t)(nb * per_x) * sizeof(float), xh);
             if (st == KP_OK)
                 st = kp_buffer_write(rt, ybuf, 0, (size_t)(nb * per_y) * sizeof(float), yh);
@@ -447,60 +531,10 @@ int main(int argc, char **argv)
         goto done;
     }
     const double roll_s = now() - t_roll;
-    /* Lines through the last k values for a few k besides --linear-k: the ensemble must beat
-     * the best of them (chosen on the held-out curves themselves, which favours the baseline). */
-    const int ks[] = {K, 5, 10, 30, 50, W};
-    enum { N_KS = sizeof ks / sizeof ks[0] };
-    double se_ens = 0, se_ens_end = 0, se_last = 0, se_last_end = 0;
-    double se_lin[N_KS] = {0}, se_lin_end[N_KS] = {0};
-    for (int64_t i = 0; i < n_test; i++) {
-        const float *vc = v_test + i * L;
-        for (int t = 0; t < T; t++) {
-            double mean = 0;
-            for (int e = 0; e < E; e++)
-                mean += pred[((int64_t)e * n_test + i) * T + t];
-            mean = mean / E * y_scale;
-            const double truth = vc[W + t] - vc[W - 1], de = mean - truth;
-            se_ens += de * de, se_last += truth * truth;
-            if (t == T - 1)
-                se_ens_end += de * de, se_last_end += truth * truth;
-            for (int q = 0; q < N_KS; q++) {
-                if (ks[q] > W)
-                    continue;
-                const double dn = linear_forecast(vc, W, ks[q], t + 1) - truth;
-                se_lin[q] += dn * dn;
-                if (t == T - 1)
-                    se_lin_end[q] += dn * dn;
-            }
-        }
-    }
-    const double cnt = (double)(n_test * T);
-    const double r_ens = sqrt(se_ens / cnt), r_last = sqrt(se_last / cnt);
-    kp_gru_rollout_metrics metrics;
-    kp_gru_rollout_metrics_compute(pred, E, n_test, T, NULL, NULL, NULL, &metrics);
     printf("ensemble rollout: %d members x %lld curves x %d steps in one gru.rollout launch, "
            "%.2f ms (with its buffers and the read)\n",
            E, (long long)n_test, T, 1e3 * roll_s);
-    printf("held-out %d-step prediction, RMSE in log loss over all steps (at step %d):\n", T, T);
-    printf("  GRU ensemble (mean of %d)   %.4f  (%.4f)  ensemble spread %.4f\n", E, r_ens,
-           sqrt(se_ens_end / (double)n_test), metrics.ensemble_spread * y_scale);
-    printf("  last value                 %.4f  (%.4f)\n", r_last,
-           sqrt(se_last_end / (double)n_test));
-    double r_lin = INFINITY;
-    int best_k = K;
-    for (int q = 0; q < N_KS; q++) {
-        if (ks[q] > W || (q > 0 && ks[q] == K))
-            continue;
-        const double r = sqrt(se_lin[q] / cnt);
-        printf("  line through the last %-4d %.4f  (%.4f)\n", ks[q], r,
-               sqrt(se_lin_end[q] / (double)n_test));
-        if (r < r_lin)
-            r_lin = r, best_k = ks[q];
-    }
-    const int better = r_ens < r_last && r_ens < r_lin;
-    printf("the ensemble %s both baselines (%.2fx the last value's error, %.2fx the best line's, "
-           "k = %d)\n",
-           better ? "beats" : "does NOT beat", r_ens / r_last, r_ens / r_lin, best_k);
+    const int better = report(&ds, v_test, n_test, E, K, pred);
 
     if (o.predictions) {
         FILE *p = fopen(o.predictions, "w");
