@@ -34,11 +34,9 @@ void wm_features(const int n, const int w, __global const float *h, const kp_vie
             sxy += (t - s - tbar) * d;
         }
         const float slope = sxy / ((float)k * ((float)k * k - 1) / 12);
-        float res = 0;
-        for (int t = s; t < w; t++) {
-            const float e = AT(t) - last - (mean + slope * (t - s - tbar));
-            res += e * e;
-        }
+        /* The residuals' sum of squares without a third pass: sum (d - slope tc)^2 = var - slope
+         * sxy, since slope = sxy / sum tc^2. */
+        const float res = fmax(var - slope * sxy, 0.0f);
         slopes[q] = slope;
         OUT(mean);
         OUT(sqrt(var / k));
@@ -50,17 +48,24 @@ void wm_features(const int n, const int w, __global const float *h, const kp_vie
     }
     for (int lag = 1; lag <= 12; lag++)
         OUT(AT(max(w - 1 - lag, 0)) - last);
-    for (int q = 0; q < 6; q++) {
-        float e = AT(0);
-        for (int t = 1; t < w; t++)
-            e += alphas[q] * (AT(t) - e);
-        OUT(e - last);
+    /* The six EMAs in one pass over the history. */
+    float e[6];
+    for (int q = 0; q < 6; q++)
+        e[q] = AT(0);
+    for (int t = 1; t < w; t++) {
+        const float vt = AT(t);
+        for (int q = 0; q < 6; q++)
+            e[q] += alphas[q] * (vt - e[q]);
     }
-    float dsum = 0, dmax = -INFINITY, dmin = INFINITY, vmin = AT(0);
+    for (int q = 0; q < 6; q++)
+        OUT(e[q] - last);
+    float dsum = 0, dsq = 0, dmax = -INFINITY, dmin = INFINITY, vmin = AT(0), rough = 0;
     int up = 0, spikes = 0, last_spike = -1, at_min = 0;
+    const int r0 = max(w - 16, 2);
     for (int t = 1; t < w; t++) {
         const float vt = AT(t), d = vt - AT(t - 1);
         dsum += d;
+        dsq += d * d;
         dmax = fmax(dmax, d);
         dmin = fmin(dmin, d);
         up += d > 0.0f;
@@ -70,23 +75,16 @@ void wm_features(const int n, const int w, __global const float *h, const kp_vie
         last_spike = spike ? t : last_spike;
         at_min = vt < vmin ? t : at_min;
         vmin = fmin(vmin, vt);
+        rough += t >= r0 ? fabs(vt - 2 * AT(t - 1) + AT(t - 2)) : 0.0f;
     }
-    const float dmean = dsum / (w - 1);
-    float dvar = 0;
-    for (int t = 1; t < w; t++) {
-        const float d = AT(t) - AT(t - 1) - dmean;
-        dvar += d * d;
-    }
-    OUT(sqrt(dvar / (w - 1)));
+    /* One pass: the differences' mean is small next to their spread, so the sum of squares
+     * minus the squared sum keeps f32's accuracy (README: checked against the reference). */
+    OUT(sqrt(fmax(dsq - dsum * dsum / (w - 1), 0.0f) / (w - 1)));
     OUT(dmax);
     OUT(dmin);
     OUT((float)up / (w - 1));
     OUT((float)spikes);
     OUT((float)(last_spike < 0 ? w : w - 1 - last_spike) / w);
-    float rough = 0;
-    const int r0 = max(w - 16, 2);
-    for (int t = r0; t < w; t++)
-        rough += fabs(AT(t) - 2 * AT(t - 1) + AT(t - 2));
     OUT(last);
     OUT(AT(0) - last);
     OUT((float)(w - 1 - at_min) / w);
