@@ -26,7 +26,7 @@ struct wm_model {
     layout at;
     kp_kernel *sequence, *backward;
     kp_buffer *param, *grad, *exp_avg, *exp_avg_sq;
-    kp_buffer *h0, *h_all, *ws, *pred, *dpred, *dh_all, *dx, *dh0, *loss, *loss_sum;
+    kp_buffer *h0, *h_all, *ws, *pred, *dpred, *dh_all, *dx, *dh0, *loss, *loss_sum, *dwy_part;
 };
 
 static kp_tensor view(kp_buffer *b, int64_t at, int32_t rank, const int64_t *shape)
@@ -101,10 +101,11 @@ kp_status wm_model_create(kp_runtime *rt, const wm_config *c, wm_model **out)
         st = kp_kernel_find(rt, "gru.sequence_backward", &m->backward);
     kp_buffer **bufs[] = {&m->param, &m->grad, &m->exp_avg, &m->exp_avg_sq, &m->h0,
                           &m->h_all, &m->ws,   &m->pred,    &m->dpred,      &m->dh_all,
-                          &m->dx,    &m->dh0,  &m->loss,    &m->loss_sum};
+                          &m->dx,    &m->dh0,  &m->loss,    &m->loss_sum,   &m->dwy_part};
     const int64_t np = E * a->size;
     const int64_t sizes[] = {np,    np,    np,        np,        B * H, T * B * H, 4 * T * B * H,
-                             T * B, T * B, T * B * H, T * B * I, B * H, 1,         1};
+                             T * B, T * B, T * B * H, T * B * I, B * H, 1,         1,
+                             T * H};
     for (size_t i = 0; st == KP_OK && i < sizeof sizes / sizeof sizes[0]; i++)
         st = buffer(rt, sizes[i], bufs[i]);
     float *init = st == KP_OK ? malloc((size_t)np * sizeof *init) : NULL;
@@ -135,7 +136,7 @@ kp_status wm_model_create(kp_runtime *rt, const wm_config *c, wm_model **out)
 
 int wm_model_launches_per_step(void)
 {
-    return 10;
+    return 11;
 }
 
 kp_status wm_model_train_step(wm_model *m, int e, kp_tensor x, kp_tensor y, int64_t step)
@@ -176,10 +177,15 @@ kp_status wm_model_train_step(wm_model *m, int e, kp_tensor x, kp_tensor y, int6
         st = kp_mse(rt, pred, target, loss, &dpred);
     if (st == KP_OK)
         st = kp_add(rt, loss_sum, loss, loss_sum);
-    /* Backward through the head: dw_y = h^T dpred, db_y = sum dpred, dh = dpred w_y^T. */
+    /* Backward through the head: dw_y = h^T dpred in two stages (per step over the batch, then
+     * over the steps: each output of one product over all T B rows would be one work-item's
+     * sequential sum), db_y = sum dpred, dh = dpred w_y^T. */
+    kp_tensor part = kp_tensor_2d(m->dwy_part, KP_F32, T, H);
     if (st == KP_OK)
-        st = kp_matmul(rt, kp_tensor_transpose(h_rows, 0, 1), dpred,
-                       member_view(m, m->grad, e, a->w_y, 2, (int64_t[]){H, 1}));
+        st = kp_mul_sum(rt, h_all, kp_tensor_3d(m->dpred, KP_F32, T, B, 1),
+                        kp_tensor_3d(m->dwy_part, KP_F32, T, 1, H));
+    if (st == KP_OK)
+        st = kp_sum(rt, part, member_view(m, m->grad, e, a->w_y, 1, &H), KP_AXIS(0));
     if (st == KP_OK)
         st = kp_sum(rt, dpred, member_view(m, m->grad, e, a->b_y, 1, (int64_t[]){1}), KP_AXIS(0));
     if (st == KP_OK)
