@@ -4,6 +4,7 @@ step or epoch) into a PNG, one panel per other column.
 
     build/bin/xor --csv xor.csv && python3 examples/plot-curves.py xor.csv --out xor.png
     python3 examples/plot-curves.py xor.csv --columns loss --log
+    build/bin/gru-world-model --predictions p.csv && python3 examples/plot-curves.py p.csv --overlay
 
 Needs matplotlib (Debian: python3-matplotlib)."""
 import argparse
@@ -17,6 +18,7 @@ def main():
     ap.add_argument("--out", help="the PNG (default: the CSV's name with .png)")
     ap.add_argument("--columns", help="comma-separated columns to draw (default: all but the first)")
     ap.add_argument("--log", action="store_true", help="logarithmic y axes")
+    ap.add_argument("--overlay", action="store_true", help="all columns in one panel")
     a = ap.parse_args()
     try:
         import matplotlib
@@ -38,12 +40,18 @@ def main():
                                                                 ", ".join(head)), file=sys.stderr)
         return 1
     x = [float(r[0]) for r in data]
-    fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.6 * len(names)), sharex=True,
-                             squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
+    panels = 1 if a.overlay else len(names)
+    fig, axes = plt.subplots(panels, 1, figsize=(7, 4.5 if a.overlay else 2.6 * panels),
+                             sharex=True, squeeze=False)
+    for i, name in enumerate(names):
+        ax = axes[0 if a.overlay else i, 0]
         col = head.index(name)
-        ax.plot(x, [float(r[col]) for r in data], marker="." if len(data) < 50 else None)
-        ax.set_ylabel(name)
+        # An empty field is a point the column does not have (a forecast before its start).
+        y = [float(r[col]) if r[col] else float("nan") for r in data]
+        ax.plot(x, y, marker="." if len(data) < 50 else None, label=name)
+        ax.set_ylabel("value" if a.overlay else name)
+        if a.overlay:
+            ax.legend()
         if a.log:
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)

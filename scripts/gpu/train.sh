@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue #25's programs on the NVIDIA device, in one call of the device tool: the XOR example, the
 # Fashion-MNIST CNN for 3 epochs (a recorded step; its weights saved and loaded back), and the
-# same CNN in PyTorch eager (TF32 off) in the same call, per epoch. Needs the dataset's .deb in
+# same CNN in PyTorch eager (TF32 off) in the same call, per epoch; then the GRU world model at
+# its defaults, the same ensemble in PyTorch eager on its data, and its feature encoding in NumPy. Needs the dataset's .deb in
 # .gpu (apt-get download dataset-fashion-mnist zlib1g-dev, into .gpu/).
 #   device run:  carry [".gpu"], command: bash scripts/gpu/train.sh
 # Optional: KP_TRAIN_EPOCHS (default 3), KP_TRAIN_COMPILE=1 adds torch.compile's run.
@@ -27,4 +28,14 @@ if [[ ${KP_TRAIN_COMPILE:-0} == 1 ]]; then
   PYTHONUNBUFFERED=1 timeout "$(cap 300)" python3 bench/peers/peer-fashion-mnist.py --compile \
     --epochs "$epochs" --json "$res/peer-fashion-mnist-compiled.json" || echo "peer failed"
 fi
+
+step "nvidia: gru-world-model (defaults)"
+timeout "$(cap 300)" build-gpu/bin/gru-world-model --device nvidia --csv "$res/gru-world-model.csv" \
+  --save-data /tmp/kp-wm.bin
+
+step "PyTorch eager, the same GRU world model; NumPy, the same features"
+PYTHONUNBUFFERED=1 timeout "$(cap 300)" python3 bench/peers/peer-gru-world-model.py /tmp/kp-wm.bin \
+  --json "$res/peer-gru-world-model.json" || echo "peer failed"
+timeout "$(cap 60)" python3 bench/peers/peer-wm-features.py /tmp/kp-wm.bin \
+  --json "$res/peer-wm-features.json" || echo "peer failed"
 kp_pack

@@ -1,0 +1,24 @@
+/* The 64 features of a loss history (README.md, "The 64 features"), computed by one run-time
+ * registered kernel over a batch of histories, and by a host reference in double. */
+#ifndef WM_FEATURES_H
+#define WM_FEATURES_H
+
+#include "kernelport/kernelport.h"
+
+enum { FEATURES = 64, FEATURES_MIN_HISTORY = 3 };
+
+/* Registers "wm.features" on rt (once per runtime): hist [N, W] in (any strides; W >= 3),
+ * features [N, 64] out (any strides), one work-item per history. */
+kp_status features_register(kp_runtime *rt, kp_kernel **out);
+
+/* Enqueues the one launch over all N histories; `event` may be NULL. */
+kp_status features_encode(kp_runtime *rt, kp_kernel *k, kp_tensor hist, kp_tensor features,
+                          kp_event **event);
+
+/* The same 64 values in double from history v [w] (contiguous). */
+void features_reference(const float *v, int w, double out[FEATURES]);
+
+/* Short names of the 64 features, in order (the README's table). */
+extern const char *const features_names[FEATURES];
+
+#endif
