@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: installs what is missing, builds, and checks every kernel on the default device
 # (kernelport devices + kernelport verify). Arguments go to `kernelport verify` (e.g. a pattern).
 set -euo pipefail

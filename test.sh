@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test command: installs what is missing, builds with -Werror and runs the test suite.
 #   ./test.sh              the suite (build-test/), without the tests labelled "full"
 #   ./test.sh --full       every test, the slow ones too (CLBlast's parameter sets): CI runs this

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns benchmark JSON (from `kernelport bench --json` or a bench/ program's --json) into PNG
 charts: each kernel's fraction of the device's measured peaks and, where a peer was timed in the
 same run, Kernelport's speedup over it.

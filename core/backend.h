@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: the whole interface between the core and a backend (OpenCL, or the host reference
  * runner). A backend includes this header, the public ones and the core's stateless helpers
  * (util.h, sha256.h, vendor.h), never runtime.h: it sees no runtime, kernel, launch or event. */

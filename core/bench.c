@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmarks: a kernel timed with events on its sample arguments, with warm-up and percentiles. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Buffers: validation at the public boundary, the runtime's buffer list, host-memory copies. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device choice: a device spec (--device, KP_DEVICE) or the manifest's ordered device rules. */
 #include <ctype.h>
 #include <stdio.h>

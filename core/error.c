@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Last-error messages, kept per runtime and per thread. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Events: waiting on a launch and reading its device time. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The public headers' inline helpers, exported by the library as real symbols: a program in
  * another language (a Rust or Python binding) calls them through the C ABI like any function. */
 

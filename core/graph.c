@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graphs: launches and transfers captured between kp_graph_begin and kp_graph_end, each launch a
  * prepared launch recorded once, replayed in order with nothing checked again. Runs of launches
  * that no parameter touches are replayed as one block: one command buffer where the device has

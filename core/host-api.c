@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The function table handed to plugins: everything a plugin may ask of the core. */
 #include <stdlib.h>
 #include <string.h>

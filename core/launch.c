@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Launching: argument binding and validation, then the kernel's check and enqueue or reference. */
 #include <stddef.h>
 #include <stdlib.h>

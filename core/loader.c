@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plugin loading: directory scan, trust and probe, dlopen, ABI and field checks, init, and
  * rejection records. */
 #include <dirent.h>

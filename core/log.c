@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging through the runtime's sink; the default sink writes to stderr at KP_LOG's level. */
 #include <stdio.h>
 #include <stdlib.h>

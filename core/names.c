@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Valid names for kernels, tunables and parameters, shared by the registry and the manifest. */
 #include "names.h"
 

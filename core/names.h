@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: the one definition of valid kernel, tunable and parameter names. */
 #ifndef KP_NAMES_H
 #define KP_NAMES_H

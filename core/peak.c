@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device peaks: measured by the backend once per device and driver, then read from the cache. */
 #include <errno.h>
 #include <stdio.h>

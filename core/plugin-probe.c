@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The out-of-process probe: a plugin file new or changed since its last verdict is loaded and
  * initialised by kernelport-plugin-scan in a child process before this process loads any plugin

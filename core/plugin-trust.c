@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Whose code a plugin path would run: the file and every directory above it, as OpenSSH's
  * safe_path checks authorized_keys. */
 #include <errno.h>

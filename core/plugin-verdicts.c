@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plugin verdicts file: one line per plugin file the out-of-process probe ran, so that a warm
  * start reads one small file and compares stat() results instead of probing again. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: the plugin verdicts file, what the out-of-process probe found for each plugin file. */
 #ifndef KP_PLUGIN_VERDICTS_H
 #define KP_PLUGIN_VERDICTS_H

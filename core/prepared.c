@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prepared launches: arguments bound and checked once, the plugin's enqueue recorded once as
  * kernel objects with their arguments set, then replayed with nothing but the enqueues. */
 #include <stdlib.h>

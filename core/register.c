@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernels registered at run time: the caller's descriptor deep-copied into the runtime, then
  * registered like a plugin's (same checks, caches, verify, bench, tune and explain). */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kernel registry: descriptor checks, duplicate resolution, lookup and description. */
 #include <fnmatch.h>
 #include <stddef.h>

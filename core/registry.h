@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: registry helpers shared with the loader and the tuner. */
 #ifndef KP_REGISTRY_H
 #define KP_REGISTRY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The runtime's life: options, manifest layers, device choice, backend, plugins, teardown. */
 #include <stdio.h>
 #include <limits.h>

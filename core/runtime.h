@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: the runtime, kernel, buffer, event and launch objects shared by the core's files. */
 #ifndef KP_RUNTIME_H
 #define KP_RUNTIME_H

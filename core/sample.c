@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sample arguments: random, reproducible inputs that plugins describe and the core allocates. */
 #include <math.h>
 #include <stdlib.h>

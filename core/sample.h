@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: sample arguments that plugins build for verification and benchmarks. */
 #ifndef KP_SAMPLE_H
 #define KP_SAMPLE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: SHA-256 (FIPS 180-4), for program cache keys and cache file checksums. */
 #ifndef KP_SHA256_H
 #define KP_SHA256_H

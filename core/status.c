@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Names and descriptions of the public enums, generated from their tables. */
 #include "kernelport/kernelport.h"
 

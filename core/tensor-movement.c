@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The movement calls of kernelport/ops/tensor.h that take more than one launch or check shapes
  * of their own: flip, pad and concatenation and their backward, each made of tensor.copy and
  * tensor.fill launches over views (docs/kernels/tensor.md, "Movement"). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small string, file and environment helpers used across the core. */
 #include <errno.h>
 #include <stdio.h>

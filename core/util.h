@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: string and file helpers with no runtime state, shared by the core and the backends. */
 #ifndef KP_UTIL_H
 #define KP_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vendor and device-type normalisation: one table of the strings real drivers report. */
 #include "vendor.h"
 

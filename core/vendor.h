@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: vendor and device-type normalisation from the strings drivers report. */
 #ifndef KP_VENDOR_H
 #define KP_VENDOR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Verification: the device against the host reference on the same random sample arguments. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor views as kernels see them: the kp_view<R> vectors of the OpenCL prelude. */
 #include <limits.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: packing a tensor into the prelude's view vector (kernels/common/prelude.cl). */
 #ifndef KP_VIEW_H
 #define KP_VIEW_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Example: y = alpha * x + y with the example.axpy kernel, checked against a plain C loop. */
 #include <math.h>
 #include <stdio.h>

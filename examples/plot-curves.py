@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Draws the training curves an example wrote as CSV (a header, the first column the x axis:
 step or epoch) into a PNG, one panel per other column.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Convolution kernels: im2col, col2im, GEMMs and their passes, bias gradient, max-pool. */
 
 /*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Example kernels: the plugin-authoring tutorial's axpy and scale_rows. */
 
 /* WG is the workgroup size, compiled in so the compiler can size loops and the runtime can check

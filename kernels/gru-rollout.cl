@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.rollout: the ensemble world-model rollout. Two kernels share this file: gru_rollout, one
  * work-group per (member, trajectory), and gru_rollout_grid (gru.rollout_grid's), several
  * work-groups per trajectory exchanging values through global memory. A build compiles one of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GRU cell kernels: the fused small-batch step, the gate kernels of the GEMM path and of BPTT. */
 
 /*

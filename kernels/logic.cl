@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logic-gate networks: gate coefficients, forward, backward, packed inference, CA perception. */
 
 /*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The optim family: fused optimizer steps and gradient clipping over a parameter arena.
  *

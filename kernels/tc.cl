@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tc.gemm: C = alpha op(A) op(B) + beta C on NVIDIA tensor cores, through inline PTX mma.sync. */
 
 /*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The tensor family's row kernels: softmax and log_softmax over the last axis and their backward,
  * fused softmax cross-entropy, and the fixed-order sums behind every rank-0 loss

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The tensor family's one kernel: out[o] = combine over r of map(inputs at (o, r)).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds Kernelport into a build directory: scripts/build.sh [BUILD_DIR] [cmake args...]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages Kernelport needs to build, test and run, when any is missing.
 # Sourced or run by run.sh, test.sh and .ci/run; safe to run again (installs only what is absent).
 set -euo pipefail

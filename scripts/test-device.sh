@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the test suite against another OpenCL device than PoCL, to show no test assumes one
 # machine's device: scripts/test-device.sh oclgrind [ctest arguments...]
 # "oclgrind": Oclgrind's simulator (Debian's oclgrind), a device with other limits than PoCL's

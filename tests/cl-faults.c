@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection at the OpenCL API: the entry points that allocate, build and enqueue, each
  * forwarded to the next definition (the ICD loader's) unless it is the armed call. */
 #include "cl-faults.h"

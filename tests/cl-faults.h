@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fault injection at the OpenCL API, for the executable that links tests/cl-faults.c. */
 #ifndef KP_TEST_CL_FAULTS_H
 #define KP_TEST_CL_FAULTS_H

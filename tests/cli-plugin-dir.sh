@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # kernelport --plugin-dir DIR loads DIR's plugins (#28, item 9); without it the test plugin is
 # not found. Usage: cli-plugin-dir.sh KERNELPORT PLUGIN_DIR
 set -eu

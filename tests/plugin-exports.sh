@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Every plugin of the build exports kp_plugin_entry and nothing else (#28: the blas plugin
 # exported a C++ standard library symbol). Usage: plugin-exports.sh PLUGIN_DIR
 set -eu

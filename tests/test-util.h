@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers for the tests: isolated runtimes, captured logs, paths of build products. */
 #ifndef KP_TEST_UTIL_H
 #define KP_TEST_UTIL_H

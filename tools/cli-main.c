@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kernelport command line: global options, the command table, parsing and help (cli_main). */
 #include "cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the commands: error reporting, runtime creation, formatting, JSON shapes. */
 #include "cli.h"
 

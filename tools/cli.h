@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared declarations of the kernelport command-line tool: commands, options, output helpers. */
 #ifndef KP_TOOLS_CLI_H
 #define KP_TOOLS_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport bench [PATTERN]`: each kernel timed on its benchmark sizes, against the peaks. */
 #include "cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport devices`: every device the runtime enumerated, and the one it chose. */
 #include "cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport explain KERNEL`: where each tuning value of a kernel comes from on this device. */
 #include "cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport kernels [PATTERN]`: each kernel's parameters and its tunables on this device. */
 #include "cli.h"
 

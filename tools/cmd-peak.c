@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport peak`: the device's measured bandwidth, FP32 rate and launch latency. */
 #include "cli.h"
 

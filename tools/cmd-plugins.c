@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport plugins`: the plugins loaded, and those found but refused with the reason. */
 #include "cli.h"
 

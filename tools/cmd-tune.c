@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport tune [PATTERN] --write FILE`: search each kernel's tunables, write the fastest. */
 #include "cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport verify [PATTERN]`: each kernel on the device against its host reference. */
 #include "cli.h"
 

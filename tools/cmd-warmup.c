@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `kernelport warmup [PATTERN]`: builds kernels ahead of first use, filling the caches. */
 #include "cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small streaming JSON writer to a FILE*, shared by the CLI and the benchmark programs. */
 #ifndef KP_TOOLS_JSON_H
 #define KP_TOOLS_JSON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kernelport-plugin-scan PLUGIN: loads one plugin and runs its init in a process of its own for
  * the loader's out-of-process probe (core/plugin-probe.c), reporting each step on descriptor 3. */
 #include <signal.h>

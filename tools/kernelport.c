@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kernelport tool's entry point; the command line itself is cli_main (cli-main.c). */
 #include "cli.h"
 

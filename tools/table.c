@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Aligned text tables: cells are collected first so each column is as wide as its widest cell. */
 #include "cli.h"
 

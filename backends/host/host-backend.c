@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host backend: buffers in host memory, kernels run as their plain-C references. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The OpenCL backend: context, profiling queue, buffers, and the operations table. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The on-disk program binary cache: checksummed files, atomic renames, LRU eviction by mtime. */
 #include "opencl/cl-cache.h"
 

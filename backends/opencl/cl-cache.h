@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: the on-disk program binary cache (content-addressed files, bounded, multi-process). */
 #ifndef KP_CL_CACHE_H
 #define KP_CL_CACHE_H

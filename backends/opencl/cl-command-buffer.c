@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Command buffers (cl_khr_command_buffer): a graph's recorded kernels enqueued by one call. The
  * extension is provisional, so its entry points are looked up at run time and only the version
  * range whose signatures these calls match (0.9.x, as CL/cl_ext.h declares them) is used. */

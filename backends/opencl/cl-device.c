@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Enumerates OpenCL platforms and devices and describes each as a kp_device_info. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OpenCL error names, and how CL failures become kp_status values and messages. */
 #include <stdarg.h>
 #include <stdlib.h>

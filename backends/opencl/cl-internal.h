@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to the OpenCL backend: its state and helpers. */
 #ifndef KP_CL_INTERNAL_H
 #define KP_CL_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernel arguments, NDRange enqueues and the events that time a launch. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device peaks: streaming bandwidth over vector widths, FP32 FMA rate, and launch latency. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Program builds: per (device, source, options), cached in memory and in the on-disk cache. */
 #include <stdio.h>
 #include <stdlib.h>

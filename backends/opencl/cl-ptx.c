@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Re-targeting NVIDIA's compiled OpenCL PTX from sm_90 to sm_90a (cl-ptx.h). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hopper's sm_90a PTX from what NVIDIA's OpenCL compiler emits (sm_90): shared by the program
  * builds (cl-program.c) and bench/probes/tc-ceilings, which builds with plain OpenCL. */
 #ifndef KP_CL_PTX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device peak measurement: streaming copy and triad at several vector widths, FP32 FMA chains,
  * and an empty kernel for launch latency. Built by the OpenCL backend with -D VEC=n. */
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Issue #5's speed targets for the gru family as a markdown table for docs/PERFORMANCE.md.
 
     python3 bench/peers/compare-gru.py --gpu results/bench-gru-nvidia.json \\

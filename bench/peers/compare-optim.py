@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Issue #23's optimizer comparisons as a markdown table for docs/PERFORMANCE.md.
 
     python3 bench/peers/compare-optim.py --gpu results/bench-optim-nvidia.json \\

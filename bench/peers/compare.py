@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Joins bench-blas JSON with the cuBLAS peer's JSON by case and prints markdown tables for
 docs/PERFORMANCE.md: throughput against cuBLAS FP32 (or, without a peer file, against the OpenBLAS
 figures bench-blas measured in the same process), the launch-path overhead against CLBlast called

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The optimizer benchmarks' model as the peers build it (bench/programs/optim-model.c is
 Kernelport's side): 100 tensors, their sizes, AdamW's hyperparameters, and AdamW's step in NumPy
 and through torch.optim from a given state. Imported by peer-optim.py and peer-tensor.py."""

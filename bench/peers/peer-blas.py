@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The GPU peer of bench-blas: cuBLAS SGEMM through PyTorch with TF32 off, on bench-blas's shapes.
 
     PYTHONUNBUFFERED=1 python3 bench/peers/peer-blas.py --json results/peer-blas-torch.json

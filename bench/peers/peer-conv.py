@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The GPU peers of bench-conv: cuDNN convolution and unfold (im2col) through PyTorch, TF32 off.
 
     PYTHONUNBUFFERED=1 python3 bench/peers/peer-conv.py --json results/peer-conv-torch.json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """examples/fashion-mnist's peer: the same CNN, data order and optimizer in PyTorch.
 
     python3 bench/peers/peer-fashion-mnist.py --epochs 3 --json results/peer-fashion-mnist.json

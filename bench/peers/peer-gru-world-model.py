@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """examples/gru-world-model's peer: the same GRU ensemble, data, data order and optimizer in PyTorch.
 
     build-gpu/bin/gru-world-model --device nvidia --save-data wm.bin --csv wm.csv

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The GPU peers of bench-gru: the seed plan's ensemble rollout and GRU sequences in PyTorch.
 
     PYTHONUNBUFFERED=1 python3 bench/peers/peer-gru.py --json results/peer-gru-torch.json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench-launch's peer: the XOR model's training step in PyTorch eager, 200 steps.
 
     build/bin/bench-launch --json results/bench-launch.json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The GPU peers of bench-logic: logic-gate layers written in plain PyTorch on CUDA.
 
     PYTHONUNBUFFERED=1 python3 bench/peers/peer-logic.py --json results/peer-logic-torch.json

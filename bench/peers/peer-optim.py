@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The peers of bench-optim: torch.optim on CUDA, and NumPy and PyTorch on the CPU.
 
     PYTHONUNBUFFERED=1 python3 bench/peers/peer-optim.py --json results/peer-optim-torch.json

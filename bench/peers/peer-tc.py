@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The GPU peers of bench-tc: cuBLAS GEMMs through PyTorch in FP32, TF32, FP16 and BF16.
 
     PYTHONUNBUFFERED=1 python3 bench/peers/peer-tc.py --json results/peer-tc-torch.json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench-tensor and its peers in one run: NumPy and PyTorch on a CPU device, PyTorch on CUDA.
 
     python3 bench/peers/peer-tensor.py --bench build/bin/bench-tensor --quick --json out.json

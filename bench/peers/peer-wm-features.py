@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """examples/gru-world-model's state encoding in NumPy: the same 64 features of the same histories.
 
     build/bin/gru-world-model --save-data wm.bin ...      # 10,000 curves and the kernel's features

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the bench/peers/peer-*.py scripts share: the JSON they write, the skip when there is no GPU,
 and the CUDA-event timing. Imported from the scripts' own directory (python3
 bench/peers/peer-x.py puts bench/peers/ first on sys.path)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Registers and spills of the newest NVIDIA programs in Kernelport's binary cache.
 
 The cache keeps each program's binary between a 16-byte header and a 32-byte checksum; on NVIDIA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tc-ceilings: what bounds tc.gemm on an NVIDIA GPU. Builds kernels/tc.cl with its TC_PROBE
  * switch to time the copies into local memory alone and the products alone, next to the whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tc-cluster-probe: does NVIDIA's OpenCL launch thread-block clusters? Builds
  * bench/probes/tc-cluster-probe.cl, takes its PTX, declares a cluster of two work-groups on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Thread-block clusters through OpenCL (bench/probes/tc-cluster-probe.c): each work-group records
  * its rank in its cluster, the cluster's size and the cluster's index. Where the cluster has two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/probes/tc-ceilings: mma.sync's own throughput, from registers only (no memory in the
  * loop). Each warp runs `iters` rounds of 4 x 8 independent mma tiles, the fragments of a 64 x 64 warp tile.
  * Built after kernels/tc.cl, whose mma() (per PREC) it calls. */

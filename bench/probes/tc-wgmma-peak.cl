@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench/probes/tc-ceilings: Hopper's wgmma from local memory, tf32 m64n128k8, two warpgroups per
  * work-group, operands resident (no copies in the loop). NVIDIA's OpenCL compiler targets sm_90,

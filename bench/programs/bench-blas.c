@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-blas: blas.gemm against OpenBLAS, CLBlast called directly, and its own launch path. */
 #include <math.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-conv: conv.im2col and conv.conv2d against CLBlast's im2col and convgemm and OpenBLAS. */
 #include <math.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-example: example.axpy against OpenBLAS cblas_saxpy in the same process. */
 #include <stdio.h>
 #include <stdlib.h>

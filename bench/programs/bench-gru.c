@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-gru: gru.rollout (and gru.step when present) against an OpenBLAS host path. */
 #include <math.h>
 #include <stdint.h>

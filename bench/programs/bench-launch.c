@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-launch: what the host costs per launch. Three parts:
  * - one launch of example.axpy through kp_prepared_launch and kp_kernel_launch against a bare

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-logic: gate layers (forward, backward dx and dw, packed inference) against host loops. */
 #include <math.h>
 #include <stdint.h>

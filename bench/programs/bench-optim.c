@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-optim: one optimizer step over a model of 100 tensors totalling 25M parameters (2.5M with
  * --quick), the case of issue #23 that peer-optim.py runs through torch.optim.AdamW(fused=True).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-plugin-scan: what the plugin loader's out-of-process probe costs at start-up. Times
  * kp_runtime_create with 10 plugins (copies of the example plugin) with the probe's verdicts
  * warm, with none (every plugin probed in a child process), and with the probe turned off

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench-tc: tc.gemm in each precision, from f32 tensors and (f16, bf16) from 16-bit ones, against
  * CLBlast's FP32 GEMM (blas.gemm) on the same device, with each result's error against an FP64
  * product of sampled rows. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench-tensor: the tensor family at issue #23's sizes (--quick: sizes a 2-core CPU runs in
  * seconds): add with a broadcast row, exp, the sums over the last and over the first axis, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The benchmark harness: command line, peaks, median timings, the results table and JSON. */
 #include "harness.h"
 

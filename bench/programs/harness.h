@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The benchmark harness shared by bench/programs/: options, peer timing, a table and JSON. */
 #ifndef KP_BENCH_HARNESS_H
 #define KP_BENCH_HARNESS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The optimizer benchmarks' model: its sizes, its arena and AdamW's step on the host. */
 #include "optim-model.h"
 

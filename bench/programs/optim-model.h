@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The optimizer benchmarks' model (bench-optim, bench-tensor's AdamW row): 100 f32 tensors held
  * in one arena per array, their sizes from one rule that bench/peers/optim_model.py follows too,
  * and AdamW's step on the host. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CMake helpers for building Kernelport plugins, in this tree and out of it (installed with the
 # package, so `find_package(Kernelport)` makes kp_add_plugin available to plugin authors).
 include_guard(GLOBAL)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Embeds one text file into a C source as a NUL-terminated char array, byte for byte, so
 # OpenCL build-log line numbers match the file. Run as:
 #   cmake -DINPUT=file.cl -DOUTPUT=file.c -DSYMBOL=kp_kernel_file_cl -P embed.cmake

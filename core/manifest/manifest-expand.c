@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Expansion of "~", "${VAR}" and "${VAR:-default}" in manifest paths. */
 #include "manifest-internal.h"
 

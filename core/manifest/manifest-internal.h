@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to the manifest module: the parsed layer with its "was set" flags, shared helpers. */
 #ifndef KP_MANIFEST_INTERNAL_H
 #define KP_MANIFEST_INTERNAL_H

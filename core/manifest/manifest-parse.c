@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The manifest schema: walks libyaml's document tree with tables of {key, node kind, handler}. */
 #include "manifest-internal.h"
 #include "names.h"

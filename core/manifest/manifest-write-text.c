@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text kp_manifest_write_tuning writes: YAML scalars quoted as needed, tuning entries. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kp_manifest_write_tuning: adds or updates a tuning entry by editing the manifest's text. */
 #include <errno.h>
 #include <fcntl.h>

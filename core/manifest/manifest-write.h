@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private to kp_manifest_write_tuning: the text it writes (manifest-write-text.c). */
 #ifndef KP_MANIFEST_WRITE_H
 #define KP_MANIFEST_WRITE_H

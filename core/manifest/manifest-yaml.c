@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A table-driven walker over libyaml's document tree, with file:line:col errors and YAML paths. */
 #include "manifest-internal.h"
 

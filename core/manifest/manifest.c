@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The manifest model's lifetime, reading manifest files, and merging each layer over the last. */
 #include "manifest-internal.h"
 

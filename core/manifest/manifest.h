@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: the manifest model, its YAML loader and the layering of manifest files. */
 #ifndef KP_MANIFEST_H
 #define KP_MANIFEST_H

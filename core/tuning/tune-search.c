@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tuner's search: full grid when small, else coordinate descent then random points. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kp_kernel_tune: the search space of a kernel's tunables, and candidates verified then timed. */
 #include <fnmatch.h>
 #include <math.h>

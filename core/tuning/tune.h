@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal: the tuner's search, separated from measurement so tests can drive it with fakes. */
 #ifndef KP_TUNE_H
 #define KP_TUNE_H

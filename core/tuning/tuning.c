@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tuning resolution: the most specific manifest entry whose value is allowed and fits wins. */
 #include <stddef.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Fashion-MNIST CNN's buffers, its training step and its weights file (cnn-model.h). */
 #include "cnn-model.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Fashion-MNIST CNN of issue #25 as Kernelport launches: conv(1->32, 3x3, pad 1) + ReLU +
  * max-pool 2 + conv(32->64, 3x3, pad 1) + ReLU + max-pool 2 + linear(3136->128) + ReLU +
  * linear(128->10), softmax cross-entropy, AdamW over one parameter arena. */

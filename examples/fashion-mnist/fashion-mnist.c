@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fashion-mnist: trains issue #25's CNN on Fashion-MNIST with Kernelport alone (a recorded
  * training step replayed per batch), evaluates it on the test set after each epoch, and saves
  * or loads its weights. Writes the curves as CSV (examples/plot-curves.py draws them). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* IDX reading through zlib's gz* calls, which read plain files unchanged. */
 #include "idx.h"
 

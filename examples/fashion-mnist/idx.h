@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The IDX files of MNIST and Fashion-MNIST (gzip-compressed or not): images as u8 [n, rows,
  * cols], labels as u8 [n]. */
 #ifndef IDX_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # example-fashion-mnist's test (issue #25): one epoch on 2,000 training images must reach 70% on
 # 1,000 test images; the saved weights loaded into a fresh model give the same test predictions
 # (their digests); a missing data directory is named with the package that provides it. Batch 16

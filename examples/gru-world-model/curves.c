@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Synthetic loss curves (curves.h): decays with plateaus, log-normal noise and spikes. */
 #include "curves.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Synthetic training-loss curves for the GRU world model (README.md, "The curves"). */
 #ifndef WM_CURVES_H
 #define WM_CURVES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The 64-feature encoder (features.h): wm-features.cl registered at run time, its launch and its
  * host reference. The kernel and the reference follow README.md's table line by line. */
 #include "features.h"

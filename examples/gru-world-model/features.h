@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The 64 features of a loss history (README.md, "The 64 features"), computed by one run-time
  * registered kernel over a batch of histories, and by a host reference in double. */
 #ifndef WM_FEATURES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru-world-model: S1's loop on Kernelport alone. Synthetic loss curves, their 64 features in one
  * launch, an ensemble of GRUs trained to continue them, and 50-step rollouts scored on held-out
  * curves against the naive forecasts (README.md). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wm.features: the 64 features of each loss history (examples/gru-world-model/README.md, "The 64
  * features"), one work-item per history, r(t) = v(t) - v(W - 1) throughout. The windows, EMA
  * weights and spike threshold are features.c's too; the program compares the two on every run. */

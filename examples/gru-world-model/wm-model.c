@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The world model's parameters, training step and rollout as Kernelport launches (wm-model.h). */
 #include "wm-model.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The world model: an ensemble of GRUs with a linear loss head, trained with gru.sequence and
  * gru.sequence_backward (teacher forcing) and rolled forward with gru.rollout (README.md). */
 #ifndef WM_MODEL_H

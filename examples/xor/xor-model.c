@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The XOR model's buffers and its training step as Kernelport launches (xor-model.h). */
 #include "xor-model.h"
 

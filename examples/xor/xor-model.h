@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The XOR model: a 2 -> H -> 1 MLP (tanh hidden layer, a logit out, binary cross-entropy with
  * logits, i.e. a sigmoid output) trained full batch on the four XOR rows with AdamW, every
  * operation a Kernelport launch. Used by the xor example and by bench-launch. */

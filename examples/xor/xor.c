@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xor: trains a 2 -> 8 -> 1 MLP on XOR with Kernelport alone, one recorded training step replayed
  * until all four outputs are right. Writes the loss curve as CSV (examples/plot-curves.py draws
  * it). Deterministic for a seed on a device. */

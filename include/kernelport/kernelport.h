@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernelport application API: runtime, devices, buffers, tensors, kernels, launch, errors. */
 #ifndef KERNELPORT_H
 #define KERNELPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernelport plugin ABI: the only header a plugin includes. */
 #ifndef KERNELPORT_PLUGIN_H
 #define KERNELPORT_PLUGIN_H

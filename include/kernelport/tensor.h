@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernelport tensors: the kp_tensor value type and its helpers, header-only so that plugins,
  * which link nothing from the library, can use them too. */
 #ifndef KERNELPORT_TENSOR_H

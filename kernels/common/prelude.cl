@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernelport's OpenCL C prelude: the core puts it before every program it builds (a plugin's or a
  * kernel registered at run time), so kernels share one tensor view type, its accessors and the
  * horizontal sums. Names start with kp_ / KP_; the prelude only ever grows. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CLBlast on the runtime's queue: the calls, their statuses as kp_status, parameter overrides. */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // CLBlast's C++ GEMM entry points, which take a temporary buffer; see blas-gemm-temp.h.
 #include <clblast.h>
 #include <clblast_half.h>

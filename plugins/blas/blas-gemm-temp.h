@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CLBlast's GEMM with a temporary buffer the caller keeps, declared for C and C++ alike (no
  * Kernelport headers). CLBlast's C API (1.5.3) has no such argument: its indirect GEMM (the path
  * for large products) then creates and releases a device buffer on every call for the operands it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor views as BLAS matrices: layout, transpose, leading dimension and offset, validated. */
 #include <limits.h>
 #include <stdio.h>

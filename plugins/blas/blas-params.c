@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CLBlast's tuning parameters as tunables: names, allowed values, and the constraints they obey. */
 #include <stdio.h>
 #include <string.h>

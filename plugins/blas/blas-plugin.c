@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The blas plugin: GEMM, strided batched GEMM and GEMV through CLBlast, tuned by the manifest. */
 #include <stdio.h>
 #include <stdlib.h>

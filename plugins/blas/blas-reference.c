@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plain-C references of the blas kernels (double accumulation) and their verification tolerance. */
 #include <math.h>
 #include <stdlib.h>

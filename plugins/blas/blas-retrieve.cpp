@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Reads CLBlast's current tuning parameters: its C API (1.5.3) can override them but not read them.
 #include <cstdio>
 #include <exception>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One of the blas plugin's C++ functions (blas-gemm-temp.h has the others), declared for C and
  * C++ alike (no Kernelport headers). */
 #ifndef KP_BLAS_RETRIEVE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* blas.gemm through tc.gemm (tensor cores): f32 products when the manifest asks for a precision
  * below FP32 (opt-in), f16 products always; CLBlast runs where the device has no tensor cores. */
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CLBlast statuses as kp_status, with CLBlast's name (and the OpenCL error it mirrors). */
 #include "blas.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The blas plugin's shared declarations: parameter order, matrix layouts, CLBlast glue. */
 #ifndef KP_BLAS_H
 #define KP_BLAS_H

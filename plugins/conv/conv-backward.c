@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv.conv2d_backward_data, _weight and _bias: the gradients of conv.conv2d through GEMMs. */
 #include "conv-kernels.h"
 #include "conv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv.conv2d: im2col of a chunk of images, one GEMM per group, an output pass adding the bias. */
 #include "conv-kernels.h"
 #include "conv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The passes the GEMM-based convolutions share: chunking, im2col/col2im of a chunk, GEMMs. */
 #include <math.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv.im2col and conv.col2im: a batch of images to Caffe's column layout and back (a gather). */
 #include "conv-kernels.h"
 #include "conv.h"

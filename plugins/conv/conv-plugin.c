@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conv plugin: registers im2col/col2im, conv2d with its gradients, and max-pool. */
 #include "conv.h"
 

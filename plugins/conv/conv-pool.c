@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv.maxpool2d and conv.maxpool2d_backward: max-pool with argmax indices, and its gather. */
 #include "conv-kernels.h"
 #include "conv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plain-C references of the conv kernels: direct loops over host memory, sums in double. */
 #include <math.h>
 #include <stdlib.h>

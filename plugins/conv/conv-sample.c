@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sample arguments of the conv kernels: awkward verification cases and the bench shapes. */
 #include <math.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The geometry of a checked call, and verification tolerances derived from f32 rounding. */
 #include <math.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the conv kernels: tunables, geometry checks with their messages, kernel arguments. */
 #include <limits.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv.conv2d's Winograd F(2x2, 3x3) path: transforms in conv.cl, 16 GEMMs per group between. */
 #include <limits.h>
 

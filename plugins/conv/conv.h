@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conv plugin's shared declarations: parameters, geometry, launch helpers, references. */
 #ifndef KP_CONV_H
 #define KP_CONV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The example plugin: descriptors, shape checks and launch planning for example.axpy and
  * example.scale_rows. docs/plugin-authoring.md walks through this file. */
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plain-C references of the example kernels, on host memory. */
 #include <math.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The example plugin's shared declarations: parameter order and the host references. */
 #ifndef KP_EXAMPLE_H
 #define KP_EXAMPLE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.sequence_backward: backpropagation through time over gru.sequence's saved workspace. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the GRU cell kernels: argument checks, views, the fused and GEMM launch paths. */
 #include <limits.h>
 #include <math.h>

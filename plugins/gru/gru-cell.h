@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The GRU cell kernels' private declarations: parameters, shared launch helpers, references. */
 #ifndef KP_GRU_CELL_H
 #define KP_GRU_CELL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gru plugin: registers the GRU kernels (step, sequence, backward, ensemble rollout); the
  * family's way of passing a tensor that may be omitted. */
 #include "gru.h"

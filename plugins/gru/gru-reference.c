@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host references of the GRU cell kernels (double accumulation) and their verification bounds. */
 #include <float.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.rollout_grid: the ensemble rollout with several work-groups per trajectory exchanging
  * h_t and the logits through global memory (gru_rollout_grid in kernels/gru-rollout.cl); and
  * gru.rollout's route to it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.rollout's host reference: the rollout in double precision, one trajectory at a time. */
 #include <math.h>
 #include <stdlib.h>

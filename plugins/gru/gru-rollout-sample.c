@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.rollout's sample arguments: awkward verification sizes, the seed plan's benchmark sizes. */
 #include <math.h>
 #include <string.h>

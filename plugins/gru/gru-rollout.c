@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.rollout: the ensemble world-model rollout's descriptor, shape checks and launch planning. */
 #include <float.h>
 #include <limits.h>

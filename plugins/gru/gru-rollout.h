@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.rollout's shared declarations: parameter order, the kernels' arguments, the reference. */
 #ifndef KP_GRU_ROLLOUT_H
 #define KP_GRU_ROLLOUT_H

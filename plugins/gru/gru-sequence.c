@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.sequence: T GRU steps from h0, every state kept, optionally the workspace for backward. */
 #include <stdio.h>
 #include <string.h>

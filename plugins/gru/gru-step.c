@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.step: one GRU cell step h_out = GRU(x, h): fused for small batches, GEMMs for large. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gru plugin's shared declarations: the host table and each kernel's descriptor. */
 #ifndef KP_GRU_H
 #define KP_GRU_H

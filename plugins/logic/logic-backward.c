@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logic.backward: dy to dw (batch sums, softmax backward) and dx (gather over a reverse CSR). */
 #include <float.h>
 #include <math.h>

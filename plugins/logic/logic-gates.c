@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logic.coeffs (logits to gate coefficients) and logic.forward (a layer of soft or hard gates). */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logic.groupsum, its backward and its packed variant: class scores from groups of gates. */
 #include <float.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logic.pack, logic.unpack and logic.eval_packed: hard inference on 32 samples per word. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logic.perceive and its backward: 3 x 3 Moore patches of a cellular automaton's grid. */
 #include <string.h>
 

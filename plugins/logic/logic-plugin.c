@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The logic plugin: registers the logic-gate network kernels (family `logic`). */
 #include "logic.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The logic kernels' host references: the same math in double, on host memory. */
 #include <math.h>
 #include <stdlib.h>

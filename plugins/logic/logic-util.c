@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the logic kernels: shape checks, the wiring check, argument lists, tunables resolved by
  * device type, sample helpers. */
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The logic plugin's shared declarations: parameters, descriptors, checks, launches, references. */
 #ifndef KP_LOGIC_H
 #define KP_LOGIC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* optim.adam and optim.adamw: PyTorch's Adam and AdamW (bias correction, AMSGrad, maximize) over a
  * whole parameter arena in one launch. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the optim kernels share: the checks of an arena and its segment table, the arguments every
  * launch sets, the references' view of the table, and the sample arenas. */
 #include <limits.h>

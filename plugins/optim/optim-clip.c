@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* optim.clip_grad_norm: torch.nn.utils.clip_grad_norm_ over a gradient arena. The L2 norm of all
  * gradients is a two-pass reduction whose order depends on the arena's length alone (the same bits
  * on every run and at every work-group size); the gradients are then scaled by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The optim plugin: fused optimizer steps and gradient clipping over a parameter arena, one
  * launch for a whole parameter list (family `optim`, docs/kernels/optim.md). */
 #include "optim.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* optim.sgd: PyTorch's SGD (momentum, dampening, Nesterov, weight decay, maximize) over a whole
  * parameter arena in one launch. */
 #include <math.h>

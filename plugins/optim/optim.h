@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The optim plugin's shared declarations: parameter order, the arena and segment checks, the
  * arguments every kernel shares, and the samples. docs/kernels/optim.md describes the family. */
 #ifndef KP_OPTIM_H

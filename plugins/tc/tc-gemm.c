@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tc.gemm: checks, the device test, operand layouts and the launch of kernels/tc.cl. */
 #include <limits.h>
 #include <stdio.h>

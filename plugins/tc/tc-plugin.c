@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tc plugin: registers tc.gemm, the GEMM on NVIDIA tensor cores (family `tc`). */
 #include "tc.h"
 

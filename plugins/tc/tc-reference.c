@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tc.gemm's host reference (inputs rounded as the tensor cores see them), tolerance and samples. */
 #include <math.h>
 #include <stdio.h>

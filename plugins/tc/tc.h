@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tc plugin's shared declarations: parameters, the planned call, support, references. */
 #ifndef KP_TC_H
 #define KP_TC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.mul_sum: y = the sum of a * b over the axes y is broadcast along, a, b and y broadcast
  * together: a contraction in one launch of the map-reduce kernel (a small matrix product is a
  * [M, K, 1] by [1, K, N] into [M, 1, N]). Each output element is one work-item's (or, for few

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Storage dtypes of the tensor family's operands: their build options, the tolerance of 16-bit
  * results and the bytes a call moves. kernels/tensor.cl's DT0..DTY and kernels/tensor-rows.cl's
  * DT0..DTM read and write them. */

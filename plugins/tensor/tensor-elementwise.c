@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.<op> and tensor.<op>_backward: elementwise ops with NumPy broadcasting, and their
  * gradients, summed over the axes an operand was broadcast along (a fixed-order sum). */
 #include <pthread.h>

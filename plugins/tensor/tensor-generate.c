@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.fill, arange, uniform, normal, bernoulli: values that depend only on an element's
  * row-major index; the random ones are Philox4x32-10 counters, the same bits on every device. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.cross_entropy (fused softmax cross-entropy with integer labels), tensor.mse and
  * tensor.bce_with_logits: a rank-0 mean loss and its gradient, the mean a fixed-order sum
  * (kernels/tensor-rows.cl). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.copy: y = x with x broadcast to y's shape, any strides on both, which makes permute
  * (a permuted view of x), expand, slice (a view), strided gathers and, into a slice of y, pad and
  * concatenation; tensor.copy_backward: dx = dy summed over the axes x was broadcast along (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The op table and the maps in double for the host references (kernels/tensor.cl's `map`). */
 #include <math.h>
 

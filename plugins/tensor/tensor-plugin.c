@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tensor plugin: elementwise ops with broadcasting, reductions, softmax and losses, and their
  * backward (family `tensor`, docs/kernels/tensor.md). */
 #include "tensor.h"

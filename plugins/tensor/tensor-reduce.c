@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.sum, mean, prod, max, min, argmax, argmin over a set of axes, and the backward of sum
  * and mean. Each output element is one work-item's sequential sum over its terms in row-major
  * order: the same bits on every run and at every work-group size. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.softmax, log_softmax and their backward over the last axis, and the row layout and
  * launch shape every row kernel shares (kernels/tensor-rows.cl). */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Iteration spaces: broadcasting operands to one shape, splitting kept from reduced dimensions,
  * coalescing, and the one launch (or host loop) that runs a map and a combine over them. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.var, std and logsumexp over a set of axes (one map-reduce launch each, Welford's and
  * the rescaled running sum as mergeable combines), and the backward of var, std, logsumexp, max
  * and min: a few map-reduce launches with per-output scratch between them, each in an order

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tensor plugin's shared declarations: the op table, iteration spaces, launches, references.
  * docs/kernels/tensor.md describes the family. */
 #ifndef KP_TENSOR_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A/B timing on the GPU machine, in one call of the device tool: two commits of the repository (or
 # a commit against the working tree, or one manifest against another), the same `kernelport bench`
 # items or whole families with both, alternating base and new for KP_AB_ROUNDS rounds, so that a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The kernel families' GPU run, in one call of the device tool: build, verify the conv, logic and
 # gru families on the NVIDIA device, bench-conv / bench-logic / bench-gru with the shipped
 # manifest, a short tune of the families' main kernels, the benches again with the tuned values,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Graphs on the NVIDIA device, in one call of the device tool: test-graph and test-prepared on
 # the GPU and on the machine's PoCL (5.0: its cl_khr_command_buffer checked too), the XOR example
 # replayed and direct, bench-launch (host cost per launch, a chain of 1000 launches, 200 XOR

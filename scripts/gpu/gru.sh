@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The gru family's GPU run, shorter than run.sh: build, verify gru.rollout and gru.rollout_grid on
 # the GPU (and gru.rollout on PoCL), sweep their tunables at the seed size, then bench-gru (GPU
 # with the built-in manifest's entries, GPU with bench/manifests/gru-one-group.yaml, PoCL),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What every scripts/gpu/*.sh driver begins with, sourced (never run on its own) as
 #   source "$(dirname "$0")/preamble.sh"
 #   kp_begin NAME DEFAULT_OUT [results]

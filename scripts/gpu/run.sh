@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The GPU run: on the lent GPU machine, in one call of the device tool, build Kernelport and run
 # peak, verify, bench and tune on the NVIDIA device and on PoCL, then every bench program
 # (bench/programs/) and peer (bench/peers/), and leave everything under $OUT (one tarball and one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tc.gemm's GPU run, in one call of the device tool: build, verify tc (and blas.gemm with the TF32
 # routing of bench/manifests/tc-route.yaml), bench-tc, a short tune of tc.gemm with bench-tc again
 # on the tuned values, then bench/peers/peer-tc.py (cuBLAS through PyTorch). One tarball and one

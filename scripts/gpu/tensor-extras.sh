@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The tensor family's kernels that bench-tensor does not time, on the NVIDIA device in one call
 # of the device tool: `kernelport verify 'tensor.*'`, then `kernelport bench` of the 16-bit
 # storage sizes beside their f32 twins (add, exp, sum, a cast, softmax, cross-entropy),

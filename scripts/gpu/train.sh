@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue #25's programs on the NVIDIA device, in one call of the device tool: the XOR example, the
 # Fashion-MNIST CNN for 3 epochs (a recorded step; its weights saved and loaded back), and the
 # same CNN in PyTorch eager (TF32 off) in the same call, per epoch; then the GRU world model at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The GPU run for CLBlast's GEMM parameters: measure a few starting sets (from CLBlast's own
 # database entries for earlier NVIDIA GPUs), tune the Xgemm parameters from the fastest with
 # `kernelport tune`, then run bench-blas with the result. One call of the device tool:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the manifest loader on arbitrary bytes. Whatever it is given, it either loads
  * the text or refuses it with a message in the documented form; it never crashes or leaks. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: kp_manifest_write_tuning on an arbitrary existing manifest and arbitrary
  * arguments. The input is NUL-separated fields: the existing text, then vendor, type, name and

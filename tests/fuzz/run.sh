@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets (clang, ASan + UBSan) into build-fuzz/ and runs each for SECONDS
 # (default 60) from its seed corpus: tests/fuzz/run.sh [SECONDS] [TARGET...]
 # New inputs that reach new code are kept in build-fuzz/corpus/TARGET (not committed); a crash

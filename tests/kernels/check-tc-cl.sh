@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # kernels/tc.cl compiled to PTX by clang for NVIDIA's OpenCL target, in one variant per path (the
 # precisions, transposes, register and cp.async staging, ldmatrix, BT, 16-bit tensors, and both
 # wgmma layouts):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The blas plugin (CLBlast) on PoCL: GEMM, batched GEMM and GEMV against host math in this file,
  * argument checks, and (with --tuning) CLBlast parameters from the manifest. */
 #include <math.h>

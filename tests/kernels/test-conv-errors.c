@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conv plugin's argument checks: every invalid geometry is refused with its exact message. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv.maxpool2d and its backward on PoCL: ties, NaN, overlapping windows, and verify. */
 #include <math.h>
 #include <setjmp.h>

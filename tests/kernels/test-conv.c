@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv.im2col/col2im, conv2d and its gradients on PoCL: host loops, differences, verify. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the conv plugin's tests: runtimes, buffers from doubles, comparisons. */
 #ifndef KP_TEST_CONV_H
 #define KP_TEST_CONV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The example plugin's kernels on PoCL and the host device against host math in this file. */
 #include <math.h>
 #include <setjmp.h>

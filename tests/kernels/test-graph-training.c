@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A training step recorded into a graph and replayed gives what the same launches give run
  * directly, bit for bit: the XOR model of examples/xor (tensor.mul_sum, broadcast adds, tanh and
  * its backward, bce_with_logits, sums, AdamW with its step count as the graph's parameter),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.rollout on PoCL against its host reference: sizes, tunables, views, determinism, sampling
  * statistics, S = 0 and argument checks (test-gru-ops.c tests ops/gru.h's own helpers). */
 #include <math.h>

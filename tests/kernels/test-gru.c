@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gru.step, .sequence and .sequence_backward on PoCL against double host math and differences. */
 #include <math.h>
 #include <setjmp.h>

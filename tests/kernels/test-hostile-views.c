@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every kernel's check against hostile calls made from its verify samples: broadcast (stride-0)
  * extents up to INT64_MAX, which cost no memory, and extreme ints. Under ./test.sh --sanitize,
  * UBSan stops at any overflow in the core's or a plugin's size arithmetic; in every build, no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The logic plugin on PoCL: packed inference, group sums, perception, errors, verification. */
 #include <setjmp.h>
 #include <stdarg.h>

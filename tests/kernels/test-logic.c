@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The logic plugin on PoCL: ops, forward/backward against double math, packed inference, CA. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the logic plugin's test files: the one runtime, device helpers, double math. */
 #ifndef KP_TEST_LOGIC_H
 #define KP_TEST_LOGIC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The optim family: every kernel against its host reference; five steps of each optimizer over an
  * arena of odd-sized tensors against PyTorch's formulas iterated in double; the same bits across
  * runs and work-group sizes; clipping fused into the step; prepared launches that change the step;

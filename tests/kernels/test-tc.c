@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tc plugin where there are no tensor cores (PoCL, CI): tc.gemm says so and names the device,
  * bad arguments are named first, the host reference rounds as the tensor cores do, and a
  * manifest that routes blas.gemm through tc.gemm falls back to FP32 with one warning. (The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tensor family's storage dtypes: casts (tensor.copy between dtypes) against the host's
  * conversions bit for bit, f16's subnormals, infinities and NaNs, i32's truncation and
  * saturation; elementwise ops on mixed dtypes; a bf16 sum with f32 accumulation; softmax and

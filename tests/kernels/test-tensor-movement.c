@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Negative strides (flipped views) through the core's checks and the tensor kernels, and the
  * movement calls of kernelport/ops/tensor.h built on tensor.copy and tensor.fill: flip, pad,
  * concatenation and their backward, against host loops. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tensor family: every kernel against its host reference, the same bits across runs and
  * work-group sizes, each op's gradient against finite differences, and bad inputs. */
 #include <math.h>

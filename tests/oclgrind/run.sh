@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every kernel on Oclgrind's simulator at its smallest verification size, with its data-race and
 # uninitialized-value checks: tests/oclgrind/run.sh BUILD_DIR STATE_DIR [PATTERN]
 # The simulator is reached through the ICD loader (a vendors directory holding only it), as any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A third-party plugin, family "oot" (oot.negate: y = -x), built against an installed package. */
 #include <limits.h>
 

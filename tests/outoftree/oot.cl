@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The out-of-tree test plugin's kernel: y = -x on strided f32 vectors. */
 
 /* WG is compiled in (-D WG=...) from the plugin's tunable; reqd_work_group_size makes a launch

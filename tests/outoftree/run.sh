@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Out-of-tree test: install Kernelport, build a plugin against the install, run the installed CLI.
 #
 # Usage: run.sh BUILD_DIR SCRATCH_DIR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plugin ABI's layouts, pinned: a field that moves or a struct that changes size breaks every
  * plugin built before (include/kernelport/plugin.h's rules: structs only grow at the end). The
  * numbers are those of LP64 targets (x86-64, AArch64), where they are checked at compile time. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for backends/opencl/cl-cache.c: hits, damaged files, LRU eviction, many processes. */
 #include <setjmp.h>
 #include <stdarg.h>

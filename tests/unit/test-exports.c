@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every inline helper of the public headers is also a symbol libkernelport exports (other
  * languages call it through the C ABI): the names come from the headers themselves, so a helper
  * added later is checked too. */

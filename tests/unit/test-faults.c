@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fault injection (tests/cl-faults.c): each OpenCL call that allocates a buffer, builds a program
  * or enqueues work during one run of a scenario fails in turn, the n-th on the n-th run, each run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graphs (kp_graph_*): a chain of 1000 launches recorded and replayed, with and without command
  * buffers, against the same launches run directly; parameters (a scalar, the buffer a tensor
  * reads) changed between replays; copies and fills; a launch that cannot be recorded; a destroyed

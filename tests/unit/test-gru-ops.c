@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host helpers of kernelport/ops/gru.h: gru.rollout's random numbers and its metrics. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* KP_KERNEL_DIR: kernels' OpenCL sources read from disk instead of the embedded copies. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Launch and buffer validation: exact messages, nothing enqueued, the runtime still usable. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plugin loading: every way a plugin can be refused, duplicates, and the runtime staying usable. */
 #include <fcntl.h>
 #include <ftw.h>

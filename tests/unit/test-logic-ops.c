@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host helpers of kernelport/ops/logic.h: the op table, wirings, initialisations, the CSR. */
 #include <math.h>
 #include <setjmp.h>

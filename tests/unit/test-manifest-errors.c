@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the manifest loader's errors: every kind of mistake, with its exact message. */
 #include "test-manifest.h"
 

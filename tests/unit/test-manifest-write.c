@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of kp_manifest_write_tuning: creating, appending, updating, and leaving the rest alone. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the manifest loader: a good manifest, layers, paths (errors: test-manifest-errors.c). */
 #include "test-manifest.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the two files of the test-manifest executable. */
 #ifndef KP_TEST_MANIFEST_H
 #define KP_TEST_MANIFEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* With no OpenCL platform (OCL_ICD_VENDORS empty): host fallback, or failure under require. */
 #include <math.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prepared launches (kp_prepared_*): 10,000 launches of one recorded example.axpy, arguments
  * changed between launches, a destroyed buffer, a tuning change, a kernel whose enqueue cannot be
  * recorded, the host device, and bad arguments. */

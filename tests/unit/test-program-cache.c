@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The on-disk program cache seen through the runtime: hits, damaged files, racing processes. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kp__ptx_sm90a: NVIDIA's sm_90 PTX re-targeted to sm_90a, with the sm_90a marks removed. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernels registered at run time (kp_kernel_register): a kernel whose OpenCL C the test generates,
  * its descriptor freed right after registering, launched, then verified, benchmarked, tuned and
  * explained through the kernelport tool's own code paths (cli_main on the test's runtime). */

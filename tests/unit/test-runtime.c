@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The runtime: device choice, environment, manifest errors, tuning resolution, small helpers. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for core/sha256.c: FIPS 180-4 example vectors, padding boundaries, incremental hashing. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tuner's search on fake measurements whose fastest point is known, and kp_kernel_tune. */
 #include <math.h>
 #include <setjmp.h>

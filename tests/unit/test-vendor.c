@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vendor, device-type and architecture normalisation against strings real drivers report. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tensor view kernels receive (core/view.c, the prelude's kp_view<R> vectors): the offset
  * (-1 when empty), then the strides, zero-padded; padding to the kernel's rank, broadcast strides,
  * and views a kernel cannot reach. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed helpers of the gru family: the gru.rollout wrapper, its random numbers and its metrics. */
 #ifndef KERNELPORT_OPS_GRU_H
 #define KERNELPORT_OPS_GRU_H

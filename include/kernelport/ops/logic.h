@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host helpers of the logic family: the 16 gate ops, wirings, initialisations, the reverse CSR. */
 #ifndef KERNELPORT_OPS_LOGIC_H
 #define KERNELPORT_OPS_LOGIC_H

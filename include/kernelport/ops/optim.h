@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed calls of the optim family (optimizers over a parameter arena) and the arena's layout.
  * docs/kernels/optim.md gives the formulas, the arena and segment rules, and the determinism. */
 #ifndef KERNELPORT_OPS_OPTIM_H

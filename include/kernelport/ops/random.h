@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Counter-based random numbers: the generator of the tensor family's random kernels and of
  * gru.rollout's draws, on the host, so that applications can reproduce or audit them. */
 #ifndef KERNELPORT_OPS_RANDOM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tc.gemm's precisions: what the `precision` argument of tc.gemm takes (and the blas.gemm
  * tunable `precision` writes by name in a manifest). */
 #ifndef KERNELPORT_OPS_TC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed calls of the tensor family: kp_add(rt, a, b, y) rather than an argument array.
  * docs/kernels/tensor.md gives each op's semantics, broadcasting and determinism. */
 #ifndef KERNELPORT_OPS_TENSOR_H
