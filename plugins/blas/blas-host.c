@@ -19,6 +19,7 @@
 
 const char *const blas_routes[] = {"auto", "clblast", "host-blas", "host-blas-mapped", NULL};
 
+#ifdef KP_HAVE_OPENBLAS
 static int native_kernels(kp_launch *l)
 {
     cl_device_id dev = (cl_device_id)blas_host->cl_device(l);
@@ -28,6 +29,7 @@ static int native_kernels(kp_launch *l)
                CL_SUCCESS &&
            (caps & CL_EXEC_NATIVE_KERNEL);
 }
+#endif
 
 const char *blas_route_resolve(kp_launch *l, int64_t value, int64_t *resolved)
 {
