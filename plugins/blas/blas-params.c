@@ -102,11 +102,23 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES] = {
         .doc = "fp32 (CLBlast, exact FP32), or tf32, tf32x3, f16, bf16: f32 GEMMs run through "
                "tc.gemm on tensor cores (NVIDIA sm_80+), and in fp32 with a warning elsewhere",
     },
+    {
+        .name = "route",
+        .default_value = BLAS_ROUTE_AUTO,
+        .min = 0,
+        .max = 3,
+        .choices = blas_routes,
+        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
+        .doc = "auto (host-blas on CPU devices when OpenBLAS was found at build time, else "
+               "clblast), clblast, host-blas (OpenBLAS on the buffers' host memory as a native "
+               "kernel in the queue; f32 only) or host-blas-mapped (the same between blocking "
+               "maps, for devices without native kernels)",
+    },
 };
 
 const char *const blas_precisions[] = {"fp32", "tf32", "tf32x3", "f16", "bf16", NULL};
 
-const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES] = {
+const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_ALL_TUNABLES] = {
     TUNABLE("Xgemv", "WGS1", 32, 64, 128, 256),
     TUNABLE("Xgemv", "WPT1", 1, 2, 4),
     TUNABLE("XgemvFast", "VW2", 1, 2, 4, 8),
@@ -115,6 +127,18 @@ const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES] = {
     TUNABLE("XgemvFastRot", "VW3", 1, 2, 4, 8),
     TUNABLE("XgemvFastRot", "WGS3", 16, 32, 64, 128),
     TUNABLE("XgemvFastRot", "WPT3", 1, 2, 4, 8, 16, 32),
+    {
+        .name = "route",
+        .default_value = BLAS_ROUTE_AUTO,
+        .min = 0,
+        .max = 3,
+        .choices = blas_routes,
+        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
+        .doc = "auto (host-blas on CPU devices when OpenBLAS was found at build time, else "
+               "clblast), clblast, host-blas (OpenBLAS on the buffers' host memory as a native "
+               "kernel in the queue; f32 only) or host-blas-mapped (the same between blocking "
+               "maps, for devices without native kernels)",
+    },
 };
 
 #define NAMES(...) ((const char *const[]){__VA_ARGS__})

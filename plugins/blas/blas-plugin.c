@@ -162,7 +162,7 @@ static kp_status gemm_enqueue(const kp_call *call, kp_launch *l)
 {
     blas_gemm_plan p = planned.gemm;
     kp_status st = have_plan(call, l) ? KP_OK : blas_plan_gemm(call, l, 0, &p);
-    if (st == KP_OK && blas_route_gemm(call, l, &st))
+    if (st == KP_OK && (blas_route_gemm(call, l, &st) || blas_host_gemm(call, l, &p, &st)))
         return st;
     if (st == KP_OK)
         st = blas_check_f16(l, p.dtype, 1);
@@ -180,11 +180,33 @@ static kp_status gemv_enqueue(const kp_call *call, kp_launch *l)
 {
     blas_gemv_plan p = planned.gemv;
     kp_status st = have_plan(call, l) ? KP_OK : blas_plan_gemv(call, l, &p);
+    if (st == KP_OK && blas_host_gemv(call, l, &p, &st))
+        return st;
     return st == KP_OK ? blas_run_gemv(call, l, &p) : st;
 }
 
+static const char *gemm_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    return index == BLAS_ROUTE_TUNABLE ? blas_route_resolve(l, value, resolved) : NULL;
+}
+
+static const char *gemv_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    return index == BLAS_GEMV_ROUTE_TUNABLE ? blas_route_resolve(l, value, resolved) : NULL;
+}
+
+static kp_status gemv_describe(kp_launch *l, char *out, size_t size)
+{
+    if (blas_host_describe(l, BLAS_GEMV_ROUTE_TUNABLE, out, size) < 0)
+        snprintf(out, size, "CLBlast's GEMV");
+    return KP_OK;
+}
+
+/* The host route compiles nothing: CLBlast's programs wait for a call cblas cannot take. */
 static kp_status gemm_warmup(kp_launch *l)
 {
+    if (blas_route_is_host(l, BLAS_ROUTE_TUNABLE))
+        return KP_OK;
     return blas_warmup(l, BLAS_WARM_GEMM);
 }
 
@@ -195,6 +217,8 @@ static kp_status gemm_batched_warmup(kp_launch *l)
 
 static kp_status gemv_warmup(kp_launch *l)
 {
+    if (blas_route_is_host(l, BLAS_GEMV_ROUTE_TUNABLE))
+        return KP_OK;
     return blas_warmup(l, BLAS_WARM_GEMV);
 }
 
@@ -450,8 +474,9 @@ static const kp_kernel_desc kernels[] = {
     {
         .struct_size = sizeof(kp_kernel_desc),
         .name = "blas.gemm",
-        .summary = "C = alpha op(A) op(B) + beta C through CLBlast (f32; f16 on tensor cores "
-                   "through tc.gemm, or with cl_khr_fp16)",
+        .summary =
+            "C = alpha op(A) op(B) + beta C through CLBlast, or OpenBLAS on CPU devices (f32; "
+            "f16 on tensor cores through tc.gemm, or with cl_khr_fp16)",
         .params = gemm_params,
         .n_params = GEMM_NPARAMS,
         .n_tunables = BLAS_N_GEMM_ALL_TUNABLES,
@@ -466,6 +491,7 @@ static const kp_kernel_desc kernels[] = {
         .tolerance = blas_gemm_tolerance,
         .warmup = gemm_warmup,
         .describe = blas_gemm_describe,
+        .resolve = gemm_resolve,
     },
     {
         .struct_size = sizeof(kp_kernel_desc),
@@ -491,7 +517,7 @@ static const kp_kernel_desc kernels[] = {
         .summary = "y = alpha op(A) x + beta y through CLBlast (f32; f16 with cl_khr_fp16)",
         .params = gemv_params,
         .n_params = GEMV_NPARAMS,
-        .n_tunables = BLAS_N_GEMV_TUNABLES,
+        .n_tunables = BLAS_N_GEMV_ALL_TUNABLES,
         .tunables = blas_gemv_tunables,
         .check = gemv_check,
         .enqueue = gemv_enqueue,
@@ -502,6 +528,8 @@ static const kp_kernel_desc kernels[] = {
         .bench_sizes = gemv_bench,
         .tolerance = blas_gemv_tolerance,
         .warmup = gemv_warmup,
+        .describe = gemv_describe,
+        .resolve = gemv_resolve,
     },
 };
 

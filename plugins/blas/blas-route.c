@@ -84,6 +84,9 @@ static kp_status probe_tc(kp_launch *l, int32_t dtype, int64_t p)
 static int describe_f32(kp_launch *l, char *out, size_t size)
 {
     int64_t p = blas_host->tunable_index(l, BLAS_PRECISION_TUNABLE);
+    int host = p <= 0 ? blas_host_describe(l, BLAS_ROUTE_TUNABLE, out, size) : -1;
+    if (host >= 0)
+        return host;
     if (p <= 0)
         return snprintf(out, size,
                         "f32: CLBlast's FP32 GEMM (precision fp32: exact FP32 "

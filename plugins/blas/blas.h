@@ -86,11 +86,15 @@ extern const uint32_t blas_n_gemv_clkernels;
 #define BLAS_NARROW_MAX_DIM (BLAS_NARROW_FIRST + 16)
 #define BLAS_N_BATCHED_TUNABLES (BLAS_NARROW_MAX_DIM + 1)
 #define BLAS_PRECISION_TUNABLE BLAS_N_BATCHED_TUNABLES
-#define BLAS_N_GEMM_ALL_TUNABLES (BLAS_PRECISION_TUNABLE + 1)
+/* blas.gemm's `route` (blas_routes; blas-host.c), and blas.gemv's, after its CLBlast parameters. */
+#define BLAS_ROUTE_TUNABLE (BLAS_PRECISION_TUNABLE + 1)
+#define BLAS_N_GEMM_ALL_TUNABLES (BLAS_ROUTE_TUNABLE + 1)
+#define BLAS_GEMV_ROUTE_TUNABLE BLAS_N_GEMV_TUNABLES
+#define BLAS_N_GEMV_ALL_TUNABLES (BLAS_GEMV_ROUTE_TUNABLE + 1)
 extern const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES];
 extern const blas_clkernel blas_narrow_xgemm;
 extern const char *const blas_precisions[]; /* "fp32", "tf32", "tf32x3", "f16", "bf16" */
-extern const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_TUNABLES];
+extern const kp_tunable_desc blas_gemv_tunables[BLAS_N_GEMV_ALL_TUNABLES];
 
 /* Checks a complete parameter set of kernel `k` against CLBlast's constraints and the device's
  * limits. `from_tuning` has bit i set when parameter i came from the manifest. On a violation
@@ -131,6 +135,25 @@ int blas_route_gemm(const kp_call *call, kp_launch *l, kp_status *st);
 int blas_routed_precision(void);
 /* For `kernelport explain blas.gemm`: which path a launch takes on this device and why. */
 kp_status blas_gemm_describe(kp_launch *l, char *out, size_t size);
+
+/* ---- blas-host.c: blas.gemm and blas.gemv through the host's OpenBLAS on CPU devices --------- */
+
+enum { BLAS_ROUTE_AUTO, BLAS_ROUTE_CLBLAST, BLAS_ROUTE_HOST, BLAS_ROUTE_HOST_MAPPED };
+extern const char *const blas_routes[]; /* "auto", "clblast", "host-blas", "host-blas-mapped" */
+/* The descriptors' resolve hook for a `route` tunable: auto becomes host-blas on CPU devices
+ * (host-blas-mapped where the device runs no native kernels) when OpenBLAS was built in, else
+ * clblast; a host route asked for without OpenBLAS becomes clblast. */
+const char *blas_route_resolve(kp_launch *l, int64_t value, int64_t *resolved);
+/* Whether the `route` tunable number `index` resolved to a host route. */
+int blas_route_is_host(kp_launch *l, uint32_t index);
+/* Enqueue the planned call through OpenBLAS and return 1 with its status in *st, when the route
+ * is a host one and cblas takes the call (f32, not batched, dimensions and leading dimensions
+ * within cblas' int); otherwise return 0: CLBlast runs it. */
+int blas_host_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan *p, kp_status *st);
+int blas_host_gemv(const kp_call *call, kp_launch *l, const blas_gemv_plan *p, kp_status *st);
+/* For explain: writes the host route's sentence and returns its length, or -1 when the route
+ * `index` names is CLBlast. */
+int blas_host_describe(kp_launch *l, uint32_t index, char *out, size_t size);
 
 /* ---- blas-reference.c: host references and precision helpers ------------------------------ */
 

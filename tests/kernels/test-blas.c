@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The blas plugin (CLBlast) on PoCL: GEMM, batched GEMM and GEMV against host math in this file,
- * argument checks, and (with --tuning) CLBlast parameters from the manifest. */
+/* The blas plugin on PoCL: GEMM, batched GEMM and GEMV against host math in this file, argument
+ * checks, the queue's order, with the route the device resolves (`--route NAME` forces one: the
+ * suite runs clblast and host-blas-mapped too), and (with --tuning) CLBlast parameters from the
+ * manifest. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,7 +27,7 @@ static const char *const tuned_manifest =
     "tuning:\n"
     "  - match: {}\n"
     "    kernels:\n"
-    "      blas.gemm: { clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
+    "      blas.gemm: { route: clblast, clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
     "                   clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n"
     "      blas.gemm_batched: { clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
     "                           clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n";
@@ -564,6 +566,112 @@ static void test_rejects_before_clblast(void **state)
     destroy_all(rt, ba, bb, bc, bh, NULL);
 }
 
+static size_t tunable_index(kp_runtime *r, kp_kernel *k, const char *name);
+
+/* ---- routes: CLBlast or the host's OpenBLAS -------------------------------------------------- */
+
+/* The route each run of this program asks for (--route NAME; auto without), and the manifest that
+ * asks for it. */
+static const char *route = "auto";
+
+static const char *route_manifest(const char *name)
+{
+    static char text[256];
+    snprintf(text, sizeof text,
+             "kernelport: 1\ntuning:\n  - match: {}\n    kernels:\n"
+             "      blas.gemm: { route: %s }\n      blas.gemv: { route: %s }\n",
+             name, name);
+    return test_write_tmp("route.yaml", text);
+}
+
+/* The route a kernel resolved to: clblast when asked for, off CPU devices under auto, and always
+ * without OpenBLAS; otherwise a host route (host-blas where the device runs native kernels, which
+ * the test does not ask OpenCL: either is right). */
+static void test_route_resolved(void **state)
+{
+    kp_device_info d = {.struct_size = sizeof d};
+    assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
+    int host = strcmp(route, "clblast") != 0 && (d.type == KP_DEVICE_CPU || strcmp(route, "auto"));
+#ifndef KP_HAVE_OPENBLAS
+    host = 0;
+#endif
+    static const char *const names[] = {"blas.gemm", "blas.gemv"};
+    for (size_t i = 0; i < 2; i++) {
+        kp_kernel *k = find(rt, names[i]);
+        kp_tuning_info info;
+        assert_int_equal(kp_kernel_tuning(rt, k, tunable_index(rt, k, "route"), &info), KP_OK);
+        if (host)
+            assert_in_range(info.value, 2, 3); /* host-blas, host-blas-mapped */
+        else
+            assert_int_equal(info.value, 1); /* clblast */
+        if (strcmp(route, "host-blas-mapped") == 0 && host)
+            assert_int_equal(info.value, 3);
+    }
+}
+
+/* y = alpha x + y through example.axpy over n elements of two buffers. */
+static void axpy(kp_runtime *r, kp_buffer *x, kp_buffer *y, int64_t n, double alpha)
+{
+    kp_arg args[] = {KP_ARG_INT("n", n), KP_ARG_FLOAT("alpha", alpha),
+                     KP_ARG_TENSOR("x", kp_tensor_1d(x, KP_F32, n)),
+                     KP_ARG_TENSOR("y", kp_tensor_1d(y, KP_F32, n))};
+    assert_int_equal(kp_kernel_launch(r, find(r, "example.axpy"), args, 4, NULL), KP_OK);
+}
+
+/* The GEMM keeps the queue's order, whichever route runs it: a kernel writes A and B (one
+ * buffer), the GEMM reads them and writes C, a kernel reads C, with no wait between; then the
+ * same for GEMV. A GEMM run ahead of its writer would read zeros, one run behind its reader
+ * would leave zeros in D. */
+static void test_queue_order(void **state)
+{
+    const int64_t m = 96, n = 80, k = 72;
+    size_t nab = (size_t)(m * k + k * n), nc = (size_t)(m * n);
+    float *src = random_storage(nab, 91), *zeros = calloc(nab, sizeof *zeros);
+    float *want = malloc(nc * sizeof *want);
+    assert_non_null(zeros);
+    assert_non_null(want);
+    mat ma = row_major(m, k), mb = padded(row_major(k, n), 0, m * k), mc = row_major(m, n);
+    for (size_t i = 0; i < nc; i++)
+        want[i] = 0.0f;
+    host_gemm(src, &ma, 0, src, &mb, 0, want, &mc, k, 2.0, 0.0); /* D = 2 C */
+    /* C's buffer is created before A's and B's: PoCL 3.1 hands a native kernel's buffers over in
+     * creation order, whatever order the call lists them in. */
+    kp_buffer *c = upload(rt, zeros, nc), *d = upload(rt, zeros, nc);
+    kp_buffer *x = upload(rt, src, nab), *ab = upload(rt, zeros, nab);
+    axpy(rt, x, ab, (int64_t)nab, 1.0);
+    kp_arg args[] = {KP_ARG_TENSOR("A", tensor(ab, &ma)), KP_ARG_TENSOR("B", tensor(ab, &mb)),
+                     KP_ARG_TENSOR("C", tensor(c, &mc))};
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "blas.gemm"), args, 3, NULL), KP_OK);
+    axpy(rt, c, d, (int64_t)nc, 2.0);
+    float *got = download(rt, d, nc);
+    expect_matrix(got, want, nc, &mc, 1e-5 * (double)(k + 1), "kernel, GEMM, kernel");
+    free(got);
+
+    /* GEMV: y = A x with x the first n elements of the first row of the written A. */
+    float *yw = calloc((size_t)m, sizeof *yw);
+    assert_non_null(yw);
+    for (int64_t i = 0; i < m; i++) {
+        double sum = 0;
+        for (int64_t j = 0; j < k; j++)
+            sum += (double)src[i * k + j] * (double)src[m * k + j];
+        yw[i] = (float)(2.0 * sum);
+    }
+    kp_buffer *y = upload(rt, zeros, (size_t)m), *dy = upload(rt, zeros, (size_t)m),
+              *ab2 = upload(rt, zeros, nab);
+    axpy(rt, x, ab2, (int64_t)nab, 1.0);
+    kp_tensor xv = kp_tensor_1d(ab2, KP_F32, k);
+    xv.offset = m * k;
+    kp_arg gv[] = {KP_ARG_TENSOR("A", kp_tensor_2d(ab2, KP_F32, m, k)), KP_ARG_TENSOR("x", xv),
+                   KP_ARG_TENSOR("y", kp_tensor_1d(y, KP_F32, m))};
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "blas.gemv"), gv, 3, NULL), KP_OK);
+    axpy(rt, y, dy, m, 2.0);
+    got = download(rt, dy, (size_t)m);
+    mat my = row_major(m, 1);
+    expect_matrix(got, yw, (size_t)m, &my, 1e-5 * (double)(k + 1), "kernel, GEMV, kernel");
+    destroy_all(rt, x, ab, c, d, ab2, y, dy, NULL);
+    free_all(src, zeros, want, yw, got, NULL);
+}
+
 /* ---- CLBlast parameters from the manifest -------------------------------------------------------
  */
 
@@ -608,7 +716,8 @@ static void test_override_inconsistent_set_fails_launch(void **state)
         "mwg16.yaml", "kernelport: 1\ntuning:\n"
                       "  - match: {}\n"
                       "    kernels:\n"
-                      "      blas.gemm: { clblast.Xgemm: { MWG: 16, MDIMC: 32, VWM: 1 } }\n");
+                      "      blas.gemm: { route: clblast,\n"
+                      "                   clblast.Xgemm: { MWG: 16, MDIMC: 32, VWM: 1 } }\n");
     kp_runtime *r = open_runtime(path, &log);
     kp_kernel *k = find(r, "blas.gemm");
     float c0[16];
@@ -834,7 +943,7 @@ static void test_override_restore(void **state)
 
 static int setup(void **state)
 {
-    rt = open_runtime(NULL, &rt_log);
+    rt = open_runtime(strcmp(route, "auto") == 0 ? NULL : route_manifest(route), &rt_log);
     return 0;
 }
 
@@ -856,9 +965,15 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_narrow_set),
         cmocka_unit_test(test_override_restore),
     };
-    if (argc > 1 && strcmp(argv[1], "--tuning") == 0)
+    if (argc > 1 && strcmp(argv[1], "--tuning") == 0) {
+        route = "clblast"; /* CLBlast's parameters apply to its route only */
         return cmocka_run_group_tests(tuning, setup, teardown);
+    }
+    if (argc > 2 && strcmp(argv[1], "--route") == 0)
+        route = argv[2];
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_route_resolved),
+        cmocka_unit_test(test_queue_order),
         cmocka_unit_test(test_gemm_transposes),
         cmocka_unit_test(test_gemm_shapes_offsets_scalars),
         cmocka_unit_test(test_gemm_beta_zero_ignores_nan),

@@ -76,13 +76,14 @@ static int logged(const test_log *log, const char *call)
 /* A PoCL runtime with every plugin of the build; binaries "always" also stores programs in the
  * disk cache, so that a later runtime loads them from there. blas.gemm's warm-up runs its
  * indirect GEMM at the smallest size allowed (64^3 rather than CLBlast's own, several times
- * slower on PoCL), as each of its hundreds of runs does. */
+ * slower on PoCL), as each of its hundreds of runs does; its route is CLBlast's (the one that
+ * builds and enqueues OpenCL kernels; OpenBLAS on PoCL would be the default). */
 static kp_runtime *open_runtime(const char *binaries, test_log *log)
 {
     char text[256];
     snprintf(text, sizeof text,
              "kernelport: 1\ncache: { binaries: %s }\ntuning:\n  - kernels:\n      blas.gemm: "
-             "{ clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n",
+             "{ route: clblast, clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n",
              binaries);
     kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), "pocl", log);
     o.manifest_path = test_write_tmp("faults.yaml", text);
