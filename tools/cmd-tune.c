@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const cli_flag tune_flags[] = {
     {"write", "FILE", "merge the fastest values into this manifest file"},
@@ -157,6 +158,28 @@ static kp_status write_manifest(const cli_ctx *ctx, const char *file, const kp_d
     return st;
 }
 
+/* Whether --write FILE can be written, checked before a search that may take minutes: its
+ * directory must exist and be writable, and FILE, when it exists, writable. A message in why. */
+static int writable(const char *file, char *why, size_t size)
+{
+    char dir[4096];
+    const char *slash = strrchr(file, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash == file ? 1 : slash - file), file);
+    if (access(dir, F_OK) != 0) {
+        snprintf(why, size, "--write %s: the directory %s does not exist", file, dir);
+        return 0;
+    }
+    if (access(dir, W_OK) != 0 || (access(file, F_OK) == 0 && access(file, W_OK) != 0)) {
+        snprintf(why, size, "--write %s: %s is not writable", file,
+                 access(file, F_OK) == 0 ? file : dir);
+        return 0;
+    }
+    return 1;
+}
+
 static int run_tune(const cli_ctx *ctx)
 {
     const char *pattern = ctx->argc > 0 ? ctx->argv[0] : NULL;
@@ -174,6 +197,9 @@ static int run_tune(const cli_ctx *ctx)
     }
     if (match && strcmp(match, "name") && strcmp(match, "arch") && strcmp(match, "vendor"))
         return cli_usage_error(ctx->command, "--match takes name, arch or vendor");
+    char unwritable[4300];
+    if (file && !writable(file, unwritable, sizeof unwritable))
+        return cli_usage_error(ctx->command, "%s", unwritable);
     kp_runtime *rt;
     int rc = cli_runtime_open(ctx, &rt);
     if (rc != CLI_EXIT_OK)

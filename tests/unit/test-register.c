@@ -256,6 +256,20 @@ static void test_explain_names_unresolved_tunables(void **state)
     kp_runtime_destroy(rt);
 }
 
+/* tune --write to a directory that is not there is refused before the search (it searched, then
+ * failed to write, once per improvement). */
+static void test_tune_write_checked_first(void **state)
+{
+    kp_runtime *rt = open_pocl();
+    static char out[1 << 16];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/no-such-dir/tuned.yaml", test_env("KP_TEST_TMP"));
+    char *tune[] = {"kernelport", "tune", "example.axpy", "--budget", "30", "--write", path};
+    assert_int_equal(run_cli(rt, out, sizeof out, 7, tune), CLI_EXIT_USAGE);
+    assert_null(strstr(out, "best so far"));
+    kp_runtime_destroy(rt);
+}
+
 static void test_bad_descriptors_are_refused(void **state)
 {
     kp_runtime *rt = open_pocl();
@@ -306,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_generated_kernel_runs),
         cmocka_unit_test(test_cli_verifies_benches_tunes_and_explains_it),
         cmocka_unit_test(test_explain_names_unresolved_tunables),
+        cmocka_unit_test(test_tune_write_checked_first),
         cmocka_unit_test(test_bad_descriptors_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
