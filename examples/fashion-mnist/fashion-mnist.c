@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "cnn-model.h"
+#include "example-cli.h"
 #include "idx.h"
+
+#define PROGRAM "fashion-mnist"
 
 static const char usage[] =
     "usage: fashion-mnist [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr LR]\n"
@@ -33,36 +36,6 @@ static const char usage[] =
     "  --csv FILE          write epoch,train_loss,test_accuracy,samples_per_s rows\n"
     "  --direct            launch each step's kernels one by one instead of replaying a graph\n"
     "  --min-accuracy P    exit 1 when the final test accuracy is below P (0 to 1)\n";
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int fail(const kp_runtime *rt, kp_status st, const char *what)
-{
-    fprintf(stderr, "fashion-mnist: %s: %s: %s\n", what, kp_status_name(st), kp_last_error(rt));
-    return 1;
-}
-
-static int number(int argc, char **argv, int *i, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "fashion-mnist: %s needs a value\n%s", argv[*i], usage);
-        return 0;
-    }
-    errno = 0;
-    *out = strtod(argv[++*i], &end);
-    if (errno || end == argv[*i] || *end || *out < lo || *out > hi) {
-        fprintf(stderr, "fashion-mnist: %s %s: expected a number in [%g, %g]\n", argv[*i - 1],
-                argv[*i], lo, hi);
-        return 0;
-    }
-    return 1;
-}
 
 /* splitmix64: the shuffle's generator, seeded per epoch. */
 static uint64_t next_random(uint64_t *s)
@@ -137,21 +110,21 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--direct")) {
             direct = 1;
         } else if (!strcmp(a, "--epochs")) {
-            ok = number(argc, argv, &i, 0, 1000, &epochs);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1000, &epochs);
         } else if (!strcmp(a, "--batch")) {
-            ok = number(argc, argv, &i, 1, 65536, &batch);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 65536, &batch);
         } else if (!strcmp(a, "--lr")) {
-            ok = number(argc, argv, &i, 0, 10, &lr);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &lr);
         } else if (!strcmp(a, "--weight-decay")) {
-            ok = number(argc, argv, &i, 0, 10, &wd);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &wd);
         } else if (!strcmp(a, "--seed")) {
-            ok = number(argc, argv, &i, 0, 4294967295.0, &seed);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 4294967295.0, &seed);
         } else if (!strcmp(a, "--train-limit")) {
-            ok = number(argc, argv, &i, 1, 1e9, &train_limit);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 1e9, &train_limit);
         } else if (!strcmp(a, "--test-limit")) {
-            ok = number(argc, argv, &i, 1, 1e9, &test_limit);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 1e9, &test_limit);
         } else if (!strcmp(a, "--min-accuracy")) {
-            ok = number(argc, argv, &i, 0, 1, &min_accuracy);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1, &min_accuracy);
         } else {
             fprintf(stderr, "fashion-mnist: unknown argument %s\n%s", a, usage);
             return 2;
@@ -184,11 +157,11 @@ int main(int argc, char **argv)
     kp_runtime *rt = NULL;
     kp_status st = kp_runtime_create(&opt, &rt);
     if (st != KP_OK)
-        return fail(NULL, st, "kp_runtime_create");
+        return example_fail(PROGRAM, NULL, st, "kp_runtime_create");
     kp_device_info dev;
     const char *why;
     if ((st = kp_runtime_device(rt, &dev, &why)) != KP_OK)
-        return fail(rt, st, "kp_runtime_device");
+        return example_fail(PROGRAM, rt, st, "kp_runtime_device");
     printf("device: %s (%s)\n", dev.name, kp_vendor_name(dev.vendor));
 
     int rc = 1;
@@ -200,7 +173,7 @@ int main(int argc, char **argv)
     double accuracy = 0;
     uint64_t digest = 0;
     if ((st = cnn_create(rt, b, (uint64_t)seed, lr, wd, &m)) != KP_OK) {
-        fail(rt, st, "creating the model");
+        example_fail(PROGRAM, rt, st, "creating the model");
         goto done;
     }
     if (load) {
@@ -209,7 +182,7 @@ int main(int argc, char **argv)
             goto done;
         }
         if ((st = evaluate(m, &test, n_test, b, &accuracy, &digest)) != KP_OK) {
-            fail(rt, st, "evaluating");
+            example_fail(PROGRAM, rt, st, "evaluating");
             goto done;
         }
         printf("loaded %s: test accuracy %.2f%% on %zu images\n", load, 100 * accuracy, n_test);
@@ -218,7 +191,7 @@ int main(int argc, char **argv)
         goto done;
     }
     if (!direct && (st = cnn_record(m, &g)) != KP_OK) {
-        fail(rt, st, "recording the training step");
+        example_fail(PROGRAM, rt, st, "recording the training step");
         goto done;
     }
     if (g) {
@@ -250,7 +223,7 @@ int main(int argc, char **argv)
     int64_t step = 0;
     for (int epoch = 1; epoch <= (int)epochs; epoch++) {
         shuffle(order, n_train, (uint64_t)seed * 1000003u + (uint64_t)epoch);
-        const double t0 = now();
+        const double t0 = example_now();
         for (size_t s = 0; s < steps; s++) {
             for (int i = 0; i < b; i++) {
                 const size_t k = order[s * (size_t)b + (size_t)i];
@@ -264,23 +237,23 @@ int main(int argc, char **argv)
             if (st == KP_OK)
                 st = g ? kp_graph_replay(g, NULL) : cnn_train_step(m, step);
             if (st != KP_OK) {
-                fail(rt, st, "training step");
+                example_fail(PROGRAM, rt, st, "training step");
                 goto done;
             }
             if (tty && (s % 20 == 0 || s + 1 == steps)) {
                 printf("\repoch %d: %zu/%zu batches, %.0f samples/s ", epoch, s + 1, steps,
-                       (double)((s + 1) * (size_t)b) / (now() - t0));
+                       (double)((s + 1) * (size_t)b) / (example_now() - t0));
                 fflush(stdout);
             }
         }
         double loss_sum = 0;
         if ((st = cnn_take_loss_sum(m, &loss_sum)) != KP_OK) {
-            fail(rt, st, "reading the loss");
+            example_fail(PROGRAM, rt, st, "reading the loss");
             goto done;
         }
-        const double rate = (double)(steps * (size_t)b) / (now() - t0);
+        const double rate = (double)(steps * (size_t)b) / (example_now() - t0);
         if ((st = evaluate(m, &test, n_test, b, &accuracy, &digest)) != KP_OK) {
-            fail(rt, st, "evaluating");
+            example_fail(PROGRAM, rt, st, "evaluating");
             goto done;
         }
         printf("%sepoch %d: train loss %.4f, test accuracy %.2f%% (%zu images), %.0f samples/s\n",

@@ -10,10 +10,13 @@
 #include <time.h>
 
 #include "curves.h"
+#include "example-cli.h"
 #include "features.h"
 #include "kernelport/ops/gru.h"
 #include "kernelport/ops/random.h"
 #include "wm-model.h"
+
+#define PROGRAM "gru-world-model"
 
 static const char usage[] =
     "usage: gru-world-model [--device SPEC] [--seed N] [--curves N] [--test N] [--train N]\n"
@@ -42,37 +45,6 @@ static const char usage[] =
     "  --predictions FILE  write step,truth,ensemble,last_value,linear rows of held-out curve 0\n"
     "  --save-data FILE    write the curves and their features (README.md, \"The data file\")\n"
     "  --expect-better     exit 1 unless the ensemble beats both baselines\n";
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int fail(const kp_runtime *rt, kp_status st, const char *what)
-{
-    fprintf(stderr, "gru-world-model: %s: %s: %s\n", what, kp_status_name(st), kp_last_error(rt));
-    return 1;
-}
-
-/* Parses argv[*i + 1] as a number for `name` in [lo, hi]. */
-static int number(int argc, char **argv, int *i, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "gru-world-model: %s needs a value\n%s", argv[*i], usage);
-        return 0;
-    }
-    errno = 0;
-    *out = strtod(argv[++*i], &end);
-    if (errno || end == argv[*i] || *end || *out < lo || *out > hi) {
-        fprintf(stderr, "gru-world-model: %s %s: expected a number in [%g, %g]\n", argv[*i - 1],
-                argv[*i], lo, hi);
-        return 0;
-    }
-    return 1;
-}
 
 typedef struct options {
     const char *device, *csv, *predictions, *save_data;
@@ -124,7 +96,8 @@ static int parse(int argc, char **argv, options *o)
                 *strings[s] = argv[++i], known = 1;
         for (size_t n = 0; n < sizeof numbers / sizeof numbers[0] && !known; n++)
             if (!strcmp(argv[i], numbers[n].name))
-                ok = number(argc, argv, &i, numbers[n].lo, numbers[n].hi, numbers[n].value),
+                ok = example_number(PROGRAM, usage, argc, argv, &i, numbers[n].lo, numbers[n].hi,
+                                    numbers[n].value),
                 known = 1;
         if (!known && !strcmp(argv[i], "--expect-better"))
             o->expect_better = known = 1;
@@ -308,11 +281,11 @@ int main(int argc, char **argv)
     kp_runtime *rt = NULL;
     kp_status st = kp_runtime_create(&ro, &rt);
     if (st != KP_OK)
-        return fail(NULL, st, "kp_runtime_create");
+        return example_fail(PROGRAM, NULL, st, "kp_runtime_create");
     kp_device_info dev;
     const char *why;
     if ((st = kp_runtime_device(rt, &dev, &why)) != KP_OK)
-        return fail(rt, st, "kp_runtime_device");
+        return example_fail(PROGRAM, rt, st, "kp_runtime_device");
     printf("device: %s (%s)\n", dev.name, kp_vendor_name(dev.vendor));
 
     int rc = 1;
@@ -376,11 +349,11 @@ int main(int argc, char **argv)
     if (st == KP_OK)
         st = kp_buffer_read(rt, feat, 0, (size_t)(N * F) * sizeof(float), fdev);
     if (st != KP_OK) {
-        fail(rt, st, "encoding the histories");
+        example_fail(PROGRAM, rt, st, "encoding the histories");
         goto done;
     }
     /* The host reference on every history: |device - reference| <= 1e-3 (1 + |reference|). */
-    double worst = 0, t_ref = now();
+    double worst = 0, t_ref = example_now();
     int worst_j = 0;
     for (int64_t i = 0; i < N; i++) {
         double ref[FEATURES];
@@ -393,7 +366,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    t_ref = now() - t_ref;
+    t_ref = example_now() - t_ref;
     printf("features: %lld histories of %d steps -> 64 features in one wm.features launch: "
            "%.3f ms on the device (median of 5; %.3f-%.3f); host reference (double, one thread) "
            "%.3f ms; largest error %.2e (feature %s)\n",
@@ -450,7 +423,7 @@ int main(int argc, char **argv)
                            .lr = o.lr,
                            .seed = seed + 1};
     if ((st = wm_model_create(rt, &cfg, &m)) != KP_OK) {
-        fail(rt, st, "creating the model");
+        example_fail(PROGRAM, rt, st, "creating the model");
         goto done;
     }
     st = kp_buffer_create(rt, (size_t)(nb * per_x) * sizeof(float), &xbuf);
@@ -462,7 +435,7 @@ int main(int argc, char **argv)
         st = kp_buffer_write(rt, ftest, 0, (size_t)(n_test * F) * sizeof(float),
                              fnorm + (N - n_test) * F);
     if (st != KP_OK) {
-        fail(rt, st, "allocating the data");
+        example_fail(PROGRAM, rt, st, "allocating the data");
         goto done;
     }
     const kp_tensor f_test = kp_tensor_3d(ftest, KP_F32, 1, n_test, F);
@@ -485,7 +458,7 @@ int main(int argc, char **argv)
                 st = kp_buffer_write(rt, ybuf, 0, (size_t)(nb * per_y) * sizeof(float), yh);
             if (st == KP_OK)
                 st = kp_finish(rt);
-            const double t0 = now();
+            const double t0 = example_now();
             for (int64_t bi = 0; st == KP_OK && bi < nb; bi++) {
                 kp_tensor x = kp_tensor_3d(xbuf, KP_F32, T, B, I);
                 kp_tensor y = kp_tensor_2d(ybuf, KP_F32, T, B);
@@ -496,13 +469,13 @@ int main(int argc, char **argv)
             double loss_sum = 0;
             if (st == KP_OK)
                 st = wm_model_take_loss(m, &loss_sum);
-            const double dt = now() - t0;
+            const double dt = example_now() - t0;
             total_train += dt;
             /* This member alone, rolled out over the held-out curves. */
             if (st == KP_OK)
                 st = wm_model_rollout(m, e, 1, f_test, pred);
             if (st != KP_OK) {
-                fail(rt, st, "training");
+                example_fail(PROGRAM, rt, st, "training");
                 goto done;
             }
             double se = 0;
@@ -526,12 +499,12 @@ int main(int argc, char **argv)
            1e3 * total_train / ((double)E * o.epochs * (double)nb));
 
     /* The ensemble: one gru.rollout launch for all E members over the held-out curves. */
-    const double t_roll = now();
+    const double t_roll = example_now();
     if ((st = wm_model_rollout(m, 0, E, f_test, pred)) != KP_OK) {
-        fail(rt, st, "the ensemble rollout");
+        example_fail(PROGRAM, rt, st, "the ensemble rollout");
         goto done;
     }
-    const double roll_s = now() - t_roll;
+    const double roll_s = example_now() - t_roll;
     printf("ensemble rollout: %d members x %lld curves x %d steps in one gru.rollout launch, "
            "%.2f ms (with its buffers and the read)\n",
            E, (long long)n_test, T, 1e3 * roll_s);

@@ -9,6 +9,9 @@
 #include <time.h>
 
 #include "xor-model.h"
+#include "example-cli.h"
+
+#define PROGRAM "xor"
 
 static const char usage[] =
     "usage: xor [--device SPEC] [--seed N] [--hidden H] [--lr LR] [--max-steps N]\n"
@@ -24,37 +27,6 @@ static const char usage[] =
     "  --csv FILE        write step,loss,correct rows\n"
     "  --direct          launch each step's kernels one by one instead of replaying a graph\n"
     "  --blas            matrix products through blas.gemm (CLBlast) instead of tensor.mul_sum\n";
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int fail(const kp_runtime *rt, kp_status st, const char *what)
-{
-    fprintf(stderr, "xor: %s: %s: %s\n", what, kp_status_name(st), kp_last_error(rt));
-    return 1;
-}
-
-/* Parses argv[*i + 1] as a number for `name` in [lo, hi]. */
-static int number(int argc, char **argv, int *i, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "xor: %s needs a value\n%s", argv[*i], usage);
-        return 0;
-    }
-    errno = 0;
-    *out = strtod(argv[++*i], &end);
-    if (errno || end == argv[*i] || *end || *out < lo || *out > hi) {
-        fprintf(stderr, "xor: %s %s: expected a number in [%g, %g]\n", argv[*i - 1], argv[*i], lo,
-                hi);
-        return 0;
-    }
-    return 1;
-}
 
 int main(int argc, char **argv)
 {
@@ -75,15 +47,15 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--blas")) {
             blas = 1;
         } else if (!strcmp(argv[i], "--seed")) {
-            ok = number(argc, argv, &i, 0, 4294967295.0, &seed);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 4294967295.0, &seed);
         } else if (!strcmp(argv[i], "--hidden")) {
-            ok = number(argc, argv, &i, 1, 4096, &hidden);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 4096, &hidden);
         } else if (!strcmp(argv[i], "--lr")) {
-            ok = number(argc, argv, &i, 0, 10, &lr);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &lr);
         } else if (!strcmp(argv[i], "--max-steps")) {
-            ok = number(argc, argv, &i, 1, 1e9, &max_steps);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 1e9, &max_steps);
         } else if (!strcmp(argv[i], "--check-every")) {
-            ok = number(argc, argv, &i, 1, 1e9, &check_every);
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 1e9, &check_every);
         } else {
             fprintf(stderr, "xor: unknown argument %s\n%s", argv[i], usage);
             return 2;
@@ -97,11 +69,11 @@ int main(int argc, char **argv)
     kp_runtime *rt = NULL;
     kp_status st = kp_runtime_create(&opt, &rt);
     if (st != KP_OK)
-        return fail(NULL, st, "kp_runtime_create");
+        return example_fail(PROGRAM, NULL, st, "kp_runtime_create");
     kp_device_info dev;
     const char *why;
     if ((st = kp_runtime_device(rt, &dev, &why)) != KP_OK)
-        return fail(rt, st, "kp_runtime_device");
+        return example_fail(PROGRAM, rt, st, "kp_runtime_device");
     printf("device: %s (%s)\n", dev.name, kp_vendor_name(dev.vendor));
 
     xor_model *m = NULL;
@@ -109,11 +81,11 @@ int main(int argc, char **argv)
     FILE *csv = NULL;
     int rc = 1;
     if ((st = xor_model_create(rt, (int)hidden, (uint64_t)seed, lr, blas, &m)) != KP_OK) {
-        fail(rt, st, "creating the model");
+        example_fail(PROGRAM, rt, st, "creating the model");
         goto done;
     }
     if (!direct && (st = xor_model_record(m, &g)) != KP_OK) {
-        fail(rt, st, "recording the step");
+        example_fail(PROGRAM, rt, st, "recording the step");
         goto done;
     }
     if (g) {
@@ -130,7 +102,7 @@ int main(int argc, char **argv)
     if (csv)
         fprintf(csv, "step,loss,correct\n");
     const float target[4] = {0, 1, 1, 0};
-    double t0 = now(), t_check = t0;
+    double t0 = example_now(), t_check = t0;
     int64_t step = 0, solved = 0;
     float loss = 0, out[4] = {0};
     while (step < (int64_t)max_steps && !solved) {
@@ -144,26 +116,26 @@ int main(int argc, char **argv)
                 st = xor_model_step(m, step + 1);
             }
             if (st != KP_OK) {
-                fail(rt, st, "training step");
+                example_fail(PROGRAM, rt, st, "training step");
                 goto done;
             }
         }
         if ((st = xor_model_read(m, &loss, out)) != KP_OK) {
-            fail(rt, st, "reading the outputs");
+            example_fail(PROGRAM, rt, st, "reading the outputs");
             goto done;
         }
         int correct = 0;
         for (int i = 0; i < 4; i++)
             correct += (out[i] > 0.5f) == (target[i] > 0.5f);
         solved = correct == 4;
-        const double t = now();
+        const double t = example_now();
         printf("step %6lld  loss %.6f  correct %d/4  %.0f steps/s\n", (long long)step, (double)loss,
                correct, check_every / (t - t_check));
         t_check = t;
         if (csv)
             fprintf(csv, "%lld,%.9g,%d\n", (long long)step, (double)loss, correct);
     }
-    const double total = now() - t0;
+    const double total = example_now() - t0;
     printf("outputs: %.4f %.4f %.4f %.4f (targets 0 1 1 0)\n", (double)out[0], (double)out[1],
            (double)out[2], (double)out[3]);
     printf("%s after %lld steps in %.3f s (%.1f us per step, %s)\n",
