@@ -375,6 +375,124 @@ void gru_bwd_gates(const int stage, const int H, __global const float *dh_all,
 }
 
 /*
+ * A whole sequence with linear_before_reset = 1 in one launch, one work-group per batch row b:
+ * the row's state stays in local memory from step to step, so T steps cost one launch instead of
+ * a GEMM and a gate kernel each. gx holds x w_ih^T of every step as [T B, 3H] rows (no bias), or
+ * is empty and the x products run here. w_t is W_hh^T stored [H, 3H], so for a fixed k the
+ * work-items read neighbouring columns. A work-item takes units lid, lid + WG, ...; the state
+ * alternates between two halves of `h`, so one barrier per step, outside those loops, orders a
+ * step's reads before the writes two steps later. ws[t] = (r, z, n, hn) as gru_gates stage 0.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_seq_rows(const int T, const int B, const int I, const int H, __global const float *x,
+                  const kp_view3 xv, __global const float *gx, const kp_view2 gxv,
+                  __global const float *h0, const kp_view2 h0v, __global const float *w_ih,
+                  const kp_view2 wiv, __global const float *w_t, const kp_view2 wtv,
+                  __global const float *b_ih, const kp_view2 biv, __global const float *b_hh,
+                  const kp_view2 bhv, __global float *h_all, const kp_view3 hav,
+                  __global float *ws, const kp_view3 wsv, __local float *h)
+{
+    const int b = get_group_id(0), lid = get_local_id(0);
+    for (int j = lid; j < H; j += WG)
+        h[j] = h0[AT(h0v, b, j)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = 0; t < T; t++) {
+        __local const float *hp = h + (t & 1) * H;
+        __local float *hn = h + ((t + 1) & 1) * H;
+        for (int j = lid; j < H; j += WG) {
+            float xg[3], hg[3] = {0.0f, 0.0f, 0.0f};
+            for (int q = 0; q < 3; q++) {
+                if (PRESENT(gxv)) {
+                    xg[q] = gx[AT(gxv, t * B + b, q * H + j)];
+                } else {
+                    float s = 0.0f;
+                    for (int k = 0; k < I; k++)
+                        s = fma(w_ih[AT(wiv, q * H + j, k)], x[kp_at3(xv, t, b, k)], s);
+                    xg[q] = s;
+                }
+                xg[q] += opt_at(b_ih, biv, 0, q * H + j);
+            }
+            for (int k = 0; k < H; k++) {
+                const float hk = hp[k];
+                hg[0] = fma(w_t[AT(wtv, k, j)], hk, hg[0]);
+                hg[1] = fma(w_t[AT(wtv, k, H + j)], hk, hg[1]);
+                hg[2] = fma(w_t[AT(wtv, k, 2 * H + j)], hk, hg[2]);
+            }
+            for (int q = 0; q < 3; q++)
+                hg[q] += opt_at(b_hh, bhv, 0, q * H + j);
+            const float r = sigm(xg[0] + hg[0]), z = sigm(xg[1] + hg[1]);
+            const float n = tanh(fma(r, hg[2], xg[2])), out = fma(z, hp[j] - n, n);
+            hn[j] = out;
+            h_all[kp_at3(hav, t, b, j)] = out;
+            if (PRESENT(wsv)) {
+                ws[kp_at3(wsv, t, b, j)] = r;
+                ws[kp_at3(wsv, t, b, H + j)] = z;
+                ws[kp_at3(wsv, t, b, 2 * H + j)] = n;
+                ws[kp_at3(wsv, t, b, 3 * H + j)] = hg[2];
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/*
+ * Backpropagation through a gru_seq_rows sequence (linear_before_reset = 1) in one launch, one
+ * work-group per batch row: the carry dL/dh stays in local memory, and each step's h-side gate
+ * gradients go to local memory too for the product with w_hh that carries dL/dh one step back
+ * (the same sums, in the same order over w_hh's rows, for every work-group size). The gate
+ * gradients of every step also go to dgx and dgh for the weight products after the loop;
+ * `carry` ends as dh0. Local memory: the carry [H], then the gradients [3H] twice (alternating
+ * steps, so one barrier per step).
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_bwd_rows(const int T, const int B, const int H, __global const float *dh_all,
+                  const kp_view3 dav, __global const float *dh_last, const kp_view2 dlv,
+                  __global const float *h0, const kp_view2 h0v, __global const float *h_all,
+                  const kp_view3 hav, __global const float *ws, const kp_view3 wsv,
+                  __global const float *w_hh, const kp_view2 whv, __global float *dgx,
+                  const kp_view2 dxv, __global float *dgh, const kp_view2 dhv,
+                  __global float *dh0, const kp_view2 d0v, __local float *carry)
+{
+    const int b = get_group_id(0), lid = get_local_id(0);
+    for (int j = lid; j < H; j += WG)
+        carry[j] = opt_at(dh_last, dlv, b, j);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = T - 1; t >= 0; t--) {
+        __local float *dg = carry + H + (t & 1) * 3 * H;
+        const int row = t * B + b;
+        for (int j = lid; j < H; j += WG) {
+            const float r = ws[kp_at3(wsv, t, b, j)], z = ws[kp_at3(wsv, t, b, H + j)];
+            const float n = ws[kp_at3(wsv, t, b, 2 * H + j)];
+            const float hn = ws[kp_at3(wsv, t, b, 3 * H + j)];
+            const float hp = t ? h_all[kp_at3(hav, t - 1, b, j)] : h0[AT(h0v, b, j)];
+            const float dh = (PRESENT(dav) ? dh_all[kp_at3(dav, t, b, j)] : 0.0f) + carry[j];
+            const float dan = dh * (1.0f - z) * (1.0f - n * n);
+            const float daz = dh * (hp - n) * z * (1.0f - z);
+            const float dar = dan * hn * r * (1.0f - r);
+            dgx[AT(dxv, row, j)] = dar;
+            dgx[AT(dxv, row, H + j)] = daz;
+            dgx[AT(dxv, row, 2 * H + j)] = dan;
+            dgh[AT(dhv, row, j)] = dar;
+            dgh[AT(dhv, row, H + j)] = daz;
+            dgh[AT(dhv, row, 2 * H + j)] = dan * r;
+            dg[j] = dar;
+            dg[H + j] = daz;
+            dg[2 * H + j] = dan * r;
+            carry[j] = dh * z;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = lid; k < H; k += WG) {
+            float s = carry[k];
+            for (int g = 0; g < 3 * H; g++)
+                s = fma(dg[g], w_hh[AT(whv, g, k)], s);
+            carry[k] = s;
+        }
+    }
+    for (int j = lid; j < H; j += WG)
+        dh0[AT(d0v, b, j)] = carry[j];
+}
+
+/*
  * C = alpha A B + beta C (beta 0 ignores C), one work-item per four columns of one row of C. B
  * is read along its rows, so with a unit column stride neighbouring work-items read neighbouring
  * float4s. Good for the few rows of a small batch, and the fallback where blas.gemm is absent.
@@ -418,6 +536,60 @@ void gru_transpose(const int rows, const int cols, __global const float *in, con
     const int c = get_global_id(0), r = get_global_id(1);
     if (c < cols)
         out[AT(ov, c, r)] = in[AT(iv, r, c)];
+}
+
+/*
+ * The weight gradients' products C = A^T V over a sequence's rows, whose shared dimension (T B
+ * rows) is long and whose output is small: split in chunks of `chunk` rows, so that the GPU has
+ * work-items enough. part[c, n, m] = sum over the rows r of chunk c of A[r, m] V[r, n], row r of
+ * V being v[r / B, r % B, n] of a [T, B, N] view; one work-item per (m, n, c), m fastest, so
+ * neighbouring work-items read neighbouring elements of a row of A. gru_chunk_sum adds the chunks.
+ */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_at_v_part(const int rows, const int chunk, const int B, const int M, const int N,
+                   __global const float *A, const kp_view2 av, __global const float *V,
+                   const kp_view3 vv, __global float *part)
+{
+    const int m = get_global_id(0), n = get_global_id(1), c = get_global_id(2);
+    if (m >= M)
+        return;
+    const int r1 = min(rows, (c + 1) * chunk);
+    float s = 0.0f;
+    for (int r = c * chunk; r < r1; r++)
+        s = fma(A[AT(av, r, m)], V[kp_at3(vv, r / B, r % B, n)], s);
+    part[((long)c * N + n) * M + m] = s;
+}
+
+/* part[c, j] = the sum of G[r, j] over the rows r of chunk c: the bias gradients' column sums
+ * split like gru_at_v_part, one work-item per (j, c), added by gru_chunk_sum. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_colsum_part(const int rows, const int chunk, const int N, __global const float *G,
+                     const kp_view2 gv, __global float *part)
+{
+    const int j = get_global_id(0), c = get_global_id(1);
+    if (j >= N)
+        return;
+    const int r1 = min(rows, (c + 1) * chunk);
+    float s = 0.0f;
+    for (int r = c * chunk; r < r1; r++)
+        s += G[AT(gv, r, j)];
+    part[(long)c * N + j] = s;
+}
+
+/* C[m, n] = beta C[m, n] + the sum of gru_at_v_part's (or gru_colsum_part's, N = 1) `chunks`
+ * partial products, in chunk order (beta 0 ignores C). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gru_chunk_sum(const int chunks, const int M, const int N, const float beta,
+                   __global const float *part, __global float *C, const kp_view2 cv)
+{
+    const int m = get_global_id(0), n = get_global_id(1);
+    if (m >= M)
+        return;
+    float s = 0.0f;
+    for (int c = 0; c < chunks; c++)
+        s += part[((long)c * N + n) * M + m];
+    __global float *cp = C + AT(cv, m, n);
+    *cp = beta != 0.0f ? fma(beta, *cp, s) : s;
 }
 
 /* out[j] = sum over rows of G[row, j]: the bias gradients, one work-item per column. */

@@ -137,13 +137,72 @@ static kp_status step(kp_launch *l, const bwd *w, int64_t t)
     return st == KP_OK ? gru_gemm(l, &dg_rz, &w_rz, carry, 1.0, w->blas_steps) : st;
 }
 
+/* Rows per chunk of the split products: at most 64, and at most 256 chunks. */
+static int64_t split_chunk(int64_t rows)
+{
+    int64_t chunks = (rows + 63) / 64 < 256 ? (rows + 63) / 64 : 256;
+    return (rows + chunks - 1) / chunks;
+}
+
+static int split_fits(kp_launch *l, int64_t outputs)
+{
+    return outputs <= gru_host->tunable_index(l, GRU_TUNE_SPLIT_MN);
+}
+
+/* C = beta C + the `chunks` partial products in scratch slot 3 (gru_chunk_sum). */
+static kp_status chunk_sum(kp_launch *l, int64_t chunks, kp_buffer *part, const kp_tensor *c,
+                           double beta)
+{
+    size_t wg = gru_wg(l);
+    kp_clargs s = kp_clargs_begin(gru_host, l, "gru_chunk_sum", NULL);
+    kp_clargs_int(&s, (int)chunks);
+    kp_clargs_int(&s, (int)c->shape[0]);
+    kp_clargs_int(&s, (int)c->shape[1]);
+    kp_clargs_float(&s, (float)beta);
+    kp_clargs_buffer(&s, part);
+    kp_clargs_tensor(&s, c, 2);
+    size_t global[2] = {gru_round_up(c->shape[0], wg), (size_t)c->shape[1]}, local[2] = {wg, 1};
+    return kp_clargs_enqueue(&s, 2, global, local);
+}
+
+/* C = A^T V + beta C over `rows` rows by gru_at_v_part and gru_chunk_sum. */
+static kp_status split_at_v(kp_launch *l, const bwd *w, const kp_tensor *a, int64_t rows,
+                            const kp_tensor *v3, const kp_tensor *c, double beta)
+{
+    int64_t M = c->shape[0], N = c->shape[1], chunk = split_chunk(rows);
+    int64_t chunks = (rows + chunk - 1) / chunk;
+    size_t wg = gru_wg(l);
+    kp_buffer *part;
+    kp_status st = gru_host->scratch(l, 3, (size_t)(chunks * M * N) * sizeof(float), &part);
+    if (st != KP_OK)
+        return st;
+    kp_clargs p = kp_clargs_begin(gru_host, l, "gru_at_v_part", NULL);
+    const int ints[] = {(int)rows, (int)chunk, (int)w->B, (int)M, (int)N};
+    for (int i = 0; i < 5; i++)
+        kp_clargs_int(&p, ints[i]);
+    kp_clargs_tensor(&p, a, 2);
+    kp_clargs_tensor(&p, v3, 3);
+    kp_clargs_buffer(&p, part);
+    size_t global[3] = {gru_round_up(M, wg), (size_t)N, (size_t)chunks}, local[3] = {wg, 1, 1};
+    st = kp_clargs_enqueue(&p, 3, global, local);
+    return st == KP_OK ? chunk_sum(l, chunks, part, c, beta) : st;
+}
+
 /* C = sum over steps of A[t]^T V[t] with V[t] rows of v3 (steps t0..t0+n) or of a fixed matrix:
- * one GEMM when v3's steps flatten, else one per step accumulating with beta = 1. */
+ * split in chunks of rows when C is small, else one GEMM when v3's steps flatten, else one per
+ * step accumulating with beta = 1. */
 static kp_status gemm_at_v(kp_launch *l, const bwd *w, const kp_tensor *g, int64_t t0, int64_t n,
                            const kp_tensor *v3, const kp_tensor *c, double beta)
 {
     int64_t B = w->B;
     int use_blas = c->shape[0] >= w->batch_gemm;
+    /* A small output is a few GEMM tiles, which leave a GPU mostly idle over the long shared
+     * dimension (the world model's dw_ih, [192, 65] over 6400 rows: see docs/kernels/gru.md). */
+    if (split_fits(l, c->shape[0] * c->shape[1])) {
+        kp_tensor a = gru_sub(g, t0 * B, n * B, 0, g->shape[1]), v = *v3;
+        v.offset += t0 * v.strides[0];
+        return split_at_v(l, w, &a, n * B, &v, c, beta);
+    }
     kp_tensor v;
     if (gru_flatten(v3, t0, n, &v)) {
         kp_tensor at = kp_tensor_transpose(gru_sub(g, t0 * B, n * B, 0, g->shape[1]), 0, 1);
@@ -182,16 +241,64 @@ static kp_status grad_hh(kp_launch *l, const bwd *w, int64_t r0, int64_t rows)
     return st;
 }
 
+/* out[j] = the sum of g's column j (the bias gradients): split in chunks of rows like the weight
+ * products when SPLIT_MN allows, else one work-item per column. */
 static kp_status colsum(kp_launch *l, const kp_tensor *g, const kp_tensor *out)
 {
     size_t wg = gru_wg(l);
+    int64_t rows = g->shape[0], N = g->shape[1];
+    if (split_fits(l, N)) {
+        int64_t chunk = split_chunk(rows), chunks = (rows + chunk - 1) / chunk;
+        kp_buffer *part;
+        kp_status st = gru_host->scratch(l, 3, (size_t)(chunks * N) * sizeof(float), &part);
+        if (st != KP_OK)
+            return st;
+        kp_clargs p = kp_clargs_begin(gru_host, l, "gru_colsum_part", NULL);
+        kp_clargs_int(&p, (int)rows);
+        kp_clargs_int(&p, (int)chunk);
+        kp_clargs_int(&p, (int)N);
+        kp_clargs_tensor(&p, g, 2);
+        kp_clargs_buffer(&p, part);
+        size_t global[2] = {gru_round_up(N, wg), (size_t)chunks}, local[2] = {wg, 1};
+        st = kp_clargs_enqueue(&p, 2, global, local);
+        /* out [N] as the column [N, 1] that gru_chunk_sum writes. */
+        kp_tensor column = *out;
+        column.rank = 2;
+        column.shape[1] = 1;
+        column.strides[1] = 0;
+        return st == KP_OK ? chunk_sum(l, chunks, part, &column, 0.0) : st;
+    }
     kp_clargs a = kp_clargs_begin(gru_host, l, "gru_colsum", NULL);
-    kp_clargs_int(&a, (int)g->shape[0]);
-    kp_clargs_int(&a, (int)g->shape[1]);
+    kp_clargs_int(&a, (int)rows);
+    kp_clargs_int(&a, (int)N);
     kp_clargs_tensor(&a, g, 2);
     kp_clargs_tensor(&a, out, 2);
-    size_t global = gru_round_up(g->shape[1], wg);
+    size_t global = gru_round_up(N, wg);
     return kp_clargs_enqueue(&a, 1, &global, &wg);
+}
+
+/* The steps of the rows route in one gru_bwd_rows launch: the gate gradients of every step into
+ * dgx and dgh, the carry into dh0. */
+static kp_status rows(kp_launch *l, const bwd *w)
+{
+    const kp_value *a = w->a;
+    const kp_tensor none = {0};
+    kp_buffer *stand_in = a[BWD_H0].tensor.buffer;
+    size_t wg = gru_wg(l), global = (size_t)w->B * wg;
+    kp_clargs c = kp_clargs_begin(gru_host, l, "gru_bwd_rows", NULL);
+    kp_clargs_int(&c, (int)w->T);
+    kp_clargs_int(&c, (int)w->B);
+    kp_clargs_int(&c, (int)w->H);
+    gru_clargs_tensor(&c, a[BWD_DH_ALL].present ? &a[BWD_DH_ALL].tensor : &none, 3, stand_in);
+    gru_clargs_tensor(&c, a[BWD_DH_LAST].present ? &a[BWD_DH_LAST].tensor : &none, 2, stand_in);
+    gru_clargs_tensor(&c, &a[BWD_H0].tensor, 2, stand_in);
+    gru_clargs_tensor(&c, &a[BWD_H_ALL].tensor, 3, stand_in);
+    gru_clargs_tensor(&c, &a[BWD_WS].tensor, 3, stand_in);
+    const kp_tensor *mats[] = {&a[BWD_W_HH].tensor, &w->dgx, &w->dgh, &a[BWD_DH0].tensor};
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+        gru_clargs_tensor(&c, mats[i], 2, stand_in);
+    kp_clargs_local(&c, (size_t)(7 * w->H) * sizeof(float));
+    return kp_clargs_enqueue(&c, 1, &global, &wg);
 }
 
 static kp_status backward_enqueue(const kp_call *call, kp_launch *l)
@@ -220,8 +327,11 @@ static kp_status backward_enqueue(const kp_call *call, kp_launch *l)
     w.dgh = w.lbr ? gru_scratch_matrix(bh, 0, TB, H3) : w.dgx;
     if (bt)
         w.tmp = gru_scratch_matrix(bt, 0, w.B, w.H);
-    for (int64_t t = w.T - 1; st == KP_OK && t >= 0; t--)
-        st = step(l, &w, t);
+    if (gru_rows_route(l, w.H, w.lbr, 7 * w.H))
+        st = rows(l, &w);
+    else
+        for (int64_t t = w.T - 1; st == KP_OK && t >= 0; t--)
+            st = step(l, &w, t);
     /* The weight and input gradients: products over all steps at once. */
     const kp_tensor *w_ih = &a[BWD_W_IH].tensor, *dx = &a[BWD_DX].tensor;
     kp_tensor dx_flat;
@@ -265,7 +375,7 @@ static const bwd_size sizes[] = {
     {"lbr0", 9, 3, 5, 7, 0, 1, 1},          {"last", 9, 2, 4, 3, 1, 0, 1},
     {"all", 1, 1, 1, 1, 0, 1, 0},           {"gemm", 3, 37, 13, 257, 1, 1, 1},
     {"lbr0-gemm", 3, 37, 13, 257, 0, 1, 0}, {"seed", 50, 1, 321, 256, 1, 1, 1},
-    {"big", 15, 1024, 1024, 1024, 1, 1, 1},
+    {"wm", 50, 128, 65, 64, 1, 1, 1},       {"big", 15, 1024, 1024, 1024, 1, 1, 1},
 };
 
 /* The forward is run on the sampled inputs so that h_all and the workspace are what gru.sequence
@@ -357,7 +467,7 @@ static void backward_cost(const kp_call *call, kp_cost *out)
 
 static const char *const verify_sizes[] = {"tiny", "prime", "lbr0",      "last",
                                            "all",  "gemm",  "lbr0-gemm", NULL};
-static const char *const bench_sizes[] = {"seed", "big", NULL};
+static const char *const bench_sizes[] = {"seed", "wm", "big", NULL};
 
 const kp_kernel_desc gru_sequence_backward_desc = {
     .struct_size = sizeof(kp_kernel_desc),

@@ -10,6 +10,8 @@ static const int64_t workgroups[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
 static const int64_t lane_counts[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
 static const int64_t widths[] = {0, 4, 8, 16};
 static const int64_t batch_gemm[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1 << 30};
+static const int64_t rows_h[] = {-1, 0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+static const int64_t split_mn[] = {-1, 0, 4096, 16384, 65536, 262144, 1048576};
 
 /*
  * LANES, VW and BATCH_GEMM default to 0, "by device type": what suits a CPU and a GPU differs by
@@ -46,6 +48,23 @@ const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
                                     "a sequence's input projection) go through blas.gemm, "
                                     "smaller ones through the plugin's kernels; 1073741824: "
                                     "never; 0: 256 on CPUs, 32 on others"},
+    [GRU_TUNE_ROWS_H] = {.name = "ROWS_H",
+                         .default_value = 0,
+                         .allowed = rows_h,
+                         .n_allowed = sizeof rows_h / sizeof rows_h[0],
+                         .flags = KP_TUNABLE_NO_DEFINE,
+                         .doc =
+                             "sequences (linear_before_reset 1) whose H is at most this run "
+                             "all their steps, forward and backward, in one kernel with a "
+                             "work-group per batch row; -1: never; 0: -1 on CPUs, 256 on others"},
+    [GRU_TUNE_SPLIT_MN] = {.name = "SPLIT_MN",
+                           .default_value = 0,
+                           .allowed = split_mn,
+                           .n_allowed = sizeof split_mn / sizeof split_mn[0],
+                           .flags = KP_TUNABLE_NO_DEFINE,
+                           .doc = "weight-gradient products with at most this many outputs split "
+                                  "the T B rows they sum over in chunks (two kernels) instead of "
+                                  "one GEMM; -1: never; 0: -1 on CPUs, 65536 on others"},
 };
 
 const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
@@ -60,6 +79,10 @@ const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_
         [GRU_TUNE_VW] = {16, 4, "16 on CPUs (AVX-512 loads)",
                          "4 on devices other than CPUs (16-byte loads)"},
         [GRU_TUNE_BATCH_GEMM] = {256, 32, "256 on CPUs", "32 on devices other than CPUs"},
+        [GRU_TUNE_ROWS_H] = {-1, 256, "-1 on CPUs (measured slower there)",
+                             "256 on devices other than CPUs"},
+        [GRU_TUNE_SPLIT_MN] = {-1, 65536, "-1 on CPUs (measured slower there)",
+                               "65536 on devices other than CPUs"},
     };
     if (value != 0 || index >= GRU_N_TUNABLES || !by_type[index].cpu)
         return NULL;
@@ -77,6 +100,13 @@ int64_t gru_batch_gemm(kp_launch *l)
 size_t gru_wg(kp_launch *l)
 {
     return (size_t)gru_host->tunable_index(l, GRU_TUNE_WG);
+}
+
+int gru_rows_route(kp_launch *l, int64_t H, int lbr, int64_t floats)
+{
+    const kp_device_info *d = gru_host->device(l);
+    return lbr && H <= gru_host->tunable_index(l, GRU_TUNE_ROWS_H) && d &&
+           (uint64_t)floats * sizeof(float) <= d->local_mem;
 }
 
 /* ---- checks ---------------------------------------------------------------------------------- */

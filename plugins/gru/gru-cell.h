@@ -29,8 +29,17 @@ enum {
     BWD_N
 };
 
-/* The tunables every cell kernel has, in this order. */
-enum { GRU_TUNE_WG, GRU_TUNE_LANES, GRU_TUNE_VW, GRU_TUNE_BATCH_GEMM, GRU_N_TUNABLES };
+/* The tunables of the cell kernels, in this order: gru.step has the first four, gru.sequence
+ * ROWS_H too (a sequence's steps), gru.sequence_backward all (SPLIT_MN: its weight products). */
+enum {
+    GRU_TUNE_WG,
+    GRU_TUNE_LANES,
+    GRU_TUNE_VW,
+    GRU_TUNE_BATCH_GEMM,
+    GRU_TUNE_ROWS_H,
+    GRU_TUNE_SPLIT_MN,
+    GRU_N_TUNABLES
+};
 extern const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES];
 
 /* Sizes of a call: T steps (1 for gru.step), batch B, input I, hidden H. */
@@ -48,6 +57,10 @@ const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_
 /* The resolved tunables WG and BATCH_GEMM. */
 size_t gru_wg(kp_launch *l);
 int64_t gru_batch_gemm(kp_launch *l);
+/* Whether a sequence's steps (forward or backward) run as one gru_*_rows launch: ROWS_H covers
+ * H, linear_before_reset is 1, and the row's state fits the device's local memory (`floats` per
+ * work-group). */
+int gru_rows_route(kp_launch *l, int64_t H, int lbr, int64_t floats);
 
 /* Fails unless `t` has rank `rank` and `shape`, naming the argument and both shapes:
  * "w_hh: expected [3H, H] = [768, 256], got f32[768, 255]". `pattern` is the symbolic shape. */

@@ -78,11 +78,43 @@ static kp_status sequence_check(const kp_call *call, kp_launch *l)
     return st == KP_OK ? gru_check_int_range(l, call, &d) : st;
 }
 
+/* The rows route: W_hh^T once into scratch slot 4, then every step in one gru_seq_rows launch. */
+static kp_status rows_forward(kp_launch *l, const kp_call *call, const kp_tensor *gx_all)
+{
+    const kp_value *a = call->args;
+    const kp_tensor *x = &a[SEQ_X].tensor, none = {0};
+    int64_t T = x->shape[0], B = x->shape[1], I = x->shape[2], H = a[SEQ_H0].tensor.shape[1];
+    kp_buffer *buf, *stand_in = a[SEQ_H0].tensor.buffer;
+    kp_status st = gru_host->scratch(l, 4, (size_t)(3 * H * H) * sizeof(float), &buf);
+    kp_tensor w_t = gru_scratch_matrix(buf, 0, H, 3 * H);
+    if (st == KP_OK)
+        st = gru_transpose(l, &a[SEQ_W_HH].tensor, &w_t);
+    if (st != KP_OK)
+        return st;
+    size_t wg = gru_wg(l), global = (size_t)B * wg;
+    kp_clargs c = kp_clargs_begin(gru_host, l, "gru_seq_rows", NULL);
+    const int dims[] = {(int)T, (int)B, (int)I, (int)H};
+    for (int i = 0; i < 4; i++)
+        kp_clargs_int(&c, dims[i]);
+    gru_clargs_tensor(&c, x, 3, stand_in);
+    gru_clargs_tensor(&c, gx_all, 2, stand_in);
+    const kp_tensor *mats[] = {&a[SEQ_H0].tensor, &a[SEQ_W_IH].tensor, &w_t,
+                               a[SEQ_B_IH].present ? &a[SEQ_B_IH].tensor : &none,
+                               a[SEQ_B_HH].present ? &a[SEQ_B_HH].tensor : &none};
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+        gru_clargs_tensor(&c, mats[i], 2, stand_in);
+    gru_clargs_tensor(&c, &a[SEQ_H_ALL].tensor, 3, stand_in);
+    gru_clargs_tensor(&c, a[SEQ_WS].present ? &a[SEQ_WS].tensor : &none, 3, stand_in);
+    kp_clargs_local(&c, (size_t)(2 * H) * sizeof(float));
+    return kp_clargs_enqueue(&c, 1, &global, &wg);
+}
+
 /*
  * The input projection x w_ih^T of all T steps is one GEMM into scratch slot 0 when T B reaches
  * BATCH_GEMM (and blas.gemm exists and x's strides let [T, B, I] read as [T B, I]); each step
- * then adds only its recurrent part: through GEMMs when B reaches BATCH_GEMM, else the fused
- * kernel, which computes the x-part itself when there is no projection.
+ * then adds only its recurrent part: all steps in one gru_seq_rows launch where ROWS_H allows,
+ * else per step through GEMMs when B reaches BATCH_GEMM, else the fused kernel, which computes
+ * the x-part itself when there is no projection.
  */
 static kp_status sequence_enqueue(const kp_call *call, kp_launch *l)
 {
@@ -116,6 +148,8 @@ static kp_status sequence_enqueue(const kp_call *call, kp_launch *l)
             st = KP_OK;
         }
     }
+    if (st == KP_OK && gru_rows_route(l, H, c.lbr, 2 * H))
+        return rows_forward(l, call, &gx_all);
     /* CLBlast's GEMM kernel reads the weight operand of h W_hh^T as W_hh^T stored, and would copy
      * it transposed on every step (48 MB a step at H 2048): one copy serves all T steps. */
     if (st == KP_OK && have_blas && B >= batch_gemm && T > 1) {
@@ -162,6 +196,7 @@ static const seq_size sizes[] = {
     {"lbr0-gemm", 9, 37, 13, 257, 0, 1},
     {"h257", 9, 1, 13, 257, 0, 1},
     {"seed", 50, 1, 321, 256, 1, 1},
+    {"wm", 50, 128, 65, 64, 1, 1},
     {"h1024", 50, 1, 1024, 1024, 1, 1},
     {"big", 15, 1024, 1024, 1024, 1, 1},
     {"h2048", 15, 256, 2048, 2048, 1, 1},
@@ -213,7 +248,7 @@ static void sequence_cost(const kp_call *call, kp_cost *out)
 
 static const char *const verify_sizes[] = {"t1",   "prime",     "lbr0", "nows",
                                            "gemm", "lbr0-gemm", "h257", NULL};
-static const char *const bench_sizes[] = {"seed", "h1024", "big", "h2048", NULL};
+static const char *const bench_sizes[] = {"seed", "wm", "h1024", "big", "h2048", NULL};
 
 const kp_kernel_desc gru_sequence_desc = {
     .struct_size = sizeof(kp_kernel_desc),
@@ -222,7 +257,7 @@ const kp_kernel_desc gru_sequence_desc = {
     .params = params,
     .n_params = SEQ_N,
     .tunables = gru_cell_tunables,
-    .n_tunables = GRU_N_TUNABLES,
+    .n_tunables = GRU_TUNE_SPLIT_MN,
     .source = kp_kernel_gru_cl,
     .source_name = "gru.cl",
     .entry = "gru_fused",

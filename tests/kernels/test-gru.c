@@ -545,6 +545,99 @@ static void test_verify(void **state)
     }
 }
 
+/* ROWS_H of the two sequence kernels (0 forgets the override). */
+static void set_rows_h(kp_runtime *r, int64_t value)
+{
+    const char *names[] = {"gru.sequence", "gru.sequence_backward"};
+    for (int i = 0; i < 2; i++) {
+        kp_kernel *k = find(r, names[i]);
+        assert_int_equal(value ? kp_kernel_tunable_set(r, k, "ROWS_H", value)
+                               : kp_kernel_tuning_reset(r, k),
+                         KP_OK);
+    }
+}
+
+/* The rows route (every step in one launch, a work-group per batch row) against the host forward,
+ * finite differences and the per-step backward: H past the work-group size and not a multiple
+ * of it, a prime batch, with and without the projection GEMM (the x products in the kernel), and
+ * the verify sizes (dh_all or dh_last absent). linear_before_reset 0 keeps the per-step route. */
+static void test_rows_route(void **state)
+{
+    for (int lbr = 1; lbr >= 0; lbr--) {
+        model m = model_make(9, 5, 13, 67, lbr, 80u + (unsigned)lbr);
+        double *dh_all = random_doubles((size_t)(9 * 5 * 67), 81, 1.0);
+        double *dh_last = random_doubles((size_t)(5 * 67), 82, 1.0);
+        set_rows_h(rt, -1);
+        grads steps = run_backward(rt, &m, dh_all, dh_last);
+        set_rows_h(rt, 1024);
+        const int64_t projection[] = {1, 1 << 30};
+        for (int i = 0; i < 2; i++) {
+            set_batch_gemm(rt, projection[i]);
+            check_sequence(rt, &m, i ? "rows, x products in the kernel" : "rows, projected x");
+        }
+        grads rows = run_backward(rt, &m, dh_all, dh_last);
+        set_batch_gemm(rt, 0); /* forgets ROWS_H too */
+        const float *pa[] = {rows.dx, rows.dh0, rows.dw_ih, rows.dw_hh, rows.db_ih, rows.db_hh};
+        const float *pb[] = {steps.dx,    steps.dh0,   steps.dw_ih,
+                             steps.dw_hh, steps.db_ih, steps.db_hh};
+        size_t n[] = {9 * 5 * 13, 5 * 67, 201 * 13, 201 * 67, 201, 201};
+        for (int i = 0; i < 6; i++)
+            expect_agree(pa[i], pb[i], n[i], 1e-5, 1e-4, "backward by rows vs per step");
+        grads_free(&rows), grads_free(&steps);
+        free(dh_all), free(dh_last);
+        model_free(&m);
+    }
+    set_rows_h(rt, 1024);
+    model tiny = model_make(3, 2, 3, 4, 1, 90);
+    double *dh_all = random_doubles((size_t)(3 * 2 * 4), 91, 1.0);
+    double *dh_last = random_doubles((size_t)(2 * 4), 92, 1.0);
+    grads g = run_backward(rt, &tiny, dh_all, dh_last);
+    double *fd = finite_differences(&tiny, tiny.w_hh, 48, dh_all, dh_last);
+    expect_close(g.dw_hh, fd, 48, 2e-6, 1e-5, "dw_hh by rows");
+    free(fd);
+    fd = finite_differences(&tiny, tiny.h0, 8, dh_all, dh_last);
+    expect_close(g.dh0, fd, 8, 2e-6, 1e-5, "dh0 by rows");
+    free(fd);
+    grads_free(&g);
+    free(dh_all), free(dh_last);
+    model_free(&tiny);
+    const char *names[] = {"gru.sequence", "gru.sequence_backward"};
+    for (int i = 0; i < 2; i++) {
+        kp_status st = kp_kernel_verify(rt, find(rt, names[i]), NULL, 9, report, NULL);
+        if (st != KP_OK)
+            fail_msg("verify %s by rows: %s", names[i], kp_last_error(rt));
+    }
+    set_rows_h(rt, 0);
+}
+
+/* SPLIT_MN's chunked weight products and bias sums (GPUs' default) against the GEMM path and
+ * the one-pass column sums, both variants, and the verify sizes. */
+static void test_split_products(void **state)
+{
+    kp_kernel *k = find(rt, "gru.sequence_backward");
+    for (int lbr = 1; lbr >= 0; lbr--) {
+        model m = model_make(9, 5, 13, 67, lbr, 100u + (unsigned)lbr);
+        double *dh_all = random_doubles((size_t)(9 * 5 * 67), 101, 1.0);
+        double *dh_last = random_doubles((size_t)(5 * 67), 102, 1.0);
+        assert_int_equal(kp_kernel_tunable_set(rt, k, "SPLIT_MN", -1), KP_OK);
+        grads whole = run_backward(rt, &m, dh_all, dh_last);
+        assert_int_equal(kp_kernel_tunable_set(rt, k, "SPLIT_MN", 1048576), KP_OK);
+        grads split = run_backward(rt, &m, dh_all, dh_last);
+        const float *pa[] = {split.dw_ih, split.dw_hh, split.db_ih, split.db_hh};
+        const float *pb[] = {whole.dw_ih, whole.dw_hh, whole.db_ih, whole.db_hh};
+        size_t n[] = {201 * 13, 201 * 67, 201, 201};
+        for (int i = 0; i < 4; i++)
+            expect_agree(pa[i], pb[i], n[i], 1e-5, 1e-4, "split weight products vs GEMM");
+        grads_free(&whole), grads_free(&split);
+        free(dh_all), free(dh_last);
+        model_free(&m);
+    }
+    kp_status st = kp_kernel_verify(rt, k, NULL, 11, report, NULL);
+    if (st != KP_OK)
+        fail_msg("verify gru.sequence_backward, split products: %s", kp_last_error(rt));
+    assert_int_equal(kp_kernel_tuning_reset(rt, k), KP_OK);
+}
+
 /* ---- argument checks ------------------------------------------------------------------------- */
 
 /* A zeroed buffer per argument, so outputs never overlap inputs unless a test wants them to. */
@@ -702,6 +795,8 @@ int main(void)
         cmocka_unit_test(test_backward_finite_differences),
         cmocka_unit_test(test_paths_agree),
         cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_rows_route),
+        cmocka_unit_test(test_split_products),
         cmocka_unit_test(test_rejects_step),
         cmocka_unit_test(test_rejects_sequence),
         cmocka_unit_test(test_rejects_backward),
