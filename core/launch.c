@@ -336,7 +336,7 @@ kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *args, siz
     if (g)
         return kp__graph_capture_launch(g, k, args, n_args, event != NULL);
     kp_event *ev = NULL;
-    if (event && !(ev = calloc(1, sizeof *ev)))
+    if ((event || rt->profile) && !(ev = calloc(1, sizeof *ev)))
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     kp_status st = run(rt, k, args, n_args, 0, ev, 0);
     if (st != KP_OK) {
@@ -345,6 +345,8 @@ kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *args, siz
     }
     if (event)
         *event = ev;
+    else if (ev)
+        kp__profile_add(rt, k, ev);
     return KP_OK;
 }
 

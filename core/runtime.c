@@ -241,6 +241,8 @@ kp_status kp_runtime_create(const kp_runtime_options *options, kp_runtime **out)
         st = open_backend(rt, &opt);
     if (st == KP_OK)
         st = kp__plugins_load(rt, &opt);
+    if (st == KP_OK)
+        st = kp__profile_open(rt);
     if (st != KP_OK) {
         hand_over_error(rt, st);
         kp_runtime_destroy(rt);
@@ -258,6 +260,7 @@ void kp_runtime_destroy(kp_runtime *rt)
         return;
     if (rt->ops)
         rt->ops->finish(rt->backend);
+    kp__profile_close(rt);
     kp__graph_free_all(rt);
     kp__prepared_free_all(rt);
     kp__buffers_free(rt);

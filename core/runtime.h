@@ -14,6 +14,7 @@
 
 typedef struct kp__owned_desc kp__owned_desc;
 typedef struct kp__capture kp__capture;
+typedef struct kp__profile kp__profile;
 
 #define KP__SCRATCH_SLOTS 16
 
@@ -128,9 +129,10 @@ struct kp_runtime {
     kp__plugin *runtime_plugin;  /* owner of the kernels registered at run time, or NULL */
     kp__owned_desc *owned_descs; /* their copied descriptors */
 
-    char *kernel_dir; /* KP_KERNEL_DIR */
-    char *cache_dir;  /* program binaries and measured peaks; NULL: no disk cache */
-    kp_peak peak;     /* measured or read from the cache; struct_size 0 until then */
+    char *kernel_dir;     /* KP_KERNEL_DIR */
+    char *cache_dir;      /* program binaries and measured peaks; NULL: no disk cache */
+    kp_peak peak;         /* measured or read from the cache; struct_size 0 until then */
+    kp__profile *profile; /* KP_PROFILE's per-kernel device times, or NULL */
 
     struct kp_prepared *prepared; /* live prepared launches, told when a buffer goes away */
     struct kp_graph *graphs;      /* live graphs, likewise */
@@ -288,6 +290,12 @@ kp_status kp__graph_capture_fill(kp_graph *g, kp_buffer *buf, size_t offset, siz
 /* A buffer is going away (rt->lock held): transfers that use it cannot replay. */
 void kp__graph_buffer_gone(kp_runtime *rt, const kp_buffer *buf);
 void kp__graph_free_all(kp_runtime *rt);
+
+/* profile.c: KP_PROFILE. open reads the variable (nothing to do when unset); add takes the event
+ * of a launch of k that the caller did not ask for; close writes the report and frees it. */
+kp_status kp__profile_open(kp_runtime *rt);
+void kp__profile_add(kp_runtime *rt, const kp_kernel *k, kp_event *ev);
+void kp__profile_close(kp_runtime *rt);
 
 /* ---- buffers (buffer.c) ---- */
 kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out);

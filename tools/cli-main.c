@@ -95,6 +95,8 @@ static void print_help(FILE *out)
           "  KP_PLUGIN_PATH  plugin directories, ':'-separated, after --plugin-dir\n"
           "  KP_KERNEL_DIR   a directory of .cl files replacing plugins' kernel sources\n"
           "  KP_LOG          error, warn (default), info or debug\n"
+          "  KP_PROFILE      a file (or stderr) for each kernel's launches and device time,\n"
+          "                  written when the runtime ends (.json: as JSON)\n"
           "\nExit status: 0 success, 1 a check failed or nothing matched, 2 usage error,\n"
           "3 the runtime could not be created.\n"
           "'kernelport help COMMAND' describes a command.\n",
