@@ -530,35 +530,56 @@ void conv_wino_output(const int K, const int OH, const int OW, const int TW, con
 }
 
 /*
- * db[k] = the sum of dy[n][k][oh][ow] over n, oh, ow: one work-group per channel (the range is
- * WG x K). Work-item i sums positions i, i + WG, ... of every image in order, then a tree in
- * local memory adds the WG partial sums (a fixed order: deterministic). The barriers sit outside
- * every loop whose trip count differs between work-items.
+ * The sums of dy[n][k][oh][ow] over oh, ow and the images of one slice: one work-group per
+ * (channel k, slice sl), the range WG x K x slices; part[sl K + k] gets the slice's sum, which
+ * conv_split_sum adds over the slices into db. Slices of `per` images give a GPU work-groups
+ * enough where one per channel left most of it idle. Work-item i sums positions i, i + WG, ...
+ * of each image in order, then a tree in local memory adds the WG partial sums (a fixed order:
+ * deterministic). The barriers sit outside every loop whose trip count differs between
+ * work-items.
  */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void conv_bias_grad(const int N, const int L, const int OW, __global const float *dy,
-                    const kp_view4 dv, __global float *db, const kp_view1 bv)
+void conv_bias_grad(const int N, const int per, const int L, const int OW,
+                    __global const float *dy, const kp_view4 dv, __global float *part)
 {
-    __local float part[WG];
-    const int k = get_global_id(1), lid = get_local_id(0);
+    __local float sums[WG];
+    const int k = get_global_id(1), sl = get_global_id(2), lid = get_local_id(0);
     const float inv = 1.0f / (float)OW;
+    const int n1 = min(N, (sl + 1) * per);
     float s = 0.0f;
-    for (int n = 0; n < N; n++) {
+    for (int n = sl * per; n < n1; n++) {
         __global const float *p = dy + kp_offset(dv) + n * kp_stride(dv, 0) + k * kp_stride(dv, 1);
         for (int l = lid; l < L; l += WG) {
             const int oh = quot(l, OW, inv);
             s += p[oh * kp_stride(dv, 2) + (l - oh * OW) * kp_stride(dv, 3)];
         }
     }
-    part[lid] = s;
+    sums[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int step = WG / 2; step > 0; step >>= 1) {
         if (lid < step)
-            part[lid] += part[lid + step];
+            sums[lid] += sums[lid + step];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0)
-        db[kp_at1(bv, k)] = part[0];
+        part[sl * get_global_size(1) + k] = sums[0];
+}
+
+/* c[m, n] = beta c[m, n] + the sum of `slices` partial products part[s][m N + n], in slice order:
+ * the weight gradient's products split over their positions (conv-backward.c). One work-item
+ * per weight. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_split_sum(const int slices, const int M, const int N, const float beta,
+                    __global const float *part, __global float *c, const kp_view2 cv)
+{
+    const int i = get_global_id(0);
+    if (i >= M * N)
+        return;
+    float s = 0.0f;
+    for (int sl = 0; sl < slices; sl++)
+        s += part[(long)sl * M * N + i];
+    __global float *cp = c + kp_at2(cv, i / N, i % N);
+    *cp = beta != 0.0f ? fma(beta, *cp, s) : s;
 }
 
 /*

@@ -153,10 +153,84 @@ static kp_status weight_check(const kp_call *call, kp_launch *l)
     return check_common(call, l, BWW_X, "x", BWW_DW, "dw", BWW_DY, BWW_GEO, BWW_GROUPS, &g);
 }
 
+/* c [M, N] = beta c + the `slices` partial sums in `part` (conv_split_sum). */
+static kp_status split_sum(kp_launch *l, int64_t slices, kp_buffer *part, const kp_tensor *c,
+                           double beta)
+{
+    kp_clargs sum = kp_clargs_begin(conv_host, l, "conv_split_sum", NULL);
+    kp_clargs_int(&sum, (int)slices);
+    kp_clargs_int(&sum, (int)c->shape[0]);
+    kp_clargs_int(&sum, (int)c->shape[1]);
+    kp_clargs_float(&sum, (float)beta);
+    kp_clargs_buffer(&sum, part);
+    kp_clargs_tensor(&sum, c, 2);
+    return conv_clargs_run(&sum, c->shape[0] * c->shape[1], 1);
+}
+
+/* Outputs up to this many weights: a handful of CLBlast's tiles, so one GEMM over a chunk's
+ * positions keeps a few of a GPU's cores busy (Fashion-MNIST's first layer: 288 weights over
+ * 100352 positions, 3.0 ms on an H200; docs/kernels/conv.md). */
+#define SPLIT_MAX_WEIGHTS 65536
+
+/*
+ * c = a b + beta c with a [M, P] and b [P, N] over P positions cut into slices of ks: one
+ * blas.gemm_batched over the whole slices and one blas.gemm over the rest into partial sums in
+ * scratch slot 2, then conv_split_sum adds them in order (and beta c). KP_ERR_NOT_FOUND, with
+ * nothing enqueued, without blas.gemm_batched.
+ */
+static kp_status split_product(kp_launch *l, const kp_tensor *a, const kp_tensor *b,
+                               const kp_tensor *c, double beta, int64_t ks)
+{
+    int64_t M = c->shape[0], N = c->shape[1], P = a->shape[1], S = P / ks, rest = P - S * ks;
+    int64_t slices = S + (rest > 0);
+    kp_buffer *part;
+    kp_status st = conv_host->scratch(l, 2, (size_t)(slices * M * N) * sizeof(float), &part);
+    if (st != KP_OK)
+        return st;
+    kp_tensor a3 = *a, b3 = *b, c3 = kp_tensor_3d(part, KP_F32, S, M, N);
+    a3.rank = b3.rank = 3;
+    a3.shape[2] = ks, a3.shape[1] = M, a3.shape[0] = S;
+    a3.strides[2] = a->strides[1], a3.strides[1] = a->strides[0],
+    a3.strides[0] = ks * a->strides[1];
+    b3.shape[2] = N, b3.shape[1] = ks, b3.shape[0] = S;
+    b3.strides[2] = b->strides[1], b3.strides[1] = b->strides[0],
+    b3.strides[0] = ks * b->strides[0];
+    kp_arg args[] = {KP_ARG_TENSOR("A", a3), KP_ARG_TENSOR("B", b3), KP_ARG_TENSOR("C", c3),
+                     KP_ARG_FLOAT("beta", 0.0)};
+    st = conv_host->launch(l, "blas.gemm_batched", args, sizeof args / sizeof args[0]);
+    if (st == KP_OK && rest) {
+        kp_tensor ar = *a, br = *b, cr = conv_matrix(part, S * M * N, M, N, N);
+        ar.offset += S * ks * a->strides[1];
+        ar.shape[1] = rest;
+        br.offset += S * ks * b->strides[0];
+        br.shape[0] = rest;
+        st = conv_matmul(l, &ar, &br, &cr, 0.0);
+    }
+    if (st != KP_OK)
+        return st;
+    return split_sum(l, slices, part, c, beta);
+}
+
+/* dw_g (+)= t_g col_g^T: split over the positions where SPLIT_K allows and the output is small,
+ * else one product. */
+static kp_status weight_product(kp_launch *l, const kp_tensor *a, const kp_tensor *b,
+                                const kp_tensor *c, double beta)
+{
+    int64_t ks = conv_host->tunable_index(l, CONV_TUNE_SPLIT_K);
+    if (ks > 0 && !conv_gemm_is_tiled(l) && a->shape[1] >= 2 * ks &&
+        c->shape[0] * c->shape[1] <= SPLIT_MAX_WEIGHTS) {
+        kp_status st = split_product(l, a, b, c, beta, ks);
+        if (st != KP_ERR_NOT_FOUND)
+            return st;
+    }
+    return conv_matmul(l, a, b, c, beta);
+}
+
 /*
  * Per chunk: im2col of x and the input pass of dy as in the data gradient, then one GEMM per
- * group, dw_g (+)= t_g col_g^T, whose inner dimension runs over the chunk's nb L positions:
- * beta 0 for the first chunk, 1 after, so dw sums over every image. The 1x1 path multiplies
+ * group, dw_g (+)= t_g col_g^T, whose inner dimension runs over the chunk's nb L positions
+ * (split in slices for a small dw_g: weight_product): beta 0 for the first chunk, 1 after, so
+ * dw sums over every image. The 1x1 path multiplies
  * dy_n x_n^T per image, in place, accumulating the same way.
  */
 static kp_status weight_enqueue(const kp_call *call, kp_launch *l)
@@ -195,7 +269,7 @@ static kp_status weight_enqueue(const kp_call *call, kp_launch *l)
                               ? conv_matrix(col, q * R, ld, R, g.C * g.KH * g.KW)
                               : kp_tensor_transpose(conv_matrix(col, q * R * ld, R, ld, ld), 0, 1);
             kp_tensor c = weight_rows(dw, q, Kg, R);
-            st = conv_matmul(l, &a, &b, &c, n0 ? 1.0 : 0.0);
+            st = weight_product(l, &a, &b, &c, n0 ? 1.0 : 0.0);
         }
     }
     return st;
@@ -231,17 +305,33 @@ static kp_status bias_check(const kp_call *call, kp_launch *l)
     return st == KP_OK ? conv_check_int_range(l, call) : st;
 }
 
+/* Slices of images of about 4096 positions each (at least one image), a fixed function of the
+ * shape, then their sum in slice order. */
 static kp_status bias_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *dy = &call->args[BWB_DY].tensor, *db = &call->args[BWB_DB].tensor;
+    int64_t N = dy->shape[0], K = dy->shape[1], L = dy->shape[2] * dy->shape[3];
+    int64_t per = 4096 / L > 1 ? 4096 / L : 1, slices = (N + per - 1) / per;
+    kp_buffer *part;
+    kp_status st = conv_host->scratch(l, 0, (size_t)(slices * K) * sizeof(float), &part);
+    if (st != KP_OK)
+        return st;
     kp_clargs a = kp_clargs_begin(conv_host, l, "conv_bias_grad", NULL);
-    kp_clargs_int(&a, (int)dy->shape[0]);
-    kp_clargs_int(&a, (int)(dy->shape[2] * dy->shape[3]));
+    kp_clargs_int(&a, (int)N);
+    kp_clargs_int(&a, (int)per);
+    kp_clargs_int(&a, (int)L);
     kp_clargs_int(&a, (int)dy->shape[3]);
     kp_clargs_tensor(&a, dy, 4);
-    kp_clargs_tensor(&a, db, 1);
-    /* One work-group per channel: the first dimension is exactly WG. */
-    return conv_clargs_run(&a, 1, dy->shape[1]);
+    kp_clargs_buffer(&a, part);
+    size_t wg = (size_t)conv_host->tunable_index(l, CONV_TUNE_WG);
+    size_t global[3] = {wg, (size_t)K, (size_t)slices}, local[3] = {wg, 1, 1};
+    st = kp_clargs_enqueue(&a, 3, global, local);
+    /* db [K] as the column [K, 1] conv_split_sum writes. */
+    kp_tensor column = *db;
+    column.rank = 2;
+    column.shape[1] = 1;
+    column.strides[1] = 0;
+    return st == KP_OK ? split_sum(l, slices, part, &column, 0.0) : st;
 }
 
 /* ---- costs and descriptors ------------------------------------------------------------------- */

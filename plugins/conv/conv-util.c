@@ -10,6 +10,7 @@ static const char *const shapes[] = {"auto", "rows", "elements", "tiles", NULL};
 static const char *const gemm_kinds[] = {"auto", "blas", "tiled", NULL};
 static const char *const algos[] = {"auto", "im2col", "winograd", NULL};
 static const int64_t col_limits[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+static const int64_t split_lengths[] = {0, 256, 512, 1024, 2048, 4096, 8192, 16384};
 
 const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
     [CONV_TUNE_WG] = {.name = "WG",
@@ -68,6 +69,16 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                                "other devices auto stays and each call decides: winograd where "
                                "it applies with at least 16 channels in and out per group, else "
                                "im2col)"},
+    [CONV_TUNE_SPLIT_K] = {.name = "SPLIT_K",
+                           .default_value = 512,
+                           .allowed = split_lengths,
+                           .n_allowed = sizeof split_lengths / sizeof split_lengths[0],
+                           .flags = KP_TUNABLE_NO_DEFINE,
+                           .doc = "conv.conv2d_backward_weight through blas.gemm: a product with "
+                                  "a small output (at most 65536 weights) sums over its images' "
+                                  "positions in slices of this many, one batched GEMM into "
+                                  "partial sums and a pass adding them, where one GEMM over all "
+                                  "positions would leave most of a GPU idle; 0: never"},
 };
 
 /* ---- checks ---------------------------------------------------------------------------------- */

@@ -36,13 +36,15 @@ enum { MP_X, MP_Y, MP_IDX, MP_KH, MP_KW, MP_GEO, MP_N = MP_GEO + GEO_N };
 enum { MPB_DY, MPB_IDX, MPB_DX, MPB_KH, MPB_KW, MPB_GEO, MPB_N = MPB_GEO + GEO_N };
 
 /* The tunables, in this order: WG (every kernel), ROWS (the kernels that run im2col, col2im or a
- * pool), COL_MAX_MB and GEMM (the kernels that go through GEMMs), ALGO (conv.conv2d). */
+ * pool), COL_MAX_MB and GEMM (the kernels that go through GEMMs), ALGO (conv.conv2d), SPLIT_K
+ * (conv.conv2d_backward_weight). */
 enum {
     CONV_TUNE_WG,
     CONV_TUNE_ROWS,
     CONV_TUNE_COL_MAX_MB,
     CONV_TUNE_GEMM,
     CONV_TUNE_ALGO,
+    CONV_TUNE_SPLIT_K,
     CONV_N_TUNABLES
 };
 extern const kp_tunable_desc conv_tunables[CONV_N_TUNABLES];

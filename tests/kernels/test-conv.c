@@ -523,6 +523,46 @@ static void test_backward_differences(void **state)
     set_gemm(without_blas(), "auto");
 }
 
+/* SPLIT_K: the weight gradient through blas.gemm in slices of 256 positions (7 x 676 = 4732 of
+ * them, so 18 slices and a rest of 124; groups 2) against one GEMM, and without
+ * blas.gemm_batched (the fallback: one GEMM by conv.cl); the bias gradient in two slices of
+ * images (6 and 1: 4096 / 676 images a slice) against the host's sums. */
+static void test_split_sums(void **state)
+{
+    (void)state;
+    const geo g = {7, 12, 26, 26, 10, 3, 3, 1, 1, 1, 1, 1, 1, 2};
+    double *x = doubles(nx(&g), 61), *w = doubles(nw(&g), 62), *G = doubles(ny(&g), 63);
+    kp_runtime *rs[] = {rt, without_blas()};
+    grads d[2][2];
+    for (int r = 0; r < 2; r++) {
+        set_gemm(rs[r], "blas");
+        kp_kernel *k = find(rs[r], "conv.conv2d_backward_weight");
+        for (int split = 0; split < 2; split++) {
+            assert_int_equal(kp_kernel_tunable_set(rs[r], k, "SPLIT_K", split ? 256 : 0), KP_OK);
+            d[r][split] = run_backward(rs[r], &g, x, w, G);
+        }
+        set_gemm(rs[r], "auto");
+    }
+    double *want = malloc(nw(&g) * sizeof *want);
+    assert_non_null(want);
+    for (size_t i = 0; i < nw(&g); i++)
+        want[i] = d[0][0].dw[i];
+    /* dw sums 4732 positions in another order when split. */
+    expect_close("dw in slices", d[0][1].dw, want, nw(&g), 1e-5);
+    expect_close("dw without blas.gemm_batched", d[1][1].dw, want, nw(&g), 1e-5);
+    size_t L = ny(&g) / (size_t)(g.N * g.K);
+    for (size_t k = 0; k < (size_t)g.K; k++) {
+        want[k] = 0;
+        for (size_t n = 0; n < (size_t)g.N; n++)
+            for (size_t i = 0; i < L; i++)
+                want[k] += G[(n * (size_t)g.K + k) * L + i];
+    }
+    expect_close("db in slices of images", d[0][1].db, want, (size_t)g.K, 1e-5);
+    for (int r = 0; r < 2; r++)
+        grads_free(&d[r][0]), grads_free(&d[r][1]);
+    free(x), free(w), free(G), free(want);
+}
+
 /* COL_MAX_MB 1 runs 7 images of 0.2 MiB of scratch each (columns and GEMM block) as 4 + 3. */
 static void check_chunked(kp_runtime *r, const char *gemm, int exact)
 {
@@ -634,15 +674,11 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_im2col_col2im),
-        cmocka_unit_test(test_im2col_tile_blocks),
-        cmocka_unit_test(test_im2col_group_view),
-        cmocka_unit_test(test_forward_direct),
-        cmocka_unit_test(test_winograd),
-        cmocka_unit_test(test_backward_differences),
-        cmocka_unit_test(test_chunked_equals_unchunked),
-        cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_im2col_col2im),     cmocka_unit_test(test_im2col_tile_blocks),
+        cmocka_unit_test(test_im2col_group_view), cmocka_unit_test(test_forward_direct),
+        cmocka_unit_test(test_winograd),          cmocka_unit_test(test_backward_differences),
+        cmocka_unit_test(test_split_sums),        cmocka_unit_test(test_chunked_equals_unchunked),
+        cmocka_unit_test(test_deterministic),     cmocka_unit_test(test_verify),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
