@@ -11,7 +11,7 @@
 #include "runtime.h"
 #include "sha256.h"
 
-#define PEAK_FORMAT "kernelport-peak 2"
+#define PEAK_FORMAT "kernelport-peak 3"
 
 /* One file per device and driver: a new driver gets measured again. */
 static char *peak_path(const kp_runtime *rt)
