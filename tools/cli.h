@@ -183,6 +183,11 @@ void cli_table_align_right(cli_table *t, int col);
  */
 void cli_table_cell(cli_table *t, const char *fmt, ...) KP_PRINTF(2, 3);
 
+/* A "% of peak" cell from a fraction (negative: no peak, "-"). Above 1 of the bandwidth
+ * (`bandwidth` set) the data stayed in a cache, so the figure says "(cache)": it is no fraction
+ * of the memory's bandwidth; above 1 of FP32, "(above peak)". */
+void cli_table_percent(cli_table *t, double fraction, int bandwidth);
+
 /* Prints every row, each prefixed by `indent` spaces, columns two spaces apart. */
 void cli_table_print(const cli_table *t, FILE *out, int indent);
 

@@ -95,9 +95,9 @@ static void print_table(row *rows, size_t n, const kp_peak *peak)
         cli_table_cell(t, "%.1f", r->r.median_s * 1e6);
         cli_table_cell(t, "%.1f-%.1f", r->r.p10_s * 1e6, r->r.p90_s * 1e6);
         cli_table_cell(t, "%.2f", r->r.gflops);
-        cli_table_cell(t, ff < 0 ? "-" : "%.1f", ff * 100);
+        cli_table_percent(t, ff, 0);
         cli_table_cell(t, "%.2f", r->r.gbs);
-        cli_table_cell(t, fb < 0 ? "-" : "%.1f", fb * 100);
+        cli_table_percent(t, fb, 1);
         cli_table_cell(t, "%s", r->tuning_text);
     }
     cli_table_print(t, stdout, 0);

@@ -43,6 +43,16 @@ void cli_table_align_right(cli_table *t, int col)
         t->right[col] = 1;
 }
 
+void cli_table_percent(cli_table *t, double fraction, int bandwidth)
+{
+    if (fraction < 0)
+        cli_table_cell(t, "-");
+    else if (fraction > 1)
+        cli_table_cell(t, "%.1f %s", fraction * 100, bandwidth ? "(cache)" : "(above peak)");
+    else
+        cli_table_cell(t, "%.1f", fraction * 100);
+}
+
 void cli_table_cell(cli_table *t, const char *fmt, ...)
 {
     va_list ap;

@@ -233,9 +233,9 @@ static void print_table(const kpb *b)
             else
                 cli_table_cell(t, "!! %s", kp_status_name(r->status));
             cli_table_cell(t, ok ? "%.2f" : "-", gf);
-            cli_table_cell(t, ok && b->have_peak ? "%.1f" : "-", gf / b->peak.fp32_gflops * 100);
+            cli_table_percent(t, ok && b->have_peak ? gf / b->peak.fp32_gflops : -1, 0);
             cli_table_cell(t, ok ? "%.2f" : "-", gb);
-            cli_table_cell(t, ok && b->have_peak ? "%.1f" : "-", gb / b->peak.bandwidth_gbs * 100);
+            cli_table_percent(t, ok && b->have_peak ? gb / b->peak.bandwidth_gbs : -1, 1);
             cli_table_cell(t, "%s", r->peer ? r->peer : "-");
             cli_table_cell(t, r->peer_s > 0 ? "%.1f" : "-", r->peer_s * 1e6);
             /* Above 1 means Kernelport is faster than the peer. */
