@@ -34,7 +34,7 @@ def dtype_of(array):
 
 def bf16_from_float32(a):
     """bfloat16 bits (uint16) of a float array, rounded to nearest even; NaN stays a NaN."""
-    x = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    x = np.asarray(a, dtype=np.float32, order="C").view(np.uint32)
     rounded = (x + np.uint32(0x7FFF) + ((x >> 16) & np.uint32(1))) >> 16
     nan = (x & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
     return np.where(nan, (x >> 16) | np.uint32(0x40), rounded).astype(np.uint16)
@@ -49,14 +49,15 @@ def host_data(array, dtype):
     """The C-contiguous host array holding `array`'s values as Kernelport dtype `dtype`."""
     a = np.asarray(array)
     if dtype == "bf16":
-        return np.ascontiguousarray(a) if a.dtype == np.uint16 else bf16_from_float32(a)
+        return np.asarray(a, order="C") if a.dtype == np.uint16 else bf16_from_float32(a)
     host = HOST[dtype]
     if a.dtype != host and np.issubdtype(a.dtype, np.integer) and np.issubdtype(host, np.integer):
         converted = a.astype(host)
         if not np.array_equal(converted, a):
             raise ValueError(f"values of the {a.dtype} array do not fit {dtype}")
-        return np.ascontiguousarray(converted)
-    return np.ascontiguousarray(a, dtype=host)
+        return np.asarray(converted, order="C")
+    # Not ascontiguousarray, which makes a 0-d array 1-d.
+    return np.asarray(a, dtype=host, order="C")
 
 
 class Buffer(_kernelport.Buffer):

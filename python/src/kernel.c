@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kernelport._kernelport.Kernel: a registered kernel, called with keyword arguments; its
  * description, verification, benchmark and tuning. */
-#include <time.h>
-
 #include "args.h"
 
 static PyObject *kernel_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
@@ -110,13 +108,6 @@ static PyObject *kernel_timed(PyObject *self, PyObject *const *args, Py_ssize_t 
     return st == KP_OK ? PyFloat_FromDouble(seconds) : kpy_fail(st, rt);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* _time_launches(n, **kwargs): the arguments converted once, then n kp_kernel_launch calls in a
  * C loop; the host seconds the loop took (no wait for the device). python/bench compares a
  * launch from Python against this, the C API's own cost, in the same process. */
@@ -135,10 +126,10 @@ static PyObject *kernel_time_launches(PyObject *self_obj, PyObject *const *args,
         return NULL;
     kp_status st = KP_OK;
     PyThreadState *ts = PyEval_SaveThread();
-    double t0 = now();
+    double t0 = kpy_now();
     for (long long i = 0; i < count && st == KP_OK; i++)
         st = kp_kernel_launch(rt, self->k, argv, n, NULL);
-    double t = now() - t0;
+    double t = kpy_now() - t0;
     PyEval_RestoreThread(ts);
     return st == KP_OK ? PyFloat_FromDouble(t) : kpy_fail(st, rt);
 }

@@ -63,6 +63,9 @@ kp_runtime *kpy_runtime_get(kpy_runtime *r);
  * NULL with an exception on failure. */
 PyObject *kpy_result(const char *cls, PyObject *fields);
 
+/* Seconds on the monotonic clock: the benchmark helpers' C loops time themselves with it. */
+double kpy_now(void);
+
 /* Kernel.prepare(**kwargs): a Prepared launch of `k` with the arguments bound. */
 PyObject *kpy_prepared_create(kpy_kernel *k, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);

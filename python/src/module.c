@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The extension module kernelport._kernelport: its types, exception classes and constants. */
+#include <time.h>
+
 #include "kpy.h"
 
 /* Exception classes by status: each also derives from the built-in exception a Python caller
@@ -84,6 +86,13 @@ kp_runtime *kpy_runtime_get(kpy_runtime *r)
     if (!r->rt)
         kpy_raise(KP_ERR_INVALID_ARG, "the runtime was closed");
     return r->rt;
+}
+
+double kpy_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 PyObject *kpy_result(const char *cls, PyObject *fields)

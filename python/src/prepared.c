@@ -96,7 +96,26 @@ static PyObject *prepared_set(PyObject *self_obj, PyObject *const *args, Py_ssiz
     return keep(self, args, kwnames) < 0 ? NULL : Py_NewRef(Py_None);
 }
 
+/* _time_launches(n): n kp_prepared_launch calls in a C loop; the host seconds they took (the C
+ * API's cost, for python/bench). */
+static PyObject *prepared_time_launches(kpy_prepared *self, PyObject *arg)
+{
+    long long count = PyLong_AsLongLong(arg);
+    kp_runtime *rt = kpy_runtime_get(self->kernel->runtime);
+    if ((count == -1 && PyErr_Occurred()) || !rt)
+        return NULL;
+    kp_status st = KP_OK;
+    PyThreadState *ts = PyEval_SaveThread();
+    double t0 = kpy_now();
+    for (long long i = 0; i < count && st == KP_OK; i++)
+        st = kp_prepared_launch(self->p, NULL);
+    double t = kpy_now() - t0;
+    PyEval_RestoreThread(ts);
+    return st == KP_OK ? PyFloat_FromDouble(t) : kpy_fail(st, rt);
+}
+
 static PyMethodDef prepared_methods[] = {
+    {"_time_launches", (PyCFunction)prepared_time_launches, METH_O, NULL},
     {"set", (PyCFunction)(void (*)(void))prepared_set, METH_FASTCALL | METH_KEYWORDS,
      "set(**kwargs): binds new values to arguments (the next batch's Buffer, a step count)."},
     {NULL, NULL, 0, NULL},
