@@ -69,5 +69,6 @@ def test_view_outlives_its_owner(rt):
 def test_zeros_and_empty(rt):
     np.testing.assert_array_equal(rt.zeros((3, 4), "i32").numpy(), np.zeros((3, 4), np.int32))
     assert rt.empty(0).numpy().shape == (0,)
+    assert rt.buffer(np.zeros((0, 3), np.float32)).numpy().shape == (0, 3)
     with pytest.raises(ValueError, match="shape"):
         rt.buffer(np.zeros((2, 2), np.float32)).write(np.zeros(4))
