@@ -54,8 +54,18 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+/* Runtime.kernel caches kernels in the runtime's __dict__, and each kernel keeps its runtime
+ * alive: the collector must see that edge to free a runtime dropped without close(). Clearing the
+ * runtime's __dict__ breaks the cycle, so kernels need no tp_clear. */
+static int kernel_traverse(kpy_kernel *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->runtime);
+    return 0;
+}
+
 static void kernel_dealloc(kpy_kernel *self)
 {
+    PyObject_GC_UnTrack(self);
     for (size_t i = 0; i < self->n_params; i++)
         Py_XDECREF(self->params[i].key);
     Py_XDECREF(self->runtime);
@@ -437,10 +447,12 @@ PyTypeObject kpy_kernel_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kernelport.Kernel",
     .tp_basicsize = sizeof(kpy_kernel),
     /* Not a base type: the vectorcall slot would not reach subclasses on Python < 3.12. */
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Kernel(runtime, name): a registered kernel; call it with keyword arguments.",
     .tp_new = kernel_new,
     .tp_dealloc = (destructor)kernel_dealloc,
+    .tp_traverse = (traverseproc)kernel_traverse,
+    .tp_free = PyObject_GC_Del,
     .tp_vectorcall_offset = offsetof(kpy_kernel, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_repr = (reprfunc)kernel_repr,

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Errors become exceptions carrying the library's message and status; the runtime stays
 usable after each."""
+import gc
+import os
+import weakref
+
 import numpy as np
 import pytest
 
@@ -80,3 +84,27 @@ def test_closed_runtime(rng):
     with pytest.raises(kp.InvalidArgumentError, match="closed"):
         k(n=2, x=y, y=y)
     rt.close()  # twice is fine
+
+
+def test_plugin_dirs_and_flags(rt):
+    plugin = rt.kernel("example.axpy").info().plugin_path
+    with kp.Runtime(device="host", flags=kp.NO_INSTALLED_PLUGINS | kp.NO_ENV) as bare:
+        assert not bare.plugins()
+        with pytest.raises(kp.NotFoundError):
+            bare.kernel("example.axpy")
+    dirs = [os.path.dirname(plugin)]
+    with kp.Runtime(device="host", plugin_dirs=dirs, flags=kp.NO_INSTALLED_PLUGINS) as one:
+        assert one.kernel("example.axpy").info().plugin_path == plugin
+    with pytest.raises(TypeError, match="list of directories"):
+        kp.Runtime(plugin_dirs=dirs[0])
+
+
+def test_a_dropped_runtime_is_freed():
+    rt = kp.Runtime(device="host")
+    k = rt.kernel("example.axpy")  # cached by the runtime, and keeping it alive: a cycle
+    y = rt.zeros(2)
+    k(n=2, x=rt.zeros(2), y=y)
+    alive = weakref.ref(rt)
+    del rt, k, y
+    gc.collect()
+    assert alive() is None
