@@ -152,8 +152,8 @@ class Buffer(_kernelport.Buffer):
 
     @property
     def T(self):
-        """The two-dimensional view transposed."""
-        return self.transpose(0, 1)
+        """The view with its dimensions reversed (NumPy's .T); no data moves."""
+        return self.view(self.shape[::-1], self.strides[::-1])
 
     def narrow(self, dim, start, length):
         """`length` elements of dimension `dim` from `start` (PyTorch's narrow)."""

@@ -49,7 +49,7 @@ static PyObject *runtime_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             PyObject *b = NULL;
             if (!PyUnicode_FSConverter(PyList_GET_ITEM(dirs_b, i), &b))
                 goto done;
-            PyList_SET_ITEM(dirs_b, i, b); /* the list now keeps the encoded path alive */
+            PyList_SetItem(dirs_b, i, b); /* the list now keeps the encoded path alive */
             dir_paths[i] = PyBytes_AS_STRING(b);
         }
         opt.plugin_dirs = dir_paths;
