@@ -10,9 +10,11 @@ kp_packages=(
   libclblast-dev libyaml-dev libcmocka-dev libopenblas-dev zlib1g-dev
 )
 # Extra tools the test command uses: the style check, the OpenCL simulator, clang (tc.cl's
-# compile for NVIDIA's target), and the Fashion-MNIST images the CNN example's test trains on.
+# compile for NVIDIA's target), the Fashion-MNIST images the CNN example's test trains on, and
+# Python's headers, venv and NumPy (the Python package's build and tests; python/ci.sh).
 if [[ "${KP_DEPS_TEST:-0}" == 1 ]]; then
-  kp_packages+=(clang-format oclgrind clang dataset-fashion-mnist)
+  kp_packages+=(clang-format oclgrind clang dataset-fashion-mnist python3-dev python3-venv
+                python3-numpy)
 fi
 
 missing=()

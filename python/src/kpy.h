@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The Python extension's shared declarations: its object types and error helpers (kpy_ names are
+ * the extension's own, as kp__ names are the library's). */
+#ifndef KPY_H
+#define KPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <kernelport/kernelport.h>
+
+/* A runtime. `rt` is NULL after close(); every object that uses it checks. */
+typedef struct kpy_runtime {
+    PyObject ob_base;
+    kp_runtime *rt;
+} kpy_runtime;
+
+/* A tensor view of device memory. The object that allocated the kp_buffer owns it (base NULL);
+ * views made from it hold a reference to that owner (base), so the memory lives as long as any
+ * view of it. */
+typedef struct kpy_buffer {
+    PyObject ob_base;
+    kpy_runtime *runtime;
+    PyObject *base;
+    kp_buffer *buf;
+    kp_tensor view;
+} kpy_buffer;
+
+/* One parameter of a kernel, read once from kp_kernel_param. */
+typedef struct kpy_param {
+    const char *name; /* owned by the runtime, which the kernel object keeps alive */
+    PyObject *key;    /* the name as an interned str: keyword arguments match it by identity */
+    int kind;         /* a kp_arg_kind */
+} kpy_param;
+
+typedef struct kpy_kernel {
+    PyObject ob_base;
+    vectorcallfunc vectorcall; /* calls skip building a dict of the keyword arguments */
+    kpy_runtime *runtime;
+    kp_kernel *k;
+    const char *name;
+    size_t n_params;
+    kpy_param params[KP_MAX_PARAMS];
+} kpy_kernel;
+
+extern PyTypeObject kpy_runtime_type;
+extern PyTypeObject kpy_buffer_type;
+extern PyTypeObject kpy_kernel_type;
+extern PyTypeObject kpy_prepared_type;
+
+/* Raises the exception class of `status` (kernelport.Error or a subclass) carrying the status, its
+ * name and `message`; returns NULL. */
+PyObject *kpy_raise(kp_status status, const char *message);
+
+/* kpy_raise with the library's message for the last failing call on `rt` (NULL: calls made
+ * without a runtime). */
+PyObject *kpy_fail(kp_status status, const kp_runtime *rt);
+
+/* The runtime handle, or NULL with an exception set when the runtime was closed. */
+kp_runtime *kpy_runtime_get(kpy_runtime *r);
+
+/* An instance of the dataclass `cls` of kernelport._results built from the dict `fields` (stolen);
+ * NULL with an exception on failure. */
+PyObject *kpy_result(const char *cls, PyObject *fields);
+
+/* Seconds on the monotonic clock: the benchmark helpers' C loops time themselves with it. */
+double kpy_now(void);
+
+/* Kernel.prepare(**kwargs): a Prepared launch of `k` with the arguments bound. */
+PyObject *kpy_prepared_create(kpy_kernel *k, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+
+/* Creates the exception classes and adds them to module `m`; -1 with an exception on failure. */
+int kpy_errors_init(PyObject *m);
+
+/* The output structs the extension hands to the library, each initialised here and only here. */
+void kpy_kernel_info_init(kp_kernel_info *info);
+void kpy_param_info_init(kp_param_info *info);
+void kpy_tuning_info_init(kp_tuning_info *info);
+void kpy_plugin_record_init(kp_plugin_record *record);
+void kpy_device_info_init(kp_device_info *info);
+void kpy_bench_result_init(kp_bench_result *result);
+void kpy_manifest_layer_init(kp_manifest_layer *layer);
+
+#endif
