@@ -41,17 +41,16 @@ fn from_dir(dir: &Path) -> Result<Found, String> {
     if let Ok(entries) = fs::read_dir(dir.join("lib")) {
         candidates.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
     }
-    let libdir = candidates
-        .iter()
-        .find(|d| d.join("libkernelport.so").exists())
-        .cloned()
-        .ok_or_else(|| {
-            format!(
-                "KERNELPORT_DIR={}: no libkernelport.so in lib/, lib64/ or lib/<multiarch>/ \
+    let libdir =
+        candidates.iter().find(|d| d.join("libkernelport.so").exists()).cloned().ok_or_else(
+            || {
+                format!(
+                    "KERNELPORT_DIR={}: no libkernelport.so in lib/, lib64/ or lib/<multiarch>/ \
                  (build Kernelport there, or install it with cmake --install)",
-                dir.display()
-            )
-        })?;
+                    dir.display()
+                )
+            },
+        )?;
     let includedir = if dir.join("include/kernelport/kernelport.h").exists() {
         Some(dir.join("include"))
     } else {
@@ -62,10 +61,7 @@ fn from_dir(dir: &Path) -> Result<Found, String> {
 
 fn cmake_source_dir(build: &Path) -> Option<PathBuf> {
     let cache = fs::read_to_string(build.join("CMakeCache.txt")).ok()?;
-    cache
-        .lines()
-        .find_map(|l| l.strip_prefix("Kernelport_SOURCE_DIR:STATIC="))
-        .map(PathBuf::from)
+    cache.lines().find_map(|l| l.strip_prefix("Kernelport_SOURCE_DIR:STATIC=")).map(PathBuf::from)
 }
 
 fn from_pkg_config() -> Result<Found, String> {
@@ -75,10 +71,11 @@ fn from_pkg_config() -> Result<Found, String> {
             .output()
             .map_err(|e| format!("cannot run pkg-config ({}); set KERNELPORT_DIR", e))?;
         if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
             return Err(format!(
-                "pkg-config found no kernelport ({}); set KERNELPORT_DIR to a Kernelport build or \
+                "pkg-config found no kernelport{}; set KERNELPORT_DIR to a Kernelport build or \
                  install tree, or PKG_CONFIG_PATH to <prefix>/lib/pkgconfig",
-                String::from_utf8_lossy(&out.stderr).trim()
+                if why.is_empty() { String::new() } else { format!(" ({})", why) }
             ));
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())

@@ -34,7 +34,8 @@ impl<'rt> Event<'rt> {
     pub fn elapsed_seconds(&self) -> Result<f64> {
         let mut s = 0.0;
         // SAFETY: as wait.
-        self.rt.check(unsafe { sys::kp_event_elapsed(self.rt.as_ptr(), self.raw.as_ptr(), &mut s) })?;
+        self.rt
+            .check(unsafe { sys::kp_event_elapsed(self.rt.as_ptr(), self.raw.as_ptr(), &mut s) })?;
         Ok(s)
     }
 

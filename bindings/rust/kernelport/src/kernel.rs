@@ -164,7 +164,13 @@ impl<'rt> Kernel<'rt> {
             // SAFETY: the argument array and the names it points to live during the call, which
             // copies them.
             self.rt.check(unsafe {
-                sys::kp_prepared_create(self.rt.as_ptr(), self.as_ptr(), a.as_ptr(), a.len(), &mut p)
+                sys::kp_prepared_create(
+                    self.rt.as_ptr(),
+                    self.as_ptr(),
+                    a.as_ptr(),
+                    a.len(),
+                    &mut p,
+                )
             })?;
             NonNull::new(p)
                 .map(|raw| Prepared { rt: self.rt, raw })
@@ -189,6 +195,16 @@ impl<'rt> Kernel<'rt> {
 impl<'rt> std::fmt::Debug for Kernel<'rt> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Kernel({})", self.name())
+    }
+}
+
+/// Whether kernel `name` matches the glob `pattern` ("*", "?", "[...]"; a pattern without a
+/// wildcard matches the name itself or its family: "gru" matches "gru.step").
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    match (raw::c_string(pattern, "pattern"), raw::c_string(name, "name")) {
+        // SAFETY: two strings living during the call.
+        (Ok(p), Ok(n)) => unsafe { sys::kp_kernel_name_matches(p.as_ptr(), n.as_ptr()) != 0 },
+        _ => false,
     }
 }
 
@@ -420,7 +436,8 @@ impl<'rt> Prepared<'rt> {
     pub fn set_tensor<T: Element>(&mut self, name: &str, t: &Tensor<'_, T>) -> Result<()> {
         let c = raw::c_string(name, "argument name")?;
         // SAFETY: owned and live; c outlives the call.
-        self.rt.check(unsafe { sys::kp_prepared_set_tensor(self.raw.as_ptr(), c.as_ptr(), t.raw()) })
+        self.rt
+            .check(unsafe { sys::kp_prepared_set_tensor(self.raw.as_ptr(), c.as_ptr(), t.raw()) })
     }
 
     pub fn set_int(&mut self, name: &str, v: i64) -> Result<()> {

@@ -43,7 +43,9 @@ mod verify;
 pub use buffer::{Bf16, Buffer, Element, F16};
 pub use error::{Error, Result, Status};
 pub use event::Event;
-pub use kernel::{ArgKind, Args, Kernel, KernelInfo, Launch, ParamInfo, Prepared, TuningInfo};
+pub use kernel::{
+    name_matches, ArgKind, Args, Kernel, KernelInfo, Launch, ParamInfo, Prepared, TuningInfo,
+};
 pub use runtime::{version, DeviceInfo, ManifestLayer, PluginRecord, Runtime, RuntimeOptions};
 pub use tensor::{DType, Tensor, MAX_RANK};
 pub use verify::{BenchOptions, BenchResult, Peak, Verification, VerifyResult};

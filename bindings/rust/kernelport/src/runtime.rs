@@ -364,7 +364,10 @@ impl DeviceInfo {
         };
         // SAFETY: both return static strings for any value.
         let (vendor, device_type) = unsafe {
-            (static_str(sys::kp_vendor_name(d.vendor)), static_str(sys::kp_device_type_name(d.type_)))
+            (
+                static_str(sys::kp_vendor_name(d.vendor)),
+                static_str(sys::kp_device_type_name(d.type_)),
+            )
         };
         DeviceInfo {
             index: d.index,

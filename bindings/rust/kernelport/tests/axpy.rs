@@ -29,7 +29,7 @@ fn check(out: &[f32], x: &[f32], y: &[f32], alpha: f32) {
 
 #[test]
 fn axpy_matches_fma() {
-    let rt = runtime();
+    let rt = &runtime();
     let (x, y) = inputs();
     let alpha = 0.5f32;
     let k = rt.kernel("example.axpy").unwrap();
@@ -53,7 +53,7 @@ fn axpy_matches_fma() {
 
 #[test]
 fn prepared_axpy_runs_twice() {
-    let rt = runtime();
+    let rt = &runtime();
     let (x, y) = inputs();
     let k = rt.kernel("example.axpy").unwrap();
     let xb = rt.buffer_from(&x).unwrap();

@@ -30,7 +30,7 @@ fn tolerance() -> f64 {
 
 #[test]
 fn gemm_matches_triple_loop() {
-    let rt = runtime();
+    let rt = &runtime();
     if let Err(e) = rt.kernel("blas.gemm") {
         assert_eq!(e.status(), Status::NotFound, "{}", e);
         eprintln!("skipped: this build has no blas plugin (CLBlast not found)");
@@ -42,8 +42,14 @@ fn gemm_matches_triple_loop() {
     let cb = rt.buffer_from(&c0).unwrap();
     let g = Gemm { alpha: 1.5, beta: 0.5, ..Gemm::default() };
     let (m, k, n) = (M as i64, K as i64, N as i64);
-    blas::gemm(rt, &ab.view(&[m, k]).unwrap(), &bb.view(&[k, n]).unwrap(), &cb.view(&[m, n]).unwrap(), &g)
-        .unwrap();
+    blas::gemm(
+        rt,
+        &ab.view(&[m, k]).unwrap(),
+        &bb.view(&[k, n]).unwrap(),
+        &cb.view(&[m, n]).unwrap(),
+        &g,
+    )
+    .unwrap();
     let want = reference(&a, &b, &c0, 1.5, 0.5);
     assert_close("C", &cb.to_vec().unwrap(), &want, tolerance(), 0.0);
 
@@ -53,8 +59,14 @@ fn gemm_matches_triple_loop() {
     let c2 = rt.buffer::<f32>(M * N).unwrap();
     let a_view = atb.view(&[k, m]).unwrap().transpose(0, 1);
     assert_eq!(a_view.shape(), &[m, k]);
-    blas::gemm(rt, &a_view, &bb.view(&[k, n]).unwrap(), &c2.view(&[m, n]).unwrap(), &Gemm::default())
-        .unwrap();
+    blas::gemm(
+        rt,
+        &a_view,
+        &bb.view(&[k, n]).unwrap(),
+        &c2.view(&[m, n]).unwrap(),
+        &Gemm::default(),
+    )
+    .unwrap();
     let want = reference(&a, &b, &c0, 1.0, 0.0);
     assert_close("C (A transposed)", &c2.to_vec().unwrap(), &want, tolerance(), 0.0);
 }

@@ -18,7 +18,7 @@ fn unknown_kernel_is_not_found() {
 
 #[test]
 fn wrong_shape_names_the_argument() {
-    let rt = runtime();
+    let rt = &runtime();
     let x = rt.buffer::<f32>(2 * 3).unwrap();
     let h = rt.buffer::<f32>(2 * 4).unwrap();
     let w_ih = rt.buffer::<f32>(12 * 4).unwrap();
@@ -45,7 +45,7 @@ fn wrong_shape_names_the_argument() {
 
 #[test]
 fn bad_arguments_are_refused() {
-    let rt = runtime();
+    let rt = &runtime();
     let k = rt.kernel("example.axpy").unwrap();
     let x = rt.buffer::<f32>(5).unwrap();
     // A missing argument, an unknown one, a NUL byte in a name.

@@ -88,7 +88,7 @@ fn rollout_on(rt: &Runtime, a: &Inputs) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
 #[test]
 fn rollout_matches_host_reference() {
     let a = inputs();
-    let (y, h_t, entropy) = rollout_on(runtime(), &a);
+    let (y, h_t, entropy) = rollout_on(&runtime(), &a);
     let (y_ref, h_ref, entropy_ref) = rollout_on(&reference_runtime(), &a);
     // docs/kernels/gru.md's tolerance: tau = 2 (I + H) sqrt(T) u, u = 2^-24.
     let tau = 2.0 * (I + H) as f64 * (T as f64).sqrt() * 2f64.powi(-24);
@@ -127,14 +127,15 @@ fn step_matches_host_reference() {
     let mut r = Rng(11);
     let (x, h) = (r.vec(15, -1.0, 1.0), r.vec(21, -1.0, 1.0));
     let (w_ih, w_hh) = (r.vec(105, -0.4, 0.4), r.vec(147, -0.4, 0.4));
-    let got = step_on(runtime(), &x, &h, &w_ih, &w_hh);
+    let got = step_on(&runtime(), &x, &h, &w_ih, &w_hh);
     let want = step_on(&reference_runtime(), &x, &h, &w_ih, &w_hh);
     assert_close("h_out", &got, &want, 1e-5, 1e-5);
 }
 
 #[test]
 fn rollout_verify_reports_every_output() {
-    let k = runtime().kernel("gru.rollout").unwrap();
+    let rt = runtime();
+    let k = rt.kernel("gru.rollout").unwrap();
     let sizes = k.sample_sizes(false);
     assert!(sizes.iter().any(|s| s == "h7-mean-lbr0"), "verify sizes {:?}", sizes);
     let v = k.verify(Some("h7-mean-lbr0"), 1).unwrap();

@@ -16,7 +16,7 @@ const C: usize = 7;
 
 #[test]
 fn elementwise_and_reductions() {
-    let rt = runtime();
+    let rt = &runtime();
     let mut r = Rng(5);
     let (a, b) = (r.vec(R * C, -2.0, 2.0), r.vec(C, -2.0, 2.0));
     let (ab, bb) = (rt.buffer_from(&a).unwrap(), rt.buffer_from(&b).unwrap());
@@ -61,7 +61,7 @@ fn softmax_rows(x: &[f32]) -> Vec<f64> {
 
 #[test]
 fn softmax_and_cross_entropy() {
-    let rt = runtime();
+    let rt = &runtime();
     let mut r = Rng(9);
     let x = r.vec(R * C, -3.0, 3.0);
     let labels: Vec<i32> = vec![0, 6, 3, -100, 2];
@@ -100,7 +100,7 @@ fn softmax_and_cross_entropy() {
 
 #[test]
 fn adamw_step_matches_pytorch_formula() {
-    let rt = runtime();
+    let rt = &runtime();
     let n = 13;
     let mut r = Rng(13);
     let (p, g) = (r.vec(n, -1.0, 1.0), r.vec(n, -1.0, 1.0));
@@ -171,7 +171,7 @@ fn logic_layer_matches_host_reference() {
     let x = r.vec(11 * 37, 0.0, 1.0);
     let w = logic::init_gaussian(13, 1.0, 2);
     let dy = r.vec(13 * 37, -1.0, 1.0);
-    let (y, dx, dw) = logic_layer(runtime(), &x, &w, &dy);
+    let (y, dx, dw) = logic_layer(&runtime(), &x, &w, &dy);
     let (y_ref, dx_ref, dw_ref) = logic_layer(&reference_runtime(), &x, &w, &dy);
     // Soft gates are affine in a few terms of magnitude <= 4; dw sums N = 37 products.
     assert_close("y", &y, &y_ref, 1e-5, 1e-5);

@@ -232,7 +232,7 @@ pub fn rollout_metrics(y: &[f32], e: usize, b: usize, t: usize) -> Option<Rollou
             &mut m,
         )
     };
-    (rc == 0).then(|| RolloutMetrics {
+    (rc == 0).then_some(RolloutMetrics {
         mean_abs_delta: m.mean_abs_delta,
         smoothness: m.smoothness,
         trajectory_variance: m.trajectory_variance,

@@ -94,7 +94,7 @@ pub fn wiring_random(in_dim: usize, out_dim: usize, seed: u64) -> Option<(Vec<i3
             b.as_mut_ptr(),
         )
     };
-    (rc == 0).then(|| (a, b))
+    (rc == 0).then_some((a, b))
 }
 
 /// The reverse index of a wiring over `in_dim` inputs: (csr_start [in_dim + 1], csr_entries
@@ -116,7 +116,7 @@ pub fn csr_build(a_idx: &[i32], b_idx: &[i32], in_dim: usize) -> Option<(Vec<i32
             entries.as_mut_ptr(),
         )
     };
-    (rc == 0).then(|| (start, entries))
+    (rc == 0).then_some((start, entries))
 }
 
 /// Logits w [n_gates, 16] drawn from N(0, std^2) (difflogic: std 1), seeded.

@@ -51,9 +51,7 @@ pub fn binary<A: Element, B: Element, Y: Element>(
 ) -> Result<()> {
     let op = raw::c_string(op, "op")?;
     // SAFETY: as unary.
-    rt.check(unsafe {
-        sys::kp_tensor_binary(rt.as_ptr(), op.as_ptr(), a.raw(), b.raw(), y.raw())
-    })
+    rt.check(unsafe { sys::kp_tensor_binary(rt.as_ptr(), op.as_ptr(), a.raw(), b.raw(), y.raw()) })
 }
 
 /// y = a + b.
@@ -89,9 +87,7 @@ pub fn reduce<X: Element, Y: Element>(
 ) -> Result<()> {
     let op = raw::c_string(op, "op")?;
     // SAFETY: as unary.
-    rt.check(unsafe {
-        sys::kp_tensor_reduce(rt.as_ptr(), op.as_ptr(), x.raw(), y.raw(), axes.0)
-    })
+    rt.check(unsafe { sys::kp_tensor_reduce(rt.as_ptr(), op.as_ptr(), x.raw(), y.raw(), axes.0) })
 }
 
 /// y = the sum of x over `axes`.
@@ -129,7 +125,11 @@ pub fn matmul<T: Element>(
 }
 
 /// y = softmax of x over its last axis (the row's max subtracted); y may be x's very view.
-pub fn softmax<X: Element, Y: Element>(rt: &Runtime, x: &Tensor<'_, X>, y: &Tensor<'_, Y>) -> Result<()> {
+pub fn softmax<X: Element, Y: Element>(
+    rt: &Runtime,
+    x: &Tensor<'_, X>,
+    y: &Tensor<'_, Y>,
+) -> Result<()> {
     // SAFETY: views of live buffers.
     rt.check(unsafe { sys::kp_softmax(rt.as_ptr(), x.raw(), y.raw()) })
 }

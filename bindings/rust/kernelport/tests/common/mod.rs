@@ -1,24 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-//! What the test binaries share: one runtime per binary (PoCL compiles each program once), a
-//! seeded generator, and a tolerance check.
+//! What the test binaries share: the runtime, a seeded generator and a tolerance check.
 #![allow(dead_code)]
-
-use std::sync::Mutex;
 
 use kernelport::{Runtime, RuntimeOptions};
 
 /// The default device (the manifest's rules; KP_DEVICE when set), without the user's manifest
-/// files, shared by the tests of this binary. Leaked: the harness has no end-of-run hook, and a
-/// runtime lives as long as the process anyway.
-pub fn runtime() -> &'static Runtime {
-    static RT: Mutex<Option<&'static Runtime>> = Mutex::new(None);
-    let mut rt = RT.lock().unwrap();
-    *rt.get_or_insert_with(|| {
-        let rt = RuntimeOptions::new().no_user_manifests().create().expect("runtime");
-        let dev = rt.device().expect("device");
-        eprintln!("device: {} ({} {})", dev.name, dev.vendor, dev.device_type);
-        Box::leak(Box::new(rt))
-    })
+/// files. One per test, dropped at its end: a runtime still running work when the process exits
+/// (a leaked one shared by the tests) can abort it inside PoCL's compiler, which builds a kernel's
+/// work-group function at its first run. Programs are built once all the same, through the
+/// program cache on disk.
+pub fn runtime() -> Runtime {
+    let rt = RuntimeOptions::new().no_user_manifests().create().expect("runtime");
+    let dev = rt.device().expect("device");
+    eprintln!("device: {} ({} {})", dev.name, dev.vendor, dev.device_type);
+    rt
 }
 
 /// A runtime on the host device, where every kernel runs its plain-C host reference.
