@@ -22,6 +22,10 @@ fn main() {
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_LIBDIR");
     println!("cargo:rerun-if-changed=src/bindings.rs");
     let found = match env::var_os("KERNELPORT_DIR") {
+        // Cargo runs this script in the package's directory, not where cargo was started.
+        Some(dir) if Path::new(&dir).is_relative() => {
+            Err(format!("KERNELPORT_DIR={}: give an absolute path", Path::new(&dir).display()))
+        }
         Some(dir) => from_dir(Path::new(&dir)),
         None => from_pkg_config(),
     }
