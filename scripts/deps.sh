@@ -13,8 +13,10 @@ kp_packages=(
 # compile for NVIDIA's target), and the Fashion-MNIST images the CNN example's test trains on.
 if [[ "${KP_DEPS_TEST:-0}" == 1 ]]; then
   kp_packages+=(clang-format oclgrind clang dataset-fashion-mnist)
-  # The Rust binding's cargo test (bindings/rust), unless a Rust toolchain is already there.
+  # The Rust binding's cargo test and format check (bindings/rust), unless a Rust toolchain has
+  # them already.
   command -v cargo >/dev/null || kp_packages+=(cargo)
+  command -v rustfmt >/dev/null || kp_packages+=(rustfmt)
 fi
 
 missing=()
