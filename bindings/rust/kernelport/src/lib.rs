@@ -21,7 +21,7 @@
 //! ```
 //!
 //! Ownership follows the C API: a `Runtime` owns everything made from it, so `Buffer`, `Kernel`,
-//! `Event` and `Prepared` borrow it, and each handle is released by Drop. Errors are
+//! `Event`, `Prepared` and `Graph` borrow it, and each handle is released by Drop. Errors are
 //! `Result<_, Error>` carrying the library's status and message (`kp_last_error`). Thread-safety
 //! is what the header documents: a runtime and its kernels are shared between threads (launches
 //! are serialised on the queue), a buffer moves between threads but is used by one at a time, and
@@ -33,6 +33,7 @@
 mod buffer;
 mod error;
 mod event;
+mod graph;
 mod kernel;
 pub mod ops;
 mod raw;
@@ -43,6 +44,7 @@ mod verify;
 pub use buffer::{Bf16, Buffer, Element, F16};
 pub use error::{Error, Result, Status};
 pub use event::Event;
+pub use graph::{Graph, GraphInfo, Recording};
 pub use kernel::{
     name_matches, ArgKind, Args, Kernel, KernelInfo, Launch, ParamInfo, Prepared, TuningInfo,
 };

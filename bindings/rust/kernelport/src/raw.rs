@@ -17,9 +17,9 @@ fn zeroed<T: Copy>() -> T {
     unsafe { mem::zeroed() }
 }
 
-/// The size a caller writes into a `struct_size` member.
-fn size_of<T>() -> u32 {
-    mem::size_of::<T>() as u32
+/// The size a caller writes into a `struct_size` member (`as _`: the members are u32 or size_t).
+fn size_of<T>() -> usize {
+    mem::size_of::<T>()
 }
 
 pub(crate) fn runtime_options() -> sys::kp_runtime_options {
@@ -29,7 +29,7 @@ pub(crate) fn runtime_options() -> sys::kp_runtime_options {
 
 pub(crate) fn device_info() -> sys::kp_device_info {
     let mut d: sys::kp_device_info = zeroed();
-    d.struct_size = size_of::<sys::kp_device_info>();
+    d.struct_size = size_of::<sys::kp_device_info>() as _;
     d
 }
 
@@ -51,13 +51,19 @@ pub(crate) fn plugin_record() -> sys::kp_plugin_record {
 
 pub(crate) fn manifest_layer() -> sys::kp_manifest_layer {
     let mut l: sys::kp_manifest_layer = zeroed();
-    l.struct_size = size_of::<sys::kp_manifest_layer>();
+    l.struct_size = size_of::<sys::kp_manifest_layer>() as _;
     l
+}
+
+pub(crate) fn graph_info() -> sys::kp_graph_info {
+    let mut g: sys::kp_graph_info = zeroed();
+    g.struct_size = size_of::<sys::kp_graph_info>() as _;
+    g
 }
 
 pub(crate) fn peak() -> sys::kp_peak {
     let mut p: sys::kp_peak = zeroed();
-    p.struct_size = size_of::<sys::kp_peak>();
+    p.struct_size = size_of::<sys::kp_peak>() as _;
     p
 }
 
@@ -68,7 +74,7 @@ pub(crate) fn bench_options() -> sys::kp_bench_options {
 
 pub(crate) fn bench_result() -> sys::kp_bench_result {
     let mut r: sys::kp_bench_result = zeroed();
-    r.struct_size = size_of::<sys::kp_bench_result>();
+    r.struct_size = size_of::<sys::kp_bench_result>() as _;
     r
 }
 

@@ -73,3 +73,33 @@ fn prepared_axpy_runs_twice() {
     let first: Vec<f32> = (0..N).map(|i| 0.25f32.mul_add(x[i], y[i])).collect();
     check(&yb.to_vec().unwrap(), &x, &first, 0.5);
 }
+
+#[test]
+fn graph_replays_axpy() {
+    let rt = &runtime();
+    let (x, y) = inputs();
+    let k = rt.kernel("example.axpy").unwrap();
+    let xb = rt.buffer_from(&x).unwrap();
+    let yb = rt.buffer_from(&y).unwrap();
+    let rec = rt.record(0).unwrap();
+    k.launch()
+        .int("n", N as i64)
+        .float("alpha", 0.25)
+        .tensor("x", &xb.tensor())
+        .tensor("y", &yb.tensor())
+        .run()
+        .unwrap();
+    rec.param("alpha", "alpha").unwrap();
+    // Host transfers are not part of a graph: refused while recording.
+    assert!(yb.to_vec().is_err());
+    let mut g = rec.end().unwrap();
+    let info = g.info().unwrap();
+    assert_eq!((info.launches, info.params), (1, 1));
+    // Nothing ran while recording: y is y0 + 0.25 x after one replay, then + 0.5 x.
+    g.replay().unwrap();
+    g.set_float("alpha", 0.5).unwrap();
+    g.replay_timed().unwrap().wait().unwrap();
+    let first: Vec<f32> = (0..N).map(|i| 0.25f32.mul_add(x[i], y[i])).collect();
+    check(&yb.to_vec().unwrap(), &x, &first, 0.5);
+    assert!(g.describe().unwrap().contains("example.axpy"));
+}

@@ -77,3 +77,18 @@ fn unknown_device_is_no_device() {
     assert_eq!(e.status(), Status::NoDevice, "{}", e);
     assert!(e.message().contains("no-such-device-xyz"), "{}", e);
 }
+
+#[test]
+fn recordings_end_on_drop() {
+    let rt = &runtime();
+    let rec = rt.record(0).unwrap();
+    // One recording per thread and runtime; a parameter needs a captured launch.
+    assert_eq!(rt.record(0).err().unwrap().status(), Status::InvalidArg);
+    assert_eq!(rec.param("p", "alpha").unwrap_err().status(), Status::InvalidArg);
+    drop(rec);
+    // Dropped, it stopped: transfers run again, and a new recording starts.
+    let b = rt.buffer_from(&[1.0f32, 2.0]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), vec![1.0, 2.0]);
+    let g = rt.record(0).unwrap().end().unwrap();
+    assert_eq!(g.info().unwrap().launches, 0);
+}
