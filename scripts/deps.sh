@@ -10,11 +10,16 @@ kp_packages=(
   libclblast-dev libyaml-dev libcmocka-dev libopenblas-dev zlib1g-dev
 )
 # Extra tools the test command uses: the style check, the OpenCL simulator, clang (tc.cl's
-# compile for NVIDIA's target), the Fashion-MNIST images the CNN example's test trains on, and
-# Python's headers, venv and NumPy (the Python package's build and tests; python/ci.sh).
+# compile for NVIDIA's target), the Fashion-MNIST images the CNN example's test trains on,
+# Python's headers, venv and NumPy (the Python package's build and tests; python/ci.sh), and
+# cargo and rustfmt (the Rust binding).
 if [[ "${KP_DEPS_TEST:-0}" == 1 ]]; then
   kp_packages+=(clang-format oclgrind clang dataset-fashion-mnist python3-dev python3-venv
                 python3-numpy)
+  # The Rust binding's cargo test and format check (bindings/rust), unless a Rust toolchain has
+  # them already.
+  command -v cargo >/dev/null || kp_packages+=(cargo)
+  command -v rustfmt >/dev/null || kp_packages+=(rustfmt)
 fi
 
 missing=()

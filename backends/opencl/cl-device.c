@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Enumerates OpenCL platforms and devices and describes each as a kp_device_info. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +115,7 @@ static void describe(cl_platform_id p, cl_device_id d, kp_device_info *info)
     free(ext);
 }
 
-kp_status kp__cl_enumerate(const kp__sink *sink, kp__device_entry **out, size_t *n_out)
+static kp_status enumerate(const kp__sink *sink, kp__device_entry **out, size_t *n_out)
 {
     *out = NULL;
     *n_out = 0;
@@ -163,4 +164,18 @@ kp_status kp__cl_enumerate(const kp__sink *sink, kp__device_entry **out, size_t 
     *out = entries;
     *n_out = n;
     return KP_OK;
+}
+
+/* PoCL 3.1 (Debian 12) initialises its devices in the process's first clGetDeviceIDs, and another
+ * thread's clGetDeviceIDs during that initialisation returns devices whose clGetDeviceInfo
+ * crashes: runtimes created at once on several threads (the Rust binding's parallel tests)
+ * enumerate one after the other. */
+static pthread_mutex_t enumerate_lock = PTHREAD_MUTEX_INITIALIZER;
+
+kp_status kp__cl_enumerate(const kp__sink *sink, kp__device_entry **out, size_t *n_out)
+{
+    pthread_mutex_lock(&enumerate_lock);
+    kp_status st = enumerate(sink, out, n_out);
+    pthread_mutex_unlock(&enumerate_lock);
+    return st;
 }

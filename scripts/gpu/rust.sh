@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The Rust binding's tests (bindings/rust) on the NVIDIA device and on the machine's PoCL, in one
+# call of the device tool. The GPU machine has no Rust toolchain and no registry: the test programs
+# are built here, stripped, and carried; they load the library the GPU machine builds (their
+# RUNPATH names this machine's build, which LD_LIBRARY_PATH overrides).
+#   here:        KERNELPORT_DIR=$PWD/build CARGO_TARGET_DIR=$PWD/build-rust-gpu \
+#                CARGO_PROFILE_RELEASE_STRIP=symbols \
+#                cargo test --release --no-run --manifest-path bindings/rust/Cargo.toml
+#   device run:  carry [".gpu", "build-rust-gpu"], command: bash scripts/gpu/rust.sh
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin rust /tmp/kp-rust-out
+kp_setup
+kp_build_here "$out/build.log"
+
+mapfile -t tests < <(find build-rust-gpu/release/deps -maxdepth 1 -type f -executable \
+  \( -name 'axpy-*' -o -name 'blas-*' -o -name 'errors-*' -o -name 'gru-*' -o -name 'ops-*' \
+  -o -name 'threads-*' \) ! -name '*.so' | sort)
+if ((${#tests[@]} == 0)); then
+  echo "no test programs in build-rust-gpu/release/deps: build them here first (see the header)"
+  exit 1
+fi
+export LD_LIBRARY_PATH="$top/build-gpu/lib"
+for d in nvidia pocl; do
+  for t in "${tests[@]}"; do
+    step "$d: $(basename "$t")"
+    KP_DEVICE=$d timeout "$(cap 120)" "$t" --test-threads=2 --nocapture 2>&1 |
+      grep -E '^device:|test |result' | sort -u
+  done
+done
+echo "done in $(( $(date +%s) - started )) s"
