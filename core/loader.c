@@ -14,6 +14,7 @@
 
 #include "kp-static-plugins.h"
 #include "registry.h"
+#include "struct-size.h"
 
 _Thread_local kp_runtime *kp__initializing;
 
@@ -410,16 +411,23 @@ static const kp__plugin *nth(const kp_runtime *rt, size_t index, int rejected)
 
 static kp_status get_record(const kp_runtime *rt, size_t index, int rejected, kp_plugin_record *out)
 {
-    if (!rt || !out)
-        return kp__fail(rt, KP_ERR_INVALID_ARG, "plugin record: NULL argument");
+    const char *call = rejected ? "kp_plugin_rejected" : "kp_plugin_get";
+    if (!rt)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "%s: NULL argument", call);
+    kp_status st = KP__OUT_CHECK(rt, call, kp_plugin_record, out);
+    if (st != KP_OK)
+        return st;
     const kp__plugin *p = nth(rt, index, rejected);
     if (!p)
-        return kp__fail(rt, KP_ERR_INVALID_ARG, "plugin record %zu does not exist", index);
-    out->path = p->path;
-    out->name = p->name ? p->name : "";
-    out->version = p->version ? p->version : "";
-    out->reason = p->reason ? p->reason : "";
-    out->n_kernels = p->n_kernels;
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "%s: plugin record %zu does not exist", call,
+                        index);
+    const kp_plugin_record r = {.struct_size = sizeof r,
+                                .path = p->path,
+                                .name = p->name ? p->name : "",
+                                .version = p->version ? p->version : "",
+                                .reason = p->reason ? p->reason : "",
+                                .n_kernels = p->n_kernels};
+    KP__OUT_WRITE(kp_plugin_record, out, &r);
     return KP_OK;
 }
 
