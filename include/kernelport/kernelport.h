@@ -19,11 +19,11 @@ extern "C" {
 #endif
 
 #define KP_VERSION_MAJOR 0
-#define KP_VERSION_MINOR 1
+#define KP_VERSION_MINOR 2
 #define KP_VERSION_PATCH 0
-#define KP_VERSION_STRING "0.1.0"
+#define KP_VERSION_STRING "0.2.0"
 
-/* The version of the library actually loaded ("0.1.0"), which may differ from the header's
+/* The version of the library actually loaded ("0.2.0"), which may differ from the header's
  * KP_VERSION_STRING when an application runs against a newer shared library. Static string. */
 KP_API const char *kp_version(void);
 

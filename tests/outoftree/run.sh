@@ -93,6 +93,17 @@ for f in "$kp" "$prefix/include/kernelport/kernelport.h" "$prefix/include/kernel
     [[ -e $f ]] || fail "the install lacks $f"
 done
 
+# The SONAME carries major.minor while the major version is 0, the major alone after
+# (docs/stability.md), and the link name leads to it.
+version=$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --modversion kernelport) ||
+    fail "pkg-config --modversion kernelport failed"
+IFS=. read -r major minor _ <<<"$version"
+want=libkernelport.so.$major
+((major != 0)) || want=$want.$minor
+soname=$(readelf -d "$prefix/$libdir/libkernelport.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $soname == "$want" ]] || fail "libkernelport.so's SONAME is \"$soname\", not $want (version $version)"
+[[ -e $prefix/$libdir/$want ]] || fail "the install lacks $prefix/$libdir/$want"
+
 # The CLI must load the installed library through its RUNPATH ($ORIGIN/../lib), not the build
 # tree's: the library finds its plugins beside itself.
 if command -v ldd >/dev/null; then
