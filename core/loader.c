@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -304,17 +305,22 @@ static void scan_dir(kp_runtime *rt, const char *dir, int quiet_if_missing, foun
 
 char *kp__beside_library(const char *rel)
 {
-    Dl_info dl;
+    Dl_info dl, program;
     if (!dladdr((void *)&kp_runtime_create, &dl) || !dl.dli_fname)
         return NULL;
+    /* Linked into the program from libkernelport.a: the library's directory is where an install
+     * puts it, KP_LIBDIR_FROM_BINDIR from the program's (dli_fname is then only argv[0]). */
+    const int in_program =
+        dladdr((void *)getauxval(AT_PHDR), &program) && program.dli_fbase == dl.dli_fbase;
     char real[PATH_MAX];
-    if (!realpath(dl.dli_fname, real))
+    if (!realpath(in_program ? "/proc/self/exe" : dl.dli_fname, real))
         return NULL;
     char *slash = strrchr(real, '/');
     if (!slash)
         return NULL;
     *slash = '\0';
-    return kp__asprintf("%s/%s", real, rel);
+    return in_program ? kp__asprintf("%s/%s/%s", real, KP_LIBDIR_FROM_BINDIR, rel)
+                      : kp__asprintf("%s/%s", real, rel);
 }
 
 static void load_static(kp_runtime *rt)

@@ -234,4 +234,35 @@ if [[ -f $app_src ]]; then
     expect "$(cat "$logs/app-run.log")" "$installed_plugins/example.so" "examples/axpy.c"
 fi
 
+# ---- 6. A program linked with the installed libkernelport.a -------------------------------------
+# Once with pkg-config --static (kernelport-static.pc), once with the CMake package's target; each
+# runs from the prefix's bin directory, where it finds the installed plugins as the shared library
+# does (or has them compiled in, with KP_STATIC_PLUGINS). Nothing of libkernelport.so is loaded.
+[[ -f $prefix/$libdir/libkernelport.a ]] || fail "the install lacks $prefix/$libdir/libkernelport.a"
+if [[ $(cache_get KP_STATIC_PLUGINS) =~ ^(ON|on|1|TRUE|true|YES|yes)$ ]]; then
+    from="(static)"
+else
+    from="$installed_plugins/example.so"
+fi
+pc_static=$(pkg-config --cflags --static --libs kernelport-static) ||
+    fail "pkg-config --static kernelport-static failed"
+read -r -a static_flags <<<"$pc_static"
+step "$logs/static-pc-build.log" "linking static-app.c with pkg-config --static --libs kernelport-static" \
+    "$cc" -std=c11 -O2 -Wall -Wextra -Werror "${app_flags[@]}" -o "$prefix/bin/static-app-pc" \
+    "$here/static/static-app.c" "${static_flags[@]}"
+static_build=$scratch/static-build
+step "$logs/static-cmake.log" "configuring static-app with Kernelport::kernelport_static" \
+    "$cmake" -S "$here/static" -B "$static_build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_C_FLAGS="${app_flags[*]}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF
+step "$logs/static-cmake-build.log" "building static-app (CMake)" "$cmake" --build "$static_build"
+cp "$static_build/static-app" "$prefix/bin/static-app-cmake"
+for app in "$prefix/bin/static-app-pc" "$prefix/bin/static-app-cmake"; do
+    if ldd "$app" | grep -q libkernelport; then
+        fail "$app loads libkernelport.so: $(ldd "$app")"
+    fi
+    step "$logs/static-run.log" "running $app" "$app"
+    expect "$(cat "$logs/static-run.log")" "example.axpy from $from" "$app"
+done
+
 echo "test-outoftree: PASS"
