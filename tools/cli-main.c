@@ -97,7 +97,7 @@ static void print_help(FILE *out)
           "  KP_LOG          error, warn (default), info or debug\n"
           "\nExit status: 0 success, 1 a check failed or nothing matched, 2 usage error,\n"
           "3 the runtime could not be created.\n"
-          "'kernelport help COMMAND' describes a command.\n",
+          "\n'kernelport help COMMAND' describes a command.\n",
           out);
 }
 

@@ -54,6 +54,8 @@ libdir=$(cache_get CMAKE_INSTALL_LIBDIR)
 libdir=${libdir:-lib}
 libexecdir=$(cache_get CMAKE_INSTALL_LIBEXECDIR)
 libexecdir=${libexecdir:-libexec}
+mandir=$(cache_get CMAKE_INSTALL_MANDIR)
+mandir=${mandir:-share/man}
 # An application must be built with the sanitizers the library was built with (KP_SANITIZE),
 # or the sanitizer runtime would not be loaded first.
 app_flags=()
@@ -89,7 +91,8 @@ installed_plugins=$prefix/$libdir/kernelport/plugins
 for f in "$kp" "$prefix/include/kernelport/kernelport.h" "$prefix/include/kernelport/plugin.h" \
     "$prefix/$libdir/cmake/Kernelport/KernelportConfig.cmake" \
     "$prefix/$libdir/cmake/Kernelport/embed.cmake" "$prefix/$libdir/pkgconfig/kernelport.pc" \
-    "$installed_plugins/example.so" "$prefix/$libexecdir/kernelport/kernelport-plugin-scan"; do
+    "$installed_plugins/example.so" "$prefix/$libexecdir/kernelport/kernelport-plugin-scan" \
+    "$prefix/$mandir/man1/kernelport.1" "$prefix/$libdir/libkernelport.a"; do
     [[ -e $f ]] || fail "the install lacks $f"
 done
 
@@ -238,7 +241,6 @@ fi
 # Once with pkg-config --static (kernelport-static.pc), once with the CMake package's target; each
 # runs from the prefix's bin directory, where it finds the installed plugins as the shared library
 # does (or has them compiled in, with KP_STATIC_PLUGINS). Nothing of libkernelport.so is loaded.
-[[ -f $prefix/$libdir/libkernelport.a ]] || fail "the install lacks $prefix/$libdir/libkernelport.a"
 if [[ $(cache_get KP_STATIC_PLUGINS) =~ ^(ON|on|1|TRUE|true|YES|yes)$ ]]; then
     from="(static)"
 else
