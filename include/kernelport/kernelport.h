@@ -28,8 +28,9 @@ extern "C" {
 KP_API const char *kp_version(void);
 
 /*
- * Structures that grow (docs/stability.md has the whole rule). Each structure below starts with
- * `uint32_t struct_size`, so a later version can add members at its end:
+ * Structures that grow (docs/stability.md has the whole rule). The structures below carry a
+ * `uint32_t struct_size` (their first member; kp_arg's is at offset 12), so a later version can
+ * add members at their end:
  *   - one the library fills (kp_device_info, kp_kernel_info, ...): the caller sets struct_size to
  *     sizeof the structure it was compiled with (`kp_kernel_info info = {.struct_size = sizeof
  *     info};`); the library writes only that many bytes, and sets struct_size to the bytes it
