@@ -5,6 +5,7 @@
 
 #include "runtime.h"
 #include "sample.h"
+#include "struct-size.h"
 
 kp_bench_options kp_bench_options_default(void)
 {
@@ -76,25 +77,27 @@ static kp_status time_launches(kp_runtime *rt, kp_kernel *k, const kp__sample_ar
 kp_status kp_kernel_bench(kp_runtime *rt, kp_kernel *k, const char *size,
                           const kp_bench_options *opt, kp_bench_result *out)
 {
-    if (!rt || !k || !size || !out)
+    if (!rt || !k || !size)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_bench: NULL argument");
+    kp_status st = KP__OUT_CHECK(rt, "kp_kernel_bench", kp_bench_result, out);
+    kp_bench_options o = kp_bench_options_default();
+    if (st == KP_OK && opt)
+        st = KP__IN_COPY(rt, "kp_kernel_bench", kp_bench_options, &o, opt);
+    if (st != KP_OK)
+        return st;
     if (!k->desc->sample)
         return kp__fail(rt, KP_ERR_UNSUPPORTED, "kernel %s has no sample function to time",
                         k->desc->name);
-    kp_bench_options o = kp_bench_options_default();
-    if (opt)
-        memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
-    memset(out, 0, sizeof *out);
-    out->struct_size = sizeof *out;
+    kp_bench_result r = {.struct_size = sizeof r};
     kp_sample s;
     kp__sample_args a = {0};
-    kp_status st = kp__sample_init(&s, rt, k, o.seed, size);
+    st = kp__sample_init(&s, rt, k, o.seed, size);
     if (st == KP_OK)
         st = kp__sample_build(&s, size);
     if (st == KP_OK)
         st = kp__sample_args_create(rt, k, &s, 0, &a);
     if (st == KP_OK)
-        st = time_launches(rt, k, &a, &o, out);
+        st = time_launches(rt, k, &a, &o, &r);
     if (st == KP_OK && k->desc->cost) {
         /* The cost reads only shapes and scalars, which the bound device arguments carry. */
         kp_value values[KP_MAX_PARAMS];
@@ -105,11 +108,11 @@ kp_status kp_kernel_bench(kp_runtime *rt, kp_kernel *k, const char *size,
                             .desc = k->desc};
             kp_cost cost = {.struct_size = sizeof cost};
             k->desc->cost(&call, &cost);
-            out->flops = cost.flops;
-            out->bytes = cost.bytes;
-            if (out->median_s > 0) {
-                out->gflops = cost.flops / out->median_s * 1e-9;
-                out->gbs = cost.bytes / out->median_s * 1e-9;
+            r.flops = cost.flops;
+            r.bytes = cost.bytes;
+            if (r.median_s > 0) {
+                r.gflops = cost.flops / r.median_s * 1e-9;
+                r.gbs = cost.bytes / r.median_s * 1e-9;
             }
         }
     }
@@ -117,5 +120,6 @@ kp_status kp_kernel_bench(kp_runtime *rt, kp_kernel *k, const char *size,
         kp__fail_prefix(rt, st, "bench %s (size %s)", k->desc->name, size);
     kp__sample_args_free(rt, &a);
     kp__sample_fini(&s);
+    KP__OUT_WRITE(kp_bench_result, out, &r);
     return st;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "struct-size.h"
 
 enum { NODE_LAUNCH, NODE_COPY, NODE_FILL };
 #define NO_SEGMENT SIZE_MAX
@@ -485,9 +486,11 @@ kp_status kp_graph_replay(kp_graph *g, kp_event **event)
 
 kp_status kp_graph_get_info(const kp_graph *g, kp_graph_info *out)
 {
-    if (!g || !out || out->struct_size < sizeof *out)
-        return kp__fail(g ? g->rt : NULL, KP_ERR_INVALID_ARG,
-                        "kp_graph_get_info: NULL argument or struct_size below %zu", sizeof *out);
+    if (!g)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_graph_get_info: NULL argument");
+    kp_status st = KP__OUT_CHECK(g->rt, "kp_graph_get_info", kp_graph_info, out);
+    if (st != KP_OK)
+        return st;
     kp_graph_info info = {.struct_size = sizeof info, .n_params = g->n_params};
     for (size_t i = 0; i < g->n_nodes; i++) {
         const graph_node *n = &g->nodes[i];
@@ -502,7 +505,7 @@ kp_status kp_graph_get_info(const kp_graph *g, kp_graph_info *out)
     }
     for (size_t i = 0; g->segments_valid && i < g->n_segments; i++)
         info.n_command_buffers += g->segments[i].cmdbuf != NULL;
-    *out = info;
+    KP__OUT_WRITE(kp_graph_info, out, &info);
     return KP_OK;
 }
 

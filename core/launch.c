@@ -166,6 +166,14 @@ kp_status kp__args_bind(kp_runtime *rt, const kp_kernel *k, const kp_arg *args, 
                         d->name, n_args);
     for (size_t i = 0; i < n_args; i++) {
         const kp_arg *a = &args[i];
+        /* A later, larger kp_arg would be read with the caller's stride; this version knows one
+         * layout (0 stands for it: designated initialisers). */
+        if (a->struct_size != 0 && a->struct_size != sizeof *a)
+            return kp__fail(rt, KP_ERR_INVALID_ARG,
+                            "kernel %s: argument %zu (\"%s\"): struct_size %u is not a kp_arg "
+                            "layout this library knows (0 or %zu): build arguments with "
+                            "kp_arg_tensor, kp_arg_int or kp_arg_float",
+                            d->name, i, a->name ? a->name : "(no name)", a->struct_size, sizeof *a);
         if (!a->name)
             return kp__fail(rt, KP_ERR_INVALID_ARG, "kernel %s: argument %zu has no name", d->name,
                             i);

@@ -9,11 +9,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "kp-static-plugins.h"
 #include "registry.h"
+#include "struct-size.h"
 
 _Thread_local kp_runtime *kp__initializing;
 
@@ -303,17 +305,22 @@ static void scan_dir(kp_runtime *rt, const char *dir, int quiet_if_missing, foun
 
 char *kp__beside_library(const char *rel)
 {
-    Dl_info dl;
+    Dl_info dl, program;
     if (!dladdr((void *)&kp_runtime_create, &dl) || !dl.dli_fname)
         return NULL;
+    /* Linked into the program from libkernelport.a: the library's directory is where an install
+     * puts it, KP_LIBDIR_FROM_BINDIR from the program's (dli_fname is then only argv[0]). */
+    const int in_program =
+        dladdr((void *)getauxval(AT_PHDR), &program) && program.dli_fbase == dl.dli_fbase;
     char real[PATH_MAX];
-    if (!realpath(dl.dli_fname, real))
+    if (!realpath(in_program ? "/proc/self/exe" : dl.dli_fname, real))
         return NULL;
     char *slash = strrchr(real, '/');
     if (!slash)
         return NULL;
     *slash = '\0';
-    return kp__asprintf("%s/%s", real, rel);
+    return in_program ? kp__asprintf("%s/%s/%s", real, KP_LIBDIR_FROM_BINDIR, rel)
+                      : kp__asprintf("%s/%s", real, rel);
 }
 
 static void load_static(kp_runtime *rt)
@@ -410,16 +417,23 @@ static const kp__plugin *nth(const kp_runtime *rt, size_t index, int rejected)
 
 static kp_status get_record(const kp_runtime *rt, size_t index, int rejected, kp_plugin_record *out)
 {
-    if (!rt || !out)
-        return kp__fail(rt, KP_ERR_INVALID_ARG, "plugin record: NULL argument");
+    const char *call = rejected ? "kp_plugin_rejected" : "kp_plugin_get";
+    if (!rt)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "%s: NULL argument", call);
+    kp_status st = KP__OUT_CHECK(rt, call, kp_plugin_record, out);
+    if (st != KP_OK)
+        return st;
     const kp__plugin *p = nth(rt, index, rejected);
     if (!p)
-        return kp__fail(rt, KP_ERR_INVALID_ARG, "plugin record %zu does not exist", index);
-    out->path = p->path;
-    out->name = p->name ? p->name : "";
-    out->version = p->version ? p->version : "";
-    out->reason = p->reason ? p->reason : "";
-    out->n_kernels = p->n_kernels;
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "%s: plugin record %zu does not exist", call,
+                        index);
+    const kp_plugin_record r = {.struct_size = sizeof r,
+                                .path = p->path,
+                                .name = p->name ? p->name : "",
+                                .version = p->version ? p->version : "",
+                                .reason = p->reason ? p->reason : "",
+                                .n_kernels = p->n_kernels};
+    KP__OUT_WRITE(kp_plugin_record, out, &r);
     return KP_OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include "runtime.h"
 #include "sha256.h"
+#include "struct-size.h"
 
 #define PEAK_FORMAT "kernelport-peak 3"
 
@@ -93,16 +94,18 @@ static void write_cache(const kp_runtime *rt, const char *path, const kp_peak *p
 
 kp_status kp_device_peak(kp_runtime *rt, int remeasure, kp_peak *out)
 {
-    if (!rt || !out)
+    if (!rt)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_device_peak: NULL argument");
+    kp_status st = KP__OUT_CHECK(rt, "kp_device_peak", kp_peak, out);
+    if (st != KP_OK)
+        return st;
     if (!rt->ops->peak)
         return kp__fail(rt, KP_ERR_UNSUPPORTED, "peaks are not measured on %s",
                         kp__device(rt)->name);
     pthread_mutex_lock(&rt->lock);
-    kp_status st = KP_OK;
     char *path = peak_path(rt);
     if (!remeasure && rt->peak.struct_size) {
-        *out = rt->peak;
+        KP__OUT_WRITE(kp_peak, out, &rt->peak);
     } else {
         kp_peak p = {.struct_size = sizeof p};
         if (!remeasure && path && read_cache(path, &p)) {
@@ -118,7 +121,7 @@ kp_status kp_device_peak(kp_runtime *rt, int remeasure, kp_peak *out)
         }
         if (st == KP_OK) {
             rt->peak = p;
-            *out = p;
+            KP__OUT_WRITE(kp_peak, out, &p);
         }
     }
     pthread_mutex_unlock(&rt->lock);

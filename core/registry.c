@@ -8,6 +8,7 @@
 #include "kp-embedded.h"
 #include "names.h"
 #include "registry.h"
+#include "struct-size.h"
 
 /* The size of a version 1.0 descriptor: every field up to and including `user`. */
 #define DESC_MIN_SIZE (offsetof(kp_kernel_desc, user) + sizeof(void *))
@@ -354,31 +355,41 @@ kp_kernel *kp_kernel_at(const kp_runtime *rt, size_t index)
 
 kp_status kp_kernel_info_get(const kp_kernel *k, kp_kernel_info *out)
 {
-    if (!k || !out)
+    if (!k)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_kernel_info_get: NULL argument");
-    out->name = k->desc->name;
-    out->summary = k->desc->summary ? k->desc->summary : "";
-    out->plugin = k->plugin->name;
-    out->plugin_path = k->plugin->path;
-    out->source_name = k->desc->source ? k->desc->source_name : NULL;
-    out->n_params = k->desc->n_params;
-    out->n_tunables = k->desc->n_tunables;
+    kp_status st = KP__OUT_CHECK(NULL, "kp_kernel_info_get", kp_kernel_info, out);
+    if (st != KP_OK)
+        return st;
+    const kp_kernel_info info = {.struct_size = sizeof info,
+                                 .name = k->desc->name,
+                                 .summary = k->desc->summary ? k->desc->summary : "",
+                                 .plugin = k->plugin->name,
+                                 .plugin_path = k->plugin->path,
+                                 .source_name = k->desc->source ? k->desc->source_name : NULL,
+                                 .n_params = k->desc->n_params,
+                                 .n_tunables = k->desc->n_tunables};
+    KP__OUT_WRITE(kp_kernel_info, out, &info);
     return KP_OK;
 }
 
 kp_status kp_kernel_param(const kp_kernel *k, size_t index, kp_param_info *out)
 {
-    if (!k || !out || index >= k->desc->n_params)
+    kp_status st = KP__OUT_CHECK(NULL, "kp_kernel_param", kp_param_info, out);
+    if (st != KP_OK)
+        return st;
+    if (!k || index >= k->desc->n_params)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_kernel_param: bad kernel or index");
     const kp_param_desc *p = &k->desc->params[index];
-    out->name = p->name;
-    out->doc = p->doc ? p->doc : "";
-    out->kind = (kp_arg_kind)p->kind;
-    out->access = (kp_access)p->access;
-    out->dtypes = p->dtypes;
-    out->optional = (p->flags & KP_PARAM_OPTIONAL) != 0;
-    out->int_default = p->int_default;
-    out->float_default = p->float_default;
+    const kp_param_info info = {.struct_size = sizeof info,
+                                .name = p->name,
+                                .doc = p->doc ? p->doc : "",
+                                .kind = (kp_arg_kind)p->kind,
+                                .access = (kp_access)p->access,
+                                .dtypes = p->dtypes,
+                                .optional = (p->flags & KP_PARAM_OPTIONAL) != 0,
+                                .int_default = p->int_default,
+                                .float_default = p->float_default};
+    KP__OUT_WRITE(kp_param_info, out, &info);
     return KP_OK;
 }
 

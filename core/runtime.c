@@ -8,6 +8,7 @@
 
 #include "kp-embedded.h"
 #include "runtime.h"
+#include "struct-size.h"
 
 enum { LAYER_BUILTIN, LAYER_SYSTEM, LAYER_USER, LAYER_EXPLICIT };
 
@@ -201,13 +202,9 @@ kp_status kp_runtime_create(const kp_runtime_options *options, kp_runtime **out)
     *out = NULL;
     kp_runtime_options opt = kp_runtime_options_default();
     if (options) {
-        if (options->struct_size < offsetof(kp_runtime_options, cache_dir) ||
-            options->struct_size > sizeof opt)
-            return kp__fail(NULL, KP_ERR_INVALID_ARG,
-                            "kp_runtime_create: options.struct_size %u is not a size this "
-                            "version knows (use kp_runtime_options_default())",
-                            options->struct_size);
-        memcpy(&opt, options, options->struct_size);
+        kp_status st = KP__IN_COPY(NULL, "kp_runtime_create", kp_runtime_options, &opt, options);
+        if (st != KP_OK)
+            return st;
     }
     kp_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
@@ -296,20 +293,26 @@ size_t kp_device_count(const kp_runtime *rt)
 
 kp_status kp_device_get(const kp_runtime *rt, size_t index, kp_device_info *out)
 {
-    if (!rt || !out)
+    if (!rt)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_device_get: NULL argument");
+    kp_status st = KP__OUT_CHECK(rt, "kp_device_get", kp_device_info, out);
+    if (st != KP_OK)
+        return st;
     if (index >= rt->n_devices)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_device_get: index %zu is past the %zu devices",
                         index, rt->n_devices);
-    *out = rt->devices[index].info;
+    KP__OUT_WRITE(kp_device_info, out, &rt->devices[index].info);
     return KP_OK;
 }
 
 kp_status kp_runtime_device(const kp_runtime *rt, kp_device_info *out, const char **why)
 {
-    if (!rt || !out)
+    if (!rt)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_runtime_device: NULL argument");
-    *out = *kp__device(rt);
+    kp_status st = KP__OUT_CHECK(rt, "kp_runtime_device", kp_device_info, out);
+    if (st != KP_OK)
+        return st;
+    KP__OUT_WRITE(kp_device_info, out, kp__device(rt));
     if (why)
         *why = rt->device_why ? rt->device_why : "";
     return KP_OK;
@@ -389,15 +392,20 @@ size_t kp_runtime_manifest_count(const kp_runtime *rt)
 
 kp_status kp_runtime_manifest_layer(const kp_runtime *rt, size_t index, kp_manifest_layer *out)
 {
-    if (!rt || !out || out->struct_size < sizeof *out || index >= rt->n_layers)
+    if (!rt)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_runtime_manifest_layer: NULL argument");
+    kp_status st = KP__OUT_CHECK(rt, "kp_runtime_manifest_layer", kp_manifest_layer, out);
+    if (st != KP_OK)
+        return st;
+    if (index >= rt->n_layers)
         return kp__fail(rt, KP_ERR_INVALID_ARG,
-                        "kp_runtime_manifest_layer: NULL argument, struct_size below %zu or index "
-                        "%zu past %zu layers",
-                        sizeof *out, index, rt ? rt->n_layers : 0);
+                        "kp_runtime_manifest_layer: index %zu is past the %zu layers", index,
+                        rt->n_layers);
     const kp__layer *l = &rt->layers[index];
-    *out = (kp_manifest_layer){.struct_size = sizeof *out,
-                               .name = l->name,
-                               .path = l->path ? l->path : "",
-                               .read = l->read};
+    const kp_manifest_layer layer = {.struct_size = sizeof layer,
+                                     .name = l->name,
+                                     .path = l->path ? l->path : "",
+                                     .read = l->read};
+    KP__OUT_WRITE(kp_manifest_layer, out, &layer);
     return KP_OK;
 }

@@ -185,7 +185,8 @@ kp_status kp__plugins_load(kp_runtime *rt, const kp_runtime_options *opt);
 void kp__plugins_close(kp_runtime *rt);
 /* Records why plugin p is refused, logs it as a warning and closes it. */
 void kp__plugin_reject(kp_runtime *rt, kp__plugin *p, const char *fmt, ...) KP_PRINTF(3, 4);
-/* `rel` resolved against the directory of the library's own file (malloc'd), or NULL. */
+/* `rel` resolved against the library's directory (malloc'd), or NULL: that of its own file, or for
+ * libkernelport.a linked into a program, the lib directory beside the program's bin directory. */
 char *kp__beside_library(const char *rel);
 /* kernelport-plugin-scan's work in its own process: loads the plugin at `path` and runs its init
  * as the loader would, writing each step it reaches to `report_fd` (plugin-probe.c reads it). */

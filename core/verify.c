@@ -71,7 +71,8 @@ static kp_status check_outputs(kp_runtime *rt, kp_kernel *k, const char *size, k
             free(dev);
             return st;
         }
-        kp_verify_result res = {.kernel = d->name,
+        kp_verify_result res = {.struct_size = sizeof res,
+                                .kernel = d->name,
                                 .size = size,
                                 .output = d->params[p].name,
                                 .elements = n,

@@ -41,7 +41,7 @@ int main(void)
     kp_runtime_options opt = kp_runtime_options_default();
     if (!ok(NULL, kp_runtime_create(&opt, &rt), "kp_runtime_create"))
         goto done;
-    kp_device_info dev;
+    kp_device_info dev = {.struct_size = sizeof dev};
     const char *why;
     if (!ok(rt, kp_runtime_device(rt, &dev, &why), "kp_runtime_device"))
         goto done;
@@ -49,7 +49,7 @@ int main(void)
            kp_device_type_name(dev.type), dev.driver, why);
 
     kp_kernel *k;
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     if (!ok(rt, kp_kernel_find(rt, "example.axpy", &k), "kp_kernel_find") ||
         !ok(rt, kp_kernel_info_get(k, &info), "kp_kernel_info_get"))
         goto done;

@@ -99,7 +99,7 @@ static void print_help(FILE *out)
           "                  written when the runtime ends (.json: as JSON)\n"
           "\nExit status: 0 success, 1 a check failed or nothing matched, 2 usage error,\n"
           "3 the runtime could not be created.\n"
-          "'kernelport help COMMAND' describes a command.\n",
+          "\n'kernelport help COMMAND' describes a command.\n",
           out);
 }
 

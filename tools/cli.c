@@ -149,7 +149,7 @@ const char *cli_plugin_version(const kp_runtime *rt, const kp_kernel_info *k)
 {
     size_t n = kp_plugin_count(rt);
     for (size_t i = 0; i < n; i++) {
-        kp_plugin_record p = {0};
+        kp_plugin_record p = {.struct_size = sizeof p};
         if (kp_plugin_get(rt, i, &p) == KP_OK && p.name != NULL && p.path != NULL &&
             k->plugin != NULL && k->plugin_path != NULL && strcmp(p.name, k->plugin) == 0 &&
             strcmp(p.path, k->plugin_path) == 0)

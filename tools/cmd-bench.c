@@ -42,13 +42,14 @@ static int origin_length(const char *origin)
 
 static void collect_tuning(kp_runtime *rt, kp_kernel *k, row *r)
 {
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     kp_kernel_info_get(k, &info);
     r->tuning = cli_realloc(NULL, (info.n_tunables + 1) * sizeof *r->tuning);
     size_t len = 1;
     char *text = cli_strdup("");
     for (size_t i = 0; i < info.n_tunables; i++) {
         kp_tuning_info *t = &r->tuning[r->n_tuning];
+        t->struct_size = sizeof *t;
         if (kp_kernel_tuning(rt, k, i, t) != KP_OK)
             continue;
         r->n_tuning++;
@@ -190,7 +191,7 @@ static int run_bench(const cli_ctx *ctx)
     char name[400];
     cli_format_device(&d, name, sizeof name);
 
-    kp_peak peak;
+    kp_peak peak = {.struct_size = sizeof peak};
     cli_progress("measuring the device's peaks");
     kp_status pst = kp_device_peak(rt, 0, &peak);
     cli_progress_clear();
@@ -201,7 +202,7 @@ static int run_bench(const cli_ctx *ctx)
     size_t n = 0, failed = 0, matched = 0;
     for (size_t i = 0; i < kp_kernel_count(rt); i++) {
         kp_kernel *k = kp_kernel_at(rt, i);
-        kp_kernel_info info;
+        kp_kernel_info info = {.struct_size = sizeof info};
         kp_kernel_info_get(k, &info);
         if (!kp_kernel_name_matches(pattern, info.name))
             continue;
@@ -221,6 +222,7 @@ static int run_bench(const cli_ctx *ctx)
             r->kernel = cli_strdup(info.name);
             r->size = cli_strdup(sizes[s]);
             cli_progress("[%zu] %s %s", n, info.name, sizes[s]);
+            r->r.struct_size = sizeof r->r;
             r->status = kp_kernel_bench(rt, k, sizes[s], &opt, &r->r);
             r->message = cli_strdup(r->status == KP_OK ? "" : kp_last_error(rt));
             failed += r->status != KP_OK;

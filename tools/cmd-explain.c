@@ -67,7 +67,7 @@ static int run_explain(const cli_ctx *ctx)
         return rc;
 
     kp_kernel *k;
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     kp_device_info device;
     const char *why;
     kp_status status = kp_kernel_find(rt, name, &k);
@@ -108,7 +108,7 @@ static int run_explain(const cli_ctx *ctx)
             printf("\n%s has no tunables.\n", info.name);
     }
     for (size_t i = 0; i < info.n_tunables; i++) {
-        kp_tuning_info t;
+        kp_tuning_info t = {.struct_size = sizeof t};
         status = kp_kernel_tuning(rt, k, i, &t);
         if (status != KP_OK) {
             char *error = cli_strdup(kp_last_error(rt));

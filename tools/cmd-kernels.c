@@ -70,7 +70,7 @@ static void param_cells(cli_table *t, const kp_param_info *p)
 static int show_kernel(kp_runtime *rt, kp_kernel *k, kpj_writer *w)
 {
     int rc = CLI_EXIT_OK;
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     kp_status status = kp_kernel_info_get(k, &info);
     if (status != KP_OK) {
         cli_status_error(status, kp_last_error(rt));
@@ -106,7 +106,7 @@ static int show_kernel(kp_runtime *rt, kp_kernel *k, kpj_writer *w)
         cli_table_cell(params, "DOC");
     }
     for (size_t i = 0; i < info.n_params; i++) {
-        kp_param_info p;
+        kp_param_info p = {.struct_size = sizeof p};
         status = kp_kernel_param(k, i, &p);
         if (status != KP_OK) {
             cli_status_error(status, kp_last_error(rt));
@@ -136,7 +136,7 @@ static int show_kernel(kp_runtime *rt, kp_kernel *k, kpj_writer *w)
         cli_table_cell(tunables, "ORIGIN");
     }
     for (size_t i = 0; i < info.n_tunables; i++) {
-        kp_tuning_info t;
+        kp_tuning_info t = {.struct_size = sizeof t};
         status = kp_kernel_tuning(rt, k, i, &t);
         char *error = status != KP_OK ? cli_strdup(kp_last_error(rt)) : NULL;
         if (status != KP_OK)
@@ -207,7 +207,7 @@ static int run_kernels(const cli_ctx *ctx)
     size_t matched = 0, n = kp_kernel_count(rt);
     for (size_t i = 0; i < n; i++) {
         kp_kernel *k = kp_kernel_at(rt, i);
-        kp_kernel_info info;
+        kp_kernel_info info = {.struct_size = sizeof info};
         if (k == NULL || kp_kernel_info_get(k, &info) != KP_OK ||
             !kp_kernel_name_matches(pattern, info.name))
             continue;

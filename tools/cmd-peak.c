@@ -22,7 +22,7 @@ static int run_peak(const cli_ctx *ctx)
     cli_format_device(&d, name, sizeof name);
     if (!ctx->json)
         cli_progress("measuring peaks on %s", name);
-    kp_peak p;
+    kp_peak p = {.struct_size = sizeof p};
     kp_status st = kp_device_peak(rt, cli_flag_value(ctx, "remeasure") != NULL, &p);
     cli_progress_clear();
     if (st != KP_OK) {

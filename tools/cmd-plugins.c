@@ -43,7 +43,7 @@ static int list(kp_runtime *rt, int loaded, kpj_writer *w)
         }
     }
     for (size_t i = 0; i < n; i++) {
-        kp_plugin_record p = {0};
+        kp_plugin_record p = {.struct_size = sizeof p};
         kp_status status = loaded ? kp_plugin_get(rt, i, &p) : kp_plugin_rejected(rt, i, &p);
         if (status != KP_OK) {
             cli_status_error(status, kp_last_error(rt));

@@ -108,18 +108,18 @@ static void report(void *user, const kp_tune_step *step)
  * tuning changed; when nothing changed, every value is written to record that the defaults won. */
 static void describe_best(kp_runtime *rt, kp_kernel *k, tuned *t)
 {
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     kp_kernel_info_get(k, &info);
     t->names = cli_realloc(NULL, (info.n_tunables + 1) * sizeof *t->names);
     t->values = cli_realloc(NULL, (info.n_tunables + 1) * sizeof *t->values);
     size_t changed = 0;
     for (size_t i = 0; i < info.n_tunables; i++) {
-        kp_tuning_info ti;
+        kp_tuning_info ti = {.struct_size = sizeof ti};
         kp_kernel_tuning(rt, k, i, &ti);
         changed += t->r.values[i] != ti.default_value;
     }
     for (size_t i = 0; i < info.n_tunables; i++) {
-        kp_tuning_info ti;
+        kp_tuning_info ti = {.struct_size = sizeof ti};
         kp_kernel_tuning(rt, k, i, &ti);
         if (changed && t->r.values[i] == ti.default_value)
             continue;
@@ -215,7 +215,7 @@ static int run_tune(const cli_ctx *ctx)
     size_t n = 0, failed = 0;
     for (size_t i = 0; i < kp_kernel_count(rt); i++) {
         kp_kernel *k = kp_kernel_at(rt, i);
-        kp_kernel_info info;
+        kp_kernel_info info = {.struct_size = sizeof info};
         kp_kernel_info_get(k, &info);
         if (!kp_kernel_name_matches(pattern, info.name) || info.n_tunables == 0)
             continue;
@@ -235,12 +235,13 @@ static int run_tune(const cli_ctx *ctx)
         run.names = cli_realloc(NULL, (run.n + 1) * sizeof *run.names);
         run.defaults = cli_realloc(NULL, (run.n + 1) * sizeof *run.defaults);
         for (size_t j = 0; j < run.n; j++) {
-            kp_tuning_info ti;
+            kp_tuning_info ti = {.struct_size = sizeof ti};
             kp_kernel_tuning(rt, k, j, &ti);
             run.names[j] = cli_strdup(ti.name);
             run.defaults[j] = ti.default_value;
         }
         opt.user = &run;
+        t->r.struct_size = sizeof t->r;
         t->status = kp_kernel_tune(rt, k, &opt, &t->r);
         for (size_t j = 0; j < run.n; j++)
             free(run.names[j]);

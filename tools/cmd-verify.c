@@ -291,7 +291,7 @@ static int run_verify(const cli_ctx *ctx)
 
     size_t n = kp_kernel_count(rt), total = 0, done = 0;
     for (size_t i = 0; i < n; i++) {
-        kp_kernel_info info;
+        kp_kernel_info info = {.struct_size = sizeof info};
         kp_kernel *k = kp_kernel_at(rt, i);
         if (k != NULL && kp_kernel_info_get(k, &info) == KP_OK &&
             kp_kernel_name_matches(pattern, info.name))
@@ -305,7 +305,7 @@ static int run_verify(const cli_ctx *ctx)
     }
     verify_run v = {0};
     for (size_t i = 0; i < n; i++) {
-        kp_kernel_info info;
+        kp_kernel_info info = {.struct_size = sizeof info};
         kp_kernel *k = kp_kernel_at(rt, i);
         if (k == NULL || kp_kernel_info_get(k, &info) != KP_OK ||
             !kp_kernel_name_matches(pattern, info.name))

@@ -20,7 +20,7 @@ static int run_warmup(const cli_ctx *ctx)
         return rc;
     size_t n = 0, unsupported = 0;
     for (size_t i = 0; i < kp_kernel_count(rt); i++) {
-        kp_kernel_info info;
+        kp_kernel_info info = {.struct_size = sizeof info};
         kp_kernel *k = kp_kernel_at(rt, i);
         kp_kernel_info_get(k, &info);
         if (!kp_kernel_name_matches(pattern, info.name))

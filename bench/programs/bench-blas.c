@@ -438,13 +438,13 @@ static void launch_path(kpb *b, kp_kernel *gemm, const problem *p, cl_command_qu
  * they come from, and how many tunables keep their defaults. */
 static void note_tuning(kpb *b, kp_kernel *k)
 {
-    kp_kernel_info ki;
+    kp_kernel_info ki = {.struct_size = sizeof ki};
     if (kp_kernel_info_get(k, &ki) != KP_OK)
         return;
     char values[900] = "", origins[600] = "";
     size_t nv = 0, no = 0, set = 0;
     for (size_t i = 0; i < ki.n_tunables; i++) {
-        kp_tuning_info ti;
+        kp_tuning_info ti = {.struct_size = sizeof ti};
         if (kp_kernel_tuning(b->rt, k, i, &ti) != KP_OK) {
             kpb_note(b, "blas.gemm tuning: %s", kp_last_error(b->rt));
             return;

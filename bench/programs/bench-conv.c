@@ -406,13 +406,13 @@ static int bench_conv(kpb *b, kp_kernel *k, problem *p, void *queue)
 /* The tuning a kernel runs with (STYLE: benchmarks say so). */
 static void note_tuning(kpb *b, kp_kernel *k, const char *name)
 {
-    kp_kernel_info ki;
+    kp_kernel_info ki = {.struct_size = sizeof ki};
     char text[600] = "";
     size_t used = 0;
     if (kp_kernel_info_get(k, &ki) != KP_OK)
         return;
     for (size_t i = 0; i < ki.n_tunables && used < sizeof text; i++) {
-        kp_tuning_info ti;
+        kp_tuning_info ti = {.struct_size = sizeof ti};
         if (kp_kernel_tuning(b->rt, k, i, &ti) != KP_OK)
             return;
         used += (size_t)snprintf(text + used, sizeof text - used, " %s=%lld (%s)", ti.name,

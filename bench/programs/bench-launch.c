@@ -340,7 +340,7 @@ int main(int argc, char **argv)
         return 1;
     }
     const int n = 1024;
-    kp_tuning_info wg;
+    kp_tuning_info wg = {.struct_size = sizeof wg};
     if (kp_kernel_tuning(b.rt, s.axpy, 0, &wg) != KP_OK) {
         fprintf(stderr, "bench-launch: %s\n", kp_last_error(b.rt));
         return 1;

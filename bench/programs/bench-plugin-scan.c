@@ -50,7 +50,7 @@ static int copy_file(const char *from, const char *to)
 static const char *example_path(kp_runtime *rt)
 {
     for (size_t i = 0; i < kp_plugin_count(rt); i++) {
-        kp_plugin_record r;
+        kp_plugin_record r = {.struct_size = sizeof r};
         if (kp_plugin_get(rt, i, &r) == KP_OK && strcmp(r.name, "example") == 0)
             return r.path;
     }

@@ -75,6 +75,7 @@ void kpb_open_flags(kpb *b, const char *name, int argc, char **argv, const kpb_f
         cli_status_error(st, kp_last_error(NULL));
         exit(CLI_EXIT_RUNTIME);
     }
+    b->device.struct_size = sizeof b->device;
     kp_runtime_device(b->rt, &b->device, NULL);
 }
 
@@ -379,8 +380,10 @@ static int write_json(const kpb *b)
 
 int kpb_close(kpb *b)
 {
-    if (!b->no_peak)
+    if (!b->no_peak) {
+        b->peak.struct_size = sizeof b->peak;
         b->have_peak = kp_device_peak(b->rt, 0, &b->peak) == KP_OK;
+    }
     print_table(b);
     int rc = b->json ? write_json(b) : 0;
     for (size_t i = 0; i < b->n_rows; i++) {
@@ -405,7 +408,7 @@ void kpb_note_tuning(kpb *b, const char *kernel)
     char text[400] = "";
     size_t used = 0;
     for (size_t i = 0; used < sizeof text; i++) {
-        kp_tuning_info ti;
+        kp_tuning_info ti = {.struct_size = sizeof ti};
         if (kp_kernel_tuning(b->rt, k, i, &ti) != KP_OK)
             break;
         used += (size_t)snprintf(text + used, sizeof text - used, "%s%s=%lld (%s)", i ? ", " : "",

@@ -14,6 +14,7 @@
 #include "manifest-write.h"
 #include "names.h"
 #include "runtime.h"
+#include "struct-size.h"
 #include "vendor.h"
 
 /* Deeper than any manifest the loader accepts (it bounds the nesting of tuned values). */
@@ -378,12 +379,16 @@ static kp_status check_args(const char *path, const kp_tuning_match *match,
         return bad_arg("path is NULL or empty");
     if (!match)
         return bad_arg("match is NULL");
+    kp_tuning_match m = {0};
+    kp_status st = KP__IN_COPY(NULL, "kp_manifest_write_tuning", kp_tuning_match, &m, match);
+    if (st != KP_OK)
+        return st;
     if (n_values == 0 || !values)
         return bad_arg(n_values ? "values is NULL" : "no values to write");
     if (n_provenance && !provenance)
         return bad_arg("provenance is NULL");
     static const char *const keys[4] = {"vendor", "type", "name", "arch"};
-    const char *fields[4] = {match->vendor, match->type, match->name, match->arch};
+    const char *fields[4] = {m.vendor, m.type, m.name, m.arch};
     for (size_t i = 0; i < 4; i++) {
         r->match[i] = fields[i];
         if (fields[i] && !kp__utf8_valid(fields[i]))

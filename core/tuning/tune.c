@@ -8,6 +8,7 @@
 #include "registry.h"
 #include "sample.h"
 #include "runtime.h"
+#include "struct-size.h"
 #include "tune.h"
 
 kp_tune_options kp_tune_options_default(void)
@@ -17,9 +18,6 @@ kp_tune_options kp_tune_options_default(void)
     o.struct_size = sizeof o;
     o.budget_seconds = 60;
     o.grid_limit = 64;
-    o.bench = kp_bench_options_default();
-    o.bench.min_runs = 5;
-    o.bench.min_seconds = 0.1;
     return o;
 }
 
@@ -72,6 +70,7 @@ typedef struct tune_ctx {
     kp_runtime *rt;
     kp_kernel *k;
     const kp_tune_options *opt;
+    kp_bench_options bench; /* opt->bench, or the tuner's defaults */
     const char *size;
     outputs golden; /* the starting point's outputs: every candidate must agree with them */
     int have_golden;
@@ -94,7 +93,7 @@ static kp_status run_outputs(tune_ctx *c, outputs *out)
     memset(out, 0, sizeof *out);
     out->atol = d->atol;
     out->rtol = d->rtol;
-    kp_status st = kp__sample_init(&s, c->rt, c->k, c->opt->bench.seed, c->size);
+    kp_status st = kp__sample_init(&s, c->rt, c->k, c->bench.seed, c->size);
     if (st == KP_OK)
         st = kp__sample_build(&s, c->size);
     if (st == KP_OK && d->tolerance) {
@@ -199,12 +198,12 @@ static kp__tune_outcome eval(void *user, const int64_t *values, double *seconds,
     pthread_mutex_unlock(&c->rt->lock);
     /* Correctness first: a fast wrong answer is never a candidate. */
     if (st == KP_OK)
-        st = kp_kernel_verify(c->rt, c->k, NULL, c->opt->bench.seed, NULL, NULL);
+        st = kp_kernel_verify(c->rt, c->k, NULL, c->bench.seed, NULL, NULL);
     if (st == KP_ERR_VERIFY)
         return KP__TUNE_REJECTED;
     if (st == KP_OK) {
-        kp_bench_result r;
-        st = kp_kernel_bench(c->rt, c->k, c->size, &c->opt->bench, &r);
+        kp_bench_result r = {.struct_size = sizeof r};
+        st = kp_kernel_bench(c->rt, c->k, c->size, &c->bench, &r);
         *seconds = r.median_s;
     }
     /* The verify sizes are small: values that only matter at the timing size (a library's
@@ -244,7 +243,8 @@ static void forward(void *user, const int64_t *values, double seconds, const cha
     tune_ctx *c = user;
     if (!c->opt->report)
         return;
-    kp_tune_step step = {.kernel = c->k->desc->name,
+    kp_tune_step step = {.struct_size = sizeof step,
+                         .kernel = c->k->desc->name,
                          .values = values,
                          .n_values = c->k->desc->n_tunables,
                          .median_s = seconds,
@@ -255,21 +255,30 @@ static void forward(void *user, const int64_t *values, double seconds, const cha
 kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *opt,
                          kp_tune_result *out)
 {
-    if (!rt || !k || !out)
+    if (!rt || !k)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tune: NULL argument");
     const kp_kernel_desc *d = k->desc;
+    kp_status st = KP__OUT_CHECK(rt, "kp_kernel_tune", kp_tune_result, out);
     kp_tune_options o = kp_tune_options_default();
-    if (opt)
-        memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
+    if (st == KP_OK && opt)
+        st = KP__IN_COPY(rt, "kp_kernel_tune", kp_tune_options, &o, opt);
+    /* Each candidate is timed a little less than a lone benchmark: the search times many. */
+    kp_bench_options bench = kp_bench_options_default();
+    bench.min_runs = 5;
+    bench.min_seconds = 0.1;
+    if (st == KP_OK && o.bench)
+        st = KP__IN_COPY(rt, "kp_kernel_tune (options.bench)", kp_bench_options, &bench, o.bench);
+    if (st != KP_OK)
+        return st;
     if (!d->n_tunables || !d->sample)
         return kp__fail(rt, KP_ERR_UNSUPPORTED, "kernel %s has %s to tune", d->name,
                         d->n_tunables ? "no sample function" : "no tunables");
     if (d->n_tunables > KP__TUNE_MAX)
         return kp__fail(rt, KP_ERR_UNSUPPORTED, "kernel %s has more than %d tunables", d->name,
                         KP__TUNE_MAX);
-    const char *const *bench = kp_kernel_sample_sizes(k, 1), *const *verify =
-                                                                 kp_kernel_sample_sizes(k, 0);
-    const char *size = o.size ? o.size : bench[0];
+    const char *const *bench_sizes = kp_kernel_sample_sizes(k, 1), *const *verify =
+                                                                       kp_kernel_sample_sizes(k, 0);
+    const char *size = o.size ? o.size : bench_sizes[0];
     for (size_t i = 0; !size && verify[i]; i++)
         size = verify[i];
     if (!size)
@@ -279,7 +288,7 @@ kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *op
     kp_kernel_tuning_reset(rt, k);
     pthread_mutex_lock(&rt->lock);
     k->limits_checked = 1;
-    kp_status st = kp__tuning_resolve(rt, k);
+    st = kp__tuning_resolve(rt, k);
     k->limits_checked = 0;
     pthread_mutex_unlock(&rt->lock);
     if (st != KP_OK)
@@ -310,15 +319,16 @@ kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *op
         space.values[i] = vals;
         space.counts[i] = n;
     }
-    tune_ctx c = {.rt = rt, .k = k, .opt = &o, .size = size};
+    tune_ctx c = {.rt = rt, .k = k, .opt = &o, .bench = bench, .size = size};
     c.have_golden = run_outputs(&c, &c.golden) == KP_OK;
     if (!c.have_golden)
         kp__log(rt, KP_LOG_WARN,
                 "kernel %s: the starting values do not run at size %s (%s); "
                 "candidates are checked on the verify sizes only",
                 d->name, size, kp_last_error(rt));
-    st = kp__tune_search(&space, eval, &c, o.budget_seconds, o.grid_limit, o.bench.seed, forward,
-                         out);
+    kp_tune_result r;
+    st = kp__tune_search(&space, eval, &c, o.budget_seconds, o.grid_limit, bench.seed, forward, &r);
+    KP__OUT_WRITE(kp_tune_result, out, &r);
     outputs_free(&c.golden);
     free(storage);
     kp_kernel_tuning_reset(rt, k);

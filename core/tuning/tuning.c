@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "registry.h"
+#include "struct-size.h"
 #include "vendor.h"
 
 /* device name > architecture > vendor+type > vendor > type > an empty match */
@@ -438,28 +439,35 @@ kp_status kp_kernel_tuning_reset(kp_runtime *rt, kp_kernel *k)
 
 kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning_info *out)
 {
-    if (!rt || !k || !out || index >= k->desc->n_tunables)
+    if (!rt)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tuning: NULL argument");
+    kp_status st = KP__OUT_CHECK(rt, "kp_kernel_tuning", kp_tuning_info, out);
+    if (st != KP_OK)
+        return st;
+    if (!k || index >= k->desc->n_tunables)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tuning: bad kernel or index");
     pthread_mutex_lock(&rt->lock);
-    kp_status st = kp__tuning_resolve(rt, k);
+    st = kp__tuning_resolve(rt, k);
     pthread_mutex_unlock(&rt->lock);
     const kp_tunable_desc *t = &k->desc->tunables[index];
     /* Named even when resolution failed, so that a caller can say which tunable it was. */
-    *out = (kp_tuning_info){.name = t->name,
-                            .doc = t->doc ? t->doc : "",
-                            .value = t->default_value,
-                            .default_value = t->default_value,
-                            .value_text = "",
-                            .origin = "",
-                            .allowed = "",
-                            .notes = ""};
-    if (!k->choices)
-        return st;
-    const kp__tuning_choice *c = &k->choices[index];
-    out->value = c->value;
-    out->value_text = c->value_text ? c->value_text : "";
-    out->origin = c->origin ? c->origin : "default";
-    out->allowed = c->allowed ? c->allowed : "";
-    out->notes = c->notes ? c->notes : "";
+    kp_tuning_info info = {.struct_size = sizeof info,
+                           .name = t->name,
+                           .doc = t->doc ? t->doc : "",
+                           .value = t->default_value,
+                           .default_value = t->default_value,
+                           .value_text = "",
+                           .origin = "",
+                           .allowed = "",
+                           .notes = ""};
+    if (k->choices) {
+        const kp__tuning_choice *c = &k->choices[index];
+        info.value = c->value;
+        info.value_text = c->value_text ? c->value_text : "";
+        info.origin = c->origin ? c->origin : "default";
+        info.allowed = c->allowed ? c->allowed : "";
+        info.notes = c->notes ? c->notes : "";
+    }
+    KP__OUT_WRITE(kp_tuning_info, out, &info);
     return st;
 }

@@ -240,7 +240,7 @@ static int report(const dataset *d, const float *v_test, int64_t n_test, int E, 
     }
     const double cnt = (double)(n_test * T);
     const double r_ens = sqrt(se_ens / cnt), r_last = sqrt(se_last / cnt);
-    kp_gru_rollout_metrics metrics;
+    kp_gru_rollout_metrics metrics = {.struct_size = sizeof metrics};
     kp_gru_rollout_metrics_compute(pred, E, n_test, T, NULL, NULL, NULL, &metrics);
     printf("held-out %d-step prediction, RMSE in log loss over all steps (at step %d):\n", T, T);
     printf("  GRU ensemble (mean of %d)   %.4f  (%.4f)  ensemble spread %.4f\n", E, r_ens,
@@ -282,7 +282,7 @@ int main(int argc, char **argv)
     kp_status st = kp_runtime_create(&ro, &rt);
     if (st != KP_OK)
         return example_fail(PROGRAM, NULL, st, "kp_runtime_create");
-    kp_device_info dev;
+    kp_device_info dev = {.struct_size = sizeof dev};
     const char *why;
     if ((st = kp_runtime_device(rt, &dev, &why)) != KP_OK)
         return example_fail(PROGRAM, rt, st, "kp_runtime_device");

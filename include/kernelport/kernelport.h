@@ -19,13 +19,30 @@ extern "C" {
 #endif
 
 #define KP_VERSION_MAJOR 0
-#define KP_VERSION_MINOR 1
+#define KP_VERSION_MINOR 2
 #define KP_VERSION_PATCH 0
-#define KP_VERSION_STRING "0.1.0"
+#define KP_VERSION_STRING "0.2.0"
 
-/* The version of the library actually loaded ("0.1.0"), which may differ from the header's
+/* The version of the library actually loaded ("0.2.0"), which may differ from the header's
  * KP_VERSION_STRING when an application runs against a newer shared library. Static string. */
 KP_API const char *kp_version(void);
+
+/*
+ * Structures that grow (docs/stability.md has the whole rule). The structures below carry a
+ * `uint32_t struct_size` (their first member; kp_arg's is at offset 12), so a later version can
+ * add members at their end:
+ *   - one the library fills (kp_device_info, kp_kernel_info, ...): the caller sets struct_size to
+ *     sizeof the structure it was compiled with (`kp_kernel_info info = {.struct_size = sizeof
+ *     info};`); the library writes only that many bytes, and sets struct_size to the bytes it
+ *     wrote (smaller when the library is older than the caller's header). A struct_size below the
+ *     structure's first layout fails with KP_ERR_INVALID_ARG naming the structure.
+ *   - one the caller fills (kp_runtime_options, kp_bench_options, ...): set by its _default()
+ *     constructor; 0 stands for the first layout (designated initialisers); members past the
+ *     caller's struct_size take their defaults; a larger struct_size than the library knows is
+ *     accepted when the bytes past its own layout are zero.
+ *   - one the library passes to a callback (kp_verify_result, kp_tune_step): the library sets
+ *     struct_size; a callback reads a later member only when struct_size covers it.
+ */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Status codes                                                                               */
@@ -117,7 +134,7 @@ enum {
 };
 
 typedef struct kp_runtime_options {
-    uint32_t struct_size; /* sizeof(kp_runtime_options); set by kp_runtime_options_default */
+    uint32_t struct_size; /* set by kp_runtime_options_default; 0: the 0.2 layout (stability.md) */
     uint32_t flags;       /* KP_RUNTIME_* flags */
     /* A manifest file layered over the default, system and user manifests. NULL: KP_MANIFEST. */
     const char *manifest_path;
@@ -211,11 +228,12 @@ KP_API const char *kp_vendor_name(kp_vendor vendor);
 /* "cpu", "gpu", "accelerator", "host", "other". */
 KP_API const char *kp_device_type_name(kp_device_type type);
 
-/* Filled by the library (struct_size included). Numeric fields the driver does not report are 0,
+/* Filled by the library, which writes only the struct_size bytes the caller set (the rule of
+ * output structures: docs/stability.md). Numeric fields the driver does not report are 0,
  * strings "". */
 typedef struct kp_device_info {
-    uint32_t struct_size;
-    kp_vendor vendor; /* normalised from platform, vendor and device strings */
+    uint32_t struct_size; /* sizeof(kp_device_info), set by the caller */
+    kp_vendor vendor;     /* normalised from platform, vendor and device strings */
     kp_device_type type;
     uint32_t index;          /* position in kp_device_count's enumeration */
     char name[256];          /* CL_DEVICE_NAME */
@@ -335,11 +353,16 @@ typedef enum kp_access {
     KP_ACCESS_INOUT = 3,
 } kp_access;
 
-/* A named argument of a launch; name is borrowed for the duration of the launch call. */
+/*
+ * A named argument of a launch; name is borrowed for the duration of the launch call. Build it
+ * with kp_arg_tensor/_int/_float (KP_ARG_*), which set struct_size to sizeof(kp_arg); 0 (a
+ * designated initialiser that leaves it out) means the same, first layout. Launches refuse any
+ * other struct_size, naming the argument. Every element of one array has the same layout.
+ */
 typedef struct kp_arg {
     const char *name;
-    int32_t kind; /* a kp_arg_kind */
-    int32_t reserved;
+    int32_t kind;         /* a kp_arg_kind */
+    uint32_t struct_size; /* sizeof(kp_arg) or 0 */
     kp_tensor tensor;
     int64_t i;
     double f;
@@ -351,6 +374,7 @@ KP_INLINE kp_arg kp_arg_tensor(const char *name, kp_tensor t)
 {
     kp_arg a;
     memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
     a.name = name;
     a.kind = KP_ARG_KIND_TENSOR;
     a.tensor = t;
@@ -361,6 +385,7 @@ KP_INLINE kp_arg kp_arg_int(const char *name, int64_t v)
 {
     kp_arg a;
     memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
     a.name = name;
     a.kind = KP_ARG_KIND_INT;
     a.i = v;
@@ -371,6 +396,7 @@ KP_INLINE kp_arg kp_arg_float(const char *name, double v)
 {
     kp_arg a;
     memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
     a.name = name;
     a.kind = KP_ARG_KIND_FLOAT;
     a.f = v;
@@ -387,6 +413,7 @@ KP_API const char *kp_access_name(kp_access access);
 
 /* A parameter of a kernel, as kp_kernel_param reports it. Strings are owned by the runtime. */
 typedef struct kp_param_info {
+    uint32_t struct_size; /* sizeof(kp_param_info), set by the caller */
     const char *name;
     const char *doc;
     kp_arg_kind kind;
@@ -399,7 +426,8 @@ typedef struct kp_param_info {
 
 /* A kernel's description. Strings are owned by the runtime and live as long as it does. */
 typedef struct kp_kernel_info {
-    const char *name; /* "family.op" */
+    uint32_t struct_size; /* sizeof(kp_kernel_info), set by the caller */
+    const char *name;     /* "family.op" */
     const char *summary;
     const char *plugin;      /* the plugin's name */
     const char *plugin_path; /* the file it was loaded from ("(static)" for built-in plugins) */
@@ -460,6 +488,7 @@ KP_API kp_status kp_kernel_param(const kp_kernel *k, size_t index, kp_param_info
  * was rejected on the way. Strings are owned by the runtime, valid until kp_runtime_destroy.
  */
 typedef struct kp_tuning_info {
+    uint32_t struct_size; /* sizeof(kp_tuning_info), set by the caller */
     const char *name;
     const char *doc;
     int64_t value;
@@ -646,7 +675,7 @@ KP_API kp_status kp_graph_replay(kp_graph *g, kp_event **event);
 
 /* What a graph holds. */
 typedef struct kp_graph_info {
-    size_t struct_size;       /* sizeof(kp_graph_info), set by the caller */
+    uint32_t struct_size;     /* sizeof(kp_graph_info), set by the caller */
     size_t n_launches;        /* kernel launches captured */
     size_t n_transfers;       /* buffer copies and fills */
     size_t n_direct;          /* launches that run their enqueue at each replay */
@@ -685,8 +714,9 @@ KP_API void kp_event_destroy(kp_runtime *rt, kp_event *ev);
 /* ------------------------------------------------------------------------------------------ */
 
 typedef struct kp_plugin_record {
-    const char *path; /* the file (or "(static)") */
-    const char *name; /* the plugin's name, or "" when it was rejected before reading it */
+    uint32_t struct_size; /* sizeof(kp_plugin_record), set by the caller */
+    const char *path;     /* the file (or "(static)") */
+    const char *name;     /* the plugin's name, or "" when it was rejected before reading it */
     const char *version;
     const char *reason; /* why it was rejected ("" for loaded plugins) */
     size_t n_kernels;   /* kernels it registered that are in use */
@@ -715,8 +745,10 @@ KP_API kp_status kp_plugin_rejected(const kp_runtime *rt, size_t index, kp_plugi
 /* ------------------------------------------------------------------------------------------ */
 
 /* One output compared between the device and the host reference. The strings are valid only
- * during the report callback. */
+ * during the report callback. The library sets struct_size: a member added in a later version is
+ * read only when struct_size covers it. */
 typedef struct kp_verify_result {
+    uint32_t struct_size;
     const char *kernel;
     const char *size;   /* the sample size name */
     const char *output; /* the output parameter compared */
@@ -771,7 +803,7 @@ KP_API kp_status kp_kernel_tuning_reset(kp_runtime *rt, kp_kernel *k);
 
 /* The measured limits of a device, the denominators of every "fraction of peak". */
 typedef struct kp_peak {
-    uint32_t struct_size;
+    uint32_t struct_size;  /* sizeof(kp_peak), set by the caller */
     double bandwidth_gbs;  /* the best of the three streams below: the denominator of "% BW" */
     double read_gbs;       /* streaming reads (a sum), bytes per second / 1e9 */
     double copy_gbs;       /* dst[i] = src[i], bytes read + written */
@@ -792,19 +824,19 @@ typedef struct kp_peak {
 KP_API kp_status kp_device_peak(kp_runtime *rt, int remeasure, kp_peak *out);
 
 typedef struct kp_bench_options {
-    uint32_t struct_size;
-    uint32_t warmup;    /* untimed launches first (builds happen here) */
-    uint32_t min_runs;  /* timed launches, at least */
-    uint32_t max_runs;  /* and at most */
-    double min_seconds; /* keep launching until this much device time is measured */
-    uint64_t seed;      /* for the sample arguments */
+    uint32_t struct_size; /* set by kp_bench_options_default; 0: the 0.2 layout */
+    uint32_t warmup;      /* untimed launches first (builds happen here) */
+    uint32_t min_runs;    /* timed launches, at least */
+    uint32_t max_runs;    /* and at most */
+    double min_seconds;   /* keep launching until this much device time is measured */
+    uint64_t seed;        /* for the sample arguments */
 } kp_bench_options;
 
 /* warmup 3, min_runs 10, max_runs 1000, min_seconds 0.25, seed 1. */
 KP_API kp_bench_options kp_bench_options_default(void);
 
 typedef struct kp_bench_result {
-    uint32_t struct_size;
+    uint32_t struct_size; /* sizeof(kp_bench_result), set by the caller */
     uint32_t runs;
     double median_s, min_s, max_s;
     double p10_s, p90_s; /* spread: 10th and 90th percentile */
@@ -821,8 +853,9 @@ typedef struct kp_bench_result {
 KP_API kp_status kp_kernel_bench(kp_runtime *rt, kp_kernel *k, const char *size,
                                  const kp_bench_options *opt, kp_bench_result *out);
 
-/* One candidate the tuner tried, reported as it goes. */
+/* One candidate the tuner tried, reported as it goes; struct_size as in kp_verify_result. */
 typedef struct kp_tune_step {
+    uint32_t struct_size;
     const char *kernel;
     const int64_t *values; /* one per tunable, in the kernel's order */
     size_t n_values;
@@ -833,11 +866,14 @@ typedef struct kp_tune_step {
 typedef void (*kp_tune_fn)(void *user, const kp_tune_step *step);
 
 typedef struct kp_tune_options {
-    uint32_t struct_size;
+    uint32_t struct_size;  /* set by kp_tune_options_default; 0: the 0.2 layout */
     const char *size;      /* sample size to time; NULL: the kernel's first bench size */
     double budget_seconds; /* wall-clock budget per kernel (0: no limit) */
     uint32_t grid_limit;   /* search the full grid when it has at most this many points */
-    kp_bench_options bench;
+    /* How each candidate is timed (borrowed during the call; a pointer, so that
+     * kp_bench_options can grow). NULL: kp_bench_options_default() with min_runs 5 and
+     * min_seconds 0.1. */
+    const kp_bench_options *bench;
     kp_tune_fn report; /* may be NULL */
     void *user;
     /* Globs of the tunables to search, comma-separated ("clblast.Xgemm.*,clblast.Copy.*"); the
@@ -845,11 +881,11 @@ typedef struct kp_tune_options {
     const char *tunables;
 } kp_tune_options;
 
-/* size NULL, budget 60 s, grid_limit 64, bench defaults with min_runs 5. */
+/* size NULL, budget 60 s, grid_limit 64, bench NULL. */
 KP_API kp_tune_options kp_tune_options_default(void);
 
 typedef struct kp_tune_result {
-    uint32_t struct_size;
+    uint32_t struct_size; /* sizeof(kp_tune_result), set by the caller */
     size_t n_values;
     int64_t values[128]; /* the fastest verified values, one per tunable */
     double default_s;    /* median time with the values the manifest gave before tuning */
@@ -874,15 +910,18 @@ KP_API kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_opti
 /* Writing tuned values into a manifest                                                       */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Which devices a written tuning entry applies to; NULL fields are left out of `match`. */
+/* Which devices a written tuning entry applies to; NULL fields are left out of `match`.
+ * struct_size: sizeof(kp_tuning_match), or 0 (a designated initialiser) for the 0.2 layout. */
 typedef struct kp_tuning_match {
+    uint32_t struct_size;
     const char *vendor; /* "nvidia" */
     const char *type;   /* "gpu" */
     const char *name;   /* a device-name substring, "NVIDIA H200" */
     const char *arch;   /* "sm_90" */
 } kp_tuning_match;
 
-/* One tuned value as it is written: value "64", "true" or a choice name such as "tf32x3". */
+/* One tuned value as it is written: value "64", "true" or a choice name such as "tf32x3". An
+ * element of an array, so its layout does not change within an ABI (docs/stability.md). */
 typedef struct kp_tuned_value {
     const char *kernel; /* "example.axpy" */
     const char *name;   /* the tunable, "WG" or dotted "clblast.Xgemm.MWG" */

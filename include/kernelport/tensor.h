@@ -47,7 +47,8 @@ typedef enum kp_dtype {
  * does not own its buffer. A rank-0 tensor is a scalar (one element at `offset`). Strides may
  * be 0 (broadcast); negative ones (a flipped view: `offset` is then the element at index 0, not
  * the lowest) only where a kernel's parameter accepts them (KP_PARAM_NEGATIVE_STRIDES in its
- * descriptor: the tensor family's do); launches refuse them elsewhere.
+ * descriptor: the tensor family's do); launches refuse them elsewhere. Passed by value and
+ * embedded in other structures, so its layout never changes within an ABI (docs/stability.md).
  */
 typedef struct kp_tensor {
     kp_buffer *buffer;

@@ -483,7 +483,7 @@ static void test_verify_parametric_sizes(void **state)
 
 static void test_f16_unsupported_names_device(void **state)
 {
-    kp_device_info dev;
+    kp_device_info dev = {.struct_size = sizeof dev};
     assert_int_equal(kp_runtime_device(rt, &dev, NULL), KP_OK);
     assert_int_equal(dev.fp16, 0); /* PoCL on this CPU: no cl_khr_fp16 */
     kp_buffer *b;
@@ -598,7 +598,7 @@ static void test_route_resolved(void **state)
     static const char *const names[] = {"blas.gemm", "blas.gemv"};
     for (size_t i = 0; i < 2; i++) {
         kp_kernel *k = find(rt, names[i]);
-        kp_tuning_info info;
+        kp_tuning_info info = {.struct_size = sizeof info};
         assert_int_equal(kp_kernel_tuning(rt, k, tunable_index(rt, k, "route"), &info), KP_OK);
         if (host)
             assert_in_range(info.value, 2, 3); /* host-blas, host-blas-mapped */
@@ -677,7 +677,7 @@ static void test_queue_order(void **state)
 
 static size_t tunable_index(kp_runtime *r, kp_kernel *k, const char *name)
 {
-    kp_tuning_info info;
+    kp_tuning_info info = {.struct_size = sizeof info};
     for (size_t i = 0; kp_kernel_tuning(r, k, i, &info) == KP_OK; i++)
         if (strcmp(info.name, name) == 0)
             return i;
@@ -696,7 +696,7 @@ static void test_override_not_allowed_is_refused(void **state)
                                                     "      blas.gemm: { clblast.Xgemm.MWG: 48 }\n");
     kp_runtime *r = open_runtime(path, &log);
     kp_kernel *k = find(r, "blas.gemm");
-    kp_tuning_info info;
+    kp_tuning_info info = {.struct_size = sizeof info};
     assert_int_equal(kp_kernel_tuning(r, k, tunable_index(r, k, "clblast.Xgemm.MWG"), &info),
                      KP_OK);
     assert_int_equal(info.value, 0);
@@ -747,7 +747,7 @@ static void test_override_partial_set_applied(void **state)
     if (!tuned)
         tuned = open_runtime(test_write_tmp("tuned.yaml", tuned_manifest), &tuned_log);
     kp_kernel *k = find(tuned, "blas.gemm");
-    kp_tuning_info info;
+    kp_tuning_info info = {.struct_size = sizeof info};
     assert_int_equal(
         kp_kernel_tuning(tuned, k, tunable_index(tuned, k, "clblast.Xgemm.MWG"), &info), KP_OK);
     assert_int_equal(info.value, 64);
@@ -926,7 +926,7 @@ static void test_override_restore(void **state)
     assert_int_equal(kp_kernel_tunable_set(rt, k, "clblast.Xgemm.NWG", 64), KP_OK);
     assert_int_equal(
         kp_kernel_tunable_set(rt, k, "clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE", 64), KP_OK);
-    kp_tuning_info info;
+    kp_tuning_info info = {.struct_size = sizeof info};
     assert_int_equal(kp_kernel_tuning(rt, k, tunable_index(rt, k, "clblast.Xgemm.MWG"), &info),
                      KP_OK);
     assert_string_equal(info.origin, "set by the application");

@@ -227,7 +227,7 @@ static void scale_rows_suite(kp_runtime *rt)
 
 static void expect_wg(kp_runtime *rt, const char *kernel, int64_t wg, const char *origin_part)
 {
-    kp_tuning_info t;
+    kp_tuning_info t = {.struct_size = sizeof t};
     assert_int_equal(kp_kernel_tuning(rt, find(rt, kernel), 0, &t), KP_OK);
     assert_string_equal(t.name, "WG");
     assert_int_equal(t.value, wg);
@@ -237,7 +237,7 @@ static void expect_wg(kp_runtime *rt, const char *kernel, int64_t wg, const char
 static void run_all(const char *device, const char *manifest, int64_t wg, const char *origin)
 {
     kp_runtime *rt = open_runtime(device, manifest);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
     if (strcmp(device, "host") == 0) {
         assert_int_equal(d.type, KP_DEVICE_HOST);

@@ -683,10 +683,10 @@ static void test_rejections(void **state)
 static int64_t tuned(kp_runtime *rt, const char *name)
 {
     kp_kernel *k = rollout_kernel(rt);
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
     for (size_t i = 0; i < info.n_tunables; i++) {
-        kp_tuning_info t;
+        kp_tuning_info t = {.struct_size = sizeof t};
         assert_int_equal(kp_kernel_tuning(rt, k, i, &t), KP_OK);
         if (strcmp(t.name, name) == 0)
             return t.value;
@@ -784,7 +784,7 @@ static void test_grid_on_cpu(void **state)
     kp_kernel *grid = NULL;
     assert_int_equal(kp_kernel_find(rt, "gru.rollout_grid", &grid), KP_OK);
     assert_int_equal(kp_kernel_supported(rt, grid), KP_ERR_UNSUPPORTED);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
     const char *msg = kp_last_error(rt);
     if (!strstr(msg, "gru.rollout_grid is for GPUs, and ") || !strstr(msg, d.name))

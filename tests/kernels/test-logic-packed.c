@@ -403,7 +403,7 @@ void test_verify_all(void **state)
     int kernels = 0, checks = 0;
     for (size_t i = 0; i < kp_kernel_count(rt); i++) {
         kp_kernel *k = kp_kernel_at(rt, i);
-        kp_kernel_info info;
+        kp_kernel_info info = {.struct_size = sizeof info};
         assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
         if (!kp_kernel_name_matches("logic", info.name))
             continue;

@@ -73,7 +73,7 @@ static void test_unsupported(void **state)
     kp_status st;
     assert_null(gemm(rt, "tc.gemm", a, b, 2, 2, 3, KP_TC_TF32, &st));
     assert_int_equal(st, KP_ERR_UNSUPPORTED);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
     assert_non_null(strstr(kp_last_error(rt), "compute capability 8.0"));
     assert_non_null(strstr(kp_last_error(rt), d.name));

@@ -61,7 +61,7 @@ static void test_verify_every_kernel(void **state)
     size_t verified = 0;
     for (size_t i = 0; i < kp_kernel_count(rt); i++) {
         kp_kernel *k = kp_kernel_at(rt, i);
-        kp_kernel_info info;
+        kp_kernel_info info = {.struct_size = sizeof info};
         assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
         if (!kp_kernel_name_matches("tensor.*", info.name))
             continue;
@@ -86,7 +86,7 @@ static void test_verify_gpu_routes(void **state)
         size_t verified = 0;
         for (size_t i = 0; i < kp_kernel_count(rt); i++) {
             kp_kernel *k = kp_kernel_at(rt, i);
-            kp_kernel_info info;
+            kp_kernel_info info = {.struct_size = sizeof info};
             assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
             if (!kp_kernel_name_matches("tensor.*", info.name) ||
                 kp_kernel_tunable_set(rt, k, "REDUCE", route) != KP_OK)

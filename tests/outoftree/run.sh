@@ -54,6 +54,8 @@ libdir=$(cache_get CMAKE_INSTALL_LIBDIR)
 libdir=${libdir:-lib}
 libexecdir=$(cache_get CMAKE_INSTALL_LIBEXECDIR)
 libexecdir=${libexecdir:-libexec}
+mandir=$(cache_get CMAKE_INSTALL_MANDIR)
+mandir=${mandir:-share/man}
 # An application must be built with the sanitizers the library was built with (KP_SANITIZE),
 # or the sanitizer runtime would not be loaded first.
 app_flags=()
@@ -89,9 +91,21 @@ installed_plugins=$prefix/$libdir/kernelport/plugins
 for f in "$kp" "$prefix/include/kernelport/kernelport.h" "$prefix/include/kernelport/plugin.h" \
     "$prefix/$libdir/cmake/Kernelport/KernelportConfig.cmake" \
     "$prefix/$libdir/cmake/Kernelport/embed.cmake" "$prefix/$libdir/pkgconfig/kernelport.pc" \
-    "$installed_plugins/example.so" "$prefix/$libexecdir/kernelport/kernelport-plugin-scan"; do
+    "$installed_plugins/example.so" "$prefix/$libexecdir/kernelport/kernelport-plugin-scan" \
+    "$prefix/$mandir/man1/kernelport.1" "$prefix/$libdir/libkernelport.a"; do
     [[ -e $f ]] || fail "the install lacks $f"
 done
+
+# The SONAME carries major.minor while the major version is 0, the major alone after
+# (docs/stability.md), and the link name leads to it.
+version=$(PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig pkg-config --modversion kernelport) ||
+    fail "pkg-config --modversion kernelport failed"
+IFS=. read -r major minor _ <<<"$version"
+want=libkernelport.so.$major
+((major != 0)) || want=$want.$minor
+soname=$(readelf -d "$prefix/$libdir/libkernelport.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $soname == "$want" ]] || fail "libkernelport.so's SONAME is \"$soname\", not $want (version $version)"
+[[ -e $prefix/$libdir/$want ]] || fail "the install lacks $prefix/$libdir/$want"
 
 # The CLI must load the installed library through its RUNPATH ($ORIGIN/../lib), not the build
 # tree's: the library finds its plugins beside itself.
@@ -222,5 +236,35 @@ if [[ -f $app_src ]]; then
     step "$logs/app-run.log" "running it" "$scratch/axpy"
     expect "$(cat "$logs/app-run.log")" "$installed_plugins/example.so" "examples/axpy.c"
 fi
+
+# ---- 6. A program linked with the installed libkernelport.a -------------------------------------
+# Once with pkg-config --static (kernelport-static.pc), once with the CMake package's target; each
+# runs from the prefix's bin directory, where it finds the installed plugins as the shared library
+# does (or has them compiled in, with KP_STATIC_PLUGINS). Nothing of libkernelport.so is loaded.
+if [[ $(cache_get KP_STATIC_PLUGINS) =~ ^(ON|on|1|TRUE|true|YES|yes)$ ]]; then
+    from="(static)"
+else
+    from="$installed_plugins/example.so"
+fi
+pc_static=$(pkg-config --cflags --static --libs kernelport-static) ||
+    fail "pkg-config --static kernelport-static failed"
+read -r -a static_flags <<<"$pc_static"
+step "$logs/static-pc-build.log" "linking static-app.c with pkg-config --static --libs kernelport-static" \
+    "$cc" -std=c11 -O2 -Wall -Wextra -Werror "${app_flags[@]}" -o "$prefix/bin/static-app-pc" \
+    "$here/static/static-app.c" "${static_flags[@]}"
+static_build=$scratch/static-build
+step "$logs/static-cmake.log" "configuring static-app with Kernelport::kernelport_static" \
+    "$cmake" -S "$here/static" -B "$static_build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_C_FLAGS="${app_flags[*]}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+    -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF
+step "$logs/static-cmake-build.log" "building static-app (CMake)" "$cmake" --build "$static_build"
+cp "$static_build/static-app" "$prefix/bin/static-app-cmake"
+for app in "$prefix/bin/static-app-pc" "$prefix/bin/static-app-cmake"; do
+    if ldd "$app" | grep -q libkernelport; then
+        fail "$app loads libkernelport.so: $(ldd "$app")"
+    fi
+    step "$logs/static-run.log" "running $app" "$app"
+    expect "$(cat "$logs/static-run.log")" "example.axpy from $from" "$app"
+done
 
 echo "test-outoftree: PASS"

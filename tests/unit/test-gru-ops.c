@@ -34,7 +34,7 @@ static void test_metrics_by_hand(void **state)
 {
     const float y[8] = {1, 2, 4, 7, 1, 0, 0, 1};
     float deltas[6], variance[4], spread[4];
-    kp_gru_rollout_metrics m;
+    kp_gru_rollout_metrics m = {.struct_size = sizeof m};
     assert_int_equal(kp_gru_rollout_metrics_compute(y, 2, 1, 4, deltas, variance, spread, &m), 0);
     const float want_d[6] = {1, 2, 3, -1, 0, 1}, want_v[4] = {0, 1, 4, 9}, want_s[4] = {0, 2, 4, 6};
     for (int i = 0; i < 6; i++)

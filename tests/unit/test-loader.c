@@ -77,7 +77,7 @@ static void expect_rejected(const char *name, const char *file, const char *reas
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
     assert_int_equal(kp_plugin_count(rt), 0);
     assert_int_equal(kp_plugin_rejected_count(rt), 1);
-    kp_plugin_record rec;
+    kp_plugin_record rec = {.struct_size = sizeof rec};
     assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", real(dir), file);
@@ -117,12 +117,12 @@ static void test_example_plugin_loads(void **state)
     kp_runtime *rt;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
     assert_int_equal(kp_plugin_count(rt), 1);
-    kp_plugin_record rec;
+    kp_plugin_record rec = {.struct_size = sizeof rec};
     assert_int_equal(kp_plugin_get(rt, 0, &rec), KP_OK);
     assert_string_equal(rec.name, "example");
     assert_int_equal(rec.n_kernels, 2);
     assert_int_equal(kp_kernel_count(rt), 2);
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     assert_int_equal(kp_kernel_info_get(kp_kernel_at(rt, 0), &info), KP_OK);
     assert_string_equal(info.name, "example.axpy");
     assert_int_equal(kp_kernel_info_get(kp_kernel_at(rt, 1), &info), KP_OK);
@@ -176,7 +176,7 @@ static kp_runtime *two_dirs(const char *manifest, test_log *log)
 static const char *plugin_of(kp_runtime *rt, const char *kernel)
 {
     kp_kernel *k;
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     assert_int_equal(kp_kernel_find(rt, kernel, &k), KP_OK);
     assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
     return info.plugin;
@@ -227,7 +227,7 @@ static void test_disabled_plugin(void **state)
     kp_runtime *rt;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
     assert_int_equal(kp_kernel_count(rt), 0);
-    kp_plugin_record rec;
+    kp_plugin_record rec = {.struct_size = sizeof rec};
     assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
     assert_string_equal(rec.reason, "plugin example is disabled by the manifest (plugins.disable)");
     kp_runtime_destroy(rt);
@@ -268,7 +268,7 @@ static const char *refusal(const char *dir, const char *manifest)
     o.manifest_path = manifest;
     kp_runtime *rt;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
-    kp_plugin_record rec;
+    kp_plugin_record rec = {.struct_size = sizeof rec};
     const char *out = NULL;
     if (kp_plugin_rejected_count(rt)) {
         assert_int_equal(kp_plugin_rejected(rt, 0, &rec), KP_OK);
@@ -451,7 +451,7 @@ static const char *probed(const char *dir, const char *cache, uint32_t flags, co
     o.manifest_path = manifest;
     kp_runtime *rt;
     assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
-    kp_plugin_record rec;
+    kp_plugin_record rec = {.struct_size = sizeof rec};
     if (kp_plugin_count(rt) == 1) {
         assert_non_null(kp_plugin_probe_result(rt, 0));
         snprintf(out, sizeof out, "%s", kp_plugin_probe_result(rt, 0));
@@ -531,7 +531,7 @@ static void test_build_failure_leaves_runtime_usable(void **state)
     kp_buffer *b;
     assert_int_equal(kp_buffer_create(rt, 64 * sizeof(float), &b), KP_OK);
     kp_arg args[] = {KP_ARG_TENSOR("x", kp_tensor_1d(b, KP_F32, 64))};
-    kp_device_info dev;
+    kp_device_info dev = {.struct_size = sizeof dev};
     assert_int_equal(kp_runtime_device(rt, &dev, NULL), KP_OK);
     for (int attempt = 0; attempt < 2; attempt++) {
         assert_int_equal(kp_kernel_launch(rt, broken, args, 1, NULL), KP_ERR_BUILD);

@@ -43,7 +43,7 @@ static void test_falls_back_to_host_with_warning(void **state)
     test_log log;
     kp_runtime *rt = fallback_runtime(&log);
     assert_int_equal(kp_device_count(rt), 1);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     const char *why;
     assert_int_equal(kp_runtime_device(rt, &d, &why), KP_OK);
     assert_int_equal(d.type, KP_DEVICE_HOST);

@@ -172,7 +172,7 @@ static void test_generated_kernel_runs(void **state)
     kp_kernel *found;
     assert_int_equal(kp_kernel_find(rt, "gen.affine", &found), KP_OK);
     assert_ptr_equal(found, k);
-    kp_kernel_info info;
+    kp_kernel_info info = {.struct_size = sizeof info};
     assert_int_equal(kp_kernel_info_get(k, &info), KP_OK);
     assert_string_equal(info.plugin, "runtime");
     assert_string_equal(info.plugin_path, "(registered at run time)");

@@ -39,7 +39,7 @@ static kp_device_info pocl_device(void)
 {
     kp_runtime_options o = test_options(NULL, "pocl", NULL);
     kp_runtime *rt = create_ok(&o);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
     kp_runtime_destroy(rt);
     return d;
@@ -68,13 +68,13 @@ static char *device_list(void)
     size_t used = 0;
     list[0] = '\0';
     for (size_t i = 0; i < kp_device_count(rt); i++) {
-        kp_device_info d;
+        kp_device_info d = {.struct_size = sizeof d};
         assert_int_equal(kp_device_get(rt, i, &d), KP_OK);
         assert_int_equal(d.index, i);
         used += (size_t)snprintf(list + used, sizeof list - used, "\n  %zu: %s %s \"%s\"", i,
                                  kp_vendor_name(d.vendor), kp_device_type_name(d.type), d.name);
     }
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     assert_int_equal(kp_device_get(rt, kp_device_count(rt), &d), KP_ERR_INVALID_ARG);
     kp_runtime_destroy(rt);
     return list;
@@ -86,7 +86,7 @@ static void expect_device(const char *spec, kp_vendor vendor, kp_device_type typ
 {
     kp_runtime_options o = test_options(NULL, spec, NULL);
     kp_runtime *rt = create_ok(&o);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     const char *why = NULL;
     assert_int_equal(kp_runtime_device(rt, &d, &why), KP_OK);
     assert_int_equal(d.vendor, vendor);
@@ -199,7 +199,7 @@ static void test_device_why_names_rule_and_line(void **state)
     kp_runtime_options o = test_options(NULL, NULL, NULL);
     o.manifest_path = m;
     kp_runtime *rt = create_ok(&o);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     const char *why;
     assert_int_equal(kp_runtime_device(rt, &d, &why), KP_OK);
     assert_int_equal(d.vendor, KP_VENDOR_POCL);
@@ -217,7 +217,7 @@ static void test_device_why_names_rule_and_line(void **state)
     assert_non_null(strstr(why, "{type: cpu} at <built-in>:"));
     assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
     assert_int_equal(kp_runtime_device(rt, NULL, &why), KP_ERR_INVALID_ARG);
-    assert_string_equal(kp_last_error(rt), "kp_runtime_device: NULL argument");
+    assert_string_equal(kp_last_error(rt), "kp_runtime_device: the kp_device_info pointer is NULL");
     kp_runtime_destroy(rt);
 
     /* An `index` picks the n-th match; the host device only matches a rule that names it. */
@@ -242,7 +242,7 @@ static void test_environment_and_no_env_flag(void **state)
                                                     "device:\n"
                                                     "  - { type: host }\n");
     kp_runtime_options o = test_options(NULL, NULL, NULL);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     const char *why;
 
     assert_int_equal(setenv("KP_DEVICE", "host", 1), 0);
@@ -357,8 +357,9 @@ static void test_bad_options(void **state)
     assert_int_equal(kp_runtime_create(&o, &rt), KP_ERR_INVALID_ARG);
     assert_null(rt);
     assert_string_equal(kp_last_error(NULL),
-                        "kp_runtime_create: options.struct_size 4 is not a size this version "
-                        "knows (use kp_runtime_options_default())");
+                        "kp_runtime_create: kp_runtime_options.struct_size is 4, below 60 (its "
+                        "first layout): build it with its _default() constructor, or leave "
+                        "struct_size 0");
     kp_runtime_destroy(NULL);
     assert_int_equal(kp_device_count(NULL), 0);
     assert_int_equal(kp_kernel_count(NULL), 0);
@@ -378,6 +379,7 @@ static kp_runtime *tuning_of(const char *manifest, uint32_t flags, test_log *log
     kp_runtime *rt = create_ok(&o);
     kp_kernel *k;
     assert_int_equal(kp_kernel_find(rt, "example.axpy", &k), KP_OK);
+    out->struct_size = sizeof *out;
     kp_status st = kp_kernel_tuning(rt, k, 0, out);
     if (st != KP_OK)
         fprintf(stderr, "kp_kernel_tuning: %s\n", kp_last_error(rt));
@@ -391,7 +393,7 @@ static kp_runtime *tuning_of(const char *manifest, uint32_t flags, test_log *log
 static void test_tuning_default(void **state)
 {
     test_log log;
-    kp_tuning_info t;
+    kp_tuning_info t = {.struct_size = sizeof t};
     kp_runtime *rt = tuning_of(NULL, 0, &log, &t);
     assert_int_equal(t.value, 64);
     assert_string_equal(t.origin, "default");
@@ -414,7 +416,7 @@ static void test_tuning_manifest_entry(void **state)
                                                        "    kernels:\n"
                                                        "      example.axpy: { WG: 32 }\n");
     test_log log;
-    kp_tuning_info t;
+    kp_tuning_info t = {.struct_size = sizeof t};
     kp_runtime *rt = tuning_of(m, 0, &log, &t);
     assert_int_equal(t.value, 32);
     assert_string_equal(t.value_text, "32");
@@ -580,7 +582,7 @@ static void test_tuning_workgroup_above_device_max(void **state)
     test_log log;
     kp_tuning_info t;
     kp_runtime *rt = tuning_of(m, 0, &log, &t);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
     assert_int_equal(d.max_workgroup, 128); /* POCL_MAX_WORK_GROUP_SIZE took effect */
     assert_int_equal(t.value, 16);
@@ -648,7 +650,7 @@ static void test_small_device_default(void **state)
 {
     kp_tuning_info t;
     kp_runtime *rt = tuning_of(NULL, 0, NULL, &t);
-    kp_device_info d;
+    kp_device_info d = {.struct_size = sizeof d};
     assert_int_equal(kp_runtime_device(rt, &d, NULL), KP_OK);
     assert_int_equal(d.max_workgroup, 32);
     assert_int_equal(t.value, 32);

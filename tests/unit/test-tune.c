@@ -73,7 +73,7 @@ static void test_grid_finds_the_fastest(void **state)
 {
     kp__tune_space s = space_of(2, 8, 1); /* 64 points: the full grid */
     fake f = {.n = 2, .best = {16, 4}};
-    kp_tune_result r;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_OK);
     assert_int_equal(r.values[0], 16);
     assert_int_equal(r.values[1], 4);
@@ -88,7 +88,7 @@ static void test_build_failure_is_skipped(void **state)
 {
     kp__tune_space s = space_of(2, 8, 1);
     fake f = {.n = 2, .best = {16, 4}, .skip = {16, 4}, .skip_on = 1};
-    kp_tune_result r;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_OK);
     assert_int_equal(r.skipped, 1);
     assert_false(r.values[0] == 16 && r.values[1] == 4);
@@ -99,7 +99,7 @@ static void test_wrong_result_rejected_even_if_fastest(void **state)
 {
     kp__tune_space s = space_of(2, 8, 1);
     fake f = {.n = 2, .best = {16, 4}, .wrong = {128, 128}, .wrong_on = 1};
-    kp_tune_result r;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_OK);
     assert_int_equal(r.rejected, 1);
     assert_int_equal(r.values[0], 16);
@@ -110,7 +110,7 @@ static void test_descent_on_a_large_space(void **state)
 {
     kp__tune_space s = space_of(3, 8, 2); /* 512 points: more than the grid limit */
     fake f = {.n = 3, .best = {64, 1, 8}};
-    kp_tune_result r;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 7, NULL, &r), KP_OK);
     assert_false(r.exhaustive);
     assert_int_equal(r.values[0], 64);
@@ -123,7 +123,7 @@ static void test_budget_stops_the_search(void **state)
 {
     kp__tune_space s = space_of(3, 8, 2);
     fake f = {.n = 3, .best = {64, 1, 8}};
-    kp_tune_result r;
+    kp_tune_result r = {.struct_size = sizeof r};
     /* A budget already spent after the first point still returns the start as the best. */
     assert_int_equal(kp__tune_search(&s, fake_eval, &f, 1e-9, 64, 7, NULL, &r), KP_OK);
     assert_true(r.tried >= 1 && r.tried < 8);
@@ -134,7 +134,7 @@ static void test_start_rejected_is_an_error(void **state)
 {
     kp__tune_space s = space_of(1, 8, 4);
     fake f = {.n = 1, .best = {4}, .reject_all = 1};
-    kp_tune_result r;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_ERR_VERIFY);
 }
 
@@ -142,7 +142,7 @@ static void test_fatal_stops(void **state)
 {
     kp__tune_space s = space_of(2, 8, 1);
     fake f = {.n = 2, .best = {16, 4}, .fatal_after = 3};
-    kp_tune_result r;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_ERR_INTERNAL);
     assert_int_equal(f.calls, 4);
 }
@@ -165,17 +165,19 @@ static void test_kernel_tune_on_the_host_device(void **state)
     kp_tune_options t = kp_tune_options_default();
     int steps = 0;
     t.size = "small";
-    t.bench.min_runs = 2;
-    t.bench.min_seconds = 0;
+    kp_bench_options bench = kp_bench_options_default();
+    bench.min_runs = 2;
+    bench.min_seconds = 0;
+    t.bench = &bench;
     t.report = count_steps;
     t.user = &steps;
-    kp_tune_result r;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp_kernel_tune(rt, k, &t, &r), KP_OK);
     assert_int_equal(r.n_values, 1);
     assert_int_equal(r.tried, 9); /* WG in {1, 2, ..., 256} */
     assert_int_equal(steps, 9);
     assert_true(r.exhaustive);
-    kp_tuning_info info;
+    kp_tuning_info info = {.struct_size = sizeof info};
     assert_int_equal(kp_kernel_tuning(rt, k, 0, &info), KP_OK);
     assert_string_equal(info.origin, "default"); /* tuning leaves the kernel as it found it */
 
@@ -245,9 +247,11 @@ static void test_tunable_up_to_int64_max(void **state)
     kp_kernel *k;
     assert_int_equal(kp_kernel_register(rt, &d, &k), KP_OK);
     kp_tune_options t = kp_tune_options_default();
-    t.bench.min_runs = 1;
-    t.bench.min_seconds = 0;
-    kp_tune_result r;
+    kp_bench_options bench = kp_bench_options_default();
+    bench.min_runs = 1;
+    bench.min_seconds = 0;
+    t.bench = &bench;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp_kernel_tune(rt, k, &t, &r), KP_OK);
     assert_int_equal(r.tried, 63); /* 2^0 .. 2^62 */
     assert_true(r.exhaustive);
@@ -265,9 +269,11 @@ static void test_wrong_only_at_the_timing_size_is_rejected(void **state)
     kp_kernel *k;
     assert_int_equal(kp_kernel_find(rt, "trap.double", &k), KP_OK);
     kp_tune_options t = kp_tune_options_default();
-    t.bench.min_runs = 1;
-    t.bench.min_seconds = 0;
-    kp_tune_result r;
+    kp_bench_options bench = kp_bench_options_default();
+    bench.min_runs = 1;
+    bench.min_seconds = 0;
+    t.bench = &bench;
+    kp_tune_result r = {.struct_size = sizeof r};
     assert_int_equal(kp_kernel_tune(rt, k, &t, &r), KP_OK);
     /* MODE=1 passes verification at n = 37 but is wrong at the timing size. */
     assert_int_equal(r.values[0], 0);

@@ -35,8 +35,11 @@ typedef enum kp_gru_rollout_mode {
  * [E]                                        loss head f [E or 1, B, F], y0 [B], z0 [E, B, S], h0
  * [E, B, H]           inputs (I = F + 1 + S) y [E, B, T], h_T [E, B, H], entropy [E, B, T], hnorm
  * [E, B, T] outputs
+ * struct_size: sizeof(kp_gru_rollout_args), or 0 (a designated initialiser that leaves it out)
+ * for the 0.2 layout; a member added later is read only when struct_size covers it.
  */
 typedef struct kp_gru_rollout_args {
+    uint32_t struct_size;
     kp_tensor w_ih, w_hh, b_ih, b_hh, w_p, b_p, w_y, b_y;
     kp_tensor f, y0, z0, h0;
     kp_tensor y, h_T, entropy, hnorm;
@@ -105,6 +108,7 @@ KP_INLINE float kp_gru_rollout_uniform(uint64_t seed, int64_t e, int64_t b, int6
  * deltas, T < 3 no second differences, E = 1 no spread).
  */
 typedef struct kp_gru_rollout_metrics {
+    uint32_t struct_size;       /* sizeof(kp_gru_rollout_metrics), set by the caller */
     double mean_abs_delta;      /* mean |y[e,b,t] - y[e,b,t-1]| over e, b and t >= 1 */
     double smoothness;          /* mean |y[e,b,t+1] - 2 y[e,b,t] + y[e,b,t-1]|: lower is smoother */
     double trajectory_variance; /* mean over (e, b) of the variance of y[e,b,:] over time */
@@ -120,16 +124,20 @@ typedef struct kp_gru_rollout_metrics {
  *   deltas [E, B, T - 1]   y[e,b,t] - y[e,b,t-1] for t = 1..T-1 (signed)
  *   variance [B, T]        the ensemble variance at each (b, t)
  *   spread [B, T]          max_e - min_e at each (b, t)
- * Returns 0, or -1 (nothing written) when y or out is NULL or a dimension is < 1.
- * Thread-safe; allocates nothing.
+ * Writes only out->struct_size bytes of *out, and sets struct_size to the bytes written (the rule
+ * of output structures, docs/stability.md). Returns 0, or -1 (nothing written) when y or out is
+ * NULL, a dimension is < 1 or out->struct_size is below the 0.2 layout. Thread-safe; allocates
+ * nothing.
  */
 KP_INLINE int kp_gru_rollout_metrics_compute(const float *y, int64_t E, int64_t B, int64_t T,
                                              float *deltas, float *variance, float *spread,
                                              kp_gru_rollout_metrics *out)
 {
-    if (!y || !out || E < 1 || B < 1 || T < 1)
+    const size_t first = offsetof(kp_gru_rollout_metrics, final_spread) + sizeof(double);
+    if (!y || !out || E < 1 || B < 1 || T < 1 || out->struct_size < first)
         return -1;
-    memset(out, 0, sizeof *out);
+    kp_gru_rollout_metrics m;
+    memset(&m, 0, sizeof m);
     double sum_delta = 0, sum_second = 0, sum_tvar = 0;
     for (int64_t e = 0; e < E; e++) {
         for (int64_t b = 0; b < B; b++) {
@@ -176,13 +184,16 @@ KP_INLINE int kp_gru_rollout_metrics_compute(const float *y, int64_t E, int64_t 
     }
     double n_traj = (double)E * (double)B;
     if (T > 1)
-        out->mean_abs_delta = sum_delta / (n_traj * (double)(T - 1));
+        m.mean_abs_delta = sum_delta / (n_traj * (double)(T - 1));
     if (T > 2)
-        out->smoothness = sum_second / (n_traj * (double)(T - 2));
-    out->trajectory_variance = sum_tvar / n_traj;
-    out->ensemble_variance = sum_evar / ((double)B * (double)T);
-    out->ensemble_spread = sum_spread / ((double)B * (double)T);
-    out->final_spread = sum_final / (double)B;
+        m.smoothness = sum_second / (n_traj * (double)(T - 2));
+    m.trajectory_variance = sum_tvar / n_traj;
+    m.ensemble_variance = sum_evar / ((double)B * (double)T);
+    m.ensemble_spread = sum_spread / ((double)B * (double)T);
+    m.final_spread = sum_final / (double)B;
+    const size_t n = out->struct_size < sizeof m ? out->struct_size : sizeof m;
+    m.struct_size = (uint32_t)n;
+    memcpy(out, &m, n);
     return 0;
 }
 

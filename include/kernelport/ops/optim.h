@@ -55,8 +55,11 @@ KP_INLINE kp_tensor kp_optim_arena_view(kp_buffer *arena, kp_dtype dtype, const 
 }
 
 /* The options of Adam and AdamW beside the arrays: PyTorch's names and defaults. The pointers are
- * optional tensors (NULL: none). */
+ * optional tensors (NULL: none). Built by kp_adam_defaults/kp_adamw_defaults, which set
+ * struct_size (0 stands for the 0.2 layout); a member added later is read only when struct_size
+ * covers it. */
 typedef struct kp_adam_options {
+    uint32_t struct_size;
     double lr, beta1, beta2, eps, weight_decay;
     int amsgrad;                     /* needs max_exp_avg_sq */
     int maximize;                    /* ascend the gradient */
@@ -73,6 +76,7 @@ KP_INLINE kp_adam_options kp_adam_defaults(void)
 {
     kp_adam_options o;
     memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
     o.lr = 1e-3;
     o.beta1 = 0.9;
     o.beta2 = 0.999;
@@ -144,8 +148,10 @@ KP_INLINE kp_status kp_optim_adamw(kp_runtime *rt, kp_tensor param, kp_tensor gr
     return kp_optim_adam_launch(rt, "optim.adamw", param, grad, exp_avg, exp_avg_sq, step, o);
 }
 
-/* The options of SGD beside the arrays: PyTorch's names and defaults. */
+/* The options of SGD beside the arrays: PyTorch's names and defaults; struct_size as in
+ * kp_adam_options (set by kp_sgd_defaults). */
 typedef struct kp_sgd_options {
+    uint32_t struct_size;
     double lr, momentum, dampening, weight_decay;
     int nesterov; /* needs momentum > 0 and dampening 0 */
     int maximize;
@@ -161,6 +167,7 @@ KP_INLINE kp_sgd_options kp_sgd_defaults(void)
 {
     kp_sgd_options o;
     memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
     o.lr = 1e-3;
     o.check_segments = 1;
     return o;
