@@ -4,36 +4,30 @@
 
 #include "kpy.h"
 
-/* From 0.2.0 every output struct starts with a struct_size the caller sets, so that a newer library
- * writes no field an older caller lacks; 0.1's first four below have none. */
-#if KP_VERSION_MAJOR > 0 || KP_VERSION_MINOR >= 2
-#define KPY_SIZE_NEW(s) ((s)->struct_size = sizeof *(s))
-#else
-#define KPY_SIZE_NEW(s) ((void)(s))
-#endif
-
+/* Every output struct starts with a struct_size the caller sets, so that a newer library writes
+ * no field this extension lacks (docs/stability.md). */
 void kpy_kernel_info_init(kp_kernel_info *info)
 {
     memset(info, 0, sizeof *info);
-    KPY_SIZE_NEW(info);
+    info->struct_size = sizeof *info;
 }
 
 void kpy_param_info_init(kp_param_info *info)
 {
     memset(info, 0, sizeof *info);
-    KPY_SIZE_NEW(info);
+    info->struct_size = sizeof *info;
 }
 
 void kpy_tuning_info_init(kp_tuning_info *info)
 {
     memset(info, 0, sizeof *info);
-    KPY_SIZE_NEW(info);
+    info->struct_size = sizeof *info;
 }
 
 void kpy_plugin_record_init(kp_plugin_record *record)
 {
     memset(record, 0, sizeof *record);
-    KPY_SIZE_NEW(record);
+    record->struct_size = sizeof *record;
 }
 
 void kpy_device_info_init(kp_device_info *info)

@@ -34,19 +34,27 @@ pub(crate) fn device_info() -> sys::kp_device_info {
 }
 
 pub(crate) fn kernel_info() -> sys::kp_kernel_info {
-    zeroed()
+    let mut v: sys::kp_kernel_info = zeroed();
+    v.struct_size = size_of::<sys::kp_kernel_info>() as _;
+    v
 }
 
 pub(crate) fn param_info() -> sys::kp_param_info {
-    zeroed()
+    let mut v: sys::kp_param_info = zeroed();
+    v.struct_size = size_of::<sys::kp_param_info>() as _;
+    v
 }
 
 pub(crate) fn tuning_info() -> sys::kp_tuning_info {
-    zeroed()
+    let mut v: sys::kp_tuning_info = zeroed();
+    v.struct_size = size_of::<sys::kp_tuning_info>() as _;
+    v
 }
 
 pub(crate) fn plugin_record() -> sys::kp_plugin_record {
-    zeroed()
+    let mut v: sys::kp_plugin_record = zeroed();
+    v.struct_size = size_of::<sys::kp_plugin_record>() as _;
+    v
 }
 
 pub(crate) fn manifest_layer() -> sys::kp_manifest_layer {
@@ -89,7 +97,9 @@ pub(crate) fn gru_rollout_args() -> sys::kp_gru_rollout_args {
 }
 
 pub(crate) fn gru_rollout_metrics() -> sys::kp_gru_rollout_metrics {
-    zeroed()
+    let mut v: sys::kp_gru_rollout_metrics = zeroed();
+    v.struct_size = size_of::<sys::kp_gru_rollout_metrics>() as _;
+    v
 }
 
 /// A view with no buffer: an absent optional tensor of the typed calls.
