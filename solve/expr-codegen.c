@@ -163,7 +163,9 @@ kp_status kp__expr_codegen(kp_expr_graph *g, const char *name, int f32, char **s
         size_t n = (size_t)g->n_nodes;
         num = malloc(n * sizeof *num);
         order = malloc(n * sizeof *order);
-        stack = malloc(n * sizeof *stack);
+        /* A node is pushed once by each parent expanded before it is numbered: at most three
+         * entries per node on the stack. */
+        stack = malloc((3 * n + 1) * sizeof *stack);
         if (!num || !order || !stack)
             st = kp__expr_message(g, KP_ERR_OUT_OF_MEMORY, "code generation: out of memory");
         else

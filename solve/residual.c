@@ -72,8 +72,7 @@ static const char *const kernel_text =
     "        atomic_min(&status[kp_at1(sv, 1)], i);\n"
     "}\n";
 
-/* The program text shared by the evaluation and LM kernels: precision, sizes, the function. */
-static kp_status make_eval(kp__compiled *c)
+kp_status kp__solve_make_source(kp__compiled *c)
 {
     kp_expr_graph *g = c->graph;
     size_t len = 0;
@@ -101,7 +100,7 @@ static kp_status make_eval(kp__compiled *c)
 
 static kp_status make_residual(kp__compiled *c)
 {
-    kp_status st = make_eval(c);
+    kp_status st = kp__solve_make_source(c);
     size_t len = strlen(c->source);
     if (st == KP_OK && !kp__str_append(&c->source, &len, "%s", kernel_text))
         st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "%s: out of host memory", c->name);

@@ -116,6 +116,10 @@ kp_status kp__solve_supported(kp_launch *l);
 
 extern const kp_host_api *kp__solve_host;
 
+/* The program text the evaluation and LM kernels start with: the precision's `real`, KP_ND,
+ * KP_NS and KP_NO, and the generated kp_residual; into c->source, c->n_values. */
+kp_status kp__solve_make_source(kp__compiled *c);
+
 /* The argument checks kp_lm_solve_host and kp_lm_solve share (message via kp__solve_fail). */
 kp_status kp__lm_check(const kp_expr_graph *g, const kp_lm_options *opt, const kp_lm_batch *b,
                        const char *fn);
