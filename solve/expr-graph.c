@@ -473,6 +473,19 @@ kp_expr kp_expr_binary(kp_expr_graph *g, kp_expr_op op, kp_expr a, kp_expr b)
         if (is_const(g, a, 0))
             return a;
         break;
+    default:
+        break;
+    }
+    /* Negation moves out of products and quotients, so -a*b, -(a*b) and a*-b are one node. */
+    if (op == KP_EXPR_MUL || op == KP_EXPR_DIV) {
+        const int na = g->nodes[a.id].op == KP_EXPR_NEG, nb = g->nodes[b.id].op == KP_EXPR_NEG;
+        if (na || nb) {
+            kp_expr inner = kp_expr_binary(g, op, na ? (kp_expr){g->nodes[a.id].a} : a,
+                                           nb ? (kp_expr){g->nodes[b.id].a} : b);
+            return na && nb ? inner : kp_expr_unary(g, KP_EXPR_NEG, inner);
+        }
+    }
+    switch (op) {
     case KP_EXPR_POW: {
         double e = constant(g, b) ? g->nodes[b.id].v : 0.5;
         if (e == floor(e) && fabs(e) <= 64)
