@@ -429,11 +429,23 @@ kp_status kp_residual_evaluate(kp_residual *res, int64_t n, kp_tensor data, kp_t
         st = kp_buffer_read(rt, res->status, 0, sizeof flags, flags);
     if (st != KP_OK)
         return kp__solve_fail(st, "%s", kp_last_error(rt));
-    if (flags[0] != INT32_MAX)
+    if (flags[0] != INT32_MAX) {
+        /* The kernel records the instance; its row of the index says which slot. */
+        int32_t q = 0;
+        uint32_t s = 0;
+        for (; s < g->n_params; s++) {
+            const int64_t at = index.offset + flags[0] * index.strides[0] + s * index.strides[1];
+            if (kp_buffer_read(rt, index.buffer, (size_t)at * 4, 4, &q) != KP_OK || q < 0 ||
+                q >= params.shape[0])
+                break;
+        }
         return kp__solve_fail(KP_ERR_INVALID_ARG,
-                              "kp_residual_evaluate: instance %d: a parameter index is outside "
-                              "[0, %lld) (params has %lld values); its outputs were not written",
-                              flags[0], (long long)params.shape[0], (long long)params.shape[0]);
+                              "kp_residual_evaluate: instance %d: parameter slot %u (%s) has "
+                              "index %d, outside [0, %lld) (params has %lld values); the "
+                              "instance's outputs were not written",
+                              flags[0], s, s < g->n_params ? g->param_names[s] : "?", q,
+                              (long long)params.shape[0], (long long)params.shape[0]);
+    }
     if (flags[1] != INT32_MAX)
         return kp__solve_fail(KP_ERR_VERIFY,
                               "kp_residual_evaluate: instance %d: the residual or its Jacobian "

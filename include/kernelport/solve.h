@@ -220,7 +220,8 @@ KP_API const char *kp_residual_source(const kp_residual *res);
  *   jac    [n, n_outputs, n_params]  output: the Jacobian in block form, instance i's row o
  *          holding d r[i, o] / d params[index[i, s]] at s; its columns are `index`.
  * Blocking: it then reads back two flags and fails with KP_ERR_INVALID_ARG naming the first
- * instance whose index lies outside [0, P) (its outputs are left unwritten) or with
+ * instance whose index lies outside [0, P), its slot and the index (that instance's outputs are
+ * left unwritten), or with
  * KP_ERR_VERIFY naming the first instance whose r or jac is NaN or infinite. Errors also those
  * of kp_kernel_launch. Message in kp_solve_last_error().
  */

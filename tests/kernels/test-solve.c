@@ -215,8 +215,8 @@ static void test_bad_index_and_nan_name_the_instance(void **state)
               tp = kp_tensor_1d(bp, KP_F32, P), tr = kp_tensor_2d(br, KP_F32, N, 1),
               tj = kp_tensor_3d(bj, KP_F32, N, 1, 3);
     assert_int_equal(kp_residual_evaluate(res, N, td, ti, tp, tr, tj), KP_ERR_INVALID_ARG);
-    assert_non_null(
-        strstr(kp_solve_last_error(), "instance 42: a parameter index is outside [0, 4)"));
+    assert_non_null(strstr(kp_solve_last_error(),
+                           "instance 42: parameter slot 1 (b) has index 4, outside [0, 4)"));
     index[3 * 42 + 1] = 1;
     index[3 * 77 + 2] = 2;
     assert_int_equal(kp_buffer_write(rt, bi, 0, sizeof index, index), KP_OK);
