@@ -113,10 +113,11 @@ static kp_expr rule(const diff *df, int32_t id, uint32_t s)
 
 kp_status kp__expr_differentiate(kp_expr_graph *g, int32_t *jac)
 {
-    const int32_t n0 = g->n_nodes;
     diff df = {.g = g, .S = g->n_params};
     df.zero = kp_expr_const(g, 0);
     df.one = kp_expr_const(g, 1);
+    /* The nodes so far, constants included: the derivatives made below come after them. */
+    const int32_t n0 = g->n_nodes;
     unsigned char *reach = malloc((size_t)n0 + 1);
     df.d = malloc(((size_t)n0 * df.S + 1) * sizeof *df.d);
     if (!reach || !df.d || g->status != KP_OK) {
