@@ -84,8 +84,8 @@ static kp_expr rule(const diff *df, int32_t id, uint32_t s)
         return divide(g, mul(g, num(g, 0.5), da), E);
     case KP_EXPR_RSQRT: /* E is 0 where the argument is not positive, and so is this */
         return mul(g, mul(g, num(g, -0.5), kp_expr_powi(g, E, 3)), da);
-    case KP_EXPR_POW: {
-        kp_expr t = mul(g, mul(g, B, kp_expr_binary(g, KP_EXPR_POW, A, sub(g, B, df->one))), da);
+    case KP_EXPR_POW: { /* x^y for x > 0: y x^(y-1) = y E / x, without a second pow */
+        kp_expr t = mul(g, divide(g, mul(g, B, E), A), da);
         if (!(g->nodes[n.b].depends & (1ull << s)))
             return t;
         return add(g, t, mul(g, mul(g, E, kp_expr_unary(g, KP_EXPR_LOG, A)), db));
