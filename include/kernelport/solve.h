@@ -22,11 +22,14 @@ extern "C" {
  * their own. Slots are numbered in the order they are declared, from 0.
  *
  * A graph is hash-consed: building the same operation on the same operands twice gives the same
- * node, so common subexpressions are computed once. Operations on constants are folded, and
- * x + 0, x * 1, x * 0 (as 0, even for an infinite x), x - 0, x / 1, -(-x), x^0 and x^1 simplify.
+ * node, so common subexpressions are computed once. Operations on constants are folded (unless
+ * the result is not finite), x + 0, x * 1, x * 0 (as 0, even for an infinite x), x - 0, x / 1,
+ * -(-x), x^0 and x^1 simplify, commutative operands take a fixed order and negation moves out of
+ * products and quotients: equal expressions, however built, are one graph (one key).
  *
- * Building never fails loudly: a builder called with a bad operand (an invalid node, a node of
- * another graph, an unknown name) or when memory runs out returns an invalid node (id < 0), and
+ * Building never fails loudly: a builder called with a bad operand (an invalid node or an id
+ * past this graph's nodes; a node of another graph is not detected), a bad name, or when memory
+ * runs out returns an invalid node (id < 0), and
  * the graph keeps the first error (kp_expr_graph_status, kp_expr_graph_error); every later
  * builder given that invalid node returns one too, so a whole expression can be built and
  * checked once at the end. A graph is used by one thread at a time.
@@ -89,7 +92,7 @@ KP_API void kp_expr_graph_destroy(kp_expr_graph *g);
 /* KP_OK, or the first error a builder met (KP_ERR_INVALID_ARG, KP_ERR_OUT_OF_MEMORY). */
 KP_API kp_status kp_expr_graph_status(const kp_expr_graph *g);
 
-/* The message of the graph's last error (a builder's first, or the last failed parse or solve),
+/* The message of the graph's last error (a builder's first, or the last failed parse),
  * "" when none. Owned by the graph, valid until its next failing call. */
 KP_API const char *kp_expr_graph_error(const kp_expr_graph *g);
 
