@@ -4,7 +4,8 @@
 # (generated residual kernels in f64 and f32 against the interpreter, the batched LM on the NIST
 # StRD problems in f64, robust losses, statuses), then bench-solve on the GPU (Rat43 residual +
 # Jacobian at 10^5-10^7 instances, 2D Gaussian fits at 10^4-10^6 problems, f64 and f32) and on the
-# machine's PoCL (all its cores) for the CPU side.
+# machine's PoCL (all its cores) for the CPU side, and bench/peers/peer-solve.py (torch.func,
+# SciPy) in the same call.
 #   device run:  carry [".gpu"], command: bash scripts/gpu/solve.sh
 # What to read: NIST digits per problem on the GPU (test-solve-lm prints them); fits/s of the
 # gauss2d rows (#27's target: >= 10^7 fits/s at 10^6 fits), instances/s of the rat43 rows; the
@@ -23,6 +24,10 @@ step "nvidia: test-solve, test-solve-lm, test-solve-expr, test-solve-nist"
 
 step "nvidia: bench-solve"
 timeout "$(cap 300)" build-gpu/bin/bench-solve --device nvidia --json "$res/bench-solve.json"
+
+step "peer-solve (torch.func.vmap(jacfwd) on CUDA; scipy least_squares on the CPU)"
+PYTHONUNBUFFERED=1 timeout "$(cap 200)" python3 bench/peers/peer-solve.py \
+  --json "$res/peer-solve.json" || echo "peer failed"
 
 step "pocl (this machine's CPU): bench-solve --quick"
 timeout "$(cap 200)" build-gpu/bin/bench-solve --device pocl --quick \
