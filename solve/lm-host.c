@@ -42,8 +42,7 @@ typedef struct lm_state {
     double A[MAX_PARAMS * MAX_PARAMS], g_[MAX_PARAMS], diag[MAX_PARAMS];
 } lm_state;
 
-/* rho(s) and rho'(s) of the loss. */
-static void loss(const kp_lm_options *opt, double s, double *rho, double *rho1)
+void kp__lm_loss(const kp_lm_options *opt, double s, double *rho, double *rho1)
 {
     const double a = opt->loss_scale, a2 = a * a;
     switch (opt->loss) {
@@ -78,7 +77,7 @@ static double evaluate(lm_state *st, const double *x, int normal)
                       st->scratch);
         for (uint32_t o = 0; o < O; o++) {
             double rho, rho1;
-            loss(st->opt, st->r[o] * st->r[o], &rho, &rho1);
+            kp__lm_loss(st->opt, st->r[o] * st->r[o], &rho, &rho1);
             cost += rho;
             if (!normal)
                 continue;
@@ -91,6 +90,11 @@ static double evaluate(lm_state *st, const double *x, int normal)
             }
         }
     }
+    /* A NaN or infinite derivative shows in the gradient; the cost carries it then, so that one
+     * test catches both. */
+    for (uint32_t a = 0; normal && a < S; a++)
+        if (!isfinite(st->g_[a]))
+            cost = NAN;
     return 0.5 * cost;
 }
 

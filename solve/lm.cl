@@ -103,6 +103,16 @@ static void lm_reduce(const int r0, const int r1, __global const real *scratch,
     }
 }
 
+/* A NaN or infinite derivative shows in the gradient: the cost then carries it (work-item 0,
+ * after the barrier that follows lm_reduce), so one test catches both. */
+static real lm_checked_cost(__local const real *gt, real cost)
+{
+    for (int j = 0; j < KP_NS; j++)
+        if (!isfinite(gt[j]))
+            return NAN;
+    return cost;
+}
+
 static int lm_cholesky(__local real *M)
 {
     for (int j = 0; j < KP_NS; j++) {
@@ -234,6 +244,7 @@ void solve_lm(
         lm_reduce(r0, r1, scratch, At, gt, &cost_t);
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid == 0) {
+            cost_t = lm_checked_cost(gt, cost_t);
             if (st.it++ == 0) {
                 for (int j = 0; j < KP_NS * KP_NS; j++)
                     A[j] = At[j];

@@ -120,6 +120,9 @@ extern const kp_host_api *kp__solve_host;
  * KP_NS and KP_NO, and the generated kp_residual; into c->source, c->n_values. */
 kp_status kp__solve_make_source(kp__compiled *c);
 
+/* rho(s) and rho'(s) of the options' loss, s = r^2. */
+void kp__lm_loss(const kp_lm_options *opt, double s, double *rho, double *rho1);
+
 /* The argument checks kp_lm_solve_host and kp_lm_solve share (message via kp__solve_fail). */
 kp_status kp__lm_check(const kp_expr_graph *g, const kp_lm_options *opt, const kp_lm_batch *b,
                        const char *fn);

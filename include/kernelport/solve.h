@@ -264,7 +264,9 @@ typedef enum kp_lm_status {
     KP_LM_FUNCTION = 2,   /* converged: function tolerance */
     KP_LM_MAX_ITERATIONS, /* not converged in max_iterations */
     KP_LM_SINGULAR,       /* the damped normal equations could not be factored */
-    KP_LM_NONFINITE,      /* a residual or derivative at the starting point is NaN or infinite */
+    KP_LM_NONFINITE,      /* at the starting point a residual or a derivative (as it shows in
+                             J^T r) is NaN or infinite; later points where one is are refused
+                             like points that raise the cost */
     KP_LM_STATUS_COUNT
 } kp_lm_status;
 
@@ -328,6 +330,67 @@ KP_API kp_precision kp_lm_precision(const kp_lm *lm);
  * once, copies x, cost, iterations and status back; batch->seconds holds the three phases.
  * Errors: KP_ERR_INVALID_ARG (bad rows, NULL arrays), the launch's. Thread-safe as the runtime. */
 KP_API kp_status kp_lm_solve(kp_lm *lm, const kp_lm_options *opt, kp_lm_batch *batch);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Levenberg-Marquardt, one large sparse problem                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * One problem whose instances share parameters through the index array (a mesh: one instance
+ * per edge, its slots the coordinates of the edge's two vertices). Host arrays; x is read as the
+ * starting point and written with the estimate.
+ */
+typedef struct kp_lm_sparse_problem {
+    uint32_t struct_size; /* sizeof(kp_lm_sparse_problem) */
+    size_t n_instances;   /* n */
+    const double *data;   /* [n, n_data] (NULL when n_data is 0) */
+    const int32_t *index; /* [n, n_params]: instance i's slot s is x[index[i, s]] */
+    size_t n_x;           /* P: the problem's parameters */
+    double *x;            /* [P] in and out */
+} kp_lm_sparse_problem;
+
+/* Called after each accepted or rejected step; the struct is valid during the call. */
+typedef struct kp_lm_sparse_progress {
+    int32_t iteration;     /* Jacobian evaluations so far */
+    int32_t cg_iterations; /* of this step's linear solve */
+    double cost;           /* at the current x (after the step when it was accepted) */
+    double damping;        /* mu */
+    int accepted;
+} kp_lm_sparse_progress;
+
+typedef struct kp_lm_sparse_options {
+    uint32_t struct_size;
+    kp_lm_options lm;           /* iterations, tolerances, damping, loss (as for small problems) */
+    uint32_t max_cg_iterations; /* per step (default 200) */
+    double cg_tolerance;        /* stop CG when |residual| <= this * |J^T r| (default 1e-6) */
+    void (*progress)(void *user, const kp_lm_sparse_progress *p); /* may be NULL */
+    void *user;
+} kp_lm_sparse_options;
+
+KP_API kp_lm_sparse_options kp_lm_sparse_options_default(void);
+
+typedef struct kp_lm_sparse_report {
+    uint32_t struct_size; /* sizeof(kp_lm_sparse_report), set by the caller */
+    kp_lm_status status;
+    int32_t iterations;    /* Jacobian evaluations */
+    int64_t cg_iterations; /* in all */
+    double initial_cost, cost;
+    double seconds[4]; /* evaluation, normal equations (J^T r, diagonal), CG, the rest */
+} kp_lm_sparse_report;
+
+/*
+ * The host reference, in double: Levenberg-Marquardt as kp_lm_solve_host, except that each step
+ * solves (J^T J + mu D) h = -J^T r by conjugate gradients preconditioned by its diagonal (Jacobi),
+ * matrix-free (J and J^T applied in turn; J^T gathered per parameter through the transposed
+ * index, in a fixed order), from h = 0, until the residual falls below cg_tolerance |J^T r| or
+ * max_cg_iterations; the predicted reduction is -g.h - |J h|^2 / 2, exact for an inexact solve;
+ * a CG breakdown (p.Ap <= 0) is treated as a failed factorization. `opt` may be NULL.
+ * Errors: KP_ERR_INVALID_ARG (an invalid graph, NULL arrays, an index outside [0, P): the message,
+ * in kp_solve_last_error, names the instance and slot), KP_ERR_OUT_OF_MEMORY.
+ */
+KP_API kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
+                                         const kp_lm_sparse_problem *problem,
+                                         kp_lm_sparse_report *report);
 
 #ifdef __cplusplus
 }
