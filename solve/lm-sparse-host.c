@@ -180,9 +180,9 @@ static int cg(sparse *sp, double mu)
     return k;
 }
 
-static kp_status check(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
-                       const kp_lm_sparse_problem *pb, const kp_lm_sparse_report *rep,
-                       const char *fn)
+kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
+                              const kp_lm_sparse_problem *pb, const kp_lm_sparse_report *rep,
+                              const char *fn)
 {
     if (!g || !pb || !rep || pb->struct_size < sizeof *pb || rep->struct_size < sizeof *rep ||
         (opt && opt->struct_size < sizeof *opt))
@@ -244,17 +244,24 @@ static int sparse_alloc(sparse *sp)
     sp->d = v + P, sp->D_ = v + 2 * P, sp->h = v + 3 * P, sp->res = v + 4 * P;
     sp->z = v + 5 * P, sp->p = v + 6 * P, sp->q = v + 7 * P, sp->xt = v + 8 * P;
     sp->u = v + 9 * P;
-    /* Counting sort of the uses by parameter, each parameter's in increasing i * S + s. */
+    return kp__lm_sparse_transpose(sp->pb->index, n, S, P, sp->tptr, sp->tent);
+}
+
+int kp__lm_sparse_transpose(const int32_t *index, size_t n, size_t S, size_t P, int32_t *tptr,
+                            int32_t *tent)
+{
+    /* A counting sort of the uses by parameter, each parameter's in increasing i * S + s. */
+    memset(tptr, 0, (P + 1) * sizeof *tptr);
     for (size_t e = 0; e < n * S; e++)
-        sp->tptr[sp->pb->index[e] + 1]++;
+        tptr[index[e] + 1]++;
     for (size_t q = 0; q < P; q++)
-        sp->tptr[q + 1] += sp->tptr[q];
+        tptr[q + 1] += tptr[q];
     int32_t *fill = malloc((P + 1) * sizeof *fill);
     if (!fill)
         return 0;
-    memcpy(fill, sp->tptr, (P + 1) * sizeof *fill);
+    memcpy(fill, tptr, (P + 1) * sizeof *fill);
     for (size_t e = 0; e < n * S; e++)
-        sp->tent[fill[sp->pb->index[e]]++] = (int32_t)e;
+        tent[fill[index[e]]++] = (int32_t)e;
     free(fill);
     return 1;
 }
@@ -262,7 +269,7 @@ static int sparse_alloc(sparse *sp)
 kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
                                   const kp_lm_sparse_problem *pb, kp_lm_sparse_report *rep)
 {
-    kp_status st = check(g, opt, pb, rep, "kp_lm_sparse_solve_host");
+    kp_status st = kp__lm_sparse_check(g, opt, pb, rep, "kp_lm_sparse_solve_host");
     if (st != KP_OK)
         return st;
     const kp_lm_sparse_options defaults = kp_lm_sparse_options_default();

@@ -395,6 +395,11 @@ kp_precision kp_residual_precision(const kp_residual *res)
     return res ? res->precision : KP_PRECISION_AUTO;
 }
 
+const kp_expr_graph *kp__residual_graph(const kp_residual *res)
+{
+    return res->compiled->graph;
+}
+
 const char *kp_residual_source(const kp_residual *res)
 {
     return res ? res->compiled->source : NULL;

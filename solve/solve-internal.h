@@ -120,6 +120,23 @@ extern const kp_host_api *kp__solve_host;
  * KP_NS and KP_NO, and the generated kp_residual; into c->source, c->n_values. */
 kp_status kp__solve_make_source(kp__compiled *c);
 
+/* Registers (or finds) the large-problem LM's generic kernels in one precision: out[] =
+ * solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss (_f64 or _f32). Message through kp__solve_fail. */
+kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[5]);
+
+/* The checks kp_lm_sparse_solve_host and kp_lm_sparse_solve share (every index in range). */
+kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
+                              const kp_lm_sparse_problem *pb, const kp_lm_sparse_report *rep,
+                              const char *fn);
+
+/* The transposed index: parameter q's uses (i * S + s) are tent[tptr[q] .. tptr[q+1]-1], in
+ * increasing order. 0 when memory ran out. */
+int kp__lm_sparse_transpose(const int32_t *index, size_t n, size_t S, size_t P, int32_t *tptr,
+                            int32_t *tent);
+
+/* The graph a residual was compiled from (its copy). */
+const kp_expr_graph *kp__residual_graph(const kp_residual *res);
+
 /* rho(s) and rho'(s) of the options' loss, s = r^2. */
 void kp__lm_loss(const kp_lm_options *opt, double s, double *rho, double *rho1);
 

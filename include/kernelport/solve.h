@@ -392,6 +392,31 @@ KP_API kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_spa
                                          const kp_lm_sparse_problem *problem,
                                          kp_lm_sparse_report *report);
 
+typedef struct kp_lm_sparse kp_lm_sparse;
+
+/*
+ * Compiles graph `g` (copied) for the device: its residual kernel (kp_residual_create's) and the
+ * generic kernels of the large-problem LM (solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss, with an
+ * _f64 or _f32 suffix), all registered at run time. Errors: as kp_residual_create.
+ */
+KP_API kp_status kp_lm_sparse_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
+                                     kp_lm_sparse **out);
+KP_API void kp_lm_sparse_destroy(kp_lm_sparse *lm);
+KP_API kp_precision kp_lm_sparse_precision(const kp_lm_sparse *lm);
+
+/*
+ * kp_lm_sparse_solve_host's algorithm on the device: the problem is copied in once, every vector
+ * stays on the device, J^T is gathered per parameter in a fixed order and each dot product
+ * leaves 4096 partial sums, in a fixed order too, which the host reads and adds (the host takes
+ * the decisions: a few reads per CG iteration). Same bits on every run on a device; close to,
+ * not equal to, the host reference's. report->seconds: evaluation, normal equations, CG, the
+ * rest (uploads included). Errors: as kp_lm_sparse_solve_host; the launches' (message in
+ * kp_solve_last_error).
+ */
+KP_API kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
+                                    const kp_lm_sparse_problem *problem,
+                                    kp_lm_sparse_report *report);
+
 #ifdef __cplusplus
 }
 #endif
