@@ -9,7 +9,8 @@
 #   device run:  carry [".gpu"], command: bash scripts/gpu/solve.sh
 # What to read: NIST digits per problem on the GPU (test-solve-lm prints them); fits/s of the
 # gauss2d rows (#27's target: >= 10^7 fits/s at 10^6 fits), instances/s of the rat43 rows; the
-# rows' max_rel_err against the hand-written loop.
+# rows' max_rel_err against the hand-written loop; mesh-solve's time per iteration at levels 4, 6
+# and 7 (15k, 246k and 983k residuals; #27 compares it with Ceres, not run here).
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
 kp_begin solve /tmp/kp-solve-out results
@@ -32,4 +33,13 @@ PYTHONUNBUFFERED=1 timeout "$(cap 200)" python3 bench/peers/peer-solve.py \
 step "pocl (this machine's CPU): bench-solve --quick"
 timeout "$(cap 200)" build-gpu/bin/bench-solve --device pocl --quick \
   --json "$res/bench-solve-pocl.json" | tail -24
+for level in 4 6 7; do
+  step "nvidia: mesh-solve --level $level"
+  host=""
+  [[ $level == 4 ]] && host=--host
+  # shellcheck disable=SC2086 # host is empty or one option
+  timeout "$(cap 150)" build-gpu/bin/mesh-solve --device nvidia --level $level \
+    --max-iterations 30 $host --csv "$res/mesh-$level.csv" --json "$res/mesh-$level.json" |
+    tail -6
+done
 kp_pack
