@@ -204,7 +204,9 @@ typedef struct kp_residual kp_residual;
 KP_API kp_status kp_residual_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
                                     kp_residual **out);
 
-/* Releases the handle (the registered kernel stays with the runtime). NULL is a no-op. */
+/* Releases the handle (the registered kernel stays with the runtime). NULL is a no-op. A
+ * residual, like a kp_lm or kp_lm_sparse, is used by one thread at a time (it owns the buffer
+ * its status flags come back in); several may share a runtime. */
 KP_API void kp_residual_destroy(kp_residual *res);
 
 /* The registered kernel, its precision (f64 or f32, never auto), and the generated source (owned
@@ -328,7 +330,9 @@ KP_API kp_precision kp_lm_precision(const kp_lm *lm);
 
 /* Solves a batch on the device: copies it in (converting to f32 for an f32 solver), launches
  * once, copies x, cost, iterations and status back; batch->seconds holds the three phases.
- * Errors: KP_ERR_INVALID_ARG (bad rows, NULL arrays), the launch's. Thread-safe as the runtime. */
+ * Errors: KP_ERR_INVALID_ARG (bad rows, NULL arrays), the launch's. The kernel is also usable
+ * directly (kp_lm_kernel: tensors data, rows, x, cost, iterations, status; ints instances,
+ * max_iterations, loss; floats for the tolerances), which keeps the batch on the device. */
 KP_API kp_status kp_lm_solve(kp_lm *lm, const kp_lm_options *opt, kp_lm_batch *batch);
 
 /* ------------------------------------------------------------------------------------------ */
