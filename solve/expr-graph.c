@@ -173,8 +173,8 @@ double kp__expr_apply(int32_t op, double a, double b, double c, int32_t k)
         return sqrt(a);
     case KP_EXPR_RSQRT:
         return a > 0 ? 1.0 / sqrt(a) : 0.0;
-    case KP_EXPR_POW:
-        return pow(a, b);
+    case KP_EXPR_POW: /* exp(b log a), as the kernels compute it, with C's pow where a > 0 */
+        return a > 0 ? pow(a, b) : a == 0 ? (b > 0 ? 0.0 : b < 0 ? INFINITY : NAN) : NAN;
     case KP_EXPR_POWI:
         return pow(a, (double)k);
     case KP_EXPR_SIN:

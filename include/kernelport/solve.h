@@ -66,7 +66,8 @@ typedef enum kp_expr_op {
     KP_EXPR_LOG,
     KP_EXPR_SQRT,
     KP_EXPR_RSQRT, /* safe: 1 / sqrt(x) for x > 0, else 0 (so normalize(0) is 0, not NaN) */
-    KP_EXPR_POW,   /* real exponent: pow(x, y), defined for x > 0 (and where C's pow is) */
+    KP_EXPR_POW,   /* real exponent: exp(y log x); x < 0 gives NaN, 0^y 0 (y > 0), infinity
+                      (y < 0) or NaN (y = 0); an integer constant y makes it powi */
     KP_EXPR_POWI,  /* integer exponent, any sign of x: pown(x, n) */
     KP_EXPR_SIN,
     KP_EXPR_COS,
