@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench-solve: the solve layer's generated kernels (#27). Residual + Jacobian evaluation of the
  * NIST Rat43 model (4 parameters) for n instances against a hand-written C loop with the analytic
- * Jacobian; batched Levenberg-Marquardt on 2D Gaussian fits (5 parameters, 5 x 5 points, noisy,
+ * Jacobian, the same for a mesh's edge-length term (parameters gathered through the index);
+ * batched Levenberg-Marquardt on 2D Gaussian fits (5 parameters, 5 x 5 points, noisy,
  * random truths) against the host reference solver. The other peers of #27 (torch.func, Ceres,
  * SciPy) are not in this program yet. */
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "icosphere.h"
 #include "kernelport/solve.h"
 
 static const char *const rat43 = "b1 / (1 + exp(b2 - b3*x))^(1/b4) - y";
@@ -135,6 +137,121 @@ static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
     free(dr), free(dj), free(data), free(r), free(J), free(index), free(tmp);
     kp_residual_destroy(res);
     kp_expr_graph_destroy(g);
+}
+
+/* A mesh edge's length and its six partials by hand, one thread: the CPU baseline of the edge
+ * term. */
+typedef struct edge_call {
+    size_t n;
+    const double *L, *x;
+    const int32_t *index;
+    double *r, *J;
+} edge_call;
+
+static void edges_by_hand(void *user)
+{
+    const edge_call *c = user;
+    for (size_t k = 0; k < c->n; k++) {
+        const double *a = c->x + c->index[6 * k], *b = c->x + c->index[6 * k + 3];
+        const double d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        const double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        c->r[k] = len - c->L[k];
+        for (int i = 0; i < 3; i++) {
+            c->J[6 * k + i] = -d[i] / len;
+            c->J[6 * k + 3 + i] = d[i] / len;
+        }
+    }
+}
+
+/* The edge-length term over an icosphere's edges: the index gathers each edge's two vertices. */
+static void bench_edges(kpb *b, int level, kp_precision prec)
+{
+    icosphere m;
+    if (icosphere_make(level, &m) != 0)
+        die("edges", "out of host memory");
+    kp_expr_graph *g = graph("ax ay az bx by bz", "L", "norm3(bx - ax, by - ay, bz - az) - L");
+    kp_residual *res;
+    if (kp_residual_create(b->rt, g, prec, &res) != KP_OK)
+        die("edges", kp_solve_last_error());
+    const int f32 = kp_residual_precision(res) == KP_PRECISION_F32;
+    const size_t e = f32 ? 4 : 8, n = (size_t)m.n_edges, P = (size_t)m.n_vertices * 3;
+    double *L = malloc(n * sizeof *L), *r = malloc(n * sizeof *r), *J = malloc(n * 6 * sizeof *J);
+    int32_t *index = malloc(n * 6 * sizeof *index);
+    void *dl = malloc(n * e), *dx = malloc(P * e), *dr = malloc(n * e), *dj = malloc(n * 6 * e);
+    if (!L || !r || !J || !index || !dl || !dx || !dr || !dj)
+        die("edges", "out of host memory");
+    for (size_t k = 0; k < n; k++) {
+        L[k] = 0.9;
+        for (int c = 0; c < 3; c++) {
+            index[6 * k + c] = 3 * m.e[2 * k] + c;
+            index[6 * k + 3 + c] = 3 * m.e[2 * k + 1] + c;
+        }
+    }
+    for (size_t i = 0; i < n || i < P; i++) {
+        if (f32) {
+            if (i < n)
+                ((float *)dl)[i] = (float)L[i];
+            if (i < P)
+                ((float *)dx)[i] = (float)m.v[i];
+        } else {
+            if (i < n)
+                ((double *)dl)[i] = L[i];
+            if (i < P)
+                ((double *)dx)[i] = m.v[i];
+        }
+    }
+    kp_buffer *bd, *bi, *bp, *br, *bj, *bs;
+    const int32_t big[2] = {INT32_MAX, INT32_MAX};
+    if (kp_buffer_create(b->rt, n * e, &bd) != KP_OK ||
+        kp_buffer_create(b->rt, n * 24, &bi) != KP_OK ||
+        kp_buffer_create(b->rt, P * e, &bp) != KP_OK ||
+        kp_buffer_create(b->rt, n * e, &br) != KP_OK ||
+        kp_buffer_create(b->rt, n * 6 * e, &bj) != KP_OK ||
+        kp_buffer_create(b->rt, 8, &bs) != KP_OK)
+        die("edges", kp_last_error(b->rt));
+    kp_buffer_write(b->rt, bd, 0, n * e, dl);
+    kp_buffer_write(b->rt, bi, 0, n * 24, index);
+    kp_buffer_write(b->rt, bp, 0, P * e, dx);
+    kp_buffer_write(b->rt, bs, 0, 8, big);
+    const kp_dtype dt = f32 ? KP_F32 : KP_F64;
+    const int64_t ni = (int64_t)n;
+    kp_arg args[] = {kp_arg_tensor("data", kp_tensor_2d(bd, dt, ni, 1)),
+                     kp_arg_tensor("index", kp_tensor_2d(bi, KP_I32, ni, 6)),
+                     kp_arg_tensor("params", kp_tensor_1d(bp, dt, (int64_t)P)),
+                     kp_arg_tensor("r", kp_tensor_2d(br, dt, ni, 1)),
+                     kp_arg_tensor("jac", kp_tensor_3d(bj, dt, ni, 1, 6)),
+                     kp_arg_tensor("status", kp_tensor_1d(bs, KP_I32, 2))};
+    char name[64], ours[96];
+    snprintf(name, sizeof name, "edges r+J n=%zu %s", n, f32 ? "f32" : "f64");
+    kp_kernel_info info;
+    kp_kernel_info_get(kp_residual_kernel(res), &info);
+    snprintf(ours, sizeof ours, "%s", info.name);
+    kpb_row row = {.case_name = name, .ours = ours, .bytes = (double)n * (e * 14 + 24)};
+    if (kpb_time_kernel(b, kp_residual_kernel(res), args, 6, &row.ours_s, &row.ours_p10,
+                        &row.ours_p90) != KP_OK)
+        die(name, kp_last_error(b->rt));
+    edge_call c = {n, L, m.v, index, r, J};
+    row.peer = "hand-written C, analytic Jacobian (1 thread, double)";
+    row.peer_s = kpb_time_host(b, edges_by_hand, &c);
+    kp_buffer_read(b->rt, br, 0, n * e, dr);
+    kp_buffer_read(b->rt, bj, 0, n * 6 * e, dj);
+    double worst = 0;
+    for (size_t i = 0; i < n * 7; i++) {
+        const double want = i < n ? r[i] : J[i - n];
+        const double got = f32 ? (i < n ? ((float *)dr)[i] : ((float *)dj)[i - n])
+                               : (i < n ? ((double *)dr)[i] : ((double *)dj)[i - n]);
+        worst = fmax(worst, fabs(got - want) / (1 + fabs(want)));
+    }
+    kpb_row_metric(&row, "max_rel_err", worst);
+    kpb_row_metric(&row, "instances_per_s", (double)n / row.ours_s);
+    kpb_add(b, &row);
+    kp_buffer *bufs[] = {bd, bi, bp, br, bj, bs};
+    for (int i = 0; i < 6; i++)
+        kp_buffer_destroy(b->rt, bufs[i]);
+    free(L), free(r), free(J), free(index), free(dl), free(dx), free(dr), free(dj);
+    kp_residual_destroy(res);
+    kp_expr_graph_destroy(g);
+    icosphere_free(&m);
 }
 
 /* The starting points copied over x before each timed launch (the solver overwrites x). */
@@ -309,6 +426,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench-solve: rat43 n=%lld %s\n", (long long)sizes[i],
                     f32 ? "f32" : "f64");
             bench_rat43(&b, sizes[i], p);
+        }
+        static const int levels[] = {6, 8, 9};
+        for (int i = 0; i < count; i++) {
+            fprintf(stderr, "bench-solve: edges level %d %s\n", levels[i] - b.quick,
+                    f32 ? "f32" : "f64");
+            bench_edges(&b, levels[i] - b.quick, p);
         }
         for (int i = 0; i < count; i++) {
             fprintf(stderr, "bench-solve: gauss2d B=%zu %s\n", fits[i], f32 ? "f32" : "f64");
