@@ -58,7 +58,7 @@ static kp_status make_lm(kp__compiled *c)
 
 static const kp__compiled *user(kp_launch *l)
 {
-    return kp__solve_host->kernel_user(l);
+    return kp_host_api_get()->kernel_user(l);
 }
 
 /* Bytes of local memory the kernel declares: x, xt, g, gt, diag, h; A, At, M; a cost and the
@@ -76,23 +76,23 @@ static kp_status check(const kp_call *call, kp_launch *l)
     const kp_tensor *x = &arg(call, c, L_X)->tensor;
     const int64_t B = x->rank == 2 ? x->shape[0] : -1, n = arg(call, c, L_N)->i;
     kp_status st =
-        kp__solve_host->check_shape(l, "x", x, 2, (int64_t[]){-1, g->n_params}, "[B, S]");
+        kp_host_api_get()->check_shape(l, "x", x, 2, (int64_t[]){-1, g->n_params}, "[B, S]");
     if (st == KP_OK)
-        st = kp__solve_host->check_shape(l, "rows", &arg(call, c, L_ROWS)->tensor, 1,
-                                         (int64_t[]){B + 1}, "[B + 1]");
+        st = kp_host_api_get()->check_shape(l, "rows", &arg(call, c, L_ROWS)->tensor, 1,
+                                            (int64_t[]){B + 1}, "[B + 1]");
     const char *outs[] = {"cost", "iterations", "status"};
     for (int i = 0; st == KP_OK && i < 3; i++)
-        st = kp__solve_host->check_shape(l, outs[i], &arg(call, c, L_COST + i)->tensor, 1,
-                                         (int64_t[]){B}, "[B]");
+        st = kp_host_api_get()->check_shape(l, outs[i], &arg(call, c, L_COST + i)->tensor, 1,
+                                            (int64_t[]){B}, "[B]");
     if (st == KP_OK && (n < 0 || n > INT32_MAX / 2))
-        st = kp__solve_host->fail(l, KP_ERR_INVALID_ARG, "instances: %lld (0 to %d)", (long long)n,
-                                  INT32_MAX / 2);
+        st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "instances: %lld (0 to %d)",
+                                     (long long)n, INT32_MAX / 2);
     if (st == KP_OK && has_data(c))
-        st = kp__solve_host->check_shape(l, "data", &arg(call, c, L_DATA)->tensor, 2,
-                                         (int64_t[]){n, g->n_data}, "[instances, D]");
-    const kp_device_info *d = kp__solve_host->device(l);
+        st = kp_host_api_get()->check_shape(l, "data", &arg(call, c, L_DATA)->tensor, 2,
+                                            (int64_t[]){n, g->n_data}, "[instances, D]");
+    const kp_device_info *d = kp_host_api_get()->device(l);
     if (st == KP_OK && d->local_mem && local_bytes(c) > d->local_mem)
-        st = kp__solve_host->fail(
+        st = kp_host_api_get()->fail(
             l, KP_ERR_UNSUPPORTED, "%u parameters need %zu bytes of local memory; %s has %llu",
             g->n_params, local_bytes(c), d->name, (unsigned long long)d->local_mem);
     return st;
@@ -107,11 +107,11 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
     if (B == 0)
         return KP_OK;
     kp_buffer *scratch;
-    kp_status st = kp__solve_host->scratch(l, 0, (n ? n : 1) * per * e, &scratch);
+    kp_status st = kp_host_api_get()->scratch(l, 0, (n ? n : 1) * per * e, &scratch);
     if (st != KP_OK)
         return st;
-    size_t wg = (size_t)kp__solve_host->tunable(l, "WG"), global = B * wg;
-    kp_clargs a = kp_clargs_begin(kp__solve_host, l, "solve_lm", NULL);
+    size_t wg = (size_t)kp_host_api_get()->tunable(l, "WG"), global = B * wg;
+    kp_clargs a = kp_clargs_begin(kp_host_api_get(), l, "solve_lm", NULL);
     for (int i = has_data(c) ? L_DATA : L_ROWS; i <= L_STATUS; i++)
         kp_clargs_tensor(&a, &arg(call, c, i)->tensor, (uint32_t)arg(call, c, i)->tensor.rank);
     kp_clargs_buffer(&a, scratch);
@@ -174,7 +174,7 @@ static kp_status reference(const kp_call *call, kp_launch *l)
     const uint32_t S = g->n_params, D = g->n_data;
     double *data = malloc(((size_t)n * D + 1) * sizeof *data);
     if (!data)
-        return kp__solve_host->fail(l, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+        return kp_host_api_get()->fail(l, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int64_t i = 0; i < n; i++)
         for (uint32_t k = 0; k < D; k++)
             data[i * D + k] = at(arg(call, c, L_DATA), i, k);
@@ -198,7 +198,7 @@ static kp_status reference(const kp_call *call, kp_launch *l)
                            .status = &status};
         st = kp_lm_solve_host(g, &o, &one);
         if (st != KP_OK) {
-            st = kp__solve_host->fail(l, st, "%s", kp_solve_last_error());
+            st = kp_host_api_get()->fail(l, st, "%s", kp_solve_last_error());
             break;
         }
         for (uint32_t s = 0; s < S; s++)
@@ -217,37 +217,38 @@ static kp_status reference(const kp_call *call, kp_launch *l)
  * path. */
 static kp_status sample(kp_sample *s, const char *size)
 {
-    const kp__compiled *c = kp__solve_host->sample_kernel_user(s);
+    const kp__compiled *c = kp_host_api_get()->sample_kernel_user(s);
     const kp_expr_graph *g = c->graph;
     const int64_t B = strcmp(size, "one") == 0 ? 1 : strcmp(size, "prime") == 0 ? 37 : 1 << 14;
     const int32_t dt = c->f32 ? KP_F32 : KP_F64;
     int32_t *rows;
     int64_t nb = B + 1;
-    kp_status st = kp__solve_host->sample_tensor(s, "rows", KP_I32, 1, &nb, 0, 1, (void **)&rows);
+    kp_status st =
+        kp_host_api_get()->sample_tensor(s, "rows", KP_I32, 1, &nb, 0, 1, (void **)&rows);
     int64_t n = 0;
     for (int64_t b = 0; st == KP_OK && b <= B; b++) {
         rows[b] = (int32_t)n;
         n += strcmp(size, "large") == 0
                  ? 25
-                 : 2 * g->n_params + 1 + (int64_t)(kp__solve_host->sample_random(s) % 12);
+                 : 2 * g->n_params + 1 + (int64_t)(kp_host_api_get()->sample_random(s) % 12);
     }
     n = st == KP_OK ? rows[B] : 0;
     if (st == KP_OK && has_data(c))
-        st = kp__solve_host->sample_tensor(s, "data", dt, 2, (int64_t[]){n, g->n_data}, 0.5, 1.5,
-                                           NULL);
+        st = kp_host_api_get()->sample_tensor(s, "data", dt, 2, (int64_t[]){n, g->n_data}, 0.5, 1.5,
+                                              NULL);
     if (st == KP_OK)
-        st = kp__solve_host->sample_tensor(s, "x", dt, 2, (int64_t[]){B, g->n_params}, 0.5, 1.5,
-                                           NULL);
+        st = kp_host_api_get()->sample_tensor(s, "x", dt, 2, (int64_t[]){B, g->n_params}, 0.5, 1.5,
+                                              NULL);
     const char *outs[] = {"cost", "iterations", "status"};
     for (int i = 0; st == KP_OK && i < 3; i++)
-        st = kp__solve_host->sample_tensor(s, outs[i], i ? KP_I32 : dt, 1, &B, 0, 0, NULL);
+        st = kp_host_api_get()->sample_tensor(s, outs[i], i ? KP_I32 : dt, 1, &B, 0, 0, NULL);
     if (st == KP_OK)
-        st = kp__solve_host->sample_int(s, "instances", n);
+        st = kp_host_api_get()->sample_int(s, "instances", n);
     if (st == KP_OK)
-        st = kp__solve_host->sample_int(s, "max_iterations", 5);
+        st = kp_host_api_get()->sample_int(s, "max_iterations", 5);
     const char *off[] = {"gradient_tolerance", "step_tolerance", "function_tolerance"};
     for (int i = 0; st == KP_OK && i < 3; i++)
-        st = kp__solve_host->sample_float(s, off[i], i == 0 ? -1 : 0);
+        st = kp_host_api_get()->sample_float(s, off[i], i == 0 ? -1 : 0);
     return st;
 }
 

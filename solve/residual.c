@@ -109,7 +109,7 @@ static kp_status make_residual(kp__compiled *c)
 
 static const kp__compiled *user(kp_launch *l)
 {
-    return kp__solve_host->kernel_user(l);
+    return kp_host_api_get()->kernel_user(l);
 }
 
 static kp_status check(const kp_call *call, kp_launch *l)
@@ -120,28 +120,28 @@ static kp_status check(const kp_call *call, kp_launch *l)
     const int64_t n = ix->rank == 2 ? ix->shape[0] : -1, O = g->n_outputs, S = g->n_params;
     const int64_t P = arg(call, c, A_PARAMS)->tensor.shape[0];
     const int dt = c->f32 ? KP_F32 : KP_F64;
-    kp_status st = kp__solve_host->check_shape(l, "index", ix, 2, (int64_t[]){-1, S}, "[n, S]");
+    kp_status st = kp_host_api_get()->check_shape(l, "index", ix, 2, (int64_t[]){-1, S}, "[n, S]");
     if (st == KP_OK && n > INT_MAX / 2)
-        st = kp__solve_host->fail(l, KP_ERR_INVALID_ARG, "index: %lld instances (at most %d)",
-                                  (long long)n, INT_MAX / 2);
+        st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "index: %lld instances (at most %d)",
+                                     (long long)n, INT_MAX / 2);
     if (st == KP_OK && P > INT_MAX)
-        st = kp__solve_host->fail(l, KP_ERR_INVALID_ARG, "params: %lld values (at most %d)",
-                                  (long long)P, INT_MAX);
+        st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "params: %lld values (at most %d)",
+                                     (long long)P, INT_MAX);
     if (st == KP_OK && has_data(c))
-        st = kp__solve_host->check_shape(l, "data", &arg(call, c, A_DATA)->tensor, 2,
-                                         (int64_t[]){n, g->n_data}, "[n, D]");
+        st = kp_host_api_get()->check_shape(l, "data", &arg(call, c, A_DATA)->tensor, 2,
+                                            (int64_t[]){n, g->n_data}, "[n, D]");
     if (st == KP_OK)
-        st = kp__solve_host->check_shape(l, "r", &arg(call, c, A_R)->tensor, 2, (int64_t[]){n, O},
-                                         "[n, O]");
+        st = kp_host_api_get()->check_shape(l, "r", &arg(call, c, A_R)->tensor, 2,
+                                            (int64_t[]){n, O}, "[n, O]");
     if (st == KP_OK)
-        st = kp__solve_host->check_shape(l, "jac", &arg(call, c, A_JAC)->tensor, 3,
-                                         (int64_t[]){n, O, S}, "[n, O, S]");
+        st = kp_host_api_get()->check_shape(l, "jac", &arg(call, c, A_JAC)->tensor, 3,
+                                            (int64_t[]){n, O, S}, "[n, O, S]");
     if (st == KP_OK)
-        st = kp__solve_host->check_shape(l, "status", &arg(call, c, A_STATUS)->tensor, 1,
-                                         (int64_t[]){2}, "[2]");
+        st = kp_host_api_get()->check_shape(l, "status", &arg(call, c, A_STATUS)->tensor, 1,
+                                            (int64_t[]){2}, "[2]");
     for (int a = has_data(c) ? A_DATA : A_INDEX; st == KP_OK && a <= A_JAC; a++)
         if (a != A_INDEX && arg(call, c, a)->tensor.dtype != dt)
-            st = kp__solve_host->fail(
+            st = kp_host_api_get()->fail(
                 l, KP_ERR_INVALID_ARG, "argument %d is %s; this kernel computes in %s", a,
                 kp_dtype_name((kp_dtype)arg(call, c, a)->tensor.dtype), c->f32 ? "f32" : "f64");
     return st;
@@ -151,11 +151,11 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
 {
     const kp__compiled *c = user(l);
     const kp_tensor *ix = &arg(call, c, A_INDEX)->tensor;
-    size_t wg = (size_t)kp__solve_host->tunable(l, "WG"), n = (size_t)ix->shape[0];
+    size_t wg = (size_t)kp_host_api_get()->tunable(l, "WG"), n = (size_t)ix->shape[0];
     if (n == 0)
         return KP_OK;
     size_t global = (n + wg - 1) / wg * wg;
-    kp_clargs a = kp_clargs_begin(kp__solve_host, l, "solve_eval", NULL);
+    kp_clargs a = kp_clargs_begin(kp_host_api_get(), l, "solve_eval", NULL);
     kp_clargs_int(&a, (int32_t)n);
     kp_clargs_int(&a, (int32_t)arg(call, c, A_PARAMS)->tensor.shape[0]);
     for (int i = has_data(c) ? A_DATA : A_INDEX; i <= A_STATUS; i++)
@@ -195,7 +195,7 @@ static kp_status reference(const kp_call *call, kp_launch *l)
     double *scratch =
         malloc(((size_t)(top + 1) * (1 + S) + D + S + O + (size_t)O * S) * sizeof *scratch);
     if (!scratch)
-        return kp__solve_host->fail(l, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+        return kp_host_api_get()->fail(l, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     double *d = scratch + (size_t)(top + 1) * (1 + S), *p = d + D, *r = p + S, *J = r + O;
     int32_t *status = vs->host;
     for (int64_t i = 0; i < n; i++) {
@@ -237,7 +237,7 @@ static kp_status reference(const kp_call *call, kp_launch *l)
 
 static kp_status sample(kp_sample *s, const char *size)
 {
-    const kp__compiled *c = kp__solve_host->sample_kernel_user(s);
+    const kp__compiled *c = kp_host_api_get()->sample_kernel_user(s);
     const kp_expr_graph *g = c->graph;
     int64_t n = strcmp(size, "one") == 0 ? 1 : strcmp(size, "prime") == 0 ? 1009 : 1 << 20;
     int64_t P = 3 * (int64_t)g->n_params + 1;
@@ -245,20 +245,21 @@ static kp_status sample(kp_sample *s, const char *size)
     kp_status st = KP_OK;
     /* Data and parameters in [0.5, 1.5]: away from the poles of log, sqrt and division. */
     if (has_data(c))
-        st = kp__solve_host->sample_tensor(s, "data", dt, 2, (int64_t[]){n, g->n_data}, 0.5, 1.5,
-                                           NULL);
+        st = kp_host_api_get()->sample_tensor(s, "data", dt, 2, (int64_t[]){n, g->n_data}, 0.5, 1.5,
+                                              NULL);
     if (st == KP_OK)
-        st = kp__solve_host->sample_tensor(s, "index", KP_I32, 2, (int64_t[]){n, g->n_params}, 0,
-                                           (double)P, NULL);
+        st = kp_host_api_get()->sample_tensor(s, "index", KP_I32, 2, (int64_t[]){n, g->n_params}, 0,
+                                              (double)P, NULL);
     if (st == KP_OK)
-        st = kp__solve_host->sample_tensor(s, "params", dt, 1, &P, 0.5, 1.5, NULL);
+        st = kp_host_api_get()->sample_tensor(s, "params", dt, 1, &P, 0.5, 1.5, NULL);
     if (st == KP_OK)
-        st = kp__solve_host->sample_tensor(s, "r", dt, 2, (int64_t[]){n, g->n_outputs}, 0, 0, NULL);
+        st = kp_host_api_get()->sample_tensor(s, "r", dt, 2, (int64_t[]){n, g->n_outputs}, 0, 0,
+                                              NULL);
     if (st == KP_OK)
-        st = kp__solve_host->sample_tensor(s, "jac", dt, 3,
-                                           (int64_t[]){n, g->n_outputs, g->n_params}, 0, 0, NULL);
+        st = kp_host_api_get()->sample_tensor(
+            s, "jac", dt, 3, (int64_t[]){n, g->n_outputs, g->n_params}, 0, 0, NULL);
     if (st == KP_OK)
-        st = kp__solve_host->sample_tensor(s, "status", KP_I32, 1, (int64_t[]){2}, 0, 0, NULL);
+        st = kp_host_api_get()->sample_tensor(s, "status", KP_I32, 1, (int64_t[]){2}, 0, 0, NULL);
     return st;
 }
 

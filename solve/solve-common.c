@@ -8,8 +8,6 @@
 
 #include "solve-internal.h"
 
-const kp_host_api *kp__solve_host;
-
 static _Thread_local char message[2048];
 
 const char *kp_solve_last_error(void)
@@ -103,7 +101,6 @@ kp_status kp__compiled_get(const char *name, const kp_expr_graph *g, int f32, kp
 
 kp_status kp__solve_register(kp_runtime *rt, const kp_kernel_desc *desc, kp_kernel **out)
 {
-    kp__solve_host = kp_host_api_get();
     if (kp_kernel_find(rt, desc->name, out) == KP_OK)
         return KP_OK;
     kp_status st = kp_kernel_register(rt, desc, out);
@@ -112,10 +109,10 @@ kp_status kp__solve_register(kp_runtime *rt, const kp_kernel_desc *desc, kp_kern
 
 kp_status kp__solve_supported(kp_launch *l)
 {
-    const kp__compiled *c = kp__solve_host->kernel_user(l);
-    const kp_device_info *d = kp__solve_host->device(l);
+    const kp__compiled *c = kp_host_api_get()->kernel_user(l);
+    const kp_device_info *d = kp_host_api_get()->device(l);
     if (!c->f32 && !d->fp64)
-        return kp__solve_host->fail(l, KP_ERR_UNSUPPORTED,
-                                    "f64 kernel, and device %s has no cl_khr_fp64", d->name);
+        return kp_host_api_get()->fail(l, KP_ERR_UNSUPPORTED,
+                                       "f64 kernel, and device %s has no cl_khr_fp64", d->name);
     return KP_OK;
 }

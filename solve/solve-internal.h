@@ -114,8 +114,6 @@ kp_status kp__solve_register(kp_runtime *rt, const kp_kernel_desc *desc, kp_kern
 /* The descriptor's `supported`: refuses an f64 kernel on a device without cl_khr_fp64. */
 kp_status kp__solve_supported(kp_launch *l);
 
-extern const kp_host_api *kp__solve_host;
-
 /* The program text the evaluation and LM kernels start with: the precision's `real`, KP_ND,
  * KP_NS and KP_NO, and the generated kp_residual; into c->source, c->n_values. */
 kp_status kp__solve_make_source(kp__compiled *c);

@@ -25,15 +25,15 @@ static const char *const names[K_COUNT] = {"sp_jv", "sp_jtu", "sp_dot", "sp_vec"
 
 static const sparse_kernel *kind(kp_launch *l)
 {
-    return kp__solve_host->kernel_user(l);
+    return kp_host_api_get()->kernel_user(l);
 }
 
 static kp_status supported(kp_launch *l)
 {
-    const kp_device_info *d = kp__solve_host->device(l);
+    const kp_device_info *d = kp_host_api_get()->device(l);
     if (!kind(l)->f32 && !d->fp64)
-        return kp__solve_host->fail(l, KP_ERR_UNSUPPORTED,
-                                    "f64 kernel, and device %s has no cl_khr_fp64", d->name);
+        return kp_host_api_get()->fail(l, KP_ERR_UNSUPPORTED,
+                                       "f64 kernel, and device %s has no cl_khr_fp64", d->name);
     return KP_OK;
 }
 
@@ -71,7 +71,7 @@ static int64_t dim(const kp_call *c, int a, int d)
 static kp_status shape(kp_launch *l, const char *name, const kp_value *v, int32_t rank,
                        const int64_t *s, const char *pattern)
 {
-    return kp__solve_host->check_shape(l, name, &v->tensor, rank, s, pattern);
+    return kp_host_api_get()->check_shape(l, name, &v->tensor, rank, s, pattern);
 }
 
 /* Arguments: jv (J, index, v, u); jtu (J, u, tptr, tent, out, square); dot (a, b, partial);
@@ -101,8 +101,8 @@ static kp_status check(const kp_call *c, kp_launch *l)
         if (st == KP_OK)
             st = shape(l, "tptr", &a[2], 1, (int64_t[]){P + 1}, "[P + 1]");
         if (st == KP_OK && n * S > INT32_MAX)
-            st = kp__solve_host->fail(l, KP_ERR_INVALID_ARG, "J: n S = %lld uses (at most %d)",
-                                      (long long)(n * S), INT32_MAX);
+            st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "J: n S = %lld uses (at most %d)",
+                                         (long long)(n * S), INT32_MAX);
         if (st == KP_OK)
             st = shape(l, "tent", &a[3], 1, (int64_t[]){n * S}, "[n S]");
         break;
@@ -120,8 +120,8 @@ static kp_status check(const kp_call *c, kp_launch *l)
         for (int i = 1; st == KP_OK && i < 4; i++)
             st = shape(l, i == 1 ? "b" : i == 2 ? "c" : "out", &a[i], 1, (int64_t[]){m}, "[m]");
         if (st == KP_OK && (a[4].i < 0 || a[4].i > 3))
-            st =
-                kp__solve_host->fail(l, KP_ERR_INVALID_ARG, "op: %lld (0 to 3)", (long long)a[4].i);
+            st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "op: %lld (0 to 3)",
+                                         (long long)a[4].i);
         break;
     }
     default:
@@ -131,15 +131,15 @@ static kp_status check(const kp_call *c, kp_launch *l)
         if (st == KP_OK)
             st = shape(l, "rho", &a[2], 2, (int64_t[]){n, O}, "[n, O]");
         if (st == KP_OK && (a[3].i < 0 || a[3].i > 2 || !(a[4].f > 0)))
-            st = kp__solve_host->fail(l, KP_ERR_INVALID_ARG,
-                                      "loss %lld (0 to 2), scale %g (positive)", (long long)a[3].i,
-                                      a[4].f);
+            st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG,
+                                         "loss %lld (0 to 2), scale %g (positive)",
+                                         (long long)a[3].i, a[4].f);
     }
     for (int i = 0; st == KP_OK && i < (int)c->n_args; i++)
         if (c->desc->params[i].kind == KP_ARG_KIND_TENSOR &&
             kp_tensor_numel(&a[i].tensor) > INT32_MAX)
-            st = kp__solve_host->fail(l, KP_ERR_INVALID_ARG, "%s: more than 2^31 - 1 elements",
-                                      c->desc->params[i].name);
+            st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "%s: more than 2^31 - 1 elements",
+                                         c->desc->params[i].name);
     return st;
 }
 
@@ -155,8 +155,8 @@ static kp_status enqueue(const kp_call *c, kp_launch *l)
 {
     const sparse_kernel *k = kind(l);
     const kp_value *a = c->args;
-    size_t wg = (size_t)kp__solve_host->tunable(l, "WG"), items = 0;
-    kp_clargs g = kp_clargs_begin(kp__solve_host, l, names[k->which], NULL);
+    size_t wg = (size_t)kp_host_api_get()->tunable(l, "WG"), items = 0;
+    kp_clargs g = kp_clargs_begin(kp_host_api_get(), l, names[k->which], NULL);
     switch (k->which) {
     case K_JV:
         items = (size_t)dim(c, 0, 0);
@@ -304,11 +304,11 @@ static kp_status reference(const kp_call *c, kp_launch *l)
 
 static kp_status sample(kp_sample *s, const char *size)
 {
-    const sparse_kernel *k = kp__solve_host->sample_kernel_user(s);
+    const sparse_kernel *k = kp_host_api_get()->sample_kernel_user(s);
     const int32_t dt = k->f32 ? KP_F32 : KP_F64;
     const int one = strcmp(size, "one") == 0;
     const int64_t n = one ? 1 : 211, O = one ? 1 : 2, S = one ? 1 : 3, P = one ? 1 : 101;
-    const kp_host_api *h = kp__solve_host;
+    const kp_host_api *h = kp_host_api_get();
     kp_status st = KP_OK;
     switch (k->which) {
     case K_JV:

@@ -389,7 +389,8 @@ typedef struct kp_lm_sparse_report {
  * matrix-free (J and J^T applied in turn; J^T gathered per parameter through the transposed
  * index, in a fixed order), from h = 0, until the residual falls below cg_tolerance |J^T r| or
  * max_cg_iterations; the predicted reduction is -g.h - |J h|^2 / 2, exact for an inexact solve;
- * a CG breakdown (p.Ap <= 0) is treated as a failed factorization. `opt` may be NULL.
+ * a CG breakdown (p.Ap <= 0) before the first step is treated as a failed factorization (a
+ * later one keeps the step so far). `opt` may be NULL.
  * Errors: KP_ERR_INVALID_ARG (an invalid graph, NULL arrays, an index outside [0, P): the message,
  * in kp_solve_last_error, names the instance and slot), KP_ERR_OUT_OF_MEMORY.
  */
