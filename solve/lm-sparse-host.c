@@ -15,7 +15,8 @@ kp_lm_sparse_options kp_lm_sparse_options_default(void)
     return (kp_lm_sparse_options){.struct_size = sizeof(kp_lm_sparse_options),
                                   .lm = kp_lm_options_default(),
                                   .max_cg_iterations = 200,
-                                  .cg_tolerance = 1e-6};
+                                  .cg_tolerance = 1e-6,
+                                  .block_size = 1};
 }
 
 /* The problem's state: the weighted residuals and Jacobian at x (cur) and at the trial point. */
@@ -30,6 +31,8 @@ typedef struct sparse {
     int cur;
     double *scratch, *r1, *J1; /* the interpreter's, and one instance's outputs */
     double *g_, *d, *D_, *h, *res, *z, *p, *q, *xt, *u;
+    size_t bs;      /* the preconditioner's block size (1: Jacobi) */
+    double *blocks; /* [ceil(P / bs), bs, bs]: the diagonal blocks of J^T J */
     double seconds[4];
 } sparse;
 
@@ -111,6 +114,85 @@ static double dot(const double *a, const double *b, size_t n)
     return t;
 }
 
+void kp__lm_block(const double *J, const int32_t *index, const int32_t *tptr, const int32_t *tent,
+                  size_t n, size_t O, size_t S, size_t P, size_t bs, size_t k, double *B)
+{
+    const size_t q0 = k * bs, q1 = q0 + bs < P ? q0 + bs : P;
+    memset(B, 0, bs * bs * sizeof *B);
+    for (size_t q = q0; q < q1; q++)
+        for (int32_t e = tptr[q]; e < tptr[q + 1]; e++) {
+            const size_t i = (size_t)tent[e] / S, s1 = (size_t)tent[e] % S;
+            if (i >= n)
+                continue;
+            for (size_t s2 = 0; s2 < S; s2++) {
+                const size_t q2 = (size_t)index[i * S + s2];
+                if (q2 < q0 || q2 >= q1)
+                    continue;
+                double t = 0;
+                for (size_t o = 0; o < O; o++)
+                    t += J[(i * O + o) * S + s1] * J[(i * O + o) * S + s2];
+                B[(q - q0) * bs + (q2 - q0)] += t;
+            }
+        }
+}
+
+void kp__lm_block_solve(const double *B, const double *D, const double *r, double mu, size_t b,
+                        size_t bs, double *z)
+{
+    double L[64], y[8];
+    int ok = 1;
+    for (size_t j = 0; ok && j < b; j++) {
+        double v = B[j * bs + j] + mu * D[j];
+        for (size_t t = 0; t < j; t++)
+            v -= L[j * bs + t] * L[j * bs + t];
+        ok = v > 0 && isfinite(v);
+        v = ok ? sqrt(v) : 1;
+        L[j * bs + j] = v;
+        for (size_t i = j + 1; i < b; i++) {
+            double w = B[i * bs + j];
+            for (size_t t = 0; t < j; t++)
+                w -= L[i * bs + t] * L[j * bs + t];
+            L[i * bs + j] = w / v;
+        }
+    }
+    if (!ok) { /* the block's diagonal, as Jacobi takes it */
+        for (size_t i = 0; i < b; i++) {
+            const double m = B[i * bs + i] + mu * D[i];
+            z[i] = m > 0 ? r[i] / m : r[i];
+        }
+        return;
+    }
+    for (size_t i = 0; i < b; i++) {
+        double v = r[i];
+        for (size_t t = 0; t < i; t++)
+            v -= L[i * bs + t] * y[t];
+        y[i] = v / L[i * bs + i];
+    }
+    for (size_t i = b; i-- > 0;) {
+        double v = y[i];
+        for (size_t t = i + 1; t < b; t++)
+            v -= L[t * bs + i] * y[t];
+        y[i] = v / L[i * bs + i];
+    }
+    memcpy(z, y, b * sizeof *z);
+}
+
+/* z = M^-1 r: the diagonal (Jacobi), or the blocks. */
+static void precondition(const sparse *sp, double mu, const double *r, double *z)
+{
+    const size_t P = sp->P, bs = sp->bs;
+    if (bs <= 1) {
+        for (size_t q = 0; q < P; q++) {
+            const double m = sp->d[q] + mu * sp->D_[q];
+            z[q] = m > 0 ? r[q] / m : r[q];
+        }
+        return;
+    }
+    for (size_t q0 = 0; q0 < P; q0 += bs)
+        kp__lm_block_solve(sp->blocks + q0 * bs, sp->D_ + q0, r + q0, mu, q0 + bs < P ? bs : P - q0,
+                           bs, z + q0);
+}
+
 /* J^T r and the scaling at the current point; 0 when the gradient is not finite (a NaN or
  * infinite derivative shows there). */
 static int normal(sparse *sp)
@@ -125,12 +207,15 @@ static int normal(sparse *sp)
         const double v = sp->d[q], lo = sp->opt->lm.min_diagonal;
         sp->D_[q] = v < lo ? lo : v > 1e32 ? 1e32 : v;
     }
+    for (size_t k = 0; sp->bs > 1 && k * sp->bs < sp->P; k++)
+        kp__lm_block(sp->wJ[sp->cur], sp->pb->index, sp->tptr, sp->tent, sp->n, sp->O, sp->S, sp->P,
+                     sp->bs, k, sp->blocks + k * sp->bs * sp->bs);
     sp->seconds[1] += now() - t0;
     return finite;
 }
 
-/* Jacobi-preconditioned CG on (J^T J + mu D) h = -g from h = 0. Returns the iterations, or -1
- * when it broke down before taking a step. */
+/* Preconditioned CG on (J^T J + mu D) h = -g from h = 0. Returns the iterations, or -1 when it
+ * broke down before taking a step. */
 static int cg(sparse *sp, double mu)
 {
     const double t0 = now();
@@ -138,10 +223,11 @@ static int cg(sparse *sp, double mu)
     const double gnorm = sqrt(dot(sp->g_, sp->g_, P));
     double rz = 0;
     for (size_t q = 0; q < P; q++) {
-        const double m = sp->d[q] + mu * sp->D_[q];
         sp->h[q] = 0;
         sp->res[q] = -sp->g_[q];
-        sp->z[q] = m > 0 ? sp->res[q] / m : sp->res[q];
+    }
+    precondition(sp, mu, sp->res, sp->z);
+    for (size_t q = 0; q < P; q++) {
         sp->p[q] = sp->z[q];
         rz += sp->res[q] * sp->z[q];
     }
@@ -165,12 +251,8 @@ static int cg(sparse *sp, double mu)
         k++;
         if (sqrt(dot(sp->res, sp->res, P)) <= sp->opt->cg_tolerance * gnorm)
             break;
-        double rz_new = 0;
-        for (size_t q = 0; q < P; q++) {
-            const double m = sp->d[q] + mu * sp->D_[q];
-            sp->z[q] = m > 0 ? sp->res[q] / m : sp->res[q];
-            rz_new += sp->res[q] * sp->z[q];
-        }
+        precondition(sp, mu, sp->res, sp->z);
+        const double rz_new = dot(sp->res, sp->z, P);
         const double beta = rz_new / rz;
         rz = rz_new;
         for (size_t q = 0; q < P; q++)
@@ -192,6 +274,9 @@ kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options
         return kp__solve_fail(KP_ERR_INVALID_ARG,
                               "%s: the graph must be valid, with outputs and parameters%s%s", fn,
                               g->status ? ": " : "", g->message);
+    if (opt && opt->block_size > 8)
+        return kp__solve_fail(KP_ERR_INVALID_ARG, "%s: block_size %u (at most 8)", fn,
+                              opt->block_size);
     if (!pb->x || (pb->n_instances && !pb->index) || (pb->n_instances && g->n_data && !pb->data))
         return kp__solve_fail(KP_ERR_INVALID_ARG, "%s: x, index and data must not be NULL", fn);
     if (pb->n_x > INT32_MAX || pb->n_instances > INT32_MAX / KP_EXPR_MAX_SLOTS)
@@ -218,6 +303,7 @@ static void sparse_free(sparse *sp)
     for (int k = 0; k < 2; k++)
         free(sp->wr[k]), free(sp->wJ[k]);
     free(sp->g_);
+    free(sp->blocks);
 }
 
 /* The transposed index and every buffer; 0 when memory ran out. */
@@ -235,8 +321,10 @@ static int sparse_alloc(sparse *sp)
         sp->wJ[k] = malloc((n * O * S + 1) * sizeof *sp->wJ[k]);
     }
     sp->g_ = malloc((9 * P + n * O + 1) * sizeof *sp->g_);
+    if (sp->bs > 1)
+        sp->blocks = malloc(((P + sp->bs - 1) / sp->bs) * sp->bs * sp->bs * sizeof *sp->blocks);
     if (!sp->tptr || !sp->tent || !sp->scratch || !sp->wr[0] || !sp->wr[1] || !sp->wJ[0] ||
-        !sp->wJ[1] || !sp->g_)
+        !sp->wJ[1] || !sp->g_ || (sp->bs > 1 && !sp->blocks))
         return 0;
     sp->r1 = sp->scratch + (size_t)(top + 1) * (1 + S);
     sp->J1 = sp->r1 + O;
@@ -282,6 +370,7 @@ kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_opt
                  .S = g->n_params,
                  .O = g->n_outputs,
                  .D = g->n_data};
+    sp.bs = sp.opt->block_size > 1 ? sp.opt->block_size : 1;
     if (!sparse_alloc(&sp)) {
         sparse_free(&sp);
         return kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve_host: out of host memory");

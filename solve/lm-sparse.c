@@ -11,13 +11,13 @@
 
 #include "solve-internal.h"
 
-enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS };
+enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE };
 enum { DOT_PARTS = 4096 };
 
 struct kp_lm_sparse {
     kp_runtime *rt;
     kp_residual *res;
-    kp_kernel *k[5];
+    kp_kernel *k[7];
     int f32;
 };
 
@@ -68,6 +68,8 @@ typedef struct dev {
     kp_buffer *data, *index, *tptr, *tent, *partial;
     kp_buffer *r[2], *J[2], *u, *rho, *ones;
     kp_buffer *g, *d, *D, *h, *res, *z, *p, *q, *x, *xt;
+    kp_buffer *blocks; /* [ceil(P / bs), bs, bs] with block-Jacobi (bs > 1) */
+    size_t bs;
     double *host_partial, *host_g;
     int cur;
     const kp_lm_sparse_options *opt;
@@ -186,6 +188,25 @@ static double evaluate(dev *v, kp_buffer *x, int k)
     return cost;
 }
 
+static kp_tensor blocks(const dev *v)
+{
+    return kp_tensor_3d(v->blocks, v->dt, (int64_t)((v->P + v->bs - 1) / v->bs), (int64_t)v->bs,
+                        (int64_t)v->bs);
+}
+
+/* z = M^-1 r: the diagonal (Jacobi) or the blocks. */
+static void precondition(dev *v, double mu, kp_buffer *r, kp_buffer *z)
+{
+    if (v->bs <= 1) {
+        vec(v, 1, mu, 0, vecP(v, r), vecP(v, v->d), vecP(v, v->D), vecP(v, z));
+        return;
+    }
+    kp_arg args[] = {kp_arg_tensor("B", blocks(v)), kp_arg_tensor("D", vecP(v, v->D)),
+                     kp_arg_tensor("r", vecP(v, r)), kp_arg_tensor("z", vecP(v, z)),
+                     kp_arg_float("mu", mu)};
+    launch(v, K_BSOLVE, args, 5);
+}
+
 /* g = J^T r, d = diag J^T J, D = d clamped, at the current point; 0 when g is not finite. */
 static int normal(dev *v)
 {
@@ -194,20 +215,29 @@ static int normal(dev *v)
     jtu(v, v->cur, v->r[v->cur], v->d, 1);
     vec(v, 3, v->opt->lm.min_diagonal, 1e32, vecP(v, v->d), vecP(v, v->d), vecP(v, v->d),
         vecP(v, v->D));
+    if (v->bs > 1) {
+        kp_arg args[] = {
+            kp_arg_tensor("J", jac(v, v->J[v->cur])),
+            kp_arg_tensor("index", kp_tensor_2d(v->index, KP_I32, (int64_t)v->n, (int64_t)v->S)),
+            kp_arg_tensor("tptr", kp_tensor_1d(v->tptr, KP_I32, (int64_t)v->P + 1)),
+            kp_arg_tensor("tent", kp_tensor_1d(v->tent, KP_I32, (int64_t)(v->n * v->S))),
+            kp_arg_tensor("B", blocks(v))};
+        launch(v, K_BLOCK, args, 5);
+    }
     const int finite = isfinite(dot(v, vecP(v, v->g), vecP(v, v->g)));
     v->seconds[1] += now() - t0;
     return finite;
 }
 
-/* Jacobi-preconditioned CG from h = 0 (as the host reference); iterations, or -1 on breakdown
- * before a step. */
+/* Preconditioned CG from h = 0 (as the host reference); iterations, or -1 on breakdown before a
+ * step. */
 static int cg(dev *v, double mu)
 {
     const double t0 = now();
     const double gnorm = sqrt(dot(v, vecP(v, v->g), vecP(v, v->g)));
     vec(v, 0, 0, 0, vecP(v, v->g), vecP(v, v->g), vecP(v, v->g), vecP(v, v->h));
     vec(v, 0, -1, 0, vecP(v, v->g), vecP(v, v->g), vecP(v, v->g), vecP(v, v->res));
-    vec(v, 1, mu, 0, vecP(v, v->res), vecP(v, v->d), vecP(v, v->D), vecP(v, v->z));
+    precondition(v, mu, v->res, v->z);
     vec(v, 0, 1, 0, vecP(v, v->z), vecP(v, v->z), vecP(v, v->z), vecP(v, v->p));
     double rz = dot(v, vecP(v, v->res), vecP(v, v->z));
     int k = 0;
@@ -227,7 +257,7 @@ static int cg(dev *v, double mu)
         k++;
         if (sqrt(dot(v, vecP(v, v->res), vecP(v, v->res))) <= v->opt->cg_tolerance * gnorm)
             break;
-        vec(v, 1, mu, 0, vecP(v, v->res), vecP(v, v->d), vecP(v, v->D), vecP(v, v->z));
+        precondition(v, mu, v->res, v->z);
         const double rz_new = dot(v, vecP(v, v->res), vecP(v, v->z));
         const double beta = rz_new / rz;
         rz = rz_new;
@@ -267,9 +297,9 @@ static kp_buffer *upload(dev *v, const double *src, size_t n)
 
 static void release(dev *v)
 {
-    kp_buffer *all[] = {v->data, v->index, v->tptr, v->tent, v->partial, v->r[0], v->r[1], v->J[0],
-                        v->J[1], v->u,     v->rho,  v->ones, v->g,       v->d,    v->D,    v->h,
-                        v->res,  v->z,     v->p,    v->q,    v->x,       v->xt};
+    kp_buffer *all[] = {v->data, v->index, v->tptr, v->tent, v->partial, v->r[0], v->r[1],  v->J[0],
+                        v->J[1], v->u,     v->rho,  v->ones, v->g,       v->d,    v->D,     v->h,
+                        v->res,  v->z,     v->p,    v->q,    v->x,       v->xt,   v->blocks};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         kp_buffer_destroy(v->rt, all[i]);
     free(v->host_partial);
@@ -330,6 +360,9 @@ kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
     for (size_t i = 0; i < sizeof vp / sizeof *vp; i++)
         *vp[i] = make(&v, v.P * v.e);
     v.x = upload(&v, pb->x, v.P);
+    v.bs = v.opt->block_size > 1 ? v.opt->block_size : 1;
+    if (v.bs > 1)
+        v.blocks = make(&v, (v.P + v.bs - 1) / v.bs * v.bs * v.bs * v.e);
     if (v.st == KP_OK) {
         const double one = 1;
         const float onef = 1;

@@ -119,8 +119,9 @@ kp_status kp__solve_supported(kp_launch *l);
 kp_status kp__solve_make_source(kp__compiled *c);
 
 /* Registers (or finds) the large-problem LM's generic kernels in one precision: out[] =
- * solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss (_f64 or _f32). Message through kp__solve_fail. */
-kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[5]);
+ * solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss, sp_block, sp_bsolve (_f64 or _f32). Message
+ * through kp__solve_fail. */
+kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[7]);
 
 /* The checks kp_lm_sparse_solve_host and kp_lm_sparse_solve share (every index in range). */
 kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
@@ -131,6 +132,16 @@ kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options
  * increasing order. 0 when memory ran out. */
 int kp__lm_sparse_transpose(const int32_t *index, size_t n, size_t S, size_t P, int32_t *tptr,
                             int32_t *tent);
+
+/* Diagonal block k (parameters k bs .. k bs + bs - 1, fewer at the end) of J^T J into B
+ * [bs, bs]: over each parameter's uses in order, then the instance's slots. solve/sparse.cl's
+ * sp_block sums the same way. */
+void kp__lm_block(const double *J, const int32_t *index, const int32_t *tptr, const int32_t *tent,
+                  size_t n, size_t O, size_t S, size_t P, size_t bs, size_t k, double *B);
+/* z = (B + mu diag(D))^-1 r for one block of b <= bs <= 8 parameters by Cholesky, or r over
+ * B's diagonal + mu D (where positive) when the factorization fails. sp_bsolve does the same. */
+void kp__lm_block_solve(const double *B, const double *D, const double *r, double mu, size_t b,
+                        size_t bs, double *z);
 
 /* The graph a residual was compiled from (its copy). */
 const kp_expr_graph *kp__residual_graph(const kp_residual *res);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The large-problem LM's generic kernels (solve/sparse.cl): J v, J^T u through the transposed
- * index, partial dot products and vector steps, in f64 and f32, each registered at run time
+ * index, partial dot products, vector steps, the robust loss, and the block-Jacobi
+ * preconditioner's blocks and solves, in f64 and f32, each registered at run time
  * with a host reference and samples, from one table. */
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include "solve-embedded.h"
 #include "solve-internal.h"
 
-enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_COUNT };
+enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE, K_COUNT };
 enum { DOT_PARTS = 4096 };
 
 typedef struct sparse_kernel {
@@ -18,10 +19,11 @@ typedef struct sparse_kernel {
 } sparse_kernel;
 
 static const sparse_kernel kernels[2][K_COUNT] = {
-    {{K_JV, 0}, {K_JTU, 0}, {K_DOT, 0}, {K_VEC, 0}, {K_LOSS, 0}},
-    {{K_JV, 1}, {K_JTU, 1}, {K_DOT, 1}, {K_VEC, 1}, {K_LOSS, 1}},
+    {{K_JV, 0}, {K_JTU, 0}, {K_DOT, 0}, {K_VEC, 0}, {K_LOSS, 0}, {K_BLOCK, 0}, {K_BSOLVE, 0}},
+    {{K_JV, 1}, {K_JTU, 1}, {K_DOT, 1}, {K_VEC, 1}, {K_LOSS, 1}, {K_BLOCK, 1}, {K_BSOLVE, 1}},
 };
-static const char *const names[K_COUNT] = {"sp_jv", "sp_jtu", "sp_dot", "sp_vec", "sp_loss"};
+static const char *const names[K_COUNT] = {"sp_jv",   "sp_jtu",   "sp_dot",   "sp_vec",
+                                           "sp_loss", "sp_block", "sp_bsolve"};
 
 static const sparse_kernel *kind(kp_launch *l)
 {
@@ -63,6 +65,14 @@ static void put(const kp_value *v, int64_t i, int64_t j, double x)
         ((float *)v->host)[at(v, i, j, 0)] = (float)x;
 }
 
+static void put3(const kp_value *v, int64_t i, int64_t j, int64_t k, double x)
+{
+    if (v->tensor.dtype == KP_F64)
+        ((double *)v->host)[at(v, i, j, k)] = x;
+    else
+        ((float *)v->host)[at(v, i, j, k)] = (float)x;
+}
+
 static int64_t dim(const kp_call *c, int a, int d)
 {
     return c->args[a].tensor.rank > d ? c->args[a].tensor.shape[d] : -1;
@@ -74,8 +84,15 @@ static kp_status shape(kp_launch *l, const char *name, const kp_value *v, int32_
     return kp_host_api_get()->check_shape(l, name, &v->tensor, rank, s, pattern);
 }
 
+static kp_status kp__solve_host_fail_bs(kp_launch *l, int64_t bs)
+{
+    return kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "B: block size %lld (1 to 8)",
+                                   (long long)bs);
+}
+
 /* Arguments: jv (J, index, v, u); jtu (J, u, tptr, tent, out, square); dot (a, b, partial);
- * vec (a, b, c, out, op, alpha, beta); loss (r, J, rho, loss, scale). */
+ * vec (a, b, c, out, op, alpha, beta); loss (r, J, rho, loss, scale); block (J, index, tptr,
+ * tent, B); bsolve (B, D, r, z, mu). */
 static kp_status check(const kp_call *c, kp_launch *l)
 {
     const kp_value *a = c->args;
@@ -122,6 +139,36 @@ static kp_status check(const kp_call *c, kp_launch *l)
         if (st == KP_OK && (a[4].i < 0 || a[4].i > 3))
             st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "op: %lld (0 to 3)",
                                          (long long)a[4].i);
+        break;
+    }
+    case K_BLOCK: {
+        const int64_t P = dim(c, 2, 0) - 1, bs = dim(c, 4, 1);
+        st = shape(l, "J", &a[0], 3, (int64_t[]){-1, -1, -1}, "[n, O, S]");
+        if (st == KP_OK)
+            st = shape(l, "index", &a[1], 2, (int64_t[]){n, S}, "[n, S]");
+        if (st == KP_OK)
+            st = shape(l, "tptr", &a[2], 1, (int64_t[]){-1}, "[P + 1]");
+        if (st == KP_OK)
+            st = shape(l, "tent", &a[3], 1, (int64_t[]){n * S}, "[n S]");
+        if (st == KP_OK && (bs < 1 || bs > 8 || P < 0))
+            st = kp__solve_host_fail_bs(l, bs);
+        if (st == KP_OK)
+            st = shape(l, "B", &a[4], 3, (int64_t[]){(P + bs - 1) / bs, bs, bs},
+                       "[ceil(P / bs), bs, bs]");
+        break;
+    }
+    case K_BSOLVE: {
+        const int64_t bs = dim(c, 0, 1), P = dim(c, 1, 0);
+        st = shape(l, "D", &a[1], 1, (int64_t[]){-1}, "[P]");
+        if (st == KP_OK && (bs < 1 || bs > 8))
+            st = kp__solve_host_fail_bs(l, bs);
+        if (st == KP_OK)
+            st = shape(l, "B", &a[0], 3, (int64_t[]){(P + bs - 1) / bs, bs, bs},
+                       "[ceil(P / bs), bs, bs]");
+        if (st == KP_OK)
+            st = shape(l, "r", &a[2], 1, (int64_t[]){P}, "[P]");
+        if (st == KP_OK)
+            st = shape(l, "z", &a[3], 1, (int64_t[]){P}, "[P]");
         break;
     }
     default:
@@ -192,6 +239,26 @@ static kp_status enqueue(const kp_call *c, kp_launch *l)
         for (int i = 0; i < 4; i++)
             kp_clargs_tensor(&g, &a[i].tensor, 1);
         break;
+    case K_BLOCK:
+        items = (size_t)dim(c, 4, 0);
+        kp_clargs_int(&g, (int32_t)items);
+        kp_clargs_int(&g, (int32_t)dim(c, 4, 1));
+        kp_clargs_int(&g, (int32_t)dim(c, 2, 0) - 1);
+        kp_clargs_int(&g, (int32_t)dim(c, 0, 0));
+        kp_clargs_int(&g, (int32_t)dim(c, 0, 1));
+        kp_clargs_int(&g, (int32_t)dim(c, 0, 2));
+        for (int i = 0; i < 5; i++)
+            kp_clargs_tensor(&g, &a[i].tensor, (uint32_t)a[i].tensor.rank);
+        break;
+    case K_BSOLVE:
+        items = (size_t)dim(c, 0, 0);
+        kp_clargs_int(&g, (int32_t)items);
+        kp_clargs_int(&g, (int32_t)dim(c, 0, 1));
+        kp_clargs_int(&g, (int32_t)dim(c, 1, 0));
+        arg_real(&g, k->f32, a[4].f);
+        for (int i = 0; i < 4; i++)
+            kp_clargs_tensor(&g, &a[i].tensor, (uint32_t)a[i].tensor.rank);
+        break;
     default:
         items = (size_t)dim(c, 0, 0);
         kp_clargs_int(&g, (int32_t)items);
@@ -206,6 +273,45 @@ static kp_status enqueue(const kp_call *c, kp_launch *l)
         return g.status;
     size_t global = (items + wg - 1) / wg * wg;
     return kp_clargs_enqueue(&g, 1, &global, &wg);
+}
+
+/* kp__lm_block on copies of the call's tensors in double. */
+static kp_status block_reference(const kp_call *c, kp_launch *l)
+{
+    const kp_value *a = c->args;
+    const int64_t n = dim(c, 0, 0), O = dim(c, 0, 1), S = dim(c, 0, 2), P = dim(c, 2, 0) - 1;
+    const int64_t nb = dim(c, 4, 0), bs = dim(c, 4, 1);
+    double *J = malloc((size_t)(n * O * S + 1) * sizeof *J), B[64];
+    int32_t *index = malloc((size_t)(n * S + 1) * 4), *tptr = malloc((size_t)(P + 1) * 4),
+            *tent = malloc((size_t)(n * S + 1) * 4);
+    if (!J || !index || !tptr || !tent) {
+        free(J), free(index), free(tptr), free(tent);
+        return kp_host_api_get()->fail(l, KP_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t s2 = 0; s2 < S; s2++) {
+            index[i * S + s2] = ((const int32_t *)a[1].host)[at(&a[1], i, s2, 0)];
+            for (int64_t o = 0; o < O; o++)
+                J[(i * O + o) * S + s2] = ld(&a[0], i, o, s2);
+        }
+    /* The clamps the kernel applies to the transposed index. */
+    const int64_t uses = n * S;
+    for (int64_t q = 0; q <= P; q++) {
+        const int64_t lo = q ? tptr[q - 1] : 0, v = ldi(&a[2], q);
+        tptr[q] = (int32_t)(v < lo ? lo : v > uses ? uses : v);
+    }
+    for (int64_t e = 0; e < uses; e++) {
+        const int32_t u = ldi(&a[3], e);
+        tent[e] = u < 0 || u >= uses ? INT32_MAX : u;
+    }
+    for (int64_t k = 0; k < nb; k++) {
+        kp__lm_block(J, index, tptr, tent, (size_t)n, (size_t)O, (size_t)S, (size_t)P, (size_t)bs,
+                     (size_t)k, B);
+        for (int64_t i = 0; i < bs * bs; i++)
+            put3(&a[4], k, i / bs, i % bs, B[i]);
+    }
+    free(J), free(index), free(tptr), free(tent);
+    return KP_OK;
 }
 
 /* The same sums, in the same order, in double. */
@@ -275,6 +381,25 @@ static kp_status reference(const kp_call *c, kp_launch *l)
         }
         break;
     }
+    case K_BLOCK:
+        return block_reference(c, l);
+    case K_BSOLVE: {
+        const int64_t nb = dim(c, 0, 0), bs = dim(c, 0, 1), P = dim(c, 1, 0);
+        double B[64], D[8], r[8], z[8];
+        for (int64_t k = 0; k < nb; k++) {
+            const int64_t q0 = k * bs, b = bs < P - q0 ? bs : P - q0;
+            for (int64_t i = 0; i < bs * bs; i++)
+                B[i] = ld(&a[0], k, i / bs, i % bs);
+            for (int64_t i = 0; i < b; i++) {
+                D[i] = ld(&a[1], q0 + i, 0, 0);
+                r[i] = ld(&a[2], q0 + i, 0, 0);
+            }
+            kp__lm_block_solve(B, D, r, a[4].f, (size_t)b, (size_t)bs, z);
+            for (int64_t i = 0; i < b; i++)
+                put(&a[3], q0 + i, 0, z[i]);
+        }
+        break;
+    }
     default: {
         kp_lm_options o = kp_lm_options_default();
         o.loss = (kp_loss)a[3].i;
@@ -312,14 +437,31 @@ static kp_status sample(kp_sample *s, const char *size)
     kp_status st = KP_OK;
     switch (k->which) {
     case K_JV:
-    case K_JTU: {
+    case K_JTU:
+    case K_BLOCK: {
         int32_t *index = malloc((size_t)(n * S) * sizeof *index);
         if (!index)
             return KP_ERR_OUT_OF_MEMORY;
         for (int64_t e = 0; e < n * S; e++)
             index[e] = (int32_t)(h->sample_random(s) % (uint64_t)P);
         st = h->sample_tensor(s, "J", dt, 3, (int64_t[]){n, O, S}, -1, 1, NULL);
-        if (k->which == K_JV) {
+        if (k->which == K_BLOCK) {
+            int32_t *ix = NULL, *tptr = NULL, *tent = NULL;
+            const int64_t bs = one ? 1 : 3, nb = (P + bs - 1) / bs;
+            if (st == KP_OK)
+                st = h->sample_tensor(s, "index", KP_I32, 2, (int64_t[]){n, S}, 0, 1, (void **)&ix);
+            if (st == KP_OK)
+                st = h->sample_tensor(s, "tptr", KP_I32, 1, (int64_t[]){P + 1}, 0, 1,
+                                      (void **)&tptr);
+            if (st == KP_OK)
+                st = h->sample_tensor(s, "tent", KP_I32, 1, (int64_t[]){n * S}, 0, 1,
+                                      (void **)&tent);
+            if (st == KP_OK) {
+                memcpy(ix, index, (size_t)(n * S) * sizeof *ix);
+                kp__lm_sparse_transpose(index, (size_t)n, (size_t)S, (size_t)P, tptr, tent);
+                st = h->sample_tensor(s, "B", dt, 3, (int64_t[]){nb, bs, bs}, 0, 0, NULL);
+            }
+        } else if (k->which == K_JV) {
             int32_t *ix = NULL;
             if (st == KP_OK)
                 st = h->sample_tensor(s, "index", KP_I32, 2, (int64_t[]){n, S}, 0, 1, (void **)&ix);
@@ -355,6 +497,32 @@ static kp_status sample(kp_sample *s, const char *size)
                 st = h->sample_int(s, "square", strcmp(size, "prime") == 0);
         }
         free(index);
+        break;
+    }
+    case K_BSOLVE: {
+        /* Blocks of 3 made positive definite (a dominant diagonal), and one that is not, so
+         * that the fallback runs too; "one" is a single negative 1 x 1 block. */
+        const int64_t bs = one ? 1 : 3, nb = (P + bs - 1) / bs;
+        double *B = NULL;
+        st = h->sample_tensor(s, "B", dt, 3, (int64_t[]){nb, bs, bs}, -0.5, 0.5, (void **)&B);
+        for (int64_t kk = 0; st == KP_OK && kk < nb; kk++)
+            for (int64_t i = 0; i < bs; i++)
+                for (int64_t j = 0; j < bs; j++) {
+                    const double v = i == j ? (kk == 1 || one ? -1.0 : 3.0 + 0.1 * (double)i)
+                                            : 0.1 * (double)((i + j + kk) % 5) - 0.2;
+                    if (dt == KP_F64)
+                        B[(kk * bs + i) * bs + j] = v;
+                    else
+                        ((float *)B)[(kk * bs + i) * bs + j] = (float)v;
+                }
+        if (st == KP_OK)
+            st = h->sample_tensor(s, "D", dt, 1, &P, 0.5, 1.5, NULL);
+        if (st == KP_OK)
+            st = h->sample_tensor(s, "r", dt, 1, &P, -1, 1, NULL);
+        if (st == KP_OK)
+            st = h->sample_tensor(s, "z", dt, 1, &P, 0, 0, NULL);
+        if (st == KP_OK)
+            st = h->sample_float(s, "mu", 0.25);
         break;
     }
     case K_DOT: {
@@ -398,7 +566,7 @@ static kp_status sample(kp_sample *s, const char *size)
         .name = n, .kind = KP_ARG_KIND_TENSOR, .access = acc, .dtypes = dt, .doc = doc_            \
     }
 
-kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[5])
+kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[7])
 {
     const uint32_t R = KP_DT(f32 ? KP_F32 : KP_F64), I = KP_DT(KP_I32);
     const kp_param_desc jv[] = {T("J", KP_ACCESS_IN, R, "[n, O, S] the Jacobian in block form"),
@@ -451,8 +619,19 @@ kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[5])
          .kind = KP_ARG_KIND_FLOAT,
          .access = KP_ACCESS_IN,
          .doc = "the robust loss's a"}};
-    const kp_param_desc *params[K_COUNT] = {jv, jtu, dot, vec, loss};
-    const uint32_t n_params[K_COUNT] = {4, 6, 3, 7, 5};
+    const kp_param_desc block[] = {
+        T("J", KP_ACCESS_IN, R, "[n, O, S]"), T("index", KP_ACCESS_IN, I, "[n, S]"),
+        T("tptr", KP_ACCESS_IN, I, "[P + 1] the transposed index's starts"),
+        T("tent", KP_ACCESS_IN, I, "[n S] the transposed index's uses"),
+        T("B", KP_ACCESS_OUT, R, "[ceil(P / bs), bs, bs] the diagonal blocks of J^T J")};
+    const kp_param_desc bsolve[] = {
+        T("B", KP_ACCESS_IN, R, "[ceil(P / bs), bs, bs]"),
+        T("D", KP_ACCESS_IN, R, "[P] scaling"),
+        T("r", KP_ACCESS_IN, R, "[P]"),
+        T("z", KP_ACCESS_OUT, R, "[P] (B + mu diag D)^-1 r"),
+        {.name = "mu", .kind = KP_ARG_KIND_FLOAT, .access = KP_ACCESS_IN, .doc = "damping"}};
+    const kp_param_desc *params[K_COUNT] = {jv, jtu, dot, vec, loss, block, bsolve};
+    const uint32_t n_params[K_COUNT] = {4, 6, 3, 7, 5, 5, 5};
     static const int64_t wgs[] = {32, 64, 128, 256};
     static const char *const sizes[] = {"one", "prime", NULL};
     const kp_tunable_desc wg = {.name = "WG",
@@ -462,9 +641,13 @@ kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[5])
                                 .flags = KP_TUNABLE_WORKGROUP,
                                 .doc = "work-items per group"};
     static const char *const summaries[K_COUNT] = {
-        "J v for a block Jacobian", "J^T u (or diag J^T J) through the transposed index",
-        "4096 partial dot products", "vector steps of conjugate gradients",
-        "a robust loss applied to residuals and Jacobian rows"};
+        "J v for a block Jacobian",
+        "J^T u (or diag J^T J) through the transposed index",
+        "4096 partial dot products",
+        "vector steps of conjugate gradients",
+        "a robust loss applied to residuals and Jacobian rows",
+        "the diagonal blocks of J^T J through the transposed index",
+        "block-Jacobi: each block of (J^T J + mu D) solved by Cholesky"};
     char *source = NULL;
     size_t len = 0;
     source = malloc(1);

@@ -124,3 +124,94 @@ void sp_loss(const int n, const int O, const int S, const int loss, const real a
             J[kp_at3(jv, i, o, k)] *= w;
     }
 }
+
+/* Diagonal block k of J^T J (parameters k bs .. k bs + bs - 1, fewer at the end) into
+ * B[k, bs, bs], one work-item per block, over each parameter's uses in order, then the
+ * instance's slots: solve/lm-sparse-host.c's kp__lm_block. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sp_block(const int nb, const int bs, const int P, const int n, const int O, const int S,
+              __global const real *J, const kp_view3 jv, __global const int *index,
+              const kp_view2 iv, __global const int *tptr, const kp_view1 pv,
+              __global const int *tent, const kp_view1 ev, __global real *B, const kp_view3 bv)
+{
+    const int k = get_global_id(0);
+    if (k >= nb)
+        return;
+    const int q0 = k * bs, q1 = min(q0 + bs, P), uses = n * S;
+    real acc[64];
+    for (int t = 0; t < bs * bs; t++)
+        acc[t] = 0;
+    for (int q = q0; q < q1; q++) {
+        const int e0 = clamp(tptr[kp_at1(pv, q)], 0, uses);
+        const int e1 = clamp(tptr[kp_at1(pv, q + 1)], e0, uses);
+        for (int e = e0; e < e1; e++) {
+            const int use = tent[kp_at1(ev, e)];
+            if (use < 0 || use >= uses)
+                continue;
+            const int i = use / S, s1 = use % S;
+            for (int s2 = 0; s2 < S; s2++) {
+                const int q2 = index[kp_at2(iv, i, s2)];
+                if (q2 < q0 || q2 >= q1)
+                    continue;
+                real t = 0;
+                for (int o = 0; o < O; o++)
+                    t += J[kp_at3(jv, i, o, s1)] * J[kp_at3(jv, i, o, s2)];
+                acc[(q - q0) * bs + (q2 - q0)] += t;
+            }
+        }
+    }
+    for (int a = 0; a < bs; a++)
+        for (int b = 0; b < bs; b++)
+            B[kp_at3(bv, k, a, b)] = acc[a * bs + b];
+}
+
+/* z = (B_k + mu diag(D))^-1 r per block by Cholesky, or r / (B_k's diagonal + mu D) where the
+ * factorization fails (Jacobi's step, positive denominators only): kp__lm_block_solve. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sp_bsolve(const int nb, const int bs, const int P, const real mu, __global const real *B,
+               const kp_view3 bv, __global const real *D, const kp_view1 dv,
+               __global const real *r, const kp_view1 rv, __global real *z, const kp_view1 zv)
+{
+    const int k = get_global_id(0);
+    if (k >= nb)
+        return;
+    const int q0 = k * bs, b = min(bs, P - q0);
+    real L[64], y[8];
+    int ok = 1;
+    for (int j = 0; ok && j < b; j++) {
+        real v = B[kp_at3(bv, k, j, j)] + mu * D[kp_at1(dv, q0 + j)];
+        for (int t = 0; t < j; t++)
+            v -= L[j * bs + t] * L[j * bs + t];
+        ok = v > 0 && isfinite(v);
+        v = ok ? sqrt(v) : 1;
+        L[j * bs + j] = v;
+        for (int i = j + 1; i < b; i++) {
+            real w = B[kp_at3(bv, k, i, j)];
+            for (int t = 0; t < j; t++)
+                w -= L[i * bs + t] * L[j * bs + t];
+            L[i * bs + j] = w / v;
+        }
+    }
+    if (!ok) {
+        for (int i = 0; i < b; i++) {
+            const real m = B[kp_at3(bv, k, i, i)] + mu * D[kp_at1(dv, q0 + i)];
+            const real x = r[kp_at1(rv, q0 + i)];
+            z[kp_at1(zv, q0 + i)] = m > 0 ? x / m : x;
+        }
+        return;
+    }
+    for (int i = 0; i < b; i++) {
+        real v = r[kp_at1(rv, q0 + i)];
+        for (int t = 0; t < i; t++)
+            v -= L[i * bs + t] * y[t];
+        y[i] = v / L[i * bs + i];
+    }
+    for (int i = b - 1; i >= 0; i--) {
+        real v = y[i];
+        for (int t = i + 1; t < b; t++)
+            v -= L[t * bs + i] * y[t];
+        y[i] = v / L[i * bs + i];
+    }
+    for (int i = 0; i < b; i++)
+        z[kp_at1(zv, q0 + i)] = y[i];
+}

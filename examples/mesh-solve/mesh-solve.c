@@ -14,13 +14,16 @@
 static const char *const program = "mesh-solve";
 static const char *const usage =
     "usage: mesh-solve [--level N] [--device SPEC] [--precision auto|f64|f32]\n"
-    "                  [--max-iterations N] [--smooth W] [--host] [--csv FILE] [--json FILE]\n"
+    "                  [--max-iterations N] [--smooth W] [--block B] [--host] [--csv FILE]\n"
+    "                  [--json FILE]\n"
     "  --level N           subdivisions of the icosahedron, 0..9 (default 4: 2,562 vertices,\n"
     "                      7,680 edges; 7: 163,842 and 491,520; 9: 2.6 million and 7.9 million)\n"
     "  --device SPEC       Kernelport's device (default: the manifest's choice)\n"
     "  --precision P       the kernels' precision (default auto: f64 where the device has it)\n"
     "  --max-iterations N  Jacobian evaluations at most (default 50)\n"
     "  --smooth W          weight of the smoothness residuals (default 0.1)\n"
+    "  --block B           the preconditioner: 3 (default) solves each vertex's 3 x 3 block,\n"
+    "                      1 is Jacobi (the diagonal)\n"
     "  --host              solve it with the host reference too, and compare\n"
     "  --csv FILE          one row per iteration: iteration, cost, CG iterations, damping,\n"
     "                      accepted, seconds\n"
@@ -71,7 +74,7 @@ static void measure(const icosphere *m, const double *x, const double *L, double
 
 int main(int argc, char **argv)
 {
-    double level = 4, max_it = 50, smooth = 0.1;
+    double level = 4, max_it = 50, smooth = 0.1, block = 3;
     const char *device = NULL, *precision = "auto", *csv_path = NULL, *json_path = NULL;
     int host = 0;
     for (int i = 1; i < argc; i++) {
@@ -81,6 +84,8 @@ int main(int argc, char **argv)
             ok = example_number(program, usage, argc, argv, &i, 0, 9, &level);
         else if (strcmp(a, "--max-iterations") == 0)
             ok = example_number(program, usage, argc, argv, &i, 1, 100000, &max_it);
+        else if (strcmp(a, "--block") == 0)
+            ok = example_number(program, usage, argc, argv, &i, 1, 3, &block);
         else if (strcmp(a, "--smooth") == 0)
             ok = example_number(program, usage, argc, argv, &i, 0, 1e6, &smooth);
         else if (strcmp(a, "--host") == 0)
@@ -180,6 +185,7 @@ int main(int argc, char **argv)
     kp_lm_sparse_options so = kp_lm_sparse_options_default();
     so.lm.max_iterations = (uint32_t)max_it;
     so.lm.function_tolerance = 1e-10;
+    so.block_size = (uint32_t)block;
     so.progress = on_progress;
     so.user = &pr;
     kp_lm_sparse_problem pb = {

@@ -370,6 +370,9 @@ typedef struct kp_lm_sparse_options {
     double cg_tolerance;        /* stop CG when |residual| <= this * |J^T r| (default 1e-6) */
     void (*progress)(void *user, const kp_lm_sparse_progress *p); /* may be NULL */
     void *user;
+    /* The preconditioner's blocks: 1 (Jacobi, the default) or up to 8 consecutive parameters
+     * whose block of J^T J + mu D is solved exactly (3 for a mesh's vertices: x, y, z). */
+    uint32_t block_size;
 } kp_lm_sparse_options;
 
 KP_API kp_lm_sparse_options kp_lm_sparse_options_default(void);
@@ -385,7 +388,9 @@ typedef struct kp_lm_sparse_report {
 
 /*
  * The host reference, in double: Levenberg-Marquardt as kp_lm_solve_host, except that each step
- * solves (J^T J + mu D) h = -J^T r by conjugate gradients preconditioned by its diagonal (Jacobi),
+ * solves (J^T J + mu D) h = -J^T r by conjugate gradients preconditioned by its diagonal (Jacobi)
+ * or its diagonal blocks (block_size > 1; a block whose factorization fails falls back to its
+ * diagonal),
  * matrix-free (J and J^T applied in turn; J^T gathered per parameter through the transposed
  * index, in a fixed order), from h = 0, until the residual falls below cg_tolerance |J^T r| or
  * max_cg_iterations; the predicted reduction is -g.h - |J h|^2 / 2, exact for an inexact solve;

@@ -52,8 +52,9 @@ static void test_generic_kernels_verify(void **state)
         kp_lm_sparse *lm;
         if (kp_lm_sparse_create(rt, g, f32 ? KP_PRECISION_F32 : KP_PRECISION_F64, &lm) != KP_OK)
             fail_msg("%s", kp_solve_last_error());
-        static const char *const names[] = {"sp_jv", "sp_jtu", "sp_dot", "sp_vec", "sp_loss"};
-        for (int k = 0; k < 5; k++) {
+        static const char *const names[] = {"sp_jv",   "sp_jtu",   "sp_dot",   "sp_vec",
+                                            "sp_loss", "sp_block", "sp_bsolve"};
+        for (int k = 0; k < 7; k++) {
             char name[32];
             snprintf(name, sizeof name, "solve.%s_%s", names[k], f32 ? "f32" : "f64");
             kp_kernel *kk;
@@ -80,6 +81,7 @@ static void test_icosphere_on_device(void **state)
     kp_lm_sparse *lm;
     assert_int_equal(kp_lm_sparse_create(rt, g, KP_PRECISION_AUTO, &lm), KP_OK);
     const int f32 = kp_lm_sparse_precision(lm) == KP_PRECISION_F32;
+    /* Squared loss and Jacobi; Huber and blocks of 3 (each vertex's x, y, z). */
     for (int loss = 0; loss < 2; loss++) {
         edge_problem(&m, index, L, x, 3);
         memcpy(hx, x, (size_t)m.nv * 3 * sizeof *x);
@@ -93,6 +95,7 @@ static void test_icosphere_on_device(void **state)
         o.lm.function_tolerance = f32 ? 1e-6 : 1e-12;
         o.lm.loss = loss ? KP_LOSS_HUBER : KP_LOSS_SQUARED;
         o.lm.loss_scale = 0.05;
+        o.block_size = loss ? 3 : 1;
         kp_lm_sparse_report rep = {.struct_size = sizeof rep}, hrep = rep;
         if (kp_lm_sparse_solve(lm, &o, &pb, &rep) != KP_OK)
             fail_msg("%s", kp_solve_last_error());
@@ -110,10 +113,11 @@ static void test_icosphere_on_device(void **state)
         }
         pb.x = hx;
         assert_int_equal(kp_lm_sparse_solve_host(g, &o, &pb, &hrep), KP_OK);
-        print_message("icosphere (%s, %s): device %s, %d evaluations, %lld CG, cost %.3g -> %.3g "
+        print_message("icosphere (%s, %s, blocks of %u): device %s, %d evaluations, %lld CG, cost "
+                      "%.3g -> %.3g "
                       "(%.3f s: evaluation %.3f, normal %.3f, CG %.3f); host %d evaluations, %lld "
                       "CG, cost %.3g\n",
-                      f32 ? "f32" : "f64", loss ? "Huber" : "squared",
+                      f32 ? "f32" : "f64", loss ? "Huber" : "squared", o.block_size,
                       kp_lm_status_name(rep.status), rep.iterations, (long long)rep.cg_iterations,
                       rep.initial_cost, rep.cost,
                       rep.seconds[0] + rep.seconds[1] + rep.seconds[2] + rep.seconds[3],

@@ -48,6 +48,7 @@ static void test_icosphere_edges(void **state)
     o.progress = on_progress;
     o.user = &log;
     o.lm.function_tolerance = 1e-12;
+    o.block_size = 3;
     kp_lm_sparse_report rep = {.struct_size = sizeof rep};
     if (kp_lm_sparse_solve_host(g, &o, &pb, &rep) != KP_OK)
         fail_msg("%s", kp_solve_last_error());
