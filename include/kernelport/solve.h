@@ -407,8 +407,9 @@ typedef struct kp_lm_sparse kp_lm_sparse;
 
 /*
  * Compiles graph `g` (copied) for the device: its residual kernel (kp_residual_create's) and the
- * generic kernels of the large-problem LM (solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss, with an
- * _f64 or _f32 suffix), all registered at run time. Errors: as kp_residual_create.
+ * generic kernels of the large-problem LM (solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss,
+ * sp_block, sp_bsolve, with an _f64 or _f32 suffix), all registered at run time. Errors: as
+ * kp_residual_create.
  */
 KP_API kp_status kp_lm_sparse_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
                                      kp_lm_sparse **out);
