@@ -88,6 +88,9 @@ static void fill(kp_sample *s, kp__sample_arg *a, int output, double lo, double 
         case KP_F32:
             ((float *)a->data)[i] = (float)v;
             break;
+        case KP_F64:
+            ((double *)a->data)[i] = v;
+            break;
         case KP_F16:
             ((uint16_t *)a->data)[i] = kp_half_from_float((float)v);
             break;

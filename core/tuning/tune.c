@@ -145,6 +145,8 @@ static double value_at(const void *p, int32_t dtype, size_t i)
         return ((const uint32_t *)p)[i];
     case KP_BF16:
         return kp_bf16_to_float(((const uint16_t *)p)[i]);
+    case KP_F64:
+        return ((const double *)p)[i];
     default:
         return ((const uint8_t *)p)[i];
     }

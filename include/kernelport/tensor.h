@@ -37,6 +37,7 @@ typedef enum kp_dtype {
     KP_U32 = 4,
     KP_U8 = 5,
     KP_BF16 = 6, /* bfloat16: the upper half of an IEEE single */
+    KP_F64 = 7,  /* IEEE double; only kernels that say so take it (cl_khr_fp64 devices) */
     KP_DTYPE_COUNT
 } kp_dtype;
 
@@ -61,19 +62,18 @@ typedef struct kp_tensor {
 
 /*
  * Helpers. All are pure functions of their arguments, thread-safe, and never fail:
- *   kp_dtype_name: "f32", "f16", "i32", "u32", "u8", "bf16" ("none" otherwise); kp_dtype_size:
- * bytes per element (0 for none); kp_tensor_nd/1d/2d/3d: a contiguous row-major view over `buf` at
- * offset 0 (rank <= KP_MAX_RANK; a bad rank gives rank -1, which launches reject; strides past
- *   INT64_MAX stop at INT64_MAX, a view launches reject); kp_tensor_numel: the product of the
- *   shape (1 for rank 0); kp_tensor_is_contiguous: row-major strides; kp_tensor_extent: one past
- *   the largest element index the view touches (offset for an empty view);
- *   kp_tensor_transpose: dimensions d0 and d1 swapped, no data moved; kp_tensor_flip: dimension
- *   d reversed (its stride negated, the offset moved to its last element; a move past int64
- *   gives offset INT64_MAX, which launches reject; a d outside the rank, or an empty dimension,
- *   leaves t as it is); kp_tensor_narrow: `length` elements of dimension d from `start`
- *   (PyTorch's narrow; a length of 0 keeps the offset; start and length outside 0 .. the extent
- *   give extent 0 at offset INT64_MAX, which launches reject; a d outside the rank leaves t as
- *   it is); kp_tensor_step_overflows: whether
+ *   kp_dtype_name: "f32", "f16", "i32", "u32", "u8", "bf16", "f64" ("none" otherwise);
+ * kp_dtype_size: bytes per element (0 for none); kp_tensor_nd/1d/2d/3d: a contiguous row-major view
+ * over `buf` at offset 0 (rank <= KP_MAX_RANK; a bad rank gives rank -1, which launches reject;
+ * strides past INT64_MAX stop at INT64_MAX, a view launches reject); kp_tensor_numel: the product
+ * of the shape (1 for rank 0); kp_tensor_is_contiguous: row-major strides; kp_tensor_extent: one
+ * past the largest element index the view touches (offset for an empty view); kp_tensor_transpose:
+ * dimensions d0 and d1 swapped, no data moved; kp_tensor_flip: dimension d reversed (its stride
+ * negated, the offset moved to its last element; a move past int64 gives offset INT64_MAX, which
+ * launches reject; a d outside the rank, or an empty dimension, leaves t as it is);
+ * kp_tensor_narrow: `length` elements of dimension d from `start` (PyTorch's narrow; a length of 0
+ * keeps the offset; start and length outside 0 .. the extent give extent 0 at offset INT64_MAX,
+ * which launches reject; a d outside the rank leaves t as it is); kp_tensor_step_overflows: whether
  *   offset + n * s passes int64 (their helper); kp_tensor_describe: "f32[3, 4]" plus strides and
  *   offset when they matter, into buf.
  * kp_tensor_numel and kp_tensor_extent return INT64_MAX for a count past INT64_MAX (stride-0
@@ -84,14 +84,14 @@ typedef struct kp_tensor {
  */
 KP_INLINE const char *kp_dtype_name(kp_dtype dtype)
 {
-    static const char *const names[KP_DTYPE_COUNT] = {"none", "f32", "f16", "i32",
-                                                      "u32",  "u8",  "bf16"};
+    static const char *const names[KP_DTYPE_COUNT] = {"none", "f32", "f16",  "i32",
+                                                      "u32",  "u8",  "bf16", "f64"};
     return (unsigned)dtype < KP_DTYPE_COUNT ? names[dtype] : "none";
 }
 
 KP_INLINE size_t kp_dtype_size(kp_dtype dtype)
 {
-    static const size_t sizes[KP_DTYPE_COUNT] = {0, 4, 2, 4, 4, 1, 2};
+    static const size_t sizes[KP_DTYPE_COUNT] = {0, 4, 2, 4, 4, 1, 2, 8};
     return (unsigned)dtype < KP_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
@@ -354,6 +354,8 @@ KP_INLINE double kp_dtype_load(const void *data, kp_dtype dtype, int64_t i)
         return ((const uint8_t *)data)[i];
     case KP_BF16:
         return kp_bf16_to_float(((const uint16_t *)data)[i]);
+    case KP_F64:
+        return ((const double *)data)[i];
     default:
         return 0;
     }
@@ -383,6 +385,9 @@ KP_INLINE void kp_dtype_store(void *data, kp_dtype dtype, int64_t i, float v)
         break;
     case KP_BF16:
         ((uint16_t *)data)[i] = kp_bf16_from_float(v);
+        break;
+    case KP_F64:
+        ((double *)data)[i] = v;
         break;
     default:
         break;

@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets (clang, ASan + UBSan) into build-fuzz/ and runs each for SECONDS
 # (default 60) from its seed corpus: tests/fuzz/run.sh [SECONDS] [TARGET...]
+# The default targets are the manifest's; fuzz-expr-parse (the solve layer's text form) runs when
+# named: tests/fuzz/run.sh 60 fuzz-expr-parse.
 # New inputs that reach new code are kept in build-fuzz/corpus/TARGET (not committed); a crash
 # leaves its input in build-fuzz/crash-TARGET-* and fails the run. CI runs this with 60 s each.
 set -euo pipefail
@@ -23,16 +25,22 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 declare -A seeds=(
   [fuzz-manifest-parse]="$top/tests/fixtures/manifests $top/tests/fuzz/seeds/manifest-write"
   [fuzz-manifest-write]="$top/tests/fuzz/seeds/manifest-write"
+  [fuzz-expr-parse]="$top/tests/fuzz/seeds/expr-parse"
+)
+declare -A dicts=(
+  [fuzz-manifest-parse]="$top/tests/fuzz/manifest.dict"
+  [fuzz-manifest-write]="$top/tests/fuzz/manifest.dict"
+  [fuzz-expr-parse]="$top/tests/fuzz/expr.dict"
 )
 for t in "${targets[@]}"; do
   corpus="$dir/corpus/$t"
   mkdir -p "$corpus"
-  cp -f "$top/core/default-manifest.yaml" "$corpus/default-manifest.yaml"
+  [[ $t == fuzz-manifest-* ]] && cp -f "$top/core/default-manifest.yaml" "$corpus/default-manifest.yaml"
   log="$dir/$t.log"
   echo "fuzz: $t for ${seconds} s"
   # shellcheck disable=SC2086
   if ! "$dir/bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-      -dict="$top/tests/fuzz/manifest.dict" -artifact_prefix="$dir/crash-$t-" \
+      -dict="${dicts[$t]}" -artifact_prefix="$dir/crash-$t-" \
       -print_final_stats=1 "$corpus" ${seeds[$t]} >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     echo "fuzz: $t FAILED (input saved as $dir/crash-$t-*; log $log)" >&2

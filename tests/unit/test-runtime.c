@@ -797,6 +797,8 @@ static void test_tensor_helpers(void **state)
     assert_int_equal(kp_dtype_size(KP_DTYPE_NONE), 0);
     assert_string_equal(kp_dtype_name(KP_BF16), "bf16");
     assert_int_equal(kp_dtype_size(KP_BF16), 2);
+    assert_string_equal(kp_dtype_name(KP_F64), "f64");
+    assert_int_equal(kp_dtype_size(KP_F64), 8);
 
     /* bfloat16: nearest even at the 16th bit, exact widening, NaN stays NaN, overflow to Inf. */
     assert_int_equal(kp_bf16_from_float(1.0f), 0x3f80);

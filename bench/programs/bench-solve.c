@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench-solve: the solve layer's generated kernels (#27). Residual + Jacobian evaluation of the
+ * NIST Rat43 model (4 parameters) for n instances against a hand-written C loop with the analytic
+ * Jacobian, the same for a mesh's edge-length term (parameters gathered through the index);
+ * batched Levenberg-Marquardt on 2D Gaussian fits (5 parameters, 5 x 5 points, noisy,
+ * random truths) against the host reference solver. The other peers of #27 (torch.func, Ceres,
+ * SciPy) are not in this program yet. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "icosphere.h"
+#include "kernelport/solve.h"
+
+static const char *const rat43 = "b1 / (1 + exp(b2 - b3*x))^(1/b4) - y";
+static const char *const gauss2d = "a*exp(-((u - x0)^2 + (v - y0)^2) / (2*s^2)) + c - z";
+
+static kp_expr_graph *graph(const char *params, const char *data, const char *text)
+{
+    kp_expr_graph *g = NULL;
+    if (kp_expr_graph_create(&g) != KP_OK || kp_expr_declare(g, 1, params) != KP_OK ||
+        kp_expr_declare(g, 0, data) != KP_OK || kp_expr_parse(g, text) != KP_OK) {
+        fprintf(stderr, "bench-solve: %s\n", g ? kp_expr_graph_error(g) : "out of memory");
+        exit(1);
+    }
+    return g;
+}
+
+static void die(const char *what, const char *why)
+{
+    fprintf(stderr, "bench-solve: %s: %s\n", what, why);
+    exit(1);
+}
+
+/* Rat43's residual and Jacobian written by hand, one thread: the CPU baseline. */
+typedef struct rat43_call {
+    size_t n;
+    const double *data, *p;
+    double *r, *J;
+} rat43_call;
+
+static void rat43_by_hand(void *user)
+{
+    const rat43_call *c = user;
+    const double b1 = c->p[0], b2 = c->p[1], b3 = c->p[2], b4 = c->p[3];
+    for (size_t i = 0; i < c->n; i++) {
+        const double y = c->data[2 * i], x = c->data[2 * i + 1];
+        const double e = exp(b2 - b3 * x), base = 1 + e, q = pow(base, 1 / b4);
+        const double f = b1 / q, dlogq_dbase = 1 / (b4 * base);
+        c->r[i] = f - y;
+        c->J[4 * i] = 1 / q;
+        c->J[4 * i + 1] = -f * dlogq_dbase * e;
+        c->J[4 * i + 2] = f * dlogq_dbase * e * x;
+        c->J[4 * i + 3] = f * log(base) / (b4 * b4);
+    }
+}
+
+static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
+{
+    kp_expr_graph *g = graph("b1 b2 b3 b4", "y x", rat43);
+    kp_residual *res;
+    if (kp_residual_create(b->rt, g, prec, &res) != KP_OK)
+        die("rat43", kp_solve_last_error());
+    const int f32 = kp_residual_precision(res) == KP_PRECISION_F32;
+    const size_t e = f32 ? 4 : 8, un = (size_t)n;
+    double *data = malloc(un * 2 * sizeof *data), *r = malloc(un * sizeof *r),
+           *J = malloc(un * 4 * sizeof *J), p[4] = {700, 5, 0.75, 1.3};
+    int32_t *index = malloc(un * 4 * sizeof *index);
+    float *tmp = malloc(un * 2 * sizeof *tmp);
+    if (!data || !r || !J || !index || !tmp)
+        die("rat43", "out of host memory");
+    kpb_fill(tmp, un * 2, 7);
+    for (size_t i = 0; i < un; i++) {
+        data[2 * i] = 400 + 300 * tmp[2 * i];     /* y */
+        data[2 * i + 1] = 8 + 7 * tmp[2 * i + 1]; /* x */
+        for (int s = 0; s < 4; s++)
+            index[4 * i + s] = s;
+    }
+    for (size_t i = 0; f32 && i < un * 2; i++)
+        tmp[i] = (float)data[i];
+    float pf[4] = {700, 5, 0.75f, 1.3f};
+    kp_buffer *bd, *bi, *bp, *br, *bj;
+    if (kp_buffer_create(b->rt, un * 2 * e, &bd) != KP_OK ||
+        kp_buffer_create(b->rt, un * 4 * 4, &bi) != KP_OK ||
+        kp_buffer_create(b->rt, 4 * e, &bp) != KP_OK ||
+        kp_buffer_create(b->rt, un * e, &br) != KP_OK ||
+        kp_buffer_create(b->rt, un * 4 * e, &bj) != KP_OK)
+        die("rat43", kp_last_error(b->rt));
+    kp_buffer_write(b->rt, bd, 0, un * 2 * e, f32 ? (void *)tmp : (void *)data);
+    kp_buffer_write(b->rt, bi, 0, un * 4 * 4, index);
+    kp_buffer_write(b->rt, bp, 0, 4 * e, f32 ? (void *)pf : (void *)p);
+    const kp_dtype dt = f32 ? KP_F32 : KP_F64;
+    kp_buffer *bs;
+    const int32_t big[2] = {INT32_MAX, INT32_MAX};
+    if (kp_buffer_create(b->rt, 8, &bs) != KP_OK)
+        die("rat43", kp_last_error(b->rt));
+    kp_buffer_write(b->rt, bs, 0, 8, big);
+    kp_arg args[] = {kp_arg_tensor("data", kp_tensor_2d(bd, dt, n, 2)),
+                     kp_arg_tensor("index", kp_tensor_2d(bi, KP_I32, n, 4)),
+                     kp_arg_tensor("params", kp_tensor_1d(bp, dt, 4)),
+                     kp_arg_tensor("r", kp_tensor_2d(br, dt, n, 1)),
+                     kp_arg_tensor("jac", kp_tensor_3d(bj, dt, n, 1, 4)),
+                     kp_arg_tensor("status", kp_tensor_1d(bs, KP_I32, 2))};
+    char name[64], ours[96];
+    snprintf(name, sizeof name, "rat43 r+J n=%lld %s", (long long)n, f32 ? "f32" : "f64");
+    kp_kernel_info info = {.struct_size = sizeof info};
+    kp_kernel_info_get(kp_residual_kernel(res), &info);
+    snprintf(ours, sizeof ours, "%s", info.name);
+    kpb_row row = {.case_name = name, .ours = ours, .bytes = (double)n * (e * 7 + 16)};
+    kp_status st = kpb_time_kernel(b, kp_residual_kernel(res), args, 6, &row.ours_s, &row.ours_p10,
+                                   &row.ours_p90);
+    if (st != KP_OK)
+        die(name, kp_last_error(b->rt));
+    /* The result against the hand-written loop, as a figure (relative, largest over r and J). */
+    rat43_call c = {un, data, p, r, J};
+    row.peer = "hand-written C, analytic Jacobian (1 thread, double)";
+    row.peer_s = kpb_time_host(b, rat43_by_hand, &c);
+    double *dr = malloc(un * e), *dj = malloc(un * 4 * e), worst = 0;
+    if (!dr || !dj)
+        die(name, "out of host memory");
+    kp_buffer_read(b->rt, br, 0, un * e, dr);
+    kp_buffer_read(b->rt, bj, 0, un * 4 * e, dj);
+    for (size_t i = 0; i < un * 5; i++) {
+        const double want = i < un ? r[i] : J[i - un];
+        const double got = f32 ? (i < un ? ((float *)dr)[i] : ((float *)dj)[i - un])
+                               : (i < un ? dr[i] : dj[i - un]);
+        worst = fmax(worst, fabs(got - want) / (1 + fabs(want)));
+    }
+    kpb_row_metric(&row, "max_rel_err", worst);
+    kpb_row_metric(&row, "instances_per_s", (double)n / row.ours_s);
+    kpb_add(b, &row);
+    kp_buffer *bufs[] = {bd, bi, bp, br, bj, bs};
+    for (int i = 0; i < 6; i++)
+        kp_buffer_destroy(b->rt, bufs[i]);
+    free(dr), free(dj), free(data), free(r), free(J), free(index), free(tmp);
+    kp_residual_destroy(res);
+    kp_expr_graph_destroy(g);
+}
+
+/* A mesh edge's length and its six partials by hand, one thread: the CPU baseline of the edge
+ * term. */
+typedef struct edge_call {
+    size_t n;
+    const double *L, *x;
+    const int32_t *index;
+    double *r, *J;
+} edge_call;
+
+static void edges_by_hand(void *user)
+{
+    const edge_call *c = user;
+    for (size_t k = 0; k < c->n; k++) {
+        const double *a = c->x + c->index[6 * k], *b = c->x + c->index[6 * k + 3];
+        const double d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        const double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        c->r[k] = len - c->L[k];
+        for (int i = 0; i < 3; i++) {
+            c->J[6 * k + i] = -d[i] / len;
+            c->J[6 * k + 3 + i] = d[i] / len;
+        }
+    }
+}
+
+/* The edge-length term over an icosphere's edges: the index gathers each edge's two vertices. */
+static void bench_edges(kpb *b, int level, kp_precision prec)
+{
+    icosphere m;
+    if (icosphere_make(level, &m) != 0)
+        die("edges", "out of host memory");
+    kp_expr_graph *g = graph("ax ay az bx by bz", "L", "norm3(bx - ax, by - ay, bz - az) - L");
+    kp_residual *res;
+    if (kp_residual_create(b->rt, g, prec, &res) != KP_OK)
+        die("edges", kp_solve_last_error());
+    const int f32 = kp_residual_precision(res) == KP_PRECISION_F32;
+    const size_t e = f32 ? 4 : 8, n = (size_t)m.n_edges, P = (size_t)m.n_vertices * 3;
+    double *L = malloc(n * sizeof *L), *r = malloc(n * sizeof *r), *J = malloc(n * 6 * sizeof *J);
+    int32_t *index = malloc(n * 6 * sizeof *index);
+    void *dl = malloc(n * e), *dx = malloc(P * e), *dr = malloc(n * e), *dj = malloc(n * 6 * e);
+    if (!L || !r || !J || !index || !dl || !dx || !dr || !dj)
+        die("edges", "out of host memory");
+    for (size_t k = 0; k < n; k++) {
+        L[k] = 0.9;
+        for (int c = 0; c < 3; c++) {
+            index[6 * k + c] = 3 * m.e[2 * k] + c;
+            index[6 * k + 3 + c] = 3 * m.e[2 * k + 1] + c;
+        }
+    }
+    for (size_t i = 0; i < n || i < P; i++) {
+        if (f32) {
+            if (i < n)
+                ((float *)dl)[i] = (float)L[i];
+            if (i < P)
+                ((float *)dx)[i] = (float)m.v[i];
+        } else {
+            if (i < n)
+                ((double *)dl)[i] = L[i];
+            if (i < P)
+                ((double *)dx)[i] = m.v[i];
+        }
+    }
+    kp_buffer *bd, *bi, *bp, *br, *bj, *bs;
+    const int32_t big[2] = {INT32_MAX, INT32_MAX};
+    if (kp_buffer_create(b->rt, n * e, &bd) != KP_OK ||
+        kp_buffer_create(b->rt, n * 24, &bi) != KP_OK ||
+        kp_buffer_create(b->rt, P * e, &bp) != KP_OK ||
+        kp_buffer_create(b->rt, n * e, &br) != KP_OK ||
+        kp_buffer_create(b->rt, n * 6 * e, &bj) != KP_OK ||
+        kp_buffer_create(b->rt, 8, &bs) != KP_OK)
+        die("edges", kp_last_error(b->rt));
+    kp_buffer_write(b->rt, bd, 0, n * e, dl);
+    kp_buffer_write(b->rt, bi, 0, n * 24, index);
+    kp_buffer_write(b->rt, bp, 0, P * e, dx);
+    kp_buffer_write(b->rt, bs, 0, 8, big);
+    const kp_dtype dt = f32 ? KP_F32 : KP_F64;
+    const int64_t ni = (int64_t)n;
+    kp_arg args[] = {kp_arg_tensor("data", kp_tensor_2d(bd, dt, ni, 1)),
+                     kp_arg_tensor("index", kp_tensor_2d(bi, KP_I32, ni, 6)),
+                     kp_arg_tensor("params", kp_tensor_1d(bp, dt, (int64_t)P)),
+                     kp_arg_tensor("r", kp_tensor_2d(br, dt, ni, 1)),
+                     kp_arg_tensor("jac", kp_tensor_3d(bj, dt, ni, 1, 6)),
+                     kp_arg_tensor("status", kp_tensor_1d(bs, KP_I32, 2))};
+    char name[64], ours[96];
+    snprintf(name, sizeof name, "edges r+J n=%zu %s", n, f32 ? "f32" : "f64");
+    kp_kernel_info info = {.struct_size = sizeof info};
+    kp_kernel_info_get(kp_residual_kernel(res), &info);
+    snprintf(ours, sizeof ours, "%s", info.name);
+    kpb_row row = {.case_name = name, .ours = ours, .bytes = (double)n * (e * 14 + 24)};
+    if (kpb_time_kernel(b, kp_residual_kernel(res), args, 6, &row.ours_s, &row.ours_p10,
+                        &row.ours_p90) != KP_OK)
+        die(name, kp_last_error(b->rt));
+    edge_call c = {n, L, m.v, index, r, J};
+    row.peer = "hand-written C, analytic Jacobian (1 thread, double)";
+    row.peer_s = kpb_time_host(b, edges_by_hand, &c);
+    kp_buffer_read(b->rt, br, 0, n * e, dr);
+    kp_buffer_read(b->rt, bj, 0, n * 6 * e, dj);
+    double worst = 0;
+    for (size_t i = 0; i < n * 7; i++) {
+        const double want = i < n ? r[i] : J[i - n];
+        const double got = f32 ? (i < n ? ((float *)dr)[i] : ((float *)dj)[i - n])
+                               : (i < n ? ((double *)dr)[i] : ((double *)dj)[i - n]);
+        worst = fmax(worst, fabs(got - want) / (1 + fabs(want)));
+    }
+    kpb_row_metric(&row, "max_rel_err", worst);
+    kpb_row_metric(&row, "instances_per_s", (double)n / row.ours_s);
+    kpb_add(b, &row);
+    kp_buffer *bufs[] = {bd, bi, bp, br, bj, bs};
+    for (int i = 0; i < 6; i++)
+        kp_buffer_destroy(b->rt, bufs[i]);
+    free(L), free(r), free(J), free(index), free(dl), free(dx), free(dr), free(dj);
+    kp_residual_destroy(res);
+    kp_expr_graph_destroy(g);
+    icosphere_free(&m);
+}
+
+/* The starting points copied over x before each timed launch (the solver overwrites x). */
+typedef struct restart {
+    kp_runtime *rt;
+    kp_buffer *x0, *x;
+    size_t bytes;
+} restart;
+
+static void restart_x(void *user)
+{
+    restart *r = user;
+    kp_buffer_copy(r->rt, r->x0, 0, r->x, 0, r->bytes);
+}
+
+typedef struct host_fit {
+    const kp_expr_graph *g;
+    kp_lm_batch batch;
+    const double *x0;
+    size_t n_x;
+} host_fit;
+
+static void fit_on_host(void *user)
+{
+    host_fit *h = user;
+    memcpy(h->batch.x, h->x0, h->n_x * sizeof *h->x0);
+    kp_lm_solve_host(h->g, NULL, &h->batch);
+}
+
+enum { SIDE = 5, POINTS = SIDE * SIDE, GP = 5 };
+
+static void bench_gauss2d(kpb *b, size_t B, kp_precision prec)
+{
+    kp_expr_graph *g = graph("a x0 y0 s c", "u v z", gauss2d);
+    kp_lm *lm;
+    if (kp_lm_create(b->rt, g, prec, &lm) != KP_OK)
+        die("gauss2d", kp_solve_last_error());
+    const int f32 = kp_lm_precision(lm) == KP_PRECISION_F32;
+    const size_t e = f32 ? 4 : 8, n = B * POINTS;
+    double *data = malloc(n * 3 * sizeof *data), *truth = malloc(B * GP * sizeof *truth),
+           *x0 = malloc(B * GP * sizeof *x0), *x = malloc(B * GP * sizeof *x);
+    int32_t *rows = malloc((B + 1) * sizeof *rows), *status = malloc(B * sizeof *status);
+    float *rnd = malloc((B * (GP * 2) + n) * sizeof *rnd);
+    if (!data || !truth || !x0 || !x || !rows || !status || !rnd)
+        die("gauss2d", "out of host memory");
+    kpb_fill(rnd, B * GP * 2 + n, 11);
+    for (size_t p = 0; p < B; p++) {
+        const float *u = rnd + p * GP * 2;
+        double *t = truth + p * GP;
+        t[0] = 1.5 + 0.5 * u[0]; /* amplitude */
+        t[1] = 2.0 + 0.3 * u[1]; /* centre, on the 0..4 grid */
+        t[2] = 2.0 + 0.3 * u[2];
+        t[3] = 1.0 + 0.2 * u[3];  /* width */
+        t[4] = 0.1 + 0.05 * u[4]; /* offset */
+        for (int j = 0; j < GP; j++)
+            x0[p * GP + j] = t[j] * (1 + 0.1 * u[GP + j]); /* starts within 10% of the truth */
+        rows[p] = (int32_t)(p * POINTS);
+        for (int k = 0; k < POINTS; k++) {
+            const double uu = k % SIDE, vv = k / SIDE, dx = uu - t[1], dy = vv - t[2];
+            double *d = data + (p * POINTS + k) * 3;
+            d[0] = uu;
+            d[1] = vv;
+            d[2] = t[0] * exp(-(dx * dx + dy * dy) / (2 * t[3] * t[3])) + t[4] +
+                   0.01 * rnd[B * GP * 2 + p * POINTS + k];
+        }
+    }
+    rows[B] = (int32_t)n;
+    /* Device buffers in the solver's precision. */
+    void *dd = malloc(n * 3 * e), *dx0 = malloc(B * GP * e);
+    if (!dd || !dx0)
+        die("gauss2d", "out of host memory");
+    if (f32) {
+        for (size_t i = 0; i < n * 3; i++)
+            ((float *)dd)[i] = (float)data[i];
+        for (size_t i = 0; i < B * GP; i++)
+            ((float *)dx0)[i] = (float)x0[i];
+    } else {
+        memcpy(dd, data, n * 3 * e);
+        memcpy(dx0, x0, B * GP * e);
+    }
+    kp_buffer *bd, *br, *bx0, *bx, *bc, *bi, *bs;
+    if (kp_buffer_create(b->rt, n * 3 * e, &bd) != KP_OK ||
+        kp_buffer_create(b->rt, (B + 1) * 4, &br) != KP_OK ||
+        kp_buffer_create(b->rt, B * GP * e, &bx0) != KP_OK ||
+        kp_buffer_create(b->rt, B * GP * e, &bx) != KP_OK ||
+        kp_buffer_create(b->rt, B * e, &bc) != KP_OK ||
+        kp_buffer_create(b->rt, B * 4, &bi) != KP_OK ||
+        kp_buffer_create(b->rt, B * 4, &bs) != KP_OK)
+        die("gauss2d", kp_last_error(b->rt));
+    kp_buffer_write(b->rt, bd, 0, n * 3 * e, dd);
+    kp_buffer_write(b->rt, br, 0, (B + 1) * 4, rows);
+    kp_buffer_write(b->rt, bx0, 0, B * GP * e, dx0);
+    const kp_dtype dt = f32 ? KP_F32 : KP_F64;
+    const kp_lm_options o = kp_lm_options_default();
+    kp_arg args[] = {
+        kp_arg_tensor("data", kp_tensor_2d(bd, dt, (int64_t)n, 3)),
+        kp_arg_tensor("rows", kp_tensor_1d(br, KP_I32, (int64_t)B + 1)),
+        kp_arg_tensor("x", kp_tensor_2d(bx, dt, (int64_t)B, GP)),
+        kp_arg_tensor("cost", kp_tensor_1d(bc, dt, (int64_t)B)),
+        kp_arg_tensor("iterations", kp_tensor_1d(bi, KP_I32, (int64_t)B)),
+        kp_arg_tensor("status", kp_tensor_1d(bs, KP_I32, (int64_t)B)),
+        kp_arg_int("instances", (int64_t)n),
+        kp_arg_int("max_iterations", o.max_iterations),
+    };
+    restart rs = {b->rt, bx0, bx, B * GP * e};
+    b->before_timed = restart_x;
+    b->before_timed_user = &rs;
+    char name[64], ours[96];
+    snprintf(name, sizeof name, "gauss2d fits B=%zu %s", B, f32 ? "f32" : "f64");
+    kp_kernel_info info = {.struct_size = sizeof info};
+    kp_kernel_info_get(kp_lm_kernel(lm), &info);
+    snprintf(ours, sizeof ours, "%s", info.name);
+    kpb_row row = {.case_name = name, .ours = ours, .bytes = (double)n * 3 * e};
+    restart_x(&rs);
+    kp_status st = kpb_time_kernel(b, kp_lm_kernel(lm), args, sizeof args / sizeof *args,
+                                   &row.ours_s, &row.ours_p10, &row.ours_p90);
+    b->before_timed = NULL;
+    if (st != KP_OK)
+        die(name, kp_last_error(b->rt));
+    /* The last timed launch started from x0: its estimates and statuses. */
+    void *dx = malloc(B * GP * e);
+    if (!dx)
+        die(name, "out of host memory");
+    kp_buffer_read(b->rt, bx, 0, B * GP * e, dx);
+    kp_buffer_read(b->rt, bs, 0, B * 4, status);
+    size_t converged = 0;
+    double *errs = malloc(B * sizeof *errs);
+    if (!errs)
+        die(name, "out of host memory");
+    for (size_t p = 0; p < B; p++) {
+        converged += KP_LM_CONVERGED(status[p]);
+        double worst = 0;
+        for (int j = 0; j < GP; j++) {
+            const double v = f32 ? ((float *)dx)[p * GP + j] : ((double *)dx)[p * GP + j];
+            worst = fmax(worst, fabs(v - truth[p * GP + j]) / fabs(truth[p * GP + j]));
+        }
+        errs[p] = worst;
+    }
+    kpb_row_metric(&row, "fits_per_s", (double)B / row.ours_s);
+    kpb_row_metric(&row, "converged_fraction", (double)converged / (double)B);
+    kpb_row_metric(&row, "median_param_rel_err", kpb_median(errs, B));
+    /* The host reference on at most 10^4 of the fits, scaled to B. */
+    const size_t hb = B < 10000 ? B : 10000;
+    host_fit h = {.g = g, .x0 = x0, .n_x = hb * GP};
+    h.batch = (kp_lm_batch){
+        .struct_size = sizeof h.batch, .n_problems = hb, .rows = rows, .data = data, .x = x};
+    row.peer = "kp_lm_solve_host (1 thread, double; timed on up to 10^4 fits, scaled)";
+    row.peer_s = kpb_time_host(b, fit_on_host, &h) * (double)B / (double)hb;
+    kpb_add(b, &row);
+    kp_buffer *bufs[] = {bd, br, bx0, bx, bc, bi, bs};
+    for (int i = 0; i < 7; i++)
+        kp_buffer_destroy(b->rt, bufs[i]);
+    free(dx), free(errs), free(dd), free(dx0), free(data), free(truth), free(x0), free(x);
+    free(rows), free(status), free(rnd);
+    kp_lm_destroy(lm);
+    kp_expr_graph_destroy(g);
+}
+
+int main(int argc, char **argv)
+{
+    kpb b;
+    kpb_open(&b, "bench-solve", argc, argv);
+    const int fp64 = b.device.fp64 != 0;
+    const int64_t sizes[] = {100000, 1000000, 10000000};
+    const size_t fits[] = {10000, 100000, 1000000};
+    const int count = b.quick ? 2 : 3;
+    for (int f32 = 0; f32 < 2; f32++) {
+        if (!f32 && !fp64)
+            continue;
+        const kp_precision p = f32 ? KP_PRECISION_F32 : KP_PRECISION_F64;
+        for (int i = 0; i < count; i++) {
+            fprintf(stderr, "bench-solve: rat43 n=%lld %s\n", (long long)sizes[i],
+                    f32 ? "f32" : "f64");
+            bench_rat43(&b, sizes[i], p);
+        }
+        static const int levels[] = {6, 8, 9};
+        for (int i = 0; i < count; i++) {
+            fprintf(stderr, "bench-solve: edges level %d %s\n", levels[i] - b.quick,
+                    f32 ? "f32" : "f64");
+            bench_edges(&b, levels[i] - b.quick, p);
+        }
+        for (int i = 0; i < count; i++) {
+            fprintf(stderr, "bench-solve: gauss2d B=%zu %s\n", fits[i], f32 ? "f32" : "f64");
+            bench_gauss2d(&b, b.quick ? fits[i] / 10 : fits[i], p);
+        }
+    }
+    kpb_note(&b,
+             "rat43: %s; gauss2d: %s, 5 x 5 points, noise 0.01, starts within 10%% of "
+             "random truths, default options",
+             rat43, gauss2d);
+    kpb_note(&b, "peers of #27 not measured here: torch.func.vmap(jacfwd), Ceres, "
+                 "scipy.optimize.least_squares");
+    return kpb_close(&b);
+}

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Levenberg-Marquardt on one large sparse problem on the device: kp_lm_sparse_solve_host's
+ * algorithm with the residuals from the generated kernel and every vector on the device; the
+ * host takes the decisions from dot products it reads back (4096 partial sums each, added in
+ * order). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "solve-internal.h"
+
+enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE };
+enum { DOT_PARTS = 4096 };
+
+struct kp_lm_sparse {
+    kp_runtime *rt;
+    kp_residual *res;
+    kp_kernel *k[7];
+    int f32;
+};
+
+kp_status kp_lm_sparse_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
+                              kp_lm_sparse **out)
+{
+    if (out)
+        *out = NULL;
+    if (!out)
+        return kp__solve_fail(KP_ERR_INVALID_ARG, "kp_lm_sparse_create: NULL out");
+    kp_lm_sparse *lm = calloc(1, sizeof *lm);
+    if (!lm)
+        return kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_create: out of host memory");
+    kp_status st = kp_residual_create(rt, g, precision, &lm->res);
+    if (st == KP_OK) {
+        lm->rt = rt;
+        lm->f32 = kp_residual_precision(lm->res) == KP_PRECISION_F32;
+        st = kp__sparse_kernels(rt, lm->f32, lm->k);
+    }
+    if (st != KP_OK) {
+        kp_lm_sparse_destroy(lm);
+        return st;
+    }
+    *out = lm;
+    return KP_OK;
+}
+
+void kp_lm_sparse_destroy(kp_lm_sparse *lm)
+{
+    if (!lm)
+        return;
+    kp_residual_destroy(lm->res);
+    free(lm);
+}
+
+kp_precision kp_lm_sparse_precision(const kp_lm_sparse *lm)
+{
+    return lm ? (lm->f32 ? KP_PRECISION_F32 : KP_PRECISION_F64) : KP_PRECISION_AUTO;
+}
+
+/* The solve's device state. Vectors of P: g, d, D, h, res, z, p, q, x, xt; of n O: u, rho, ones;
+ * the two evaluation sets r[k], J[k]. */
+typedef struct dev {
+    kp_lm_sparse *lm;
+    kp_runtime *rt;
+    kp_dtype dt;
+    size_t n, P, S, O, e, nd;
+    kp_buffer *data, *index, *tptr, *tent, *partial;
+    kp_buffer *r[2], *J[2], *u, *rho, *ones;
+    kp_buffer *g, *d, *D, *h, *res, *z, *p, *q, *x, *xt;
+    kp_buffer *blocks; /* [ceil(P / bs), bs, bs] with block-Jacobi (bs > 1) */
+    size_t bs;
+    double *host_partial, *host_g;
+    int cur;
+    const kp_lm_sparse_options *opt;
+    kp_status st;
+    double seconds[4];
+} dev;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static kp_tensor vecP(const dev *v, kp_buffer *b)
+{
+    return kp_tensor_1d(b, v->dt, (int64_t)v->P);
+}
+
+static kp_tensor vecN(const dev *v, kp_buffer *b)
+{
+    return kp_tensor_2d(b, v->dt, (int64_t)v->n, (int64_t)v->O);
+}
+
+static kp_tensor jac(const dev *v, kp_buffer *b)
+{
+    return kp_tensor_3d(b, v->dt, (int64_t)v->n, (int64_t)v->O, (int64_t)v->S);
+}
+
+static void launch(dev *v, int k, const kp_arg *args, size_t n)
+{
+    if (v->st == KP_OK && (v->st = kp_kernel_launch(v->rt, v->lm->k[k], args, n, NULL)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+}
+
+/* out = op(a, b, c) over m elements (solve/sparse.cl's sp_vec). */
+static void vec(dev *v, int op, double alpha, double beta, kp_tensor a, kp_tensor b, kp_tensor c,
+                kp_tensor out)
+{
+    kp_arg args[] = {kp_arg_tensor("a", a),     kp_arg_tensor("b", b), kp_arg_tensor("c", c),
+                     kp_arg_tensor("out", out), kp_arg_int("op", op),  kp_arg_float("alpha", alpha),
+                     kp_arg_float("beta", beta)};
+    launch(v, K_VEC, args, 7);
+}
+
+/* a . b over the flattened tensors: 4096 partial sums on the device, added here in order. */
+static double dot(dev *v, kp_tensor a, kp_tensor b)
+{
+    const int64_t m = kp_tensor_numel(&a);
+    a = kp_tensor_1d(a.buffer, v->dt, m);
+    b = kp_tensor_1d(b.buffer, v->dt, m);
+    kp_arg args[] = {kp_arg_tensor("a", a), kp_arg_tensor("b", b),
+                     kp_arg_tensor("partial", kp_tensor_1d(v->partial, v->dt, DOT_PARTS))};
+    launch(v, K_DOT, args, 3);
+    if (v->st == KP_OK &&
+        (v->st = kp_buffer_read(v->rt, v->partial, 0, DOT_PARTS * v->e, v->host_partial)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    double s = 0;
+    for (int t = 0; v->st == KP_OK && t < DOT_PARTS; t++)
+        s += v->e == 4 ? ((const float *)v->host_partial)[t] : v->host_partial[t];
+    return v->st == KP_OK ? s : NAN;
+}
+
+static void jv(dev *v, kp_buffer *in, kp_buffer *out)
+{
+    kp_arg args[] = {
+        kp_arg_tensor("J", jac(v, v->J[v->cur])),
+        kp_arg_tensor("index", kp_tensor_2d(v->index, KP_I32, (int64_t)v->n, (int64_t)v->S)),
+        kp_arg_tensor("v", vecP(v, in)), kp_arg_tensor("u", vecN(v, out))};
+    launch(v, K_JV, args, 4);
+}
+
+static void jtu(dev *v, int k, kp_buffer *u, kp_buffer *out, int square)
+{
+    kp_arg args[] = {kp_arg_tensor("J", jac(v, v->J[k])),
+                     kp_arg_tensor("u", vecN(v, u)),
+                     kp_arg_tensor("tptr", kp_tensor_1d(v->tptr, KP_I32, (int64_t)v->P + 1)),
+                     kp_arg_tensor("tent", kp_tensor_1d(v->tent, KP_I32, (int64_t)(v->n * v->S))),
+                     kp_arg_tensor("out", vecP(v, out)),
+                     kp_arg_int("square", square)};
+    launch(v, K_JTU, args, 6);
+}
+
+/* Residuals and Jacobian at x into set k, weighted by the loss; the cost (NaN where a residual
+ * or derivative is not finite). */
+static double evaluate(dev *v, kp_buffer *x, int k)
+{
+    const double t0 = now();
+    const kp_lm_options *o = &v->opt->lm;
+    double cost = NAN;
+    if (v->st == KP_OK) {
+        kp_tensor data = {0};
+        if (v->data)
+            data = kp_tensor_2d(v->data, v->dt, (int64_t)v->n, (int64_t)v->nd);
+        kp_status st =
+            kp_residual_evaluate(v->lm->res, (int64_t)v->n, data,
+                                 kp_tensor_2d(v->index, KP_I32, (int64_t)v->n, (int64_t)v->S),
+                                 vecP(v, x), vecN(v, v->r[k]), jac(v, v->J[k]));
+        if (st == KP_ERR_VERIFY)
+            return NAN; /* not finite: the caller refuses the point */
+        if (st != KP_OK) {
+            v->st = st;
+            return NAN;
+        }
+        if (o->loss != KP_LOSS_SQUARED) {
+            kp_arg args[] = {kp_arg_tensor("r", vecN(v, v->r[k])),
+                             kp_arg_tensor("J", jac(v, v->J[k])),
+                             kp_arg_tensor("rho", vecN(v, v->rho)), kp_arg_int("loss", o->loss),
+                             kp_arg_float("scale", o->loss_scale)};
+            launch(v, K_LOSS, args, 5);
+            cost = 0.5 * dot(v, vecN(v, v->rho), vecN(v, v->ones));
+        } else
+            cost = 0.5 * dot(v, vecN(v, v->r[k]), vecN(v, v->r[k]));
+    }
+    v->seconds[0] += now() - t0;
+    return cost;
+}
+
+static kp_tensor blocks(const dev *v)
+{
+    return kp_tensor_3d(v->blocks, v->dt, (int64_t)((v->P + v->bs - 1) / v->bs), (int64_t)v->bs,
+                        (int64_t)v->bs);
+}
+
+/* z = M^-1 r: the diagonal (Jacobi) or the blocks. */
+static void precondition(dev *v, double mu, kp_buffer *r, kp_buffer *z)
+{
+    if (v->bs <= 1) {
+        vec(v, 1, mu, 0, vecP(v, r), vecP(v, v->d), vecP(v, v->D), vecP(v, z));
+        return;
+    }
+    kp_arg args[] = {kp_arg_tensor("B", blocks(v)), kp_arg_tensor("D", vecP(v, v->D)),
+                     kp_arg_tensor("r", vecP(v, r)), kp_arg_tensor("z", vecP(v, z)),
+                     kp_arg_float("mu", mu)};
+    launch(v, K_BSOLVE, args, 5);
+}
+
+/* g = J^T r, d = diag J^T J, D = d clamped, at the current point; 0 when g is not finite. */
+static int normal(dev *v)
+{
+    const double t0 = now();
+    jtu(v, v->cur, v->r[v->cur], v->g, 0);
+    jtu(v, v->cur, v->r[v->cur], v->d, 1);
+    vec(v, 3, v->opt->lm.min_diagonal, 1e32, vecP(v, v->d), vecP(v, v->d), vecP(v, v->d),
+        vecP(v, v->D));
+    if (v->bs > 1) {
+        kp_arg args[] = {
+            kp_arg_tensor("J", jac(v, v->J[v->cur])),
+            kp_arg_tensor("index", kp_tensor_2d(v->index, KP_I32, (int64_t)v->n, (int64_t)v->S)),
+            kp_arg_tensor("tptr", kp_tensor_1d(v->tptr, KP_I32, (int64_t)v->P + 1)),
+            kp_arg_tensor("tent", kp_tensor_1d(v->tent, KP_I32, (int64_t)(v->n * v->S))),
+            kp_arg_tensor("B", blocks(v))};
+        launch(v, K_BLOCK, args, 5);
+    }
+    const int finite = isfinite(dot(v, vecP(v, v->g), vecP(v, v->g)));
+    v->seconds[1] += now() - t0;
+    return finite;
+}
+
+/* Preconditioned CG from h = 0 (as the host reference); iterations, or -1 on breakdown before a
+ * step. */
+static int cg(dev *v, double mu)
+{
+    const double t0 = now();
+    const double gnorm = sqrt(dot(v, vecP(v, v->g), vecP(v, v->g)));
+    vec(v, 0, 0, 0, vecP(v, v->g), vecP(v, v->g), vecP(v, v->g), vecP(v, v->h));
+    vec(v, 0, -1, 0, vecP(v, v->g), vecP(v, v->g), vecP(v, v->g), vecP(v, v->res));
+    precondition(v, mu, v->res, v->z);
+    vec(v, 0, 1, 0, vecP(v, v->z), vecP(v, v->z), vecP(v, v->z), vecP(v, v->p));
+    double rz = dot(v, vecP(v, v->res), vecP(v, v->z));
+    int k = 0;
+    while (v->st == KP_OK && k < (int)v->opt->max_cg_iterations) {
+        jv(v, v->p, v->u);
+        jtu(v, v->cur, v->u, v->q, 0);
+        vec(v, 2, mu, 0, vecP(v, v->q), vecP(v, v->D), vecP(v, v->p), vecP(v, v->q));
+        const double pq = dot(v, vecP(v, v->p), vecP(v, v->q));
+        if (!(pq > 0) || !isfinite(pq)) {
+            if (k == 0)
+                k = -1;
+            break;
+        }
+        const double alpha = rz / pq;
+        vec(v, 0, 1, alpha, vecP(v, v->h), vecP(v, v->p), vecP(v, v->p), vecP(v, v->h));
+        vec(v, 0, 1, -alpha, vecP(v, v->res), vecP(v, v->q), vecP(v, v->q), vecP(v, v->res));
+        k++;
+        if (sqrt(dot(v, vecP(v, v->res), vecP(v, v->res))) <= v->opt->cg_tolerance * gnorm)
+            break;
+        precondition(v, mu, v->res, v->z);
+        const double rz_new = dot(v, vecP(v, v->res), vecP(v, v->z));
+        const double beta = rz_new / rz;
+        rz = rz_new;
+        vec(v, 0, 1, beta, vecP(v, v->z), vecP(v, v->p), vecP(v, v->p), vecP(v, v->p));
+    }
+    v->seconds[2] += now() - t0;
+    return k;
+}
+
+static kp_buffer *make(dev *v, size_t bytes)
+{
+    kp_buffer *b = NULL;
+    if (v->st == KP_OK && (v->st = kp_buffer_create(v->rt, bytes ? bytes : 1, &b)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    return b;
+}
+
+/* Host doubles into a new device buffer of the solver's precision. */
+static kp_buffer *upload(dev *v, const double *src, size_t n)
+{
+    kp_buffer *b = make(v, n * v->e);
+    if (!b || n == 0)
+        return b;
+    void *tmp = v->e == 8 ? (void *)src : malloc(n * 4);
+    if (!tmp) {
+        v->st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
+        return b;
+    }
+    for (size_t i = 0; v->e == 4 && i < n; i++)
+        ((float *)tmp)[i] = (float)src[i];
+    if ((v->st = kp_buffer_write(v->rt, b, 0, n * v->e, tmp)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    if (tmp != src)
+        free(tmp);
+    return b;
+}
+
+static void release(dev *v)
+{
+    kp_buffer *all[] = {v->data, v->index, v->tptr, v->tent, v->partial, v->r[0], v->r[1],  v->J[0],
+                        v->J[1], v->u,     v->rho,  v->ones, v->g,       v->d,    v->D,     v->h,
+                        v->res,  v->z,     v->p,    v->q,    v->x,       v->xt,   v->blocks};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        kp_buffer_destroy(v->rt, all[i]);
+    free(v->host_partial);
+    free(v->host_g);
+}
+
+kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
+                             const kp_lm_sparse_problem *pb, kp_lm_sparse_report *rep)
+{
+    if (!lm)
+        return kp__solve_fail(KP_ERR_INVALID_ARG, "kp_lm_sparse_solve: NULL solver");
+    const kp_expr_graph *g = kp__residual_graph(lm->res);
+    kp_status st = kp__lm_sparse_check(g, opt, pb, rep, "kp_lm_sparse_solve");
+    if (st != KP_OK)
+        return st;
+    const kp_lm_sparse_options defaults = kp_lm_sparse_options_default();
+    const double t_start = now();
+    dev v = {.lm = lm,
+             .rt = lm->rt,
+             .dt = lm->f32 ? KP_F32 : KP_F64,
+             .n = pb->n_instances,
+             .P = pb->n_x,
+             .S = g->n_params,
+             .O = g->n_outputs,
+             .e = lm->f32 ? 4 : 8,
+             .nd = g->n_data,
+             .opt = opt ? opt : &defaults};
+    int32_t *tptr = calloc(v.P + 1, sizeof *tptr), *tent = malloc((v.n * v.S + 1) * sizeof *tent);
+    v.host_partial = malloc(DOT_PARTS * sizeof(double));
+    v.host_g = malloc((v.P + 1) * sizeof(double));
+    if (!tptr || !tent || !v.host_partial || !v.host_g)
+        v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
+    if (v.st == KP_OK)
+        kp__lm_sparse_transpose(pb->index, v.n, v.S, v.P, tptr, tent);
+    /* Data and the index once; every vector on the device from here. */
+    if (g->n_data)
+        v.data = upload(&v, pb->data, v.n * g->n_data);
+    v.index = make(&v, v.n * v.S * 4);
+    v.tptr = make(&v, (v.P + 1) * 4);
+    v.tent = make(&v, v.n * v.S * 4);
+    if (v.st == KP_OK)
+        v.st = kp_buffer_write(v.rt, v.index, 0, v.n * v.S * 4, pb->index);
+    if (v.st == KP_OK)
+        v.st = kp_buffer_write(v.rt, v.tptr, 0, (v.P + 1) * 4, tptr);
+    if (v.st == KP_OK)
+        v.st = kp_buffer_write(v.rt, v.tent, 0, v.n * v.S * 4, tent);
+    free(tptr);
+    free(tent);
+    v.partial = make(&v, DOT_PARTS * v.e);
+    for (int k = 0; k < 2; k++) {
+        v.r[k] = make(&v, v.n * v.O * v.e);
+        v.J[k] = make(&v, v.n * v.O * v.S * v.e);
+    }
+    v.u = make(&v, v.n * v.O * v.e);
+    v.rho = make(&v, v.n * v.O * v.e);
+    v.ones = make(&v, v.n * v.O * v.e);
+    kp_buffer **vp[] = {&v.g, &v.d, &v.D, &v.h, &v.res, &v.z, &v.p, &v.q, &v.xt};
+    for (size_t i = 0; i < sizeof vp / sizeof *vp; i++)
+        *vp[i] = make(&v, v.P * v.e);
+    v.x = upload(&v, pb->x, v.P);
+    v.bs = v.opt->block_size > 1 ? v.opt->block_size : 1;
+    if (v.bs > 1)
+        v.blocks = make(&v, (v.P + v.bs - 1) / v.bs * v.bs * v.bs * v.e);
+    if (v.st == KP_OK) {
+        const double one = 1;
+        const float onef = 1;
+        v.st = kp_buffer_fill(v.rt, v.ones, 0, v.n * v.O * v.e,
+                              v.e == 8 ? (void *)&one : (void *)&onef, v.e);
+    }
+    if (v.st != KP_OK) {
+        release(&v);
+        return v.st;
+    }
+    const kp_lm_options *o = &v.opt->lm;
+    double cost = evaluate(&v, v.x, v.cur);
+    int32_t it = 1;
+    int64_t cg_total = 0;
+    kp_lm_status status = KP_LM_MAX_ITERATIONS;
+    rep->initial_cost = cost;
+    if (!isfinite(cost) || !normal(&v))
+        status = KP_LM_NONFINITE;
+    double mu = o->initial_damping, nu = 2;
+    while (v.st == KP_OK && status == KP_LM_MAX_ITERATIONS) {
+        double gmax = 0;
+        if ((v.st = kp_buffer_read(v.rt, v.g, 0, v.P * v.e, v.host_g)) != KP_OK)
+            break;
+        for (size_t q = 0; q < v.P; q++)
+            gmax = fmax(gmax, fabs(v.e == 4 ? ((const float *)v.host_g)[q] : v.host_g[q]));
+        if (gmax <= o->gradient_tolerance) {
+            status = KP_LM_GRADIENT;
+            break;
+        }
+        if ((uint32_t)it >= o->max_iterations)
+            break;
+        const int k = cg(&v, mu);
+        kp_lm_sparse_progress pr = {
+            .iteration = it, .cg_iterations = k < 0 ? 0 : k, .cost = cost, .damping = mu};
+        if (k < 0) {
+            mu *= nu, nu *= 2;
+            if (!(mu <= 1e32))
+                status = KP_LM_SINGULAR;
+            if (v.opt->progress)
+                v.opt->progress(v.opt->user, &pr);
+            continue;
+        }
+        cg_total += k;
+        const double hn = sqrt(dot(&v, vecP(&v, v.h), vecP(&v, v.h)));
+        const double xn = sqrt(dot(&v, vecP(&v, v.x), vecP(&v, v.x)));
+        if (hn <= o->step_tolerance * (xn + o->step_tolerance)) {
+            status = KP_LM_STEP;
+            break;
+        }
+        jv(&v, v.h, v.u);
+        const double pred =
+            -dot(&v, vecP(&v, v.g), vecP(&v, v.h)) - 0.5 * dot(&v, vecN(&v, v.u), vecN(&v, v.u));
+        vec(&v, 0, 1, 1, vecP(&v, v.x), vecP(&v, v.h), vecP(&v, v.h), vecP(&v, v.xt));
+        double cost_t = evaluate(&v, v.xt, 1 - v.cur);
+        it++;
+        if (isfinite(cost_t)) {
+            jtu(&v, 1 - v.cur, v.r[1 - v.cur], v.q, 0);
+            cost_t = isfinite(dot(&v, vecP(&v, v.q), vecP(&v, v.q))) ? cost_t : NAN;
+        }
+        const double rho = (cost - cost_t) / pred;
+        if (isfinite(cost_t) && pred > 0 && rho > 0) {
+            const double drop = cost - cost_t;
+            v.cur = 1 - v.cur;
+            kp_buffer *t = v.x;
+            v.x = v.xt;
+            v.xt = t;
+            cost = cost_t;
+            normal(&v);
+            if (drop <= o->function_tolerance * (cost + drop))
+                status = KP_LM_FUNCTION;
+            const double t3 = 2 * rho - 1;
+            mu *= fmax(1.0 / 3, 1 - t3 * t3 * t3);
+            nu = 2;
+            pr.accepted = 1;
+        } else {
+            mu *= nu, nu *= 2;
+        }
+        pr.iteration = it;
+        pr.cost = cost;
+        if (v.opt->progress)
+            v.opt->progress(v.opt->user, &pr);
+    }
+    if (v.st == KP_OK) {
+        double *x = v.e == 8 ? pb->x : malloc(v.P * 4);
+        if (!x)
+            v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
+        else if ((v.st = kp_buffer_read(v.rt, v.x, 0, v.P * v.e, x)) != KP_OK)
+            kp__solve_fail(v.st, "kp_lm_sparse_solve: %s", kp_last_error(v.rt));
+        for (size_t q = 0; v.st == KP_OK && v.e == 4 && q < v.P; q++)
+            pb->x[q] = ((const float *)x)[q];
+        if (x != pb->x)
+            free(x);
+    }
+    rep->status = status;
+    rep->iterations = it;
+    rep->cg_iterations = cg_total;
+    rep->cost = cost;
+    memcpy(rep->seconds, v.seconds, sizeof v.seconds);
+    rep->seconds[3] = now() - t_start - v.seconds[0] - v.seconds[1] - v.seconds[2];
+    release(&v);
+    return v.st;
+}

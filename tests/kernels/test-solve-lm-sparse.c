@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The large-problem LM on the device: its generic kernels verified against their references in
+ * f64 and f32, an icosphere's edges solved on the device against the host reference (plain and
+ * with the Huber loss), and bad input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "solve-mesh.h"
+#include "test-util.h"
+
+static kp_runtime *rt;
+static int fp64;
+
+static int setup(void **state)
+{
+    (void)state;
+    kp_runtime_options o = test_options(NULL, test_device(), NULL);
+    if (kp_runtime_create(&o, &rt) != KP_OK)
+        return -1;
+    kp_device_info info = {.struct_size = sizeof info};
+    kp_runtime_device(rt, &info, NULL);
+    fp64 = info.fp64 != 0;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kp_runtime_destroy(rt);
+    return 0;
+}
+
+static void report(void *user, const kp_verify_result *r)
+{
+    (void)user;
+    if (!r->passed)
+        print_message("%s %s %s: max abs %g rel %g at %lld\n", r->kernel, r->size, r->output,
+                      r->max_abs_err, r->max_rel_err, (long long)r->worst_index);
+}
+
+static void test_generic_kernels_verify(void **state)
+{
+    (void)state;
+    kp_expr_graph *g = edge_graph();
+    for (int f32 = 0; f32 < 2; f32++) {
+        if (!f32 && !fp64)
+            continue;
+        kp_lm_sparse *lm;
+        if (kp_lm_sparse_create(rt, g, f32 ? KP_PRECISION_F32 : KP_PRECISION_F64, &lm) != KP_OK)
+            fail_msg("%s", kp_solve_last_error());
+        static const char *const names[] = {"sp_jv",   "sp_jtu",   "sp_dot",   "sp_vec",
+                                            "sp_loss", "sp_block", "sp_bsolve"};
+        for (int k = 0; k < 7; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "solve.%s_%s", names[k], f32 ? "f32" : "f64");
+            kp_kernel *kk;
+            assert_int_equal(kp_kernel_find(rt, name, &kk), KP_OK);
+            if (kp_kernel_verify(rt, kk, NULL, 9, report, NULL) != KP_OK)
+                fail_msg("%s: %s", name, kp_last_error(rt));
+        }
+        kp_lm_sparse_destroy(lm);
+    }
+    kp_expr_graph_destroy(g);
+}
+
+/* The icosphere's 480 edges on the device and on the host: both converge, every edge at its
+ * length; the device gives the same bits when run twice. */
+static void test_icosphere_on_device(void **state)
+{
+    (void)state;
+    mesh m = icosphere(2);
+    double *L = malloc((size_t)m.ne * sizeof *L), *x = malloc((size_t)m.nv * 3 * sizeof *x),
+           *hx = malloc((size_t)m.nv * 3 * sizeof *hx);
+    int32_t *index = malloc((size_t)m.ne * 6 * sizeof *index);
+    assert_true(L && x && hx && index);
+    kp_expr_graph *g = edge_graph();
+    kp_lm_sparse *lm;
+    assert_int_equal(kp_lm_sparse_create(rt, g, KP_PRECISION_AUTO, &lm), KP_OK);
+    const int f32 = kp_lm_sparse_precision(lm) == KP_PRECISION_F32;
+    /* Squared loss and Jacobi; Huber and blocks of 3 (each vertex's x, y, z). */
+    for (int loss = 0; loss < 2; loss++) {
+        edge_problem(&m, index, L, x, 3);
+        memcpy(hx, x, (size_t)m.nv * 3 * sizeof *x);
+        kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
+                                   .n_instances = (size_t)m.ne,
+                                   .data = L,
+                                   .index = index,
+                                   .n_x = (size_t)m.nv * 3,
+                                   .x = x};
+        kp_lm_sparse_options o = kp_lm_sparse_options_default();
+        o.lm.function_tolerance = f32 ? 1e-6 : 1e-12;
+        o.lm.loss = loss ? KP_LOSS_HUBER : KP_LOSS_SQUARED;
+        o.lm.loss_scale = 0.05;
+        o.block_size = loss ? 3 : 1;
+        kp_lm_sparse_report rep = {.struct_size = sizeof rep}, hrep = rep;
+        if (kp_lm_sparse_solve(lm, &o, &pb, &rep) != KP_OK)
+            fail_msg("%s", kp_solve_last_error());
+        /* Again from the same start: the same bits (fixed-order sums, no atomics). */
+        if (loss == 0) {
+            double *again = malloc((size_t)m.nv * 3 * sizeof *again);
+            assert_non_null(again);
+            memcpy(again, hx, (size_t)m.nv * 3 * sizeof *again);
+            pb.x = again;
+            kp_lm_sparse_report rep2 = {.struct_size = sizeof rep2};
+            assert_int_equal(kp_lm_sparse_solve(lm, &o, &pb, &rep2), KP_OK);
+            assert_memory_equal(again, x, (size_t)m.nv * 3 * sizeof *again);
+            assert_int_equal(rep2.cg_iterations, rep.cg_iterations);
+            free(again);
+        }
+        pb.x = hx;
+        assert_int_equal(kp_lm_sparse_solve_host(g, &o, &pb, &hrep), KP_OK);
+        print_message("icosphere (%s, %s, blocks of %u): device %s, %d evaluations, %lld CG, cost "
+                      "%.3g -> %.3g "
+                      "(%.3f s: evaluation %.3f, normal %.3f, CG %.3f); host %d evaluations, %lld "
+                      "CG, cost %.3g\n",
+                      f32 ? "f32" : "f64", loss ? "Huber" : "squared", o.block_size,
+                      kp_lm_status_name(rep.status), rep.iterations, (long long)rep.cg_iterations,
+                      rep.initial_cost, rep.cost,
+                      rep.seconds[0] + rep.seconds[1] + rep.seconds[2] + rep.seconds[3],
+                      rep.seconds[0], rep.seconds[1], rep.seconds[2], hrep.iterations,
+                      (long long)hrep.cg_iterations, hrep.cost);
+        assert_true(KP_LM_CONVERGED(rep.status));
+        assert_true(fabs(rep.initial_cost - hrep.initial_cost) <= 1e-5 * hrep.initial_cost);
+        const double tol = f32 ? 1e-3 : 1e-6;
+        for (int k = 0; k < m.ne; k++) {
+            const int a = m.e[2 * k], b = m.e[2 * k + 1];
+            double d = 0;
+            for (int c = 0; c < 3; c++)
+                d += (x[3 * b + c] - x[3 * a + c]) * (x[3 * b + c] - x[3 * a + c]);
+            if (fabs(sqrt(d) - L[k]) > tol)
+                fail_msg("edge %d: length %.9g, target %.9g", k, sqrt(d), L[k]);
+        }
+    }
+    kp_lm_sparse_destroy(lm);
+    kp_expr_graph_destroy(g);
+    free(L), free(x), free(hx), free(index), free(m.v), free(m.e);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    kp_expr_graph *g = edge_graph();
+    kp_lm_sparse *lm;
+    assert_int_equal(kp_lm_sparse_create(rt, g, KP_PRECISION_AUTO, &lm), KP_OK);
+    double L[2] = {1, 1}, x[6] = {0, 0, 0, 1, 0, 0};
+    int32_t index[12] = {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, -1};
+    kp_lm_sparse_problem pb = {
+        .struct_size = sizeof pb, .n_instances = 2, .data = L, .index = index, .n_x = 6, .x = x};
+    kp_lm_sparse_report rep = {.struct_size = sizeof rep};
+    assert_int_equal(kp_lm_sparse_solve(lm, NULL, &pb, &rep), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_solve_last_error(),
+                        "kp_lm_sparse_solve: instance 1: parameter slot 5 (bz) has index -1, "
+                        "outside [0, 6)");
+    /* Zero-length edges: the derivative of the norm is NaN there, so the start is refused. */
+    index[11] = 5;
+    x[3] = 0;
+    assert_int_equal(kp_lm_sparse_solve(lm, NULL, &pb, &rep), KP_OK);
+    assert_int_equal(rep.status, KP_LM_NONFINITE);
+    kp_lm_sparse_destroy(lm);
+    kp_expr_graph_destroy(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_generic_kernels_verify),
+        cmocka_unit_test(test_icosphere_on_device),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
