@@ -13,6 +13,7 @@
 #include "kernelport/kernelport.h"
 #include "kernelport/ops/gru.h"
 #include "kernelport/ops/optim.h"
+#include "kernelport/solve.h"
 #include "struct-size.h"
 #include "test-util.h"
 
@@ -283,6 +284,73 @@ PIN(kp_sgd_options, grad_mul, 72);
 PIN(kp_sgd_options, check_segments, 80);
 
 /* The first layouts: a caller's struct_size may stop here and no lower. */
+/* solve.h (#27) */
+/* kp_expr */
+_Static_assert(sizeof(kp_expr) == 4, "kp_expr size");
+PIN(kp_expr, id, 0);
+/* kp_expr_graph_info */
+_Static_assert(sizeof(kp_expr_graph_info) == 32, "kp_expr_graph_info size");
+PIN(kp_expr_graph_info, struct_size, 0);
+PIN(kp_expr_graph_info, n_data, 4);
+PIN(kp_expr_graph_info, n_params, 8);
+PIN(kp_expr_graph_info, n_outputs, 12);
+PIN(kp_expr_graph_info, n_nodes, 16);
+PIN(kp_expr_graph_info, key, 24);
+/* kp_lm_options */
+_Static_assert(sizeof(kp_lm_options) == 64, "kp_lm_options size");
+PIN(kp_lm_options, struct_size, 0);
+PIN(kp_lm_options, max_iterations, 4);
+PIN(kp_lm_options, gradient_tolerance, 8);
+PIN(kp_lm_options, step_tolerance, 16);
+PIN(kp_lm_options, function_tolerance, 24);
+PIN(kp_lm_options, initial_damping, 32);
+PIN(kp_lm_options, min_diagonal, 40);
+PIN(kp_lm_options, loss, 48);
+PIN(kp_lm_options, loss_scale, 56);
+/* kp_lm_batch */
+_Static_assert(sizeof(kp_lm_batch) == 88, "kp_lm_batch size");
+PIN(kp_lm_batch, struct_size, 0);
+PIN(kp_lm_batch, n_problems, 8);
+PIN(kp_lm_batch, rows, 16);
+PIN(kp_lm_batch, data, 24);
+PIN(kp_lm_batch, x, 32);
+PIN(kp_lm_batch, cost, 40);
+PIN(kp_lm_batch, iterations, 48);
+PIN(kp_lm_batch, status, 56);
+PIN(kp_lm_batch, seconds, 64);
+/* kp_lm_sparse_problem */
+_Static_assert(sizeof(kp_lm_sparse_problem) == 48, "kp_lm_sparse_problem size");
+PIN(kp_lm_sparse_problem, struct_size, 0);
+PIN(kp_lm_sparse_problem, n_instances, 8);
+PIN(kp_lm_sparse_problem, data, 16);
+PIN(kp_lm_sparse_problem, index, 24);
+PIN(kp_lm_sparse_problem, n_x, 32);
+PIN(kp_lm_sparse_problem, x, 40);
+/* kp_lm_sparse_progress */
+_Static_assert(sizeof(kp_lm_sparse_progress) == 32, "kp_lm_sparse_progress size");
+PIN(kp_lm_sparse_progress, iteration, 0);
+PIN(kp_lm_sparse_progress, cg_iterations, 4);
+PIN(kp_lm_sparse_progress, cost, 8);
+PIN(kp_lm_sparse_progress, damping, 16);
+PIN(kp_lm_sparse_progress, accepted, 24);
+/* kp_lm_sparse_options */
+_Static_assert(sizeof(kp_lm_sparse_options) == 112, "kp_lm_sparse_options size");
+PIN(kp_lm_sparse_options, struct_size, 0);
+PIN(kp_lm_sparse_options, lm, 8);
+PIN(kp_lm_sparse_options, max_cg_iterations, 72);
+PIN(kp_lm_sparse_options, cg_tolerance, 80);
+PIN(kp_lm_sparse_options, progress, 88);
+PIN(kp_lm_sparse_options, user, 96);
+PIN(kp_lm_sparse_options, block_size, 104);
+/* kp_lm_sparse_report */
+_Static_assert(sizeof(kp_lm_sparse_report) == 72, "kp_lm_sparse_report size");
+PIN(kp_lm_sparse_report, struct_size, 0);
+PIN(kp_lm_sparse_report, status, 4);
+PIN(kp_lm_sparse_report, iterations, 8);
+PIN(kp_lm_sparse_report, cg_iterations, 16);
+PIN(kp_lm_sparse_report, initial_cost, 24);
+PIN(kp_lm_sparse_report, cost, 32);
+PIN(kp_lm_sparse_report, seconds, 40);
 _Static_assert(KP__FIRST_kp_runtime_options == 60, "kp_runtime_options first layout");
 _Static_assert(KP__FIRST_kp_device_info == 1040, "kp_device_info first layout");
 _Static_assert(KP__FIRST_kp_param_info == 56, "kp_param_info first layout");
@@ -301,12 +369,14 @@ _Static_assert(KP__FIRST_kp_tuning_match == 40, "kp_tuning_match first layout");
 
 /* Every structure the public headers define, pinned above. */
 static const char *const pinned[] = {
-    "kp_runtime_options",     "kp_device_info",   "kp_tensor",        "kp_arg",
-    "kp_param_info",          "kp_kernel_info",   "kp_tuning_info",   "kp_manifest_layer",
-    "kp_graph_info",          "kp_plugin_record", "kp_verify_result", "kp_peak",
-    "kp_bench_options",       "kp_bench_result",  "kp_tune_step",     "kp_tune_options",
-    "kp_tune_result",         "kp_tuning_match",  "kp_tuned_value",   "kp_gru_rollout_args",
-    "kp_gru_rollout_metrics", "kp_adam_options",  "kp_sgd_options"};
+    "kp_runtime_options",     "kp_device_info",       "kp_tensor",          "kp_arg",
+    "kp_param_info",          "kp_kernel_info",       "kp_tuning_info",     "kp_manifest_layer",
+    "kp_graph_info",          "kp_plugin_record",     "kp_verify_result",   "kp_peak",
+    "kp_bench_options",       "kp_bench_result",      "kp_tune_step",       "kp_tune_options",
+    "kp_tune_result",         "kp_tuning_match",      "kp_tuned_value",     "kp_gru_rollout_args",
+    "kp_gru_rollout_metrics", "kp_adam_options",      "kp_sgd_options",     "kp_expr",
+    "kp_expr_graph_info",     "kp_lm_options",        "kp_lm_batch",        "kp_lm_sparse_problem",
+    "kp_lm_sparse_progress",  "kp_lm_sparse_options", "kp_lm_sparse_report"};
 
 /* Each "typedef struct NAME {" of `header` must be in `pinned`; how many it saw. */
 static int check_header(const char *header)
@@ -343,6 +413,7 @@ static void test_every_public_struct_is_pinned(void **state)
     assert_int_equal(check_header("tensor.h"), 1);
     assert_int_equal(check_header("ops/gru.h"), 2);
     assert_int_equal(check_header("ops/optim.h"), 2);
+    assert_int_equal(check_header("solve.h"), 8);
     const char *none[] = {"ops/logic.h", "ops/random.h", "ops/tc.h", "ops/tensor.h"};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         assert_int_equal(check_header(none[i]), 0);
