@@ -196,7 +196,7 @@ PIN(kp_tune_options, report, 40);
 PIN(kp_tune_options, user, 48);
 PIN(kp_tune_options, tunables, 56);
 /* kp_tune_result */
-_Static_assert(sizeof(kp_tune_result) == 1080, "kp_tune_result size");
+_Static_assert(sizeof(kp_tune_result) == 1096, "kp_tune_result size");
 PIN(kp_tune_result, struct_size, 0);
 PIN(kp_tune_result, n_values, 8);
 PIN(kp_tune_result, values, 16);
@@ -207,6 +207,8 @@ PIN(kp_tune_result, tried, 1064);
 PIN(kp_tune_result, skipped, 1068);
 PIN(kp_tune_result, rejected, 1072);
 PIN(kp_tune_result, exhaustive, 1076);
+PIN(kp_tune_result, noise, 1080);
+PIN(kp_tune_result, improved, 1088);
 /* kp_tuning_match */
 _Static_assert(sizeof(kp_tuning_match) == 40, "kp_tuning_match size");
 PIN(kp_tuning_match, struct_size, 0);
