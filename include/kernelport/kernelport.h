@@ -497,6 +497,10 @@ typedef struct kp_tuning_info {
     const char *origin;     /* "default", or the manifest entry "file:line" and its match */
     const char *allowed;    /* "1, 2, 4, 8" or "1..1024" */
     const char *notes;      /* rejected candidates with reasons, "" when none */
+    /* The `provenance:` of the manifest entry the value came from, as one line ("device: NVIDIA
+     * H200, driver: 580.159.04, date: 2026-11-21, kernelport: 0.2.0, speedup: 1.43x ..."), or ""
+     * (the default, a value set by the application, an entry without provenance). */
+    const char *provenance;
 } kp_tuning_info;
 
 /*

@@ -96,7 +96,7 @@ PIN(kp_kernel_info, source_name, 40);
 PIN(kp_kernel_info, n_params, 48);
 PIN(kp_kernel_info, n_tunables, 56);
 /* kp_tuning_info */
-_Static_assert(sizeof(kp_tuning_info) == 72, "kp_tuning_info size");
+_Static_assert(sizeof(kp_tuning_info) == 80, "kp_tuning_info size");
 PIN(kp_tuning_info, struct_size, 0);
 PIN(kp_tuning_info, name, 8);
 PIN(kp_tuning_info, doc, 16);
@@ -106,6 +106,7 @@ PIN(kp_tuning_info, value_text, 40);
 PIN(kp_tuning_info, origin, 48);
 PIN(kp_tuning_info, allowed, 56);
 PIN(kp_tuning_info, notes, 64);
+PIN(kp_tuning_info, provenance, 72);
 /* kp_manifest_layer */
 _Static_assert(sizeof(kp_manifest_layer) == 32, "kp_manifest_layer size");
 PIN(kp_manifest_layer, struct_size, 0);
