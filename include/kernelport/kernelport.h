@@ -897,12 +897,13 @@ typedef struct kp_tune_result {
     double speedup;                    /* default_s / best_s */
     uint32_t tried, skipped, rejected; /* measured; failed to build or exceeded limits; wrong */
     int exhaustive;                    /* the whole grid was searched */
-    /* The spread of the final comparison: the larger of (slowest - fastest) / median
-     * of each side's re-measured medians (0 when there was nothing to compare). */
+    /* The spread of the final comparison: the larger of (slowest - fastest) / median of each
+     * side's re-measured medians (0 when there was nothing to compare). */
     double noise;
     /* 1 when `values` beat the starting values beyond that spread (every re-measured median of
-     * `values` below every one of the starting values'): then they are worth writing. 0 when the
-     * starting values were the fastest found, or the difference was within noise. */
+     * `values` below every one of the starting values'), or the starting values could not run
+     * here: then they are worth writing. 0 when the starting values were the fastest found, or
+     * the difference was within noise. */
     int improved;
 } kp_tune_result;
 
@@ -910,9 +911,9 @@ typedef struct kp_tune_result {
  * Searches kernel `k`'s tunables on this device: the full grid when small, otherwise coordinate
  * descent from the current values plus random points within the budget. The starting values are
  * benchmarked once first and that time discarded (a cold first measurement flatters every
- * candidate after it). Every
- * candidate is first verified against the host reference on the kernel's verify sizes;
- * candidates that fail to build, exceed device limits or give wrong results are skipped. When the
+ * candidate after it). Every candidate is first verified against the host reference on the
+ * kernel's verify sizes; candidates that fail to build, exceed device limits or give wrong
+ * results are skipped. When the
  * fastest differs from the starting values, both are timed again three times each, alternating,
  * outside the budget: default_s, best_s and speedup come from those medians, and `improved` says
  * whether the difference exceeds their spread. Leaves the kernel's tuning reset (the manifest
