@@ -212,8 +212,9 @@ kp_status kp__registry_add(kp_runtime *rt, kp__plugin *plugin, const kp_kernel_d
     return KP_OK;
 }
 
-/* A program's text: the prelude (kernels/common/prelude.cl), then a #line that gives the kernel's
- * own file its own line numbers in build logs, then the kernel's source. */
+/* A program's text: the prelude (kernels/common/prelude.cl), then the kernel's source, each after a
+ * #line naming its file, so that build logs give every line its own file and number (a compiler
+ * that ignores #line counts from the start: the backend maps that back, cl-build-log.h). */
 kp_status kp__kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const char *extra,
                          uint32_t flags, kp_clkernel **out)
 {
@@ -225,7 +226,8 @@ kp_status kp__kernel_get(kp_runtime *rt, kp_kernel *k, const char *entry, const 
             return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     const char *source = k->source ? k->source : d->source;
-    const char *text[] = {kp_kernel_prelude_cl, k->line, source};
+    const char *text[] = {"#line 1 \"kernels/common/prelude.cl\"\n", kp_kernel_prelude_cl, k->line,
+                          source};
     kp__build_request req = {
         .owner = k,
         .kernel = d->name,

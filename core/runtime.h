@@ -32,6 +32,7 @@ typedef struct kp__tuning_choice {
     int64_t value;
     char *value_text;
     char *origin;
+    char *provenance; /* the winning entry's `provenance:`, "key: value, ..."; NULL: none */
     char *allowed;
     char *notes;
 } kp__tuning_choice;

@@ -278,6 +278,7 @@ void cli_json_tuning(kpj_writer *w, const kp_tuning_info *t, kp_status status, c
     else
         kpj_null(w);
     cli_json_optional(w, "origin", ok ? t->origin : NULL);
+    cli_json_optional(w, "provenance", ok ? t->provenance : NULL);
     cli_json_optional(w, "allowed", ok ? t->allowed : NULL);
     cli_json_optional(w, "notes", ok ? t->notes : NULL);
     kpj_key(w, "error");

@@ -47,6 +47,11 @@ static void print_tuning(const kp_tuning_info *t)
     }
     cli_table_cell(kv, "origin");
     cli_table_cell(kv, "%s", t->origin);
+    /* Who measured the value, where and how much it gained (kernelport tune writes it). */
+    if (t->provenance && t->provenance[0]) {
+        cli_table_cell(kv, "provenance");
+        cli_table_cell(kv, "%s", t->provenance);
+    }
     cli_table_cell(kv, "allowed");
     cli_table_cell(kv, "%s", t->allowed);
     cli_table_cell(kv, "default");
@@ -143,7 +148,8 @@ const cli_command cli_cmd_explain = {
     .usage = "KERNEL",
     .details = "The implementation a launch takes here, when the kernel says (path). For\n"
                "each tunable: the value used, its origin (the built-in default, or the\n"
-               "manifest entry file:line and its match), the allowed values, the default, and\n"
+               "manifest entry file:line and its match) and that entry's provenance, the\n"
+               "allowed values, the default, and\n"
                "the candidates rejected on the way with the reason (not allowed, larger than the\n"
                "device or the compiled kernel can run).",
     .min_args = 1,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cl-build-log.h"
 #include "cl-internal.h"
 #include "cl-ptx.h"
 #include "sha256.h"
@@ -56,15 +57,21 @@ static void program_key(const kp__backend *b, const kp__build_request *req, cons
     kp__sha256_final(&h, key);
 }
 
-static char *build_log(cl_program p, cl_device_id d)
+/* The program's build log with its locations named by the request's files (cl-build-log.h). */
+static char *build_log(cl_program p, cl_device_id d, const kp__build_request *req)
 {
     size_t n = 0;
     if (clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS)
         return kp__strdup("(no build log)");
     char *log = calloc(1, n + 1);
-    if (log)
-        clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, n, log, NULL);
-    return log;
+    if (!log)
+        return NULL;
+    clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+    char *mapped = kp__build_log_map(log, req->text, req->n_text);
+    if (!mapped)
+        return log;
+    free(log);
+    return mapped;
 }
 
 /*
@@ -114,7 +121,7 @@ static void store_binary(kp__backend *b, cl_program p, const uint8_t key[32])
 static kp_status build_failed(kp__backend *b, const kp__build_request *req, cl_program p,
                               cl_int err, const char *what, const char *options)
 {
-    char *log = build_log(p, b->device);
+    char *log = build_log(p, b->device, req);
     const kp_device_info *d = &b->info;
     kp_status st = kp__sink_fail(
         &b->sink, err == CL_BUILD_PROGRAM_FAILURE ? KP_ERR_BUILD : KP_ERR_CL,
@@ -167,6 +174,20 @@ static kp_status rebuild_sm90a(kp__backend *b, const kp__build_request *req, con
     return KP_OK;
 }
 
+/* A compiler may print a bare "N warnings generated." on stderr (PoCL's does); the warnings
+ * themselves are in the log, shown here with the kernel and its file for KP_LOG=info. */
+static void built_with_messages(kp__backend *b, const kp__build_request *req, cl_program p)
+{
+    char *log = build_log(p, b->device, req);
+    size_t n = log ? strlen(log) : 0;
+    while (n && strchr(" \t\r\n", log[n - 1]))
+        log[--n] = '\0';
+    if (n)
+        kp__sink_log(&b->sink, KP_LOG_INFO, "kernel %s: %s built with compiler messages:\n%s",
+                     req->kernel, req->source_name ? req->source_name : "its source", log);
+    free(log);
+}
+
 static kp_status from_source(kp__backend *b, const kp__build_request *req, const char *options,
                              int sm90a, cl_program *out)
 {
@@ -181,6 +202,7 @@ static kp_status from_source(kp__backend *b, const kp__build_request *req, const
         clReleaseProgram(p);
         return st;
     }
+    built_with_messages(b, req, p);
     if (sm90a) {
         kp_status st = rebuild_sm90a(b, req, options, &p);
         if (st != KP_OK)

@@ -134,6 +134,56 @@ static void descent(search *s, int64_t *best)
     }
 }
 
+static double median3(double *v)
+{
+    double lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
+    return v[2] < lo ? lo : v[2] > hi ? hi : v[2];
+}
+
+static void range_of(const double *v, size_t n, double *lo, double *hi)
+{
+    *lo = *hi = v[0];
+    for (size_t i = 1; i < n; i++) {
+        *lo = v[i] < *lo ? v[i] : *lo;
+        *hi = v[i] > *hi ? v[i] : *hi;
+    }
+}
+
+/* The search measured each point once, the start first; the final word is a fair comparison:
+ * both timed again, alternating (start-best, best-start, ...) so that drift such as a device
+ * warming up or another process favours neither, and a difference counts only beyond the spread
+ * of those times. */
+static void compare(search *s, const int64_t *start, kp__tune_time_fn time)
+{
+    kp_tune_result *r = s->r;
+    size_t n = s->space->n;
+    int moved = memcmp(r->values, start, n * sizeof *start) != 0;
+    r->improved = moved;
+    /* A start that could not be measured (it exceeds a limit here) loses to anything that runs. */
+    if (!moved || !time || r->default_s <= 0)
+        return;
+    double a[KP__TUNE_ROUNDS], b[KP__TUNE_ROUNDS];
+    for (int i = 0; i < KP__TUNE_ROUNDS; i++) {
+        int start_first = i % 2 == 0;
+        if (time(s->user, start_first ? start : r->values, start_first ? &a[i] : &b[i]) != 0 ||
+            time(s->user, start_first ? r->values : start, start_first ? &b[i] : &a[i]) != 0) {
+            /* Without a comparison the search's own times stand, and nothing is claimed. */
+            r->improved = 0;
+            return;
+        }
+    }
+    _Static_assert(KP__TUNE_ROUNDS == 3, "median3");
+    double a_lo, a_hi, b_lo, b_hi;
+    range_of(a, KP__TUNE_ROUNDS, &a_lo, &a_hi);
+    range_of(b, KP__TUNE_ROUNDS, &b_lo, &b_hi);
+    r->default_s = median3(a);
+    r->best_s = median3(b);
+    double na = r->default_s > 0 ? (a_hi - a_lo) / r->default_s : 0,
+           nb = r->best_s > 0 ? (b_hi - b_lo) / r->best_s : 0;
+    r->noise = na > nb ? na : nb;
+    r->improved = b_hi < a_lo;
+}
+
 static uint64_t next_random(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
@@ -142,8 +192,8 @@ static uint64_t next_random(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-kp_status kp__tune_search(const kp__tune_space *space, kp__tune_eval_fn eval, void *user,
-                          double budget_seconds, uint32_t grid_limit, uint64_t seed,
+kp_status kp__tune_search(const kp__tune_space *space, kp__tune_eval_fn eval, kp__tune_time_fn time,
+                          void *user, double budget_seconds, uint32_t grid_limit, uint64_t seed,
                           void (*report)(void *user, const int64_t *values, double seconds,
                                          const char *outcome),
                           kp_tune_result *result)
@@ -185,6 +235,8 @@ kp_status kp__tune_search(const kp__tune_space *space, kp__tune_eval_fn eval, vo
             st = KP_ERR_INTERNAL;
         else if (!s.have_best)
             st = KP_ERR_NOT_FOUND;
+        else
+            compare(&s, space->start, time);
     }
     if (s.have_best && result->best_s > 0 && result->default_s > 0)
         result->speedup = result->default_s / result->best_s;

@@ -183,21 +183,46 @@ static int device_alive(kp_runtime *rt)
     return ok;
 }
 
-static kp__tune_outcome eval(void *user, const int64_t *values, double *seconds, char **why)
+/* Makes `values` the kernel's tuning and resolves it; *allowed is 0 when the runtime refused
+ * one of them (the error is then that refusal's). */
+static kp_status set_values(tune_ctx *c, const int64_t *values, int *allowed)
 {
-    tune_ctx *c = user;
     const kp_kernel_desc *d = c->k->desc;
     kp_status st = KP_OK;
     kp_kernel_tuning_reset(c->rt, c->k);
     for (uint32_t i = 0; i < d->n_tunables && st == KP_OK; i++)
         st = kp_kernel_tunable_set(c->rt, c->k, d->tunables[i].name, values[i]);
-    if (st != KP_OK) {
-        *why = kp__asprintf("not allowed here: %s", kp_last_error(c->rt));
-        return KP__TUNE_SKIPPED;
-    }
+    *allowed = st == KP_OK;
+    if (st != KP_OK)
+        return st;
     pthread_mutex_lock(&c->rt->lock);
     st = kp__tuning_resolve(c->rt, c->k);
     pthread_mutex_unlock(&c->rt->lock);
+    return st;
+}
+
+static int time_point(void *user, const int64_t *values, double *seconds)
+{
+    tune_ctx *c = user;
+    kp_bench_result r = {.struct_size = sizeof r};
+    int allowed;
+    if (set_values(c, values, &allowed) != KP_OK ||
+        kp_kernel_bench(c->rt, c->k, c->size, &c->bench, &r) != KP_OK)
+        return -1;
+    *seconds = r.median_s;
+    return 0;
+}
+
+static kp__tune_outcome eval(void *user, const int64_t *values, double *seconds, char **why)
+{
+    tune_ctx *c = user;
+    const kp_kernel_desc *d = c->k->desc;
+    int allowed;
+    kp_status st = set_values(c, values, &allowed);
+    if (!allowed) {
+        *why = kp__asprintf("not allowed here: %s", kp_last_error(c->rt));
+        return KP__TUNE_SKIPPED;
+    }
     /* Correctness first: a fast wrong answer is never a candidate. */
     if (st == KP_OK)
         st = kp_kernel_verify(c->rt, c->k, NULL, c->bench.seed, NULL, NULL);
@@ -328,8 +353,14 @@ kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *op
                 "kernel %s: the starting values do not run at size %s (%s); "
                 "candidates are checked on the verify sizes only",
                 d->name, size, kp_last_error(rt));
+    /* Warm-up: the first benchmark of a process runs cold (caches, clocks, a driver's threads
+     * starting), and the starting values are measured first. */
+    double discarded;
+    if (c.have_golden)
+        time_point(&c, space.start, &discarded);
     kp_tune_result r;
-    st = kp__tune_search(&space, eval, &c, o.budget_seconds, o.grid_limit, bench.seed, forward, &r);
+    st = kp__tune_search(&space, eval, time_point, &c, o.budget_seconds, o.grid_limit, bench.seed,
+                         forward, &r);
     KP__OUT_WRITE(kp_tune_result, out, &r);
     outputs_free(&c.golden);
     free(storage);

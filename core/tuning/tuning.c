@@ -78,6 +78,16 @@ static char *describe_match(const kp__tuning_entry *e)
     return s;
 }
 
+/* An entry's `provenance:` as one line ("device: NVIDIA H200, date: 2026-11-21, ..."), NULL when
+ * it has none. */
+static char *describe_provenance(const kp__tuning_entry *e)
+{
+    char *s = NULL;
+    for (size_t i = 0; i < e->n_prov; i++)
+        kp__append(&s, "%s%s: %s", i ? ", " : "", e->prov_keys[i], e->prov_values[i]);
+    return s;
+}
+
 /* The integer a manifest value stands for, or a reason it stands for none. */
 static int value_of(const kp_tunable_desc *t, const kp__tuning_value *v, int64_t *out, char **why)
 {
@@ -205,8 +215,10 @@ static void choose(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
         qsort(cand, n, sizeof *cand, by_priority);
     free(c->value_text);
     free(c->origin);
+    free(c->provenance);
     free(c->notes);
     c->notes = NULL;
+    c->provenance = NULL;
     c->value = t->default_value;
     c->value_text = kp__strdup("");
     c->origin = kp__strdup("default");
@@ -230,6 +242,7 @@ static void choose(kp_runtime *rt, kp_kernel *k, uint32_t ti, size_t max_wg)
             c->value_text = kp__strdup(cand[i].value->text);
             free(c->origin);
             c->origin = describe_match(cand[i].entry);
+            c->provenance = describe_provenance(cand[i].entry);
             break;
         }
         /* The first pass has logged the manifest's own mistakes; a re-check after the build
@@ -376,6 +389,7 @@ void kp__tuning_free(kp_kernel *k)
     for (uint32_t i = 0; k->choices && i < k->desc->n_tunables; i++) {
         free(k->choices[i].value_text);
         free(k->choices[i].origin);
+        free(k->choices[i].provenance);
         free(k->choices[i].allowed);
         free(k->choices[i].notes);
     }
@@ -417,6 +431,8 @@ kp_status kp_kernel_tunable_set(kp_runtime *rt, kp_kernel *k, const char *name, 
         c->value_text = kp__strdup(t->choices ? t->choices[value] : "");
         free(c->origin);
         c->origin = kp__strdup("set by the application");
+        free(c->provenance);
+        c->provenance = NULL;
         free(c->notes);
         c->notes = NULL;
         resolve_auto(rt, k, i);
@@ -459,7 +475,8 @@ kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning
                            .value_text = "",
                            .origin = "",
                            .allowed = "",
-                           .notes = ""};
+                           .notes = "",
+                           .provenance = ""};
     if (k->choices) {
         const kp__tuning_choice *c = &k->choices[index];
         info.value = c->value;
@@ -467,6 +484,7 @@ kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning
         info.origin = c->origin ? c->origin : "default";
         info.allowed = c->allowed ? c->allowed : "";
         info.notes = c->notes ? c->notes : "";
+        info.provenance = c->provenance ? c->provenance : "";
     }
     KP__OUT_WRITE(kp_tuning_info, out, &info);
     return st;

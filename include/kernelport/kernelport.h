@@ -497,6 +497,10 @@ typedef struct kp_tuning_info {
     const char *origin;     /* "default", or the manifest entry "file:line" and its match */
     const char *allowed;    /* "1, 2, 4, 8" or "1..1024" */
     const char *notes;      /* rejected candidates with reasons, "" when none */
+    /* The `provenance:` of the manifest entry the value came from, as one line ("device: NVIDIA
+     * H200, driver: 580.159.04, date: 2026-11-21, kernelport: 0.2.0, speedup: 1.43x ..."), or ""
+     * (the default, a value set by the application, an entry without provenance). */
+    const char *provenance;
 } kp_tuning_info;
 
 /*
@@ -893,15 +897,28 @@ typedef struct kp_tune_result {
     double speedup;                    /* default_s / best_s */
     uint32_t tried, skipped, rejected; /* measured; failed to build or exceeded limits; wrong */
     int exhaustive;                    /* the whole grid was searched */
+    /* The spread of the final comparison: the larger of (slowest - fastest) / median of each
+     * side's re-measured medians (0 when there was nothing to compare). */
+    double noise;
+    /* 1 when `values` beat the starting values beyond that spread (every re-measured median of
+     * `values` below every one of the starting values'), or the starting values could not run
+     * here: then they are worth writing. 0 when the starting values were the fastest found, or
+     * the difference was within noise. */
+    int improved;
 } kp_tune_result;
 
 /*
  * Searches kernel `k`'s tunables on this device: the full grid when small, otherwise coordinate
- * descent from the current values plus random points within the budget. Every candidate is
- * first verified against the host reference on the kernel's verify sizes; candidates that fail to
- * build, exceed device limits or give wrong results are skipped. Leaves the kernel's tuning reset
- * (the manifest decides again); the result says what to write. Errors: KP_ERR_UNSUPPORTED (no
- * tunables or no sample), KP_ERR_VERIFY (not even the starting values verify).
+ * descent from the current values plus random points within the budget. The starting values are
+ * benchmarked once first and that time discarded (a cold first measurement flatters every
+ * candidate after it). Every candidate is first verified against the host reference on the
+ * kernel's verify sizes; candidates that fail to build, exceed device limits or give wrong
+ * results are skipped. When the
+ * fastest differs from the starting values, both are timed again three times each, alternating,
+ * outside the budget: default_s, best_s and speedup come from those medians, and `improved` says
+ * whether the difference exceeds their spread. Leaves the kernel's tuning reset (the manifest
+ * decides again); the result says what to write. Errors: KP_ERR_UNSUPPORTED (no tunables or no
+ * sample), KP_ERR_VERIFY (not even the starting values verify).
  */
 KP_API kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *opt,
                                 kp_tune_result *out);

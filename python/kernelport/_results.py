@@ -44,6 +44,7 @@ class Tunable:
     origin: str
     allowed: str
     notes: str
+    provenance: str  # the manifest entry's provenance, "" when none
 
 
 @dataclass(frozen=True)

@@ -220,11 +220,11 @@ static PyObject *kernel_tuning(kpy_kernel *self, PyObject *unused)
             st != KP_OK
                 ? kpy_fail(st, rt)
                 : kpy_result("Tunable",
-                             Py_BuildValue("{s:s,s:s,s:L,s:L,s:s,s:s,s:s,s:s}", "name", t.name,
+                             Py_BuildValue("{s:s,s:s,s:L,s:L,s:s,s:s,s:s,s:s,s:s}", "name", t.name,
                                            "doc", t.doc, "value", (long long)t.value, "default",
                                            (long long)t.default_value, "value_text", t.value_text,
                                            "origin", t.origin, "allowed", t.allowed, "notes",
-                                           t.notes));
+                                           t.notes, "provenance", t.provenance));
         if (!item)
             Py_CLEAR(list);
         else

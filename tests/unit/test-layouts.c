@@ -97,7 +97,7 @@ PIN(kp_kernel_info, source_name, 40);
 PIN(kp_kernel_info, n_params, 48);
 PIN(kp_kernel_info, n_tunables, 56);
 /* kp_tuning_info */
-_Static_assert(sizeof(kp_tuning_info) == 72, "kp_tuning_info size");
+_Static_assert(sizeof(kp_tuning_info) == 80, "kp_tuning_info size");
 PIN(kp_tuning_info, struct_size, 0);
 PIN(kp_tuning_info, name, 8);
 PIN(kp_tuning_info, doc, 16);
@@ -107,6 +107,7 @@ PIN(kp_tuning_info, value_text, 40);
 PIN(kp_tuning_info, origin, 48);
 PIN(kp_tuning_info, allowed, 56);
 PIN(kp_tuning_info, notes, 64);
+PIN(kp_tuning_info, provenance, 72);
 /* kp_manifest_layer */
 _Static_assert(sizeof(kp_manifest_layer) == 32, "kp_manifest_layer size");
 PIN(kp_manifest_layer, struct_size, 0);
@@ -197,7 +198,7 @@ PIN(kp_tune_options, report, 40);
 PIN(kp_tune_options, user, 48);
 PIN(kp_tune_options, tunables, 56);
 /* kp_tune_result */
-_Static_assert(sizeof(kp_tune_result) == 1080, "kp_tune_result size");
+_Static_assert(sizeof(kp_tune_result) == 1096, "kp_tune_result size");
 PIN(kp_tune_result, struct_size, 0);
 PIN(kp_tune_result, n_values, 8);
 PIN(kp_tune_result, values, 16);
@@ -208,6 +209,8 @@ PIN(kp_tune_result, tried, 1064);
 PIN(kp_tune_result, skipped, 1068);
 PIN(kp_tune_result, rejected, 1072);
 PIN(kp_tune_result, exhaustive, 1076);
+PIN(kp_tune_result, noise, 1080);
+PIN(kp_tune_result, improved, 1088);
 /* kp_tuning_match */
 _Static_assert(sizeof(kp_tuning_match) == 40, "kp_tuning_match size");
 PIN(kp_tuning_match, struct_size, 0);

@@ -540,11 +540,17 @@ static void test_build_failure_leaves_runtime_usable(void **state)
                                   "(CL_BUILD_PROGRAM_FAILURE) on "));
         assert_non_null(strstr(m, "\noptions: (none)\nbuild log:\n"));
         assert_non_null(strstr(m, "undeclared_variable"));
-        /* The prelude comes first, yet the log counts the file's own lines, where the compiler
-         * honours #line with a file name as clang does (PoCL, NVIDIA; Oclgrind counts from the
-         * start of the program's text). */
-        if (dev.vendor == KP_VENDOR_POCL)
+        /* The prelude comes first, yet the log counts the file's own lines: the compiler honours
+         * #line with a file name as clang does (PoCL, NVIDIA), or the backend maps the lines a
+         * compiler counted from the start of the program's text (Oclgrind). */
+        if (dev.vendor == KP_VENDOR_POCL) {
             assert_non_null(strstr(m, "broken.cl:3:"));
+            /* A macro of the prelude is named by its own file and line, not by the driver's
+             * temporary file (PoCL's tempfile_XXXXXX.cl, #28). */
+            assert_non_null(strstr(m, "broken.cl:4:"));
+            assert_non_null(strstr(m, "kernels/common/prelude.cl:"));
+        }
+        assert_null(strstr(m, "tempfile"));
     }
     /* sm_90a PTX asked for on a device whose compiler emits none, by the build flag and by the
      * option ABI 1.1 plugins pass: unsupported, and the option never reaches PoCL's compiler
@@ -582,10 +588,41 @@ static void test_build_failure_leaves_runtime_usable(void **state)
     kp_runtime_destroy(rt);
 }
 
+/* A compiler's warnings reach the log with the kernel and its file: PoCL's own stderr line
+ * ("1 warning generated.") says no more (#28). */
+static void test_build_warnings_logged(void **state)
+{
+    const char *dirs[] = {fixture_plugin("bad-source")};
+    test_log log;
+    kp_runtime_options o = test_options(NULL, test_device(), &log);
+    o.plugin_dirs = dirs;
+    o.n_plugin_dirs = 1;
+    o.flags |= KP_RUNTIME_NO_DISK_CACHE;
+    kp_runtime *rt;
+    assert_int_equal(kp_runtime_create(&o, &rt), KP_OK);
+    kp_kernel *warns;
+    assert_int_equal(kp_kernel_find(rt, "broken.warns", &warns), KP_OK);
+    kp_buffer *b;
+    assert_int_equal(kp_buffer_create(rt, 64 * sizeof(float), &b), KP_OK);
+    kp_arg args[] = {KP_ARG_TENSOR("x", kp_tensor_1d(b, KP_F32, 64))};
+    assert_int_equal(kp_kernel_launch(rt, warns, args, 1, NULL), KP_OK);
+    assert_int_equal(kp_finish(rt), KP_OK);
+    kp_device_info dev = {.struct_size = sizeof dev};
+    assert_int_equal(kp_runtime_device(rt, &dev, NULL), KP_OK);
+    if (dev.vendor == KP_VENDOR_POCL) {
+        assert_non_null(strstr(log.text, "kernel broken.warns: warns.cl built with compiler "
+                                         "messages:\n"));
+        assert_non_null(strstr(log.text, "warns.cl:1:2: this kernel warns on purpose"));
+    }
+    kp_buffer_destroy(rt, b);
+    kp_runtime_destroy(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_entry_symbol),
+        cmocka_unit_test(test_build_warnings_logged),
         cmocka_unit_test(test_abi_major_too_new),
         cmocka_unit_test(test_init_fails_and_leaves_nothing),
         cmocka_unit_test(test_example_plugin_loads),

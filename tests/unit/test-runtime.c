@@ -414,7 +414,9 @@ static void test_tuning_manifest_entry(void **state)
                                                        "tuning:\n"
                                                        "  - match: { vendor: pocl }\n"
                                                        "    kernels:\n"
-                                                       "      example.axpy: { WG: 32 }\n");
+                                                       "      example.axpy: { WG: 32 }\n"
+                                                       "    provenance: { device: \"d\", "
+                                                       "speedup: \"1.5x\" }\n");
     test_log log;
     kp_tuning_info t = {.struct_size = sizeof t};
     kp_runtime *rt = tuning_of(m, 0, &log, &t);
@@ -424,12 +426,15 @@ static void test_tuning_manifest_entry(void **state)
     snprintf(want, sizeof want, "%s:3 match {vendor: pocl}", m);
     assert_string_equal(t.origin, want);
     assert_string_equal(t.notes, "");
-    /* The other kernel has no entry: its default. */
+    /* The entry's provenance, which manifest.md promised explain would show (#28). */
+    assert_string_equal(t.provenance, "device: d, speedup: 1.5x");
+    /* The other kernel has no entry: its default, with no provenance. */
     kp_kernel *k;
     assert_int_equal(kp_kernel_find(rt, "example.scale_rows", &k), KP_OK);
     assert_int_equal(kp_kernel_tuning(rt, k, 0, &t), KP_OK);
     assert_int_equal(t.value, 64);
     assert_string_equal(t.origin, "default");
+    assert_string_equal(t.provenance, "");
     kp_runtime_destroy(rt);
 }
 

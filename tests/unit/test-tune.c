@@ -74,7 +74,7 @@ static void test_grid_finds_the_fastest(void **state)
     kp__tune_space s = space_of(2, 8, 1); /* 64 points: the full grid */
     fake f = {.n = 2, .best = {16, 4}};
     kp_tune_result r = {.struct_size = sizeof r};
-    assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_OK);
+    assert_int_equal(kp__tune_search(&s, fake_eval, NULL, &f, 0, 64, 1, NULL, &r), KP_OK);
     assert_int_equal(r.values[0], 16);
     assert_int_equal(r.values[1], 4);
     assert_true(r.exhaustive);
@@ -89,7 +89,7 @@ static void test_build_failure_is_skipped(void **state)
     kp__tune_space s = space_of(2, 8, 1);
     fake f = {.n = 2, .best = {16, 4}, .skip = {16, 4}, .skip_on = 1};
     kp_tune_result r = {.struct_size = sizeof r};
-    assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_OK);
+    assert_int_equal(kp__tune_search(&s, fake_eval, NULL, &f, 0, 64, 1, NULL, &r), KP_OK);
     assert_int_equal(r.skipped, 1);
     assert_false(r.values[0] == 16 && r.values[1] == 4);
     assert_int_equal(r.tried, 63);
@@ -100,7 +100,7 @@ static void test_wrong_result_rejected_even_if_fastest(void **state)
     kp__tune_space s = space_of(2, 8, 1);
     fake f = {.n = 2, .best = {16, 4}, .wrong = {128, 128}, .wrong_on = 1};
     kp_tune_result r = {.struct_size = sizeof r};
-    assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_OK);
+    assert_int_equal(kp__tune_search(&s, fake_eval, NULL, &f, 0, 64, 1, NULL, &r), KP_OK);
     assert_int_equal(r.rejected, 1);
     assert_int_equal(r.values[0], 16);
     assert_int_equal(r.values[1], 4);
@@ -111,7 +111,7 @@ static void test_descent_on_a_large_space(void **state)
     kp__tune_space s = space_of(3, 8, 2); /* 512 points: more than the grid limit */
     fake f = {.n = 3, .best = {64, 1, 8}};
     kp_tune_result r = {.struct_size = sizeof r};
-    assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 7, NULL, &r), KP_OK);
+    assert_int_equal(kp__tune_search(&s, fake_eval, NULL, &f, 0, 64, 7, NULL, &r), KP_OK);
     assert_false(r.exhaustive);
     assert_int_equal(r.values[0], 64);
     assert_int_equal(r.values[1], 1);
@@ -125,7 +125,7 @@ static void test_budget_stops_the_search(void **state)
     fake f = {.n = 3, .best = {64, 1, 8}};
     kp_tune_result r = {.struct_size = sizeof r};
     /* A budget already spent after the first point still returns the start as the best. */
-    assert_int_equal(kp__tune_search(&s, fake_eval, &f, 1e-9, 64, 7, NULL, &r), KP_OK);
+    assert_int_equal(kp__tune_search(&s, fake_eval, NULL, &f, 1e-9, 64, 7, NULL, &r), KP_OK);
     assert_true(r.tried >= 1 && r.tried < 8);
     assert_int_equal(r.values[0], 2);
 }
@@ -135,7 +135,7 @@ static void test_start_rejected_is_an_error(void **state)
     kp__tune_space s = space_of(1, 8, 4);
     fake f = {.n = 1, .best = {4}, .reject_all = 1};
     kp_tune_result r = {.struct_size = sizeof r};
-    assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_ERR_VERIFY);
+    assert_int_equal(kp__tune_search(&s, fake_eval, NULL, &f, 0, 64, 1, NULL, &r), KP_ERR_VERIFY);
 }
 
 static void test_fatal_stops(void **state)
@@ -143,8 +143,72 @@ static void test_fatal_stops(void **state)
     kp__tune_space s = space_of(2, 8, 1);
     fake f = {.n = 2, .best = {16, 4}, .fatal_after = 3};
     kp_tune_result r = {.struct_size = sizeof r};
-    assert_int_equal(kp__tune_search(&s, fake_eval, &f, 0, 64, 1, NULL, &r), KP_ERR_INTERNAL);
+    assert_int_equal(kp__tune_search(&s, fake_eval, NULL, &f, 0, 64, 1, NULL, &r), KP_ERR_INTERNAL);
     assert_int_equal(f.calls, 4);
+}
+
+/* A trivial kernel: every point takes 1 s, but the first measurement of the process runs cold
+ * (1.46 s), and the starting point is measured first. Re-timed points take `again` (start) or
+ * `again_best` (any other point), cycling through `jitter`. */
+typedef struct flat {
+    int calls;
+    double again, again_best;
+    double jitter[3];
+    int timed;
+    int64_t order[8]; /* the first value of each point re-timed, in order */
+} flat;
+
+static kp__tune_outcome cold_first(void *user, const int64_t *v, double *seconds, char **why)
+{
+    flat *f = user;
+    *seconds = f->calls++ == 0 ? 1.46 : 1.0;
+    return KP__TUNE_MEASURED;
+}
+
+static int flat_time(void *user, const int64_t *v, double *seconds)
+{
+    flat *f = user;
+    if (f->timed < 8)
+        f->order[f->timed] = v[0];
+    *seconds = (v[0] == 1 ? f->again : f->again_best) * f->jitter[(f->timed++ / 2) % 3];
+    return 0;
+}
+
+static void test_cold_start_is_not_a_speedup(void **state)
+{
+    kp__tune_space s = space_of(1, 8, 1);
+    flat f = {.again = 1.0, .again_best = 1.0, .jitter = {1.0, 1.02, 0.99}};
+    kp_tune_result r = {.struct_size = sizeof r};
+    assert_int_equal(kp__tune_search(&s, cold_first, flat_time, &f, 0, 64, 1, NULL, &r), KP_OK);
+    /* The search saw 1.46x; timed again alternately, the two are the same within 3%. */
+    assert_int_not_equal(r.values[0], 1);
+    assert_false(r.improved);
+    assert_true(r.speedup > 0.97 && r.speedup < 1.03);
+    assert_true(r.noise > 0.02 && r.noise < 0.04);
+    assert_int_equal(f.timed, 2 * KP__TUNE_ROUNDS);
+    /* Alternating: start, best; best, start; start, best. */
+    const int64_t b = r.values[0];
+    const int64_t want[] = {1, b, b, 1, 1, b};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(f.order[i], want[i]);
+}
+
+static void test_speedup_beyond_the_spread_is_improved(void **state)
+{
+    kp__tune_space s = space_of(1, 8, 1);
+    flat f = {.again = 1.5, .again_best = 1.0, .jitter = {1.0, 1.05, 0.95}};
+    kp_tune_result r = {.struct_size = sizeof r};
+    assert_int_equal(kp__tune_search(&s, cold_first, flat_time, &f, 0, 64, 1, NULL, &r), KP_OK);
+    assert_true(r.improved);
+    assert_float_equal(r.default_s, 1.5, 1e-12);
+    assert_float_equal(r.best_s, 1.0, 1e-12);
+    assert_float_equal(r.speedup, 1.5, 1e-12);
+    /* The start still fastest: nothing to compare, nothing improved. */
+    fake g = {.n = 1, .best = {1}};
+    assert_int_equal(kp__tune_search(&s, fake_eval, NULL, &g, 0, 64, 1, NULL, &r), KP_OK);
+    assert_int_equal(r.values[0], 1);
+    assert_false(r.improved);
+    assert_float_equal(r.speedup, 1.0, 1e-12);
 }
 
 static void count_steps(void *user, const kp_tune_step *step)
@@ -292,6 +356,8 @@ int main(void)
         cmocka_unit_test(test_budget_stops_the_search),
         cmocka_unit_test(test_start_rejected_is_an_error),
         cmocka_unit_test(test_fatal_stops),
+        cmocka_unit_test(test_cold_start_is_not_a_speedup),
+        cmocka_unit_test(test_speedup_beyond_the_spread_is_improved),
         cmocka_unit_test(test_kernel_tune_on_the_host_device),
         cmocka_unit_test(test_wrong_only_at_the_timing_size_is_rejected),
         cmocka_unit_test(test_tunable_up_to_int64_max),

@@ -1608,12 +1608,13 @@ pub struct kp_tuning_info {
     pub origin: *const ::std::os::raw::c_char,
     pub allowed: *const ::std::os::raw::c_char,
     pub notes: *const ::std::os::raw::c_char,
+    pub provenance: *const ::std::os::raw::c_char,
 }
 #[test]
 fn bindgen_test_layout_kp_tuning_info() {
     assert_eq!(
         ::std::mem::size_of::<kp_tuning_info>(),
-        72usize,
+        80usize,
         concat!("Size of: ", stringify!(kp_tuning_info))
     );
     assert_eq!(
@@ -1774,6 +1775,23 @@ fn bindgen_test_layout_kp_tuning_info() {
         );
     }
     test_field_notes();
+    fn test_field_provenance() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_tuning_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).provenance) as usize - ptr as usize
+            },
+            72usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_tuning_info),
+                "::",
+                stringify!(provenance)
+            )
+        );
+    }
+    test_field_provenance();
 }
 extern "C" {
     pub fn kp_kernel_tuning(
@@ -3458,12 +3476,14 @@ pub struct kp_tune_result {
     pub skipped: u32,
     pub rejected: u32,
     pub exhaustive: ::std::os::raw::c_int,
+    pub noise: f64,
+    pub improved: ::std::os::raw::c_int,
 }
 #[test]
 fn bindgen_test_layout_kp_tune_result() {
     assert_eq!(
         ::std::mem::size_of::<kp_tune_result>(),
-        1080usize,
+        1096usize,
         concat!("Size of: ", stringify!(kp_tune_result))
     );
     assert_eq!(
@@ -3641,6 +3661,40 @@ fn bindgen_test_layout_kp_tune_result() {
         );
     }
     test_field_exhaustive();
+    fn test_field_noise() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_tune_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).noise) as usize - ptr as usize
+            },
+            1080usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_tune_result),
+                "::",
+                stringify!(noise)
+            )
+        );
+    }
+    test_field_noise();
+    fn test_field_improved() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_tune_result>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).improved) as usize - ptr as usize
+            },
+            1088usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_tune_result),
+                "::",
+                stringify!(improved)
+            )
+        );
+    }
+    test_field_improved();
 }
 extern "C" {
     pub fn kp_kernel_tune(

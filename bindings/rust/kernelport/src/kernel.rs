@@ -100,6 +100,7 @@ impl<'rt> Kernel<'rt> {
                         origin: raw::string(t.origin),
                         allowed: raw::string(t.allowed),
                         notes: raw::string(t.notes),
+                        provenance: raw::string(t.provenance),
                     }
                 })
             })
@@ -283,6 +284,8 @@ pub struct TuningInfo {
     pub allowed: String,
     /// Rejected candidates with reasons, "" when none.
     pub notes: String,
+    /// The `provenance:` of the manifest entry the value came from, "" when none.
+    pub provenance: String,
 }
 
 #[derive(Clone, Copy)]
