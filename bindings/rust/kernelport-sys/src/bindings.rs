@@ -869,7 +869,8 @@ pub const KP_I32: kp_dtype = 3;
 pub const KP_U32: kp_dtype = 4;
 pub const KP_U8: kp_dtype = 5;
 pub const KP_BF16: kp_dtype = 6;
-pub const KP_DTYPE_COUNT: kp_dtype = 7;
+pub const KP_F64: kp_dtype = 7;
+pub const KP_DTYPE_COUNT: kp_dtype = 8;
 pub type kp_dtype = ::std::os::raw::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
