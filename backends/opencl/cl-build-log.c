@@ -141,10 +141,14 @@ char *kp__build_log_map(const char *log, const char *const *text, uint32_t n_tex
     size_t o = 0;
     const char *p = log;
     while (*p) {
-        /* A location is FILE:LINE:COL with FILE a maximal run of file characters. */
+        /* A location is FILE:LINE:COL with FILE a maximal run of file characters, or NVIDIA's
+         * name for the program text, "<kernel>" (its compiler ignores #line too). */
         const char *file = p;
-        while (file_char(*p))
-            p++;
+        if (strncmp(p, "<kernel>:", 9) == 0)
+            p += 8;
+        else
+            while (file_char(*p))
+                p++;
         size_t len = (size_t)(p - file);
         unsigned long line = 0, col = 0;
         int digits_line = 0, digits_col = 0;

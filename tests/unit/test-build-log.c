@@ -39,6 +39,19 @@ static void test_counted_from_the_start(void **state)
     free(out);
 }
 
+/* NVIDIA's OpenCL calls the program "<kernel>" and ignores #line (the H200's log, 2026-11-26). */
+static void test_nvidia_program_name(void **state)
+{
+    (void)state;
+    char *out = mapped("<kernel>:9:53: error: use of undeclared identifier 'undeclared'\n"
+                       "<kernel>:3:25: note: expanded from macro 'kp_stride'\n"
+                       "<scratch space>:34:1: note: expanded from here\n");
+    assert_string_equal(out, "example.cl:3:53: error: use of undeclared identifier 'undeclared'\n"
+                             "kernels/common/prelude.cl:2:25: note: expanded from macro "
+                             "'kp_stride'\n<scratch space>:34:1: note: expanded from here\n");
+    free(out);
+}
+
 static void test_driver_temp_file_in_a_spelling(void **state)
 {
     (void)state;
@@ -81,6 +94,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counted_from_the_start),
+        cmocka_unit_test(test_nvidia_program_name),
         cmocka_unit_test(test_driver_temp_file_in_a_spelling),
         cmocka_unit_test(test_named_locations_and_other_text_kept),
         cmocka_unit_test(test_line_split_across_texts),
