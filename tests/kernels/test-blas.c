@@ -648,8 +648,8 @@ static void axpy(kp_runtime *r, kp_buffer *x, kp_buffer *y, int64_t n, double al
 
 /* The GEMM keeps the queue's order, whichever route runs it: a kernel writes A and B (one
  * buffer), the GEMM reads them and writes C, a kernel reads C, with no wait between; then the
- * same for GEMV. A GEMM run ahead of its writer would read zeros, one run behind its reader
- * would leave zeros in D. */
+ * same for a batched GEMM and for GEMV. A GEMM run ahead of its writer would read zeros, one run
+ * behind its reader would leave zeros in D. */
 static void test_queue_order(void **state)
 {
     const int64_t m = 96, n = 80, k = 72;
@@ -675,6 +675,27 @@ static void test_queue_order(void **state)
     expect_matrix(got, want, nc, &mc, 1e-5 * (double)(k + 1), "kernel, GEMM, kernel");
     free(got);
 
+    /* The same through blas.gemm_batched: two batches of one A and one B (batch stride 0) from
+     * a buffer a kernel writes, into C2 [2, m, n], read by a kernel. */
+    float *zeros2 = calloc(2 * nc, sizeof *zeros2);
+    assert_non_null(zeros2);
+    kp_buffer *ab3 = upload(rt, zeros, nab), *c2 = upload(rt, zeros2, 2 * nc),
+              *d2 = upload(rt, zeros2, 2 * nc);
+    axpy(rt, x, ab3, (int64_t)nab, 1.0);
+    kp_tensor a3 = kp_tensor_3d(ab3, KP_F32, 2, m, k), b3 = kp_tensor_3d(ab3, KP_F32, 2, k, n);
+    a3.strides[0] = b3.strides[0] = 0;
+    b3.offset = m * k;
+    kp_arg bargs[] = {KP_ARG_TENSOR("A", a3), KP_ARG_TENSOR("B", b3),
+                      KP_ARG_TENSOR("C", kp_tensor_3d(c2, KP_F32, 2, m, n))};
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "blas.gemm_batched"), bargs, 3, NULL), KP_OK);
+    axpy(rt, c2, d2, (int64_t)(2 * nc), 2.0);
+    got = download(rt, d2, 2 * nc);
+    for (int i = 0; i < 2; i++)
+        expect_matrix(got + (size_t)i * nc, want, nc, &mc, 1e-5 * (double)(k + 1),
+                      "kernel, batched GEMM, kernel");
+    free(got);
+    free(zeros2);
+
     /* GEMV: y = A x with x the first n elements of the first row of the written A. */
     float *yw = calloc((size_t)m, sizeof *yw);
     assert_non_null(yw);
@@ -696,7 +717,7 @@ static void test_queue_order(void **state)
     got = download(rt, dy, (size_t)m);
     mat my = row_major(m, 1);
     expect_matrix(got, yw, (size_t)m, &my, 1e-5 * (double)(k + 1), "kernel, GEMV, kernel");
-    destroy_all(rt, x, ab, c, d, ab2, y, dy, NULL);
+    destroy_all(rt, x, ab, c, d, ab2, y, dy, ab3, c2, d2, NULL);
     free_all(src, zeros, want, yw, got, NULL);
 }
 
