@@ -2,13 +2,13 @@
 /*
  * bench-cpu-routes: on a CPU device, the choices between a kernel's own GEMM and blas.gemm's
  * host-blas route (OpenBLAS as a native kernel in the queue), each against the OpenBLAS host path
- * of the same math, interleaved in one process: conv.conv2d with GEMM tiled and blas on the four
- * bench-conv shapes, gru.step and gru.sequence with BATCH_GEMM at its default and at 1, and
- * blas.gemm at bench-blas's sizes against cblas_sgemm. Every figure is wall time per call of a
- * burst of back-to-back calls (each launch then kp_finish), so that the device and the host path
- * are timed alike; bursts of each variant alternate over rounds, after a pause that lets
- * OpenBLAS's threads stop spinning, and the median burst counts. Results are checked against the
- * host path's before any timing.
+ * of the same math, interleaved in one process: conv.conv2d with GEMM tiled and blas (COL_MAX_MB
+ * 256 and 8) on the four bench-conv shapes, gru.step and gru.sequence with BATCH_GEMM at its
+ * default and at 1, and blas.gemm at bench-blas's sizes against cblas_sgemm. Every figure is wall
+ * time per call of a burst of back-to-back calls (each launch then kp_finish), so that the device
+ * and the host path are timed alike; bursts of each variant alternate over rounds, after a pause
+ * that lets OpenBLAS's threads stop spinning, and the median burst counts. Results are checked
+ * against the host path's before any timing.
  */
 #include <math.h>
 #include <stdint.h>
@@ -23,13 +23,16 @@
 #include <cblas.h>
 #endif
 
-enum { MAX_VARIANTS = 3, MAX_ROUNDS = 15 };
+enum { MAX_VARIANTS = 4, MAX_ROUNDS = 15 };
 
-/* One tuning of a kernel a case compares: tunable `name` set to `value` (NULL: none). */
+/* One tuning of a kernel a case compares: tunable `name` set to `value` and `name2` to `value2`
+ * (NULL: none). */
 typedef struct variant {
     const char *label; /* "GEMM=blas" */
     const char *name;
     int64_t value;
+    const char *name2;
+    int64_t value2;
 } variant;
 
 /* A case: its kernel launch, the host path, and a check of the device's result. */
@@ -65,9 +68,11 @@ static kp_status launch(kpb *b, bcase *c)
 
 static kp_status apply(kpb *b, bcase *c, int v)
 {
-    if (!c->v[v].name)
-        return KP_OK;
-    return kp_kernel_tunable_set(b->rt, c->k, c->v[v].name, c->v[v].value);
+    const variant *x = &c->v[v];
+    kp_status st = x->name ? kp_kernel_tunable_set(b->rt, c->k, x->name, x->value) : KP_OK;
+    if (st == KP_OK && x->name2)
+        st = kp_kernel_tunable_set(b->rt, c->k, x->name2, x->value2);
+    return st;
 }
 
 /* Seconds per call of a burst of `reps` calls of variant v (v == n_variants: the host path). */
@@ -253,8 +258,11 @@ static int bench_conv(kpb *b, const int64_t s[9])
     kp_buffer *dx = upload(b, p.x, nx), *dw = upload(b, p.w, nw);
     p.dy = upload(b, NULL, ny);
     bcase c = {.kernel = "conv.conv2d",
-               .v = {{"GEMM=tiled", "GEMM", 2}, {"GEMM=blas", "GEMM", 1}},
-               .n_variants = 2,
+               .v = {{"GEMM=tiled", "GEMM", 2, "COL_MAX_MB", 256},
+                     {"GEMM=blas", "GEMM", 1, "COL_MAX_MB", 256},
+                     {"GEMM=tiled COL_MAX_MB=8", "GEMM", 2, "COL_MAX_MB", 8},
+                     {"GEMM=blas COL_MAX_MB=8", "GEMM", 1, "COL_MAX_MB", 8}},
+               .n_variants = 4,
                .host = host_conv,
                .user = &p,
                .flops = 2.0 * (double)ny * (double)p.R,
@@ -357,13 +365,14 @@ static int bench_gru(kpb *b, int T, int B, int ni, int H, int sequence)
                       upload(b, p.x, (size_t)T * B * ni),
                       upload(b, p.h0, (size_t)B * H)};
     p.d_out = upload(b, NULL, (size_t)T * B * H);
-    bcase c = {.kernel = sequence ? "gru.sequence" : "gru.step",
-               .v = {{"BATCH_GEMM=default", NULL, 0}, {"BATCH_GEMM=1", "BATCH_GEMM", 1}},
-               .n_variants = 2,
-               .host = host_gru,
-               .user = &p,
-               .flops = 2.0 * (double)T * B * G * (ni + H),
-               .error = gru_error};
+    bcase c = {
+        .kernel = sequence ? "gru.sequence" : "gru.step",
+        .v = {{"BATCH_GEMM=default", NULL, 0, NULL, 0}, {"BATCH_GEMM=1", "BATCH_GEMM", 1, NULL, 0}},
+        .n_variants = 2,
+        .host = host_gru,
+        .user = &p,
+        .flops = 2.0 * (double)T * B * G * (ni + H),
+        .error = gru_error};
     snprintf(c.name, sizeof c.name, "%sT%d B%d I%d H%d", sequence ? "" : "step ", T, B, ni, H);
     int ok = p.d_out != NULL;
     for (size_t i = 0; i < 6; i++)
@@ -390,7 +399,7 @@ static int bench_gru(kpb *b, int T, int B, int ni, int H, int sequence)
             for (size_t i = 0; kp_kernel_tuning(b->rt, kk, i, &ti) == KP_OK; i++)
                 if (strcmp(ti.name, "BATCH_GEMM") == 0) {
                     snprintf(label, sizeof label, "BATCH_GEMM=%lld", (long long)ti.value);
-                    c.v[0] = (variant){label, "BATCH_GEMM", ti.value};
+                    c.v[0] = (variant){label, "BATCH_GEMM", ti.value, NULL, 0};
                 }
         failed = run_case(b, &c);
     }
@@ -463,7 +472,7 @@ static int bench_gemm(kpb *b, int m, int n, int k)
     kp_buffer *da = upload(b, p.a, (size_t)m * k), *db = upload(b, p.bm, (size_t)k * n);
     p.dc = upload(b, NULL, (size_t)m * n);
     bcase c = {.kernel = "blas.gemm",
-               .v = {{"route=host-blas", NULL, 0}},
+               .v = {{"route=host-blas", NULL, 0, NULL, 0}},
                .n_variants = 1,
                .host = host_gemm,
                .user = &p,

@@ -54,7 +54,9 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                         .doc = "the products: blas (blas.gemm, CLBlast), tiled (conv.cl's 8 x 32 "
                                "register-tiled kernel, for CPUs; products whose B or C is not "
                                "row-major, or narrower than 32 columns, still use blas.gemm), or "
-                               "auto (resolved per device: tiled on CPUs, blas elsewhere); "
+                               "auto (resolved per device: tiled on CPUs, blas elsewhere; "
+                               "conv.conv2d takes blas on CPUs too when the build has OpenBLAS, "
+                               "whose products then write y directly); "
                                "without blas.gemm, conv.cl's kernels either way"},
     [CONV_TUNE_ALGO] = {.name = "ALGO",
                         .default_value = 0,
