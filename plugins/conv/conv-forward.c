@@ -69,13 +69,29 @@ static kp_status forward_check(const kp_call *call, kp_launch *l)
 }
 
 /* Whether a chunk's products write y's images in place (direct_products): on CPU devices with
- * blas.gemm's products (there, OpenBLAS in the queue), no bias, and y's planes rows of one matrix
- * per image. The output pass, a read and a write of all of y, is then skipped, for one more
- * product per image, which OpenBLAS runs in one command. */
-static int direct_output(kp_launch *l, const kp_tensor *bias, const kp_tensor *y)
+ * blas.gemm's products (there, OpenBLAS in the queue) where y's planes are rows of one matrix
+ * per image. The output pass over [K, images L] (a work-group per 64 positions of each image's
+ * channel: on PoCL, which pays per work-group, that pass took most of the 5x5 shape's time) is
+ * then skipped, for one product per image, which OpenBLAS runs in one command, and a bias pass
+ * over whole planes where there is a bias. */
+static int direct_output(kp_launch *l, const kp_tensor *y)
 {
     const kp_device_info *d = conv_host->device(l);
-    return !bias && d && d->type == KP_DEVICE_CPU && !conv_gemm_is_tiled(l) && conv_plane_matrix(y);
+    return d && d->type == KP_DEVICE_CPU && !conv_gemm_is_tiled(l) && conv_plane_matrix(y);
+}
+
+/* y[n0 .. n0 + cur) += bias, one work-item per image plane (conv_add_bias_rows). */
+static kp_status add_bias(kp_launch *l, const conv_geom *g, const kp_tensor *bias,
+                          const kp_tensor *y, int64_t n0, int64_t cur)
+{
+    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_add_bias_rows", NULL);
+    kp_clargs_int(&a, (int)g->K);
+    kp_clargs_int(&a, (int)(g->OH * g->OW));
+    kp_clargs_int(&a, (int)(cur * g->K));
+    kp_clargs_int(&a, (int)n0);
+    kp_clargs_tensor(&a, bias, 1);
+    kp_clargs_tensor(&a, y, 4);
+    return conv_clargs_run(&a, cur * g->K, 1);
 }
 
 /* Group q's products of a chunk of `cur` images from n0, straight into y: one blas.gemm_batched
@@ -121,7 +137,7 @@ static kp_status direct_products(kp_launch *l, const conv_geom *g, const kp_tens
  * nb L columns rather than nb small ones (CLBlast's indirect kernels, several times faster on
  * large products, only take over above a size). The GEMM writes the block t [K, nb L], and an
  * output pass moves it into y's NCHW layout, adding the bias on the way (on CPUs, through
- * blas.gemm_batched and without a bias, the products write y instead: direct_output). A 1x1,
+ * blas.gemm_batched, the products write y instead and a pass adds the bias: direct_output). A 1x1,
  * stride-1, unpadded convolution skips im2col: its columns are the images themselves, read in place
  * by one GEMM per image and group.
  */
@@ -135,7 +151,7 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
         return conv_winograd_forward(l, &g, x, w, bias, y);
     int64_t L = g.OH * g.OW, Cg = g.C / g.groups, Kg = g.K / g.groups, R = Cg * g.KH * g.KW;
     int point = conv_is_pointwise(&g) && conv_plane_matrix(x);
-    int direct = direct_output(l, bias, y);
+    int direct = direct_output(l, y);
     double rows = (double)(point ? 0 : g.C * g.KH * g.KW) + (double)(direct ? 0 : g.K);
     int64_t nb = conv_chunk(l, g.N, 4.0 * rows * (double)L);
     kp_buffer *col = NULL, *t = NULL;
@@ -169,6 +185,8 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
                 st = conv_matmul(l, &a, &b, &c, 0.0);
             }
         }
+        if (st == KP_OK && direct && bias)
+            st = add_bias(l, &g, bias, y, n0, cur);
         if (st == KP_OK && !direct)
             st = conv_unpack_chunk(l, &g, t, bias, y, n0, cur);
     }
