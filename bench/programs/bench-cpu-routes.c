@@ -198,11 +198,12 @@ static double rel_error(kpb *b, kp_buffer *d, const float *want, size_t n)
 
 typedef struct conv_problem {
     int64_t N, C, H, W, K, KH, KW, stride, pad, OH, OW, L, R;
-    float *x, *w, *y, *col;
+    float *x, *w, *y, *col, *bias; /* bias: NULL for none */
     kp_buffer *dy;
 } conv_problem;
 
-/* bench-conv's host path: per image, im2col on the host, then y_n = W col_n (OpenBLAS). */
+/* bench-conv's host path: per image, im2col on the host, then y_n = W col_n (OpenBLAS), then
+ * the bias where there is one. */
 static void host_conv(void *user)
 {
     conv_problem *p = user;
@@ -222,6 +223,9 @@ static void host_conv(void *user)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->K, (int)p->L, (int)p->R,
                     1.0f, p->w, (int)p->R, p->col, (int)p->L, 0.0f, p->y + n * p->K * p->L,
                     (int)p->L);
+        for (int64_t k = 0; p->bias && k < p->K; k++)
+            for (int64_t l = 0; l < p->L; l++)
+                p->y[(n * p->K + k) * p->L + l] += p->bias[k];
     }
 }
 
@@ -232,7 +236,7 @@ static double conv_error(kpb *b, void *user, double *tol)
     return rel_error(b, p->dy, p->y, (size_t)(p->N * p->K * p->L));
 }
 
-static int bench_conv(kpb *b, const int64_t s[9])
+static int bench_conv(kpb *b, const int64_t s[9], int with_bias)
 {
     conv_problem p = {.N = s[0],
                       .C = s[1],
@@ -255,7 +259,9 @@ static int bench_conv(kpb *b, const int64_t s[9])
     p.w = random_floats(nw, 22, 1.0 / sqrt((double)p.R));
     p.y = random_floats(ny, 23, 1.0);
     p.col = random_floats((size_t)(p.R * p.L), 24, 1.0);
+    p.bias = with_bias ? random_floats((size_t)p.K, 25, 1.0) : NULL;
     kp_buffer *dx = upload(b, p.x, nx), *dw = upload(b, p.w, nw);
+    kp_buffer *db = with_bias ? upload(b, p.bias, (size_t)p.K) : NULL;
     p.dy = upload(b, NULL, ny);
     bcase c = {.kernel = "conv.conv2d",
                .v = {{"GEMM=tiled", "GEMM", 2, "COL_MAX_MB", 256},
@@ -267,9 +273,10 @@ static int bench_conv(kpb *b, const int64_t s[9])
                .user = &p,
                .flops = 2.0 * (double)ny * (double)p.R,
                .error = conv_error};
-    snprintf(c.name, sizeof c.name, "N%lld C%lld %lldx%lld K%lld %lldx%lld%s%s", (long long)p.N,
+    snprintf(c.name, sizeof c.name, "N%lld C%lld %lldx%lld K%lld %lldx%lld%s%s%s", (long long)p.N,
              (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.KH,
-             (long long)p.KW, p.pad ? " p1" : "", p.stride > 1 ? " s2" : "");
+             (long long)p.KW, p.pad ? " p1" : "", p.stride > 1 ? " s2" : "",
+             with_bias ? " bias" : "");
     int64_t xs[] = {p.N, p.C, p.H, p.W}, ws[] = {p.K, p.C, p.KH, p.KW},
             ys[] = {p.N, p.K, p.OH, p.OW};
     kp_arg args[] = {KP_ARG_TENSOR("x", kp_tensor_nd(dx, KP_F32, 4, xs)),
@@ -281,11 +288,14 @@ static int bench_conv(kpb *b, const int64_t s[9])
                      KP_ARG_INT("pad_w", p.pad)};
     memcpy(c.args, args, sizeof args);
     c.n_args = sizeof args / sizeof args[0];
-    int failed = dx && dw && p.dy ? run_case(b, &c) : 1;
+    if (with_bias)
+        c.args[c.n_args++] = KP_ARG_TENSOR("bias", kp_tensor_1d(db, KP_F32, p.K));
+    int failed = dx && dw && p.dy && (db || !with_bias) ? run_case(b, &c) : 1;
+    kp_buffer_destroy(b->rt, db);
     kp_buffer_destroy(b->rt, dx);
     kp_buffer_destroy(b->rt, dw);
     kp_buffer_destroy(b->rt, p.dy);
-    free(p.x), free(p.w), free(p.y), free(p.col);
+    free(p.x), free(p.w), free(p.y), free(p.col), free(p.bias);
     return failed;
 }
 
@@ -599,7 +609,10 @@ int main(int argc, char **argv)
                                      {32, 128, 28, 28, 128, 3, 3, 1, 0},
                                      {8, 3, 224, 224, 64, 7, 7, 2, 0}};
         for (size_t i = 0; i < 4; i++)
-            failures += bench_conv(&b, shapes[i]);
+            failures += bench_conv(&b, shapes[i], 0);
+        /* The bias: through the output pass (tiled) or a pass of its own (blas, into y). */
+        failures += bench_conv(&b, shapes[0], 1);
+        failures += bench_conv(&b, shapes[3], 1);
     }
     if (!only || strcmp(only, "gru") == 0) {
         kpb_note_tuning(&b, "gru.sequence");
