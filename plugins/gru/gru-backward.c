@@ -471,7 +471,7 @@ static const char *const bench_sizes[] = {"seed", "wm", "big", NULL};
 
 /* On CPUs where blas.gemm runs OpenBLAS, every product of the backward goes through it
  * (BATCH_GEMM 1): below 256 rows the products otherwise run gru_matmul, a plain PoCL kernel, and
- * `kernelport bench gru.sequence_backward` on the 2-core EPYC took 1.4-11x longer that way at
+ * `kernelport bench gru.sequence_backward` on the 2-core EPYC took 1.4-14x longer that way at
  * batch 1, 16, 32, 64 and 128 (docs/PERFORMANCE.md, #30). The forward kernels keep
  * gru_cell_resolve's 256: there the fused kernel was as fast or faster below it. */
 static const char *backward_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
