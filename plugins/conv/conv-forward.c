@@ -193,23 +193,6 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
     return st;
 }
 
-/* conv.conv2d on CPUs takes blas.gemm's products where they run in OpenBLAS (its products
- * straight into y, direct_output): in bench-cpu-routes on the 2-core EPYC that beat conv.cl's
- * tiled GEMM on the 5x5 and the stem shapes by 1.6-4.7x, came within 0.85-1.0x of it on the
- * other two, and beat the OpenBLAS host path on all four (docs/PERFORMANCE.md, #30). The
- * gradients keep conv_resolve's choice (tiled on CPUs): they were not measured. */
-static const char *forward_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
-{
-#ifdef KP_BLAS_HOST_ROUTE
-    const kp_device_info *d = conv_host->device(l);
-    if (index == CONV_TUNE_GEMM && value == 0 && d && d->type == KP_DEVICE_CPU) {
-        *resolved = 1;
-        return "blas on CPUs (blas.gemm runs OpenBLAS there: the products write y directly)";
-    }
-#endif
-    return conv_resolve(l, index, value, resolved);
-}
-
 /* 2 N K OH OW C/groups KH KW FLOPs (a multiply-add is 2), plus the bias; each tensor once. */
 static void forward_cost(const kp_call *call, kp_cost *out)
 {
@@ -246,5 +229,5 @@ const kp_kernel_desc conv_conv2d_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = conv_forward_tolerance,
-    .resolve = forward_resolve,
+    .resolve = conv_resolve,
 };

@@ -272,11 +272,9 @@ static void test_im2col_group_view(void **state)
 
 /* ---- the convolution and its gradients ------------------------------------------------------- */
 
-/* The GEMM paths: "auto" (on PoCL, conv.cl's tiled kernel for the gradients, and for
- * conv.conv2d too in a build without OpenBLAS, where it takes blas.gemm with its products
- * written into y otherwise; blas.gemm for the weight gradient), "tiled" (conv.cl's tiled kernel
- * wherever it applies), "blas" (blas.gemm for every product, or, without it, conv.cl's plain
- * kernel). */
+/* The GEMM paths: "auto" (on PoCL, blas where the build has OpenBLAS, conv.conv2d's products
+ * then written into y, else conv.cl's tiled kernel), "tiled" (conv.cl's tiled kernel wherever it
+ * applies), "blas" (blas.gemm for every product, or, without it, conv.cl's plain kernel). */
 static void set_gemm(kp_runtime *r, const char *kind)
 {
     const char *names[] = {"conv.conv2d", "conv.conv2d_backward_data",
