@@ -565,6 +565,25 @@ void conv_bias_grad(const int N, const int per, const int L, const int OW,
         part[sl * get_global_size(1) + k] = sums[0];
 }
 
+/* y[n0 + n][k][...] += bias[k] over planes of L contiguous values: the bias of conv.conv2d's
+ * products where they write y directly (conv-forward.c, CPUs). One work-item per (image,
+ * channel) plane of a chunk of `rows` / K images, a run of L values each: PoCL pays per
+ * work-group, not per value. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_add_bias_rows(const int K, const int L, const int rows, const int n0,
+                        __global const float *bias, const kp_view1 bv, __global float *y,
+                        const kp_view4 yv)
+{
+    const int i = get_global_id(0);
+    if (i >= rows)
+        return;
+    const int k = i % K;
+    const float b = bias[kp_at1(bv, k)];
+    __global float *p = y + kp_offset(yv) + (n0 + i / K) * kp_stride(yv, 0) + k * kp_stride(yv, 1);
+    for (int l = 0; l < L; l++)
+        p[l] += b;
+}
+
 /* c[m, n] = beta c[m, n] + the sum of `slices` partial products part[s][m N + n], in slice order:
  * the weight gradient's products split over their positions (conv-backward.c). One work-item
  * per weight. */

@@ -288,6 +288,40 @@ cl_int clEnqueueFillBuffer(cl_command_queue q, cl_mem mem, const void *pattern, 
         event);
 }
 
+/* ---- host calls in the queue (blas' host-blas route) --------------------------------------- */
+
+void *clEnqueueMapBuffer(cl_command_queue q, cl_mem mem, cl_bool blocking, cl_map_flags flags,
+                         size_t offset, size_t size, cl_uint n_wait, const cl_event *wait,
+                         cl_event *event, cl_int *err)
+{
+    FAIL_CREATE(clEnqueueMapBuffer, CL_OUT_OF_RESOURCES, err);
+    cl_int rc = CL_SUCCESS;
+    void *p =
+        NEXT(clEnqueueMapBuffer)(q, mem, blocking, flags, offset, size, n_wait, wait, event, &rc);
+    enqueued(rc, event);
+    if (err)
+        *err = rc;
+    return p;
+}
+
+cl_int clEnqueueUnmapMemObject(cl_command_queue q, cl_mem mem, void *ptr, cl_uint n_wait,
+                               const cl_event *wait, cl_event *event)
+{
+    FAIL_CALL(clEnqueueUnmapMemObject, CL_OUT_OF_RESOURCES);
+    return enqueued(NEXT(clEnqueueUnmapMemObject)(q, mem, ptr, n_wait, wait, event), event);
+}
+
+cl_int clEnqueueNativeKernel(cl_command_queue q, void(CL_CALLBACK *fn)(void *), void *args,
+                             size_t cb_args, cl_uint n_mems, const cl_mem *mems,
+                             const void **mem_locs, cl_uint n_wait, const cl_event *wait,
+                             cl_event *event)
+{
+    FAIL_CALL(clEnqueueNativeKernel, CL_OUT_OF_RESOURCES);
+    return enqueued(NEXT(clEnqueueNativeKernel)(q, fn, args, cb_args, n_mems, mems, mem_locs,
+                                                n_wait, wait, event),
+                    event);
+}
+
 cl_int clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint n_wait, const cl_event *wait,
                                    cl_event *event)
 {

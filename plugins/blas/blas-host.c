@@ -120,16 +120,21 @@ static void run(void *args)
             cblas_sscal((blasint)p->len_y, h->beta, y, (blasint)p->y_inc);
         return;
     }
+    /* A batch is a loop of cblas_sgemm inside this one command: OpenBLAS 0.3.21 (Debian 12's) has
+     * no cblas_sgemm_batch, and one command costs the queue one launch, not one per product. */
     const blas_gemm_plan *p = &h->gemm;
-    if (p->k == 0) { /* C = beta C: OpenBLAS returns at once, leaving C as it was */
-        scale_c(&p->c, at(h, 2, p->c.offset), h->beta);
-        return;
+    for (int64_t b = 0; b < p->batch; b++) {
+        float *c = at(h, 2, p->c.offset + b * p->stride_c);
+        if (p->k == 0) { /* C = beta C: OpenBLAS returns at once, leaving C as it was */
+            scale_c(&p->c, c, h->beta);
+            continue;
+        }
+        /* beta 0 ignores C's old contents, NaN included: OpenBLAS stores zeros before the sums. */
+        cblas_sgemm(order(p->col_major), trans(p->trans_a), trans(p->trans_b), (blasint)p->m,
+                    (blasint)p->n, (blasint)p->k, h->alpha, at(h, 0, p->a.offset + b * p->stride_a),
+                    (blasint)p->a.ld, at(h, 1, p->b.offset + b * p->stride_b), (blasint)p->b.ld,
+                    h->beta, c, (blasint)p->c.ld);
     }
-    /* beta 0 ignores C's old contents, NaN included: OpenBLAS stores zeros before the sums. */
-    cblas_sgemm(order(p->col_major), trans(p->trans_a), trans(p->trans_b), (blasint)p->m,
-                (blasint)p->n, (blasint)p->k, h->alpha, at(h, 0, p->a.offset), (blasint)p->a.ld,
-                at(h, 1, p->b.offset), (blasint)p->b.ld, h->beta, at(h, 2, p->c.offset),
-                (blasint)p->c.ld);
 }
 
 /* Whether cblas takes the matrix as the plan has it: ld within blasint and at least the stored
@@ -209,11 +214,10 @@ static kp_status enqueue(kp_launch *l, uint32_t route_index, host_call *h)
 
 int blas_host_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan *p, kp_status *st)
 {
-    if (p->dtype != KP_F32 || !blas_route_is_host(l, BLAS_ROUTE_TUNABLE) || p->batch != 1 ||
-        p->m > INT_MAX || p->n > INT_MAX || p->k > INT_MAX || !fits(&p->a) || !fits(&p->b) ||
-        !fits(&p->c))
+    if (p->dtype != KP_F32 || !blas_route_is_host(l, BLAS_ROUTE_TUNABLE) || p->m > INT_MAX ||
+        p->n > INT_MAX || p->k > INT_MAX || !fits(&p->a) || !fits(&p->b) || !fits(&p->c))
         return 0;
-    if (p->m == 0 || p->n == 0) {
+    if (p->m == 0 || p->n == 0 || p->batch == 0) {
         *st = KP_OK;
         return 1;
     }

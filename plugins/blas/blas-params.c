@@ -91,6 +91,18 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES] = {
         .doc = "a product on CLBlast's indirect path whose C has at most this many rows or "
                "columns runs with the narrow.Xgemm set; 0: never",
     },
+    {
+        .name = "route",
+        .default_value = BLAS_ROUTE_AUTO,
+        .min = 0,
+        .max = 3,
+        .choices = blas_routes,
+        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
+        .doc = "auto (host-blas on CPU devices when OpenBLAS was found at build time, else "
+               "clblast), clblast, host-blas (OpenBLAS on the buffers' host memory as a native "
+               "kernel in the queue, a batch as one command; f32 only) or host-blas-mapped "
+               "(the same between blocking maps, for devices without native kernels)",
+    },
     /* blas.gemm only (blas.gemm_batched lists the ones above): blas-route.c. */
     {
         .name = "precision",
@@ -101,18 +113,6 @@ const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES] = {
         .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
         .doc = "fp32 (CLBlast, exact FP32), or tf32, tf32x3, f16, bf16: f32 GEMMs run through "
                "tc.gemm on tensor cores (NVIDIA sm_80+), and in fp32 with a warning elsewhere",
-    },
-    {
-        .name = "route",
-        .default_value = BLAS_ROUTE_AUTO,
-        .min = 0,
-        .max = 3,
-        .choices = blas_routes,
-        .flags = KP_TUNABLE_NO_DEFINE | KP_TUNABLE_NO_SEARCH,
-        .doc = "auto (host-blas on CPU devices when OpenBLAS was found at build time, else "
-               "clblast), clblast, host-blas (OpenBLAS on the buffers' host memory as a native "
-               "kernel in the queue; f32 only) or host-blas-mapped (the same between blocking "
-               "maps, for devices without native kernels)",
     },
 };
 

@@ -173,6 +173,8 @@ static kp_status gemm_batched_enqueue(const kp_call *call, kp_launch *l)
 {
     blas_gemm_plan p = planned.gemm;
     kp_status st = have_plan(call, l) ? KP_OK : blas_plan_gemm(call, l, 1, &p);
+    if (st == KP_OK && blas_host_gemm(call, l, &p, &st))
+        return st;
     return st == KP_OK ? blas_run_gemm(call, l, &p, 1) : st;
 }
 
@@ -190,9 +192,22 @@ static const char *gemm_resolve(kp_launch *l, uint32_t index, int64_t value, int
     return index == BLAS_ROUTE_TUNABLE ? blas_route_resolve(l, value, resolved) : NULL;
 }
 
+static const char *gemm_batched_resolve(kp_launch *l, uint32_t index, int64_t value,
+                                        int64_t *resolved)
+{
+    return index == BLAS_ROUTE_TUNABLE ? blas_route_resolve(l, value, resolved) : NULL;
+}
+
 static const char *gemv_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
     return index == BLAS_GEMV_ROUTE_TUNABLE ? blas_route_resolve(l, value, resolved) : NULL;
+}
+
+static kp_status gemm_batched_describe(kp_launch *l, char *out, size_t size)
+{
+    if (blas_host_describe(l, BLAS_ROUTE_TUNABLE, out, size) < 0)
+        snprintf(out, size, "CLBlast's strided batched GEMM (or one GEMM per batch)");
+    return KP_OK;
 }
 
 static kp_status gemv_describe(kp_launch *l, char *out, size_t size)
@@ -212,6 +227,8 @@ static kp_status gemm_warmup(kp_launch *l)
 
 static kp_status gemm_batched_warmup(kp_launch *l)
 {
+    if (blas_route_is_host(l, BLAS_ROUTE_TUNABLE))
+        return KP_OK;
     return blas_warmup(l, BLAS_WARM_GEMM_BATCHED);
 }
 
@@ -510,6 +527,8 @@ static const kp_kernel_desc kernels[] = {
         .bench_sizes = batched_bench,
         .tolerance = blas_gemm_tolerance,
         .warmup = gemm_batched_warmup,
+        .describe = gemm_batched_describe,
+        .resolve = gemm_batched_resolve,
     },
     {
         .struct_size = sizeof(kp_kernel_desc),

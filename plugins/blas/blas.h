@@ -80,15 +80,15 @@ extern const uint32_t blas_n_gemv_clkernels;
 #define BLAS_N_GEMM_TUNABLES 42
 #define BLAS_N_GEMV_TUNABLES 8
 /* CLBlast's parameters, then the narrow Xgemm set (narrow.Xgemm.*, blas_narrow_xgemm) and
- * `narrow.max_dim`, which says which products take it (blas.gemm_batched's list ends here), then
- * blas.gemm's `precision`. */
+ * `narrow.max_dim`, which says which products take it, then `route` (blas_routes; blas-host.c:
+ * blas.gemm_batched's list ends here), then blas.gemm's `precision`. */
 #define BLAS_NARROW_FIRST BLAS_N_GEMM_TUNABLES
 #define BLAS_NARROW_MAX_DIM (BLAS_NARROW_FIRST + 16)
-#define BLAS_N_BATCHED_TUNABLES (BLAS_NARROW_MAX_DIM + 1)
+#define BLAS_ROUTE_TUNABLE (BLAS_NARROW_MAX_DIM + 1)
+#define BLAS_N_BATCHED_TUNABLES (BLAS_ROUTE_TUNABLE + 1)
 #define BLAS_PRECISION_TUNABLE BLAS_N_BATCHED_TUNABLES
-/* blas.gemm's `route` (blas_routes; blas-host.c), and blas.gemv's, after its CLBlast parameters. */
-#define BLAS_ROUTE_TUNABLE (BLAS_PRECISION_TUNABLE + 1)
-#define BLAS_N_GEMM_ALL_TUNABLES (BLAS_ROUTE_TUNABLE + 1)
+#define BLAS_N_GEMM_ALL_TUNABLES (BLAS_PRECISION_TUNABLE + 1)
+/* blas.gemv's `route`, after its CLBlast parameters. */
 #define BLAS_GEMV_ROUTE_TUNABLE BLAS_N_GEMV_TUNABLES
 #define BLAS_N_GEMV_ALL_TUNABLES (BLAS_GEMV_ROUTE_TUNABLE + 1)
 extern const kp_tunable_desc blas_gemm_tunables[BLAS_N_GEMM_ALL_TUNABLES];
@@ -147,8 +147,9 @@ const char *blas_route_resolve(kp_launch *l, int64_t value, int64_t *resolved);
 /* Whether the `route` tunable number `index` resolved to a host route. */
 int blas_route_is_host(kp_launch *l, uint32_t index);
 /* Enqueue the planned call through OpenBLAS and return 1 with its status in *st, when the route
- * is a host one and cblas takes the call (f32, not batched, dimensions and leading dimensions
- * within cblas' int); otherwise return 0: CLBlast runs it. */
+ * is a host one and cblas takes the call (f32, dimensions and leading dimensions within cblas'
+ * int; a batch runs as a loop of cblas_sgemm in one command); otherwise return 0: CLBlast runs
+ * it. */
 int blas_host_gemm(const kp_call *call, kp_launch *l, const blas_gemm_plan *p, kp_status *st);
 int blas_host_gemv(const kp_call *call, kp_launch *l, const blas_gemv_plan *p, kp_status *st);
 /* For explain: writes the host route's sentence and returns its length, or -1 when the route

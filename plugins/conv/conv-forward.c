@@ -68,14 +68,78 @@ static kp_status forward_check(const kp_call *call, kp_launch *l)
     return st == KP_OK ? conv_check_int_range(l, call) : st;
 }
 
+/* Whether a chunk's products write y's images in place (direct_products): on CPU devices with
+ * blas.gemm's products (there, OpenBLAS in the queue) where y's planes are rows of one matrix
+ * per image. The output pass over [K, images L] (a work-group per 64 positions of each image's
+ * channel: on PoCL, which pays per work-group, that pass took most of the 5x5 shape's time) is
+ * then skipped, for one product per image, which OpenBLAS runs in one command, and a bias pass
+ * over whole planes where there is a bias. */
+static int direct_output(kp_launch *l, const kp_tensor *y)
+{
+    const kp_device_info *d = conv_host->device(l);
+    return d && d->type == KP_DEVICE_CPU && !conv_gemm_is_tiled(l) && conv_plane_matrix(y);
+}
+
+/* y[n0 .. n0 + cur) += bias, one work-item per image plane (conv_add_bias_rows). */
+static kp_status add_bias(kp_launch *l, const conv_geom *g, const kp_tensor *bias,
+                          const kp_tensor *y, int64_t n0, int64_t cur)
+{
+    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_add_bias_rows", NULL);
+    kp_clargs_int(&a, (int)g->K);
+    kp_clargs_int(&a, (int)(g->OH * g->OW));
+    kp_clargs_int(&a, (int)(cur * g->K));
+    kp_clargs_int(&a, (int)n0);
+    kp_clargs_tensor(&a, bias, 1);
+    kp_clargs_tensor(&a, y, 4);
+    return conv_clargs_run(&a, cur * g->K, 1);
+}
+
+/* Group q's products of a chunk of `cur` images from n0, straight into y: one blas.gemm_batched
+ * of W_q (every image's) by each image's columns (col's [R, ld] block, image i at i L; or the
+ * image's own planes for a pointwise convolution). KP_ERR_NOT_FOUND without blas.gemm_batched,
+ * having enqueued nothing. */
+static kp_status direct_products(kp_launch *l, const conv_geom *g, const kp_tensor *x,
+                                 const kp_tensor *w, const kp_tensor *y, kp_buffer *col, int64_t n0,
+                                 int64_t cur, int64_t q)
+{
+    int64_t L = g->OH * g->OW, Cg = g->C / g->groups, Kg = g->K / g->groups;
+    int64_t R = Cg * g->KH * g->KW, ld = cur * L;
+    kp_tensor a = kp_tensor_3d(w->buffer, KP_F32, cur, Kg, R);
+    a.offset = w->offset + q * Kg * w->strides[0];
+    a.strides[0] = 0;
+    a.strides[1] = Kg > 1 ? w->strides[0] : R;
+    kp_tensor b;
+    if (col) {
+        b = kp_tensor_3d(col, KP_F32, cur, R, L);
+        b.offset = q * R * ld;
+        b.strides[0] = L;
+        b.strides[1] = ld;
+    } else {
+        kp_tensor first = conv_plane_rows(x, n0, q * Cg, Cg);
+        b = kp_tensor_3d(x->buffer, KP_F32, cur, Cg, L);
+        b.offset = first.offset;
+        b.strides[0] = x->strides[0];
+        b.strides[1] = first.strides[0];
+    }
+    kp_tensor first = conv_plane_rows(y, n0, q * Kg, Kg);
+    kp_tensor c = kp_tensor_3d(y->buffer, KP_F32, cur, Kg, L);
+    c.offset = first.offset;
+    c.strides[0] = y->strides[0];
+    c.strides[1] = first.strides[0];
+    kp_arg args[] = {KP_ARG_TENSOR("A", a), KP_ARG_TENSOR("B", b), KP_ARG_TENSOR("C", c),
+                     KP_ARG_FLOAT("beta", 0.0)};
+    return conv_host->launch(l, "blas.gemm_batched", args, sizeof args / sizeof args[0]);
+}
+
 /*
  * A chunk of nb images at a time (as many as COL_MAX_MB of scratch holds): im2col writes their
  * columns side by side, col [C KH KW, nb L], so each group's product W_g col_g is one GEMM of
  * nb L columns rather than nb small ones (CLBlast's indirect kernels, several times faster on
  * large products, only take over above a size). The GEMM writes the block t [K, nb L], and an
- * output pass moves it into y's NCHW layout, adding the bias on the way. A 1x1, stride-1,
- * unpadded convolution skips im2col: its columns are the images themselves, read in place by one
- * GEMM per image and group.
+ * output pass moves it into y's NCHW layout, adding the bias on the way (on CPUs, through
+ * blas.gemm_batched, the products write y instead and a pass adds the bias: direct_output). A 1x1,
+ * stride-1, unpadded convolution skips im2col: its columns are the images themselves, read in place
+ * by one GEMM per image and group.
  */
 static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
 {
@@ -87,18 +151,28 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
         return conv_winograd_forward(l, &g, x, w, bias, y);
     int64_t L = g.OH * g.OW, Cg = g.C / g.groups, Kg = g.K / g.groups, R = Cg * g.KH * g.KW;
     int point = conv_is_pointwise(&g) && conv_plane_matrix(x);
-    double rows = (double)(point ? 0 : g.C * g.KH * g.KW) + (double)g.K;
+    int direct = direct_output(l, y);
+    double rows = (double)(point ? 0 : g.C * g.KH * g.KW) + (double)(direct ? 0 : g.K);
     int64_t nb = conv_chunk(l, g.N, 4.0 * rows * (double)L);
     kp_buffer *col = NULL, *t = NULL;
-    kp_status st = conv_host->scratch(l, 1, (size_t)(g.K * nb * L) * sizeof(float), &t);
-    if (st == KP_OK && !point)
+    kp_status st = KP_OK;
+    if (!point)
         st = conv_host->scratch(l, 0, (size_t)(g.C * g.KH * g.KW * nb * L) * sizeof(float), &col);
     int64_t ldw = Kg > 1 ? w->strides[0] : R;
     for (int64_t n0 = 0; st == KP_OK && n0 < g.N; n0 += nb) {
         int64_t cur = g.N - n0 < nb ? g.N - n0 : nb, ld = cur * L;
         if (!point)
             st = conv_im2col_chunk(l, &g, x, n0, cur, col, 0);
-        for (int64_t q = 0; st == KP_OK && q < g.groups; q++) {
+        for (int64_t q = 0; st == KP_OK && direct && q < g.groups; q++) {
+            st = direct_products(l, &g, x, w, y, col, n0, cur, q);
+            if (st == KP_ERR_NOT_FOUND && q == 0) { /* no blas.gemm_batched: through t */
+                direct = 0;
+                st = KP_OK;
+            }
+        }
+        if (st == KP_OK && !direct && !t)
+            st = conv_host->scratch(l, 1, (size_t)(g.K * nb * L) * sizeof(float), &t);
+        for (int64_t q = 0; st == KP_OK && !direct && q < g.groups; q++) {
             kp_tensor a = conv_matrix(w->buffer, w->offset + q * Kg * w->strides[0], Kg, R, ldw);
             if (!point) {
                 kp_tensor b = conv_matrix(col, q * R * ld, R, ld, ld);
@@ -111,7 +185,9 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
                 st = conv_matmul(l, &a, &b, &c, 0.0);
             }
         }
-        if (st == KP_OK)
+        if (st == KP_OK && direct && bias)
+            st = add_bias(l, &g, bias, y, n0, cur);
+        if (st == KP_OK && !direct)
             st = conv_unpack_chunk(l, &g, t, bias, y, n0, cur);
     }
     return st;

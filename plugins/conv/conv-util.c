@@ -51,11 +51,14 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                         .max = 2,
                         .choices = gemm_kinds,
                         .flags = KP_TUNABLE_NO_DEFINE,
-                        .doc = "the products: blas (blas.gemm, CLBlast), tiled (conv.cl's 8 x 32 "
-                               "register-tiled kernel, for CPUs; products whose B or C is not "
-                               "row-major, or narrower than 32 columns, still use blas.gemm), or "
-                               "auto (resolved per device: tiled on CPUs, blas elsewhere); "
-                               "without blas.gemm, conv.cl's kernels either way"},
+                        .doc = "the products: blas (blas.gemm: CLBlast, or OpenBLAS in the "
+                               "queue on CPUs, where conv.conv2d's products then write y "
+                               "directly), tiled (conv.cl's 8 x 32 register-tiled kernel; "
+                               "products whose B or C is not row-major, or narrower than 32 "
+                               "columns, still use blas.gemm), or auto (resolved per device: "
+                               "blas, but tiled on CPUs in a build without OpenBLAS, where "
+                               "blas.gemm would run CLBlast); without blas.gemm, conv.cl's "
+                               "kernels either way"},
     [CONV_TUNE_ALGO] = {.name = "ALGO",
                         .default_value = 0,
                         .min = 0,
@@ -261,8 +264,20 @@ const char *conv_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *r
         return cpu ? "rows on CPUs" : "tiles off CPUs (col2im and the pools take elements)";
     }
     if (index == CONV_TUNE_GEMM) {
+#ifdef KP_BLAS_HOST_ROUTE
+        /* blas.gemm runs OpenBLAS on CPUs in this build: in bench-cpu-routes and kernelport
+         * bench on the 2-core EPYC, conv.conv2d (its products straight into y) beat the tiled
+         * GEMM by 1.6-4.7x on the 5x5 and stem shapes and came within 0.85-1.0x of it on the
+         * others, the weight gradient by 2-5x on all four, the data gradient by 1.4-1.9x on
+         * 56x56 and 28x28 (slower on the 5x5 shape, mixed on the stem): docs/PERFORMANCE.md, #30.
+         */
+        *resolved = 1;
+        return cpu ? "blas on CPUs (blas.gemm runs OpenBLAS there)" : "blas off CPUs";
+#else
         *resolved = cpu ? 2 : 1;
-        return cpu ? "tiled on CPUs" : "blas off CPUs";
+        return cpu ? "tiled on CPUs (blas.gemm runs CLBlast there: built without OpenBLAS)"
+                   : "blas off CPUs";
+#endif
     }
     /* ALGO: off CPUs, auto stays and each call decides by its channels (conv_winograd_chosen). */
     if (!cpu)

@@ -469,6 +469,23 @@ static const char *const verify_sizes[] = {"tiny", "prime", "lbr0",      "last",
                                            "all",  "gemm",  "lbr0-gemm", NULL};
 static const char *const bench_sizes[] = {"seed", "wm", "big", NULL};
 
+/* On CPUs where blas.gemm runs OpenBLAS, every product of the backward goes through it
+ * (BATCH_GEMM 1): below 256 rows the products otherwise run gru_matmul, a plain PoCL kernel, and
+ * `kernelport bench gru.sequence_backward` on the 2-core EPYC took 1.4-14x longer that way at
+ * batch 1, 16, 32, 64 and 128 (docs/PERFORMANCE.md, #30). The forward kernels keep
+ * gru_cell_resolve's 256: there the fused kernel was as fast or faster below it. */
+static const char *backward_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+#ifdef KP_BLAS_HOST_ROUTE
+    const kp_device_info *d = gru_host->device(l);
+    if (index == GRU_TUNE_BATCH_GEMM && value == 0 && d && d->type == KP_DEVICE_CPU) {
+        *resolved = 1;
+        return "1 on CPUs (blas.gemm runs OpenBLAS there: every product through it)";
+    }
+#endif
+    return gru_cell_resolve(l, index, value, resolved);
+}
+
 const kp_kernel_desc gru_sequence_backward_desc = {
     .struct_size = sizeof(kp_kernel_desc),
     .name = "gru.sequence_backward",
@@ -488,5 +505,5 @@ const kp_kernel_desc gru_sequence_backward_desc = {
     .verify_sizes = verify_sizes,
     .bench_sizes = bench_sizes,
     .tolerance = gru_backward_tolerance,
-    .resolve = gru_cell_resolve,
+    .resolve = backward_resolve,
 };

@@ -47,7 +47,8 @@ const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
                              .doc = "products with at least this many rows (batch rows; T*B for "
                                     "a sequence's input projection) go through blas.gemm, "
                                     "smaller ones through the plugin's kernels; 1073741824: "
-                                    "never; 0: 256 on CPUs, 32 on others"},
+                                    "never; 0: 256 on CPUs (gru.sequence_backward: 1 where "
+                                    "blas.gemm runs OpenBLAS), 32 on others"},
     [GRU_TUNE_ROWS_H] = {.name = "ROWS_H",
                          .default_value = 0,
                          .allowed = rows_h,

@@ -29,7 +29,7 @@ static const char *const tuned_manifest =
     "    kernels:\n"
     "      blas.gemm: { route: clblast, clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
     "                   clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n"
-    "      blas.gemm_batched: { clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
+    "      blas.gemm_batched: { route: clblast, clblast.Xgemm: { MWG: 64, NWG: 64 },\n"
     "                           clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n";
 
 static kp_runtime *open_runtime(const char *manifest, test_log *log)
@@ -376,12 +376,39 @@ static void check_batched(kp_runtime *r, int64_t batch, int64_t m, int64_t n, in
     free_all(a, b, c, want, got, NULL);
 }
 
+/* K = 0 over 3 batches of C [4, 5] at batch stride 23 (padded apart): each is scaled by beta,
+ * the padding between them untouched. */
+static void check_batched_k0(void)
+{
+    enum { batch = 3, m = 4, n = 5, stride = 23 };
+    size_t nc = stride * batch;
+    float *c = random_storage(nc, 45), *want = malloc(nc * sizeof *want);
+    assert_non_null(want);
+    for (size_t i = 0; i < nc; i++)
+        want[i] = i % stride < m * n ? 0.5f * c[i] : c[i];
+    kp_buffer *ba, *bb, *bc = upload(rt, c, nc);
+    assert_int_equal(kp_buffer_create(rt, 16, &ba), KP_OK);
+    assert_int_equal(kp_buffer_create(rt, 16, &bb), KP_OK);
+    kp_tensor tc = kp_tensor_3d(bc, KP_F32, batch, m, n);
+    tc.strides[0] = stride;
+    kp_arg args[] = {KP_ARG_TENSOR("A", kp_tensor_3d(ba, KP_F32, batch, m, 0)),
+                     KP_ARG_TENSOR("B", kp_tensor_3d(bb, KP_F32, batch, 0, n)),
+                     KP_ARG_TENSOR("C", tc), KP_ARG_FLOAT("beta", 0.5)};
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "blas.gemm_batched"), args, 4, NULL), KP_OK);
+    float *got = download(rt, bc, nc);
+    mat all = row_major(1, (int64_t)nc);
+    expect_matrix(got, want, nc, &all, 0.0, "batched, K = 0, beta 0.5");
+    destroy_all(rt, ba, bb, bc, NULL);
+    free_all(c, want, got, NULL);
+}
+
 static void test_gemm_batched(void **state)
 {
     check_batched(rt, 1, 9, 10, 11, 9 * 11, 0, 41);
     check_batched(rt, 7, 13, 11, 17, 13 * 17, 0, 42);
     check_batched(rt, 7, 13, 11, 17, 0, 0, 43); /* one A for every batch */
     check_batched(rt, 5, 6, 7, 8, 0, 1, 44);
+    check_batched_k0();
 }
 
 /* ---- GEMV ------------------------------------------------------------------------------------ */
@@ -576,11 +603,12 @@ static const char *route = "auto";
 
 static const char *route_manifest(const char *name)
 {
-    static char text[256];
+    static char text[320];
     snprintf(text, sizeof text,
              "kernelport: 1\ntuning:\n  - match: {}\n    kernels:\n"
-             "      blas.gemm: { route: %s }\n      blas.gemv: { route: %s }\n",
-             name, name);
+             "      blas.gemm: { route: %s }\n      blas.gemm_batched: { route: %s }\n"
+             "      blas.gemv: { route: %s }\n",
+             name, name, name);
     return test_write_tmp("route.yaml", text);
 }
 
@@ -595,8 +623,8 @@ static void test_route_resolved(void **state)
 #ifndef KP_HAVE_OPENBLAS
     host = 0;
 #endif
-    static const char *const names[] = {"blas.gemm", "blas.gemv"};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const names[] = {"blas.gemm", "blas.gemm_batched", "blas.gemv"};
+    for (size_t i = 0; i < 3; i++) {
         kp_kernel *k = find(rt, names[i]);
         kp_tuning_info info = {.struct_size = sizeof info};
         assert_int_equal(kp_kernel_tuning(rt, k, tunable_index(rt, k, "route"), &info), KP_OK);
@@ -620,8 +648,8 @@ static void axpy(kp_runtime *r, kp_buffer *x, kp_buffer *y, int64_t n, double al
 
 /* The GEMM keeps the queue's order, whichever route runs it: a kernel writes A and B (one
  * buffer), the GEMM reads them and writes C, a kernel reads C, with no wait between; then the
- * same for GEMV. A GEMM run ahead of its writer would read zeros, one run behind its reader
- * would leave zeros in D. */
+ * same for a batched GEMM and for GEMV. A GEMM run ahead of its writer would read zeros, one run
+ * behind its reader would leave zeros in D. */
 static void test_queue_order(void **state)
 {
     const int64_t m = 96, n = 80, k = 72;
@@ -647,6 +675,27 @@ static void test_queue_order(void **state)
     expect_matrix(got, want, nc, &mc, 1e-5 * (double)(k + 1), "kernel, GEMM, kernel");
     free(got);
 
+    /* The same through blas.gemm_batched: two batches of one A and one B (batch stride 0) from
+     * a buffer a kernel writes, into C2 [2, m, n], read by a kernel. */
+    float *zeros2 = calloc(2 * nc, sizeof *zeros2);
+    assert_non_null(zeros2);
+    kp_buffer *ab3 = upload(rt, zeros, nab), *c2 = upload(rt, zeros2, 2 * nc),
+              *d2 = upload(rt, zeros2, 2 * nc);
+    axpy(rt, x, ab3, (int64_t)nab, 1.0);
+    kp_tensor a3 = kp_tensor_3d(ab3, KP_F32, 2, m, k), b3 = kp_tensor_3d(ab3, KP_F32, 2, k, n);
+    a3.strides[0] = b3.strides[0] = 0;
+    b3.offset = m * k;
+    kp_arg bargs[] = {KP_ARG_TENSOR("A", a3), KP_ARG_TENSOR("B", b3),
+                      KP_ARG_TENSOR("C", kp_tensor_3d(c2, KP_F32, 2, m, n))};
+    assert_int_equal(kp_kernel_launch(rt, find(rt, "blas.gemm_batched"), bargs, 3, NULL), KP_OK);
+    axpy(rt, c2, d2, (int64_t)(2 * nc), 2.0);
+    got = download(rt, d2, 2 * nc);
+    for (int i = 0; i < 2; i++)
+        expect_matrix(got + (size_t)i * nc, want, nc, &mc, 1e-5 * (double)(k + 1),
+                      "kernel, batched GEMM, kernel");
+    free(got);
+    free(zeros2);
+
     /* GEMV: y = A x with x the first n elements of the first row of the written A. */
     float *yw = calloc((size_t)m, sizeof *yw);
     assert_non_null(yw);
@@ -668,7 +717,7 @@ static void test_queue_order(void **state)
     got = download(rt, dy, (size_t)m);
     mat my = row_major(m, 1);
     expect_matrix(got, yw, (size_t)m, &my, 1e-5 * (double)(k + 1), "kernel, GEMV, kernel");
-    destroy_all(rt, x, ab, c, d, ab2, y, dy, NULL);
+    destroy_all(rt, x, ab, c, d, ab2, y, dy, ab3, c2, d2, NULL);
     free_all(src, zeros, want, yw, got, NULL);
 }
 

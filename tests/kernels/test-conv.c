@@ -272,8 +272,9 @@ static void test_im2col_group_view(void **state)
 
 /* ---- the convolution and its gradients ------------------------------------------------------- */
 
-/* The GEMM paths: "auto" (on PoCL, conv.cl's tiled kernel; blas.gemm for the weight gradient),
- * "blas" (blas.gemm for every product, or, without it, conv.cl's plain kernel). */
+/* The GEMM paths: "auto" (on PoCL, blas where the build has OpenBLAS, conv.conv2d's products
+ * then written into y, else conv.cl's tiled kernel), "tiled" (conv.cl's tiled kernel wherever it
+ * applies), "blas" (blas.gemm for every product, or, without it, conv.cl's plain kernel). */
 static void set_gemm(kp_runtime *r, const char *kind)
 {
     const char *names[] = {"conv.conv2d", "conv.conv2d_backward_data",
@@ -282,7 +283,8 @@ static void set_gemm(kp_runtime *r, const char *kind)
         kp_kernel *k = find(r, names[i]);
         assert_int_equal(kp_kernel_tuning_reset(r, k), KP_OK);
         if (strcmp(kind, "auto") != 0)
-            assert_int_equal(kp_kernel_tunable_set(r, k, "GEMM", 1), KP_OK);
+            assert_int_equal(
+                kp_kernel_tunable_set(r, k, "GEMM", strcmp(kind, "tiled") == 0 ? 2 : 1), KP_OK);
     }
 }
 
@@ -367,6 +369,8 @@ static void check_forward(kp_runtime *r, const char *which)
 static void test_forward_direct(void **state)
 {
     (void)state;
+    check_forward(rt, "auto");
+    set_gemm(rt, "tiled");
     check_forward(rt, "tiled");
     set_gemm(rt, "blas");
     check_forward(rt, "blas.gemm");
@@ -453,7 +457,7 @@ static void test_winograd(void **state)
         expect_close("ALGO winograd, not applicable", y, want, ny(g), 1e-5);
         free(x), free(w), free(want), free(y);
     }
-    check_winograd(rt, "auto", 1);
+    check_winograd(rt, "tiled", 1);
     check_winograd(rt, "blas", 0);
     check_winograd(without_blas(), "blas", 1);
     set_gemm(rt, "auto");
@@ -605,7 +609,8 @@ static void check_chunked(kp_runtime *r, const char *gemm, int exact)
 static void test_chunked_equals_unchunked(void **state)
 {
     (void)state;
-    check_chunked(rt, "auto", 1);
+    check_chunked(rt, "tiled", 1);
+    check_chunked(rt, "auto", 0);
     check_chunked(rt, "blas", 0);
     check_chunked(without_blas(), "blas", 1);
     set_gemm(rt, "auto");
@@ -629,8 +634,8 @@ static void test_verify(void **state)
     verify_kernel(rt, "conv.im2col");
     verify_kernel(rt, "conv.col2im");
     set_im2col(rt, 0);
-    const char *kinds[] = {"auto", "blas"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *kinds[] = {"auto", "tiled", "blas"};
+    for (size_t i = 0; i < 3; i++) {
         set_gemm(rt, kinds[i]);
         for (size_t j = 0; j < 3; j++)
             verify_kernel(rt, gemm_kernels[j]);

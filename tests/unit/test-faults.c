@@ -73,18 +73,24 @@ static int logged(const test_log *log, const char *call)
     return 0;
 }
 
+/* The blas kernels' route in the runtimes the sweeps open: CLBlast's (the one that builds and
+ * enqueues OpenCL kernels; OpenBLAS on PoCL would be the default), or with host_blas set the
+ * host-blas route (maps, a native kernel and unmaps). */
+static int host_blas;
+
 /* A PoCL runtime with every plugin of the build; binaries "always" also stores programs in the
  * disk cache, so that a later runtime loads them from there. blas.gemm's warm-up runs its
  * indirect GEMM at the smallest size allowed (64^3 rather than CLBlast's own, several times
- * slower on PoCL), as each of its hundreds of runs does; its route is CLBlast's (the one that
- * builds and enqueues OpenCL kernels; OpenBLAS on PoCL would be the default). */
+ * slower on PoCL), as each of its hundreds of runs does. */
 static kp_runtime *open_runtime(const char *binaries, test_log *log)
 {
-    char text[256];
+    char text[512];
+    const char *r = host_blas ? "host-blas" : "clblast";
     snprintf(text, sizeof text,
              "kernelport: 1\ncache: { binaries: %s }\ntuning:\n  - kernels:\n      blas.gemm: "
-             "{ route: clblast, clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n",
-             binaries);
+             "{ route: %s, clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 64 }\n"
+             "      blas.gemm_batched: { route: %s }\n      blas.gemv: { route: %s }\n",
+             binaries, r, r, r);
     kp_runtime_options o = test_options(test_build_path("lib/kernelport/plugins"), "pocl", log);
     o.manifest_path = test_write_tmp("faults.yaml", text);
     /* A cache of its own: "never" must find no binary that "always" stored. */
@@ -384,11 +390,18 @@ static int sweep(scenario run, const char *what, const char *kernel, const char 
     for (int i = 0; i < t.n; i++)
         printf(" %s %d", t.name[i], t.count[i]);
     printf("\n");
-    /* Every run allocates, builds and enqueues: a sweep that failed none of them did not reach
-     * the calls (tests/cl-faults.c no longer interposes them). */
+    /* Every run allocates, builds and enqueues (the host route: maps, runs a native kernel and
+     * unmaps, building nothing): a sweep that failed none of them did not reach the calls
+     * (tests/cl-faults.c no longer interposes them). */
     assert_true(tally_has(&t, "clCreateBuffer"));
-    assert_true(tally_has(&t, "clBuildProgram"));
-    assert_true(tally_has(&t, "clEnqueueNDRangeKernel"));
+    if (host_blas) {
+        assert_true(tally_has(&t, "clEnqueueMapBuffer"));
+        assert_true(tally_has(&t, "clEnqueueNativeKernel"));
+        assert_true(tally_has(&t, "clEnqueueUnmapMemObject"));
+    } else {
+        assert_true(tally_has(&t, "clBuildProgram"));
+        assert_true(tally_has(&t, "clEnqueueNDRangeKernel"));
+    }
     return recovered;
 }
 
@@ -435,6 +448,34 @@ static void test_warmup(void **state)
     sweep(warmup_then_verify, "warmup", "blas.gemm", "never");
 }
 
+/* The host-blas route (OpenBLAS as a native kernel between maps): a failing map, native kernel
+ * or unmap is an error naming the call, and the runtime runs the next call right. Verification
+ * of each routed kernel, and a prepared, timed GEMM (the native command's event). Skipped in a
+ * build without OpenBLAS, or where the device runs no native kernels. */
+static void test_host_blas_route(void **state)
+{
+    test_log log;
+    host_blas = 1;
+    kp_runtime *rt = open_runtime("never", &log);
+    kp_kernel *k = NULL;
+    kp_tuning_info info = {.struct_size = sizeof info};
+    int routed = 0;
+    if (kp_kernel_find(rt, "blas.gemm", &k) == KP_OK)
+        for (size_t i = 0; kp_kernel_tuning(rt, k, i, &info) == KP_OK; i++)
+            if (strcmp(info.name, "route") == 0)
+                routed = info.value == 2; /* host-blas */
+    kp_runtime_destroy(rt);
+    if (!routed) {
+        printf("blas: no host-blas route here (no OpenBLAS, or no native kernels)\n");
+    } else {
+        sweep(verify, "verify", "blas.gemm", "never");
+        sweep(verify, "verify", "blas.gemm_batched", "never");
+        sweep(verify, "verify", "blas.gemv", "never");
+        sweep(prepared, "prepared", "blas.gemm", "never");
+    }
+    host_blas = 0;
+}
+
 static const char *const *named;
 
 static void test_named_kernels(void **state)
@@ -457,6 +498,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_prepared_timed_launches),
         cmocka_unit_test(test_graph),
         cmocka_unit_test(test_warmup),
+        cmocka_unit_test(test_host_blas_route),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
