@@ -98,6 +98,14 @@ kp_status kp__fail_prefix(const kp_runtime *rt, kp_status status, const char *fm
     return status;
 }
 
+kp_status kp__kernel_foreign(const kp_runtime *rt, const kp_kernel *k, const char *fn)
+{
+    return kp__fail(rt, KP_ERR_INVALID_ARG,
+                    "%s: kernel %s belongs to another runtime (each runtime finds its own with "
+                    "kp_kernel_find)",
+                    fn, k->desc->name);
+}
+
 const char *kp_last_error(const kp_runtime *crt)
 {
     if (!crt)
