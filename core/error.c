@@ -98,6 +98,15 @@ kp_status kp__fail_prefix(const kp_runtime *rt, kp_status status, const char *fm
     return status;
 }
 
+kp_status kp_last_error_set(const kp_runtime *rt, kp_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kp__failv(rt, status, fmt ? fmt : "", ap);
+    va_end(ap);
+    return status;
+}
+
 kp_status kp__kernel_foreign(const kp_runtime *rt, const kp_kernel *k, const char *fn)
 {
     return kp__fail(rt, KP_ERR_INVALID_ARG,
