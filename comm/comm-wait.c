@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "comm-internal.h"
@@ -41,10 +42,13 @@ static void abandon(MPI_Request *reqs, int n)
 
 kp_status comm_wait(kp_comm *c, const char *fn, MPI_Request *reqs, const int *peers, int n)
 {
-    const double deadline = now() + c->timeout_s;
-    /* Spin briefly (small messages answer in microseconds), then poll with pauses that leave the
-     * cores to the device's threads (PoCL runs kernels on the host's cores). */
-    const struct timespec pause = {0, 100000};
+    const double start = now(), deadline = start + c->timeout_s;
+    /* MPI moves a large message only while it is polled (fragment by fragment over shared
+     * memory), so the first seconds poll without pause, yielding the core to any other thread
+     * that wants it, as MPI_Wait itself spins. A peer still silent after that is late (compiling
+     * its kernels, say): polls then pause, leaving the cores to the device's threads (PoCL runs
+     * kernels on the host's cores). */
+    const struct timespec pause = {0, 200000};
     for (long spins = 0;; spins++) {
         int done = 0, rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) {
@@ -65,7 +69,8 @@ kp_status comm_wait(kp_comm *c, const char *fn, MPI_Request *reqs, const int *pe
             abandon(reqs, n);
             return KP_ERR_IO;
         }
-        if (now() > deadline) {
+        const double t = now();
+        if (t > deadline) {
             char ranks[256];
             pending_ranks(reqs, peers, n, ranks, sizeof ranks);
             comm_fail(c, KP_ERR_IO, fn,
@@ -75,8 +80,10 @@ kp_status comm_wait(kp_comm *c, const char *fn, MPI_Request *reqs, const int *pe
             abandon(reqs, n);
             return comm_break(c, KP_ERR_IO);
         }
-        if (spins > 1000)
+        if (t - start > 2.0)
             nanosleep(&pause, NULL);
+        else
+            sched_yield();
     }
 }
 

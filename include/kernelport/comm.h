@@ -28,10 +28,11 @@ extern "C" {
  * inside a collective (a timeout, a device read that fails, a mismatched call) sends the reason
  * to every other rank, whose pending collective then fails at once with "rank R failed: ...". A
  * collective that failed leaves the communicator unusable: every later call fails with the same
- * message. The library never calls MPI_Abort: the application decides (the examples report the
- * message and call MPI_Abort, since MPI_Finalize may wait for messages that never come). Every
- * collective first checks that all ranks called the same one (kind, size, root) and fails on
- * every rank, naming what each called, when they differ.
+ * message, and it leaves messages behind that a communicator made later over the same processes
+ * may receive (MPI reuses communicator contexts): end the job. The library never calls MPI_Abort:
+ * the application decides (the examples report the message and call MPI_Abort, since MPI_Finalize
+ * may wait for messages that never come). Every collective first checks that all ranks called the
+ * same one (kind, size, root) and fails on every rank, naming what each called, when they differ.
  *
  * Threads. MPI must be initialised (MPI_Init or MPI_Init_thread) before kp_comm_create and
  * finalised after kp_comm_destroy. A communicator is used by one thread at a time and calls MPI

@@ -19,14 +19,17 @@ enum { N = 257, LAUNCHES = 40, ERROR_ROUNDS = 200 };
 
 /* Options for a runtime that loads every plugin of the build (built without touching the static
  * buffers of test-util.h, so that threads can call it). */
-static kp_runtime_options options(const char *const *dirs)
+static kp_runtime_options options(const char *const *dirs, int second)
 {
+    /* KP_TEST_DEVICE_2 puts the second runtime on another device (scripts/gpu/mpi.sh: the second
+     * GPU); by default both share the test device. */
+    const char *other = getenv("KP_TEST_DEVICE_2");
     kp_runtime_options o = kp_runtime_options_default();
     o.flags = KP_RUNTIME_NO_ENV | KP_RUNTIME_NO_USER_MANIFESTS | KP_RUNTIME_NO_INSTALLED_PLUGINS |
               KP_RUNTIME_NO_BUILTIN_TUNING;
     o.plugin_dirs = dirs;
     o.n_plugin_dirs = 1;
-    o.device = test_device();
+    o.device = second && other && *other ? other : test_device();
     return o;
 }
 
@@ -113,7 +116,7 @@ static void *work(void *arg)
 {
     worker *w = arg;
     pthread_barrier_wait(w->start);
-    kp_runtime_options o = options(w->dirs);
+    kp_runtime_options o = options(w->dirs, w->id == 1);
     kp_runtime *rt = NULL;
     kp_status st = kp_runtime_create(&o, &rt);
     if (st != KP_OK) {
@@ -192,12 +195,12 @@ static void test_two_threads(void **state)
 static void test_one_thread_two_recordings(void **state)
 {
     const char *dirs[] = {test_build_path(KP_TEST_EXAMPLE_PLUGIN_DIR)};
-    kp_runtime_options o = options(dirs);
     kp_runtime *rt[2] = {NULL, NULL};
     kp_kernel *k[2];
     kp_buffer *x[2], *y[2];
     float hx[2][N], hy[2][N], got[N];
     for (int r = 0; r < 2; r++) {
+        kp_runtime_options o = options(dirs, r);
         assert_int_equal(kp_runtime_create(&o, &rt[r]), KP_OK);
         assert_int_equal(kp_kernel_find(rt[r], "example.axpy", &k[r]), KP_OK);
         integers(hx[r], r);
