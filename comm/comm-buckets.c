@@ -175,6 +175,8 @@ kp_status kp_comm_buckets_start(kp_comm_buckets *bs, size_t index)
     if (st != KP_OK)
         return st;
     kp_comm *c = bs->c;
+    if ((st = comm_transfers_allowed(c, fn, bs->buf)) != KP_OK)
+        return st;
     if (index != bs->next)
         return comm_fail(c, KP_ERR_INVALID_ARG, fn,
                          "bucket %zu started out of order: bucket %zu comes next (of %zu)", index,

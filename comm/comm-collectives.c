@@ -32,13 +32,13 @@ static kp_status exchange(kp_comm *c, const char *fn, int peer, int tag, float *
     return rc == MPI_SUCCESS ? KP_OK : comm_break(c, comm_mpi_fail(c, fn, "MPI_Isend/Irecv", rc));
 }
 
-kp_status comm_allreduce_floats(kp_comm *c, const char *fn, float *data, size_t count,
-                                kp_comm_op op)
+/* The exchange of an all-reduce whose call the ranks agreed on: slices out, sums back. */
+static kp_status exchange_floats(kp_comm *c, const char *fn, float *data, size_t count,
+                                 kp_comm_op op)
 {
     const int p = c->size, me = c->rank;
-    kp_status st =
-        comm_agree(c, fn, op == KP_COMM_MEAN ? CALL_ALLREDUCE_MEAN : CALL_ALLREDUCE_SUM, count, 0);
-    if (st != KP_OK || p == 1 || count == 0)
+    kp_status st = KP_OK;
+    if (p == 1 || count == 0)
         return st;
     const size_t most = slice_begin(count, p, 1) + 1;
     if (most > INT_MAX)
@@ -89,6 +89,18 @@ kp_status comm_allreduce_floats(kp_comm *c, const char *fn, float *data, size_t 
     return st;
 }
 
+static int call_kind(kp_comm_op op)
+{
+    return op == KP_COMM_MEAN ? CALL_ALLREDUCE_MEAN : CALL_ALLREDUCE_SUM;
+}
+
+kp_status comm_allreduce_floats(kp_comm *c, const char *fn, float *data, size_t count,
+                                kp_comm_op op)
+{
+    kp_status st = comm_agree(c, fn, call_kind(op), count, 0);
+    return st == KP_OK ? exchange_floats(c, fn, data, count, op) : st;
+}
+
 static kp_status check_op(kp_comm *c, const char *fn, kp_comm_op op)
 {
     return op == KP_COMM_SUM || op == KP_COMM_MEAN
@@ -104,6 +116,66 @@ static kp_status local_failure(kp_comm *c, const char *fn, kp_status st)
     snprintf(why, sizeof why, "%s", kp_last_error(c->rt));
     comm_fail(c, st, fn, "rank %d: %s", c->rank, why);
     return comm_break(c, st);
+}
+
+/* Floats per piece of a pipelined all-reduce: large enough that each piece's messages cost
+ * little more than their bytes, small enough that the copies of the others hide its exchange. */
+#define PIECE_FLOATS ((size_t)1 << 20)
+
+/*
+ * The all-reduce of a range of an OpenCL buffer in pieces: every piece's read is enqueued at once
+ * (non-blocking, into the pinned staging); piece k is exchanged as soon as its read is done, while
+ * the device reads the next ones, and its write back is enqueued behind them. The copies and the
+ * exchange overlap, instead of adding up. Blocking: returns after the last write. The sums are the
+ * same bits as in one piece (each element's are in rank order either way).
+ */
+static kp_status allreduce_pieces(kp_comm *c, const char *fn, kp_buffer *buf, size_t offset,
+                                  size_t count, kp_comm_op op)
+{
+    float *data = c->staging.ptr;
+    cl_mem mem = kp_buffer_cl_mem(buf);
+    const size_t n = (count + PIECE_FLOATS - 1) / PIECE_FLOATS;
+    cl_event *reads = calloc(n, sizeof *reads);
+    if (!reads)
+        return comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    kp_status st = KP_OK;
+    cl_int err = CL_SUCCESS;
+    for (size_t k = 0; k < n && err == CL_SUCCESS; k++) {
+        const size_t at = k * PIECE_FLOATS,
+                     len = count - at < PIECE_FLOATS ? count - at : PIECE_FLOATS;
+        err = clEnqueueReadBuffer(c->queue, mem, CL_FALSE, (offset + at) * sizeof(float),
+                                  len * sizeof(float), data + at, 0, NULL, &reads[k]);
+    }
+    if (err == CL_SUCCESS)
+        err = clFlush(c->queue);
+    for (size_t k = 0; k < n && st == KP_OK && err == CL_SUCCESS; k++) {
+        const size_t at = k * PIECE_FLOATS,
+                     len = count - at < PIECE_FLOATS ? count - at : PIECE_FLOATS;
+        err = clWaitForEvents(1, &reads[k]);
+        if (err == CL_SUCCESS)
+            st = exchange_floats(c, fn, data + at, len, op);
+        if (st == KP_OK && err == CL_SUCCESS)
+            err = clEnqueueWriteBuffer(c->queue, mem, CL_FALSE, (offset + at) * sizeof(float),
+                                       len * sizeof(float), data + at, 0, NULL, NULL);
+        if (st == KP_OK && err == CL_SUCCESS)
+            err = clFlush(c->queue);
+    }
+    /* The staging must outlive every transfer enqueued on it, whatever happened. */
+    cl_int done = clFinish(c->queue);
+    for (size_t k = 0; k < n; k++)
+        if (reads[k])
+            clReleaseEvent(reads[k]);
+    free(reads);
+    if (st != KP_OK)
+        return st;
+    if (err == CL_SUCCESS)
+        err = done;
+    if (err != CL_SUCCESS) {
+        comm_fail(c, KP_ERR_CL, fn, "rank %d: a staging transfer failed: OpenCL error %d", c->rank,
+                  (int)err);
+        return comm_break(c, KP_ERR_CL);
+    }
+    return KP_OK;
 }
 
 kp_status kp_comm_allreduce(kp_comm *c, kp_buffer *buf, size_t offset, size_t count, kp_comm_op op)
@@ -122,6 +194,12 @@ kp_status kp_comm_allreduce(kp_comm *c, kp_buffer *buf, size_t offset, size_t co
     if (st != KP_OK)
         return st;
     float *data = c->staging.ptr;
+    if (c->queue && c->size > 1 && count > PIECE_FLOATS) {
+        /* The reads follow the work queued on the buffer, as kp_buffer_read's would: the queue is
+         * in order. */
+        st = comm_agree(c, fn, call_kind(op), count, 0);
+        return st == KP_OK ? allreduce_pieces(c, fn, buf, offset, count, op) : st;
+    }
     if (c->size > 1 && bytes &&
         (st = kp_buffer_read(c->rt, buf, offset * sizeof(float), bytes, data)) != KP_OK)
         return local_failure(c, fn, st);

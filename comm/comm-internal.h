@@ -71,5 +71,8 @@ void comm_host_release(kp_comm *c, comm_host *h);
 /* Checks that [offset, offset + bytes) lies within buf and buf belongs to c's runtime. */
 kp_status comm_check_range(kp_comm *c, const char *fn, const kp_buffer *buf, size_t offset,
                            size_t bytes);
+/* Checks that this thread may move buf's data now: it is the runtime's, and no graph is being
+ * recorded on the runtime by this thread (a transfer would run at once, not in the graph). */
+kp_status comm_transfers_allowed(kp_comm *c, const char *fn, const kp_buffer *buf);
 
 #endif

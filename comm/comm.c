@@ -131,10 +131,19 @@ kp_status comm_check_range(kp_comm *c, const char *fn, const kp_buffer *buf, siz
         return comm_fail(c, KP_ERR_INVALID_ARG, fn,
                          "range [%zu, %zu) bytes is outside the buffer of %zu bytes", offset,
                          offset + bytes, size);
-    /* An empty read checks that the buffer is the runtime's, and nothing else. */
+    return comm_transfers_allowed(c, fn, buf);
+}
+
+kp_status comm_transfers_allowed(kp_comm *c, const char *fn, const kp_buffer *buf)
+{
+    /* An empty read checks what a read would (the buffer is the runtime's, this thread is not
+     * recording a graph on it) and moves nothing. */
     char none;
-    if (kp_buffer_read(c->rt, buf, 0, 0, &none) != KP_OK)
-        return comm_fail(c, KP_ERR_INVALID_ARG, fn, "the buffer belongs to another runtime");
+    if (kp_buffer_read(c->rt, buf, 0, 0, &none) != KP_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", kp_last_error(c->rt));
+        return comm_fail(c, KP_ERR_INVALID_ARG, fn, "%s", why);
+    }
     return KP_OK;
 }
 

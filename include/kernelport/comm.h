@@ -82,6 +82,8 @@ typedef enum kp_comm_op {
  * All-reduces `count` f32 elements of `buf` starting at element `offset` in place: every rank
  * ends with the sum (or mean) over the ranks, in the order the header above describes. Blocking:
  * it reads after the runtime's earlier work, and the result is in the buffer when it returns.
+ * Ranges above 2^20 floats move in pieces of 2^20, each exchanged while the device copies the
+ * others (the same bits).
  * Errors: KP_ERR_INVALID_ARG (a range outside the buffer, a buffer of another runtime, an op
  * that is not a kp_comm_op, a call that differs from the other ranks'), KP_ERR_IO (a timeout, an
  * MPI failure, another rank's failure: the message says which), the read's and write's errors.

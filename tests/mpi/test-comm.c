@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The collectives of comm.h under mpirun (tests/mpi/run.sh starts 2 and 3 ranks), on PoCL and on
  * the host device: all-reduce sums and means on odd sizes against the host's sum in rank order,
- * bit for bit; a tensor view; the host variant; broadcast; barrier; buckets of an arena of odd
- * segments over two rounds with device work queued between them; calls that differ between
- * ranks; a rank that gives up; a rank that never comes (timeout). Every rank checks; the first
- * failed check aborts the job. */
+ * bit for bit (one size in pieces); a tensor view; the host variant; broadcast; barrier; buckets of
+ * an arena of odd segments over two rounds with device work queued between them; calls that differ
+ * between ranks; a rank that gives up; a rank that never comes (timeout). Every rank checks; the
+ * first failed check aborts the job. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,11 +78,12 @@ static kp_runtime *open_runtime(const char *device)
     return rt;
 }
 
-/* All-reduces of odd sizes at an odd offset of a larger buffer, whose other elements must stay. */
+/* All-reduces of odd sizes at an odd offset of a larger buffer, whose other elements must stay;
+ * the last size is past two of the pipelined all-reduce's pieces of 2^20 floats. */
 static void test_allreduce(kp_runtime *rt, kp_comm *c)
 {
-    static const size_t sizes[] = {1, 2, 3, 5, 257, 65537};
-    for (int t = 0; t < 6; t++)
+    static const size_t sizes[] = {1, 2, 3, 5, 257, 65537, (2u << 20) + 3};
+    for (int t = 0; t < 7; t++)
         for (int o = 0; o < 2; o++) {
             const kp_comm_op op = o ? KP_COMM_MEAN : KP_COMM_SUM;
             const size_t n = sizes[t], pad = 3, total = n + 2 * pad;
@@ -196,6 +197,18 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
                          s, j, (double)host[i], (double)want);
             }
     }
+    /* While this thread records a graph on the runtime, transfers would run at once, outside
+     * the graph: refused, before any rank exchanges anything. */
+    CHECK_OK(rt, kp_graph_begin(rt, 0));
+    if (kp_comm_buckets_start(b, 0) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "recording"))
+        fail("a bucket started while recording a graph: %s", kp_last_error(rt));
+    if (kp_comm_allreduce(c, arena, 0, 4, KP_COMM_SUM) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "recording"))
+        fail("an all-reduce while recording a graph: %s", kp_last_error(rt));
+    kp_graph *g = NULL;
+    CHECK_OK(rt, kp_graph_end(rt, &g));
+    kp_graph_destroy(g);
     if (kp_comm_buckets_start(b, 1) != KP_ERR_INVALID_ARG ||
         !strstr(kp_last_error(rt), "out of order"))
         fail("a bucket started out of order was not refused: %s", kp_last_error(rt));
