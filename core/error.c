@@ -6,8 +6,16 @@
 
 #include "runtime.h"
 
-/* Calls that have no runtime (kp_runtime_create) report here. */
+/* Calls that have no runtime (kp_runtime_create) report here. The key frees a thread's message
+ * when the thread exits (a program with a thread per device starts and ends threads). */
 static _Thread_local char *no_runtime_message;
+static pthread_key_t no_runtime_key;
+static pthread_once_t no_runtime_once = PTHREAD_ONCE_INIT;
+
+static void make_key(void)
+{
+    pthread_key_create(&no_runtime_key, free);
+}
 
 /* Failures recorded by this thread, so a caller can tell whether a callee set a message without
  * clearing the last one first (which would cost an allocation on every launch). */
@@ -55,6 +63,8 @@ static void store(const kp_runtime *crt, char *message)
     if (!crt) {
         free(no_runtime_message);
         no_runtime_message = message;
+        pthread_once(&no_runtime_once, make_key);
+        pthread_setspecific(no_runtime_key, message);
         return;
     }
     /* The error slots are bookkeeping, not part of the runtime's observable state. */
