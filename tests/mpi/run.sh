@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs an MPI program on N local ranks with Open MPI's or MPICH's launcher: usage
-# run.sh MPIEXEC N PROGRAM [ARGS...]. Open MPI needs --oversubscribe for more ranks than cores
+# run.sh MPIEXEC N PROGRAM [ARGS...]; with N 0 the arguments go to the launcher as they are, for
+# programs that differ between ranks (`-np 1 A : -np 1 B`, which both launchers take). Open MPI needs --oversubscribe for more ranks than cores
 # (CI has 2) and refuses root without --allow-run-as-root (CI's containers run as root); its
 # shared-memory transport's single-copy mode needs ptrace rights containers often lack.
 set -euo pipefail
@@ -14,6 +15,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 version=$("$mpiexec" --version 2>&1 || true)
 if [[ $version == *"Open MPI"* || $version == *OpenRTE* || $version == *open-mpi.org* ]]; then
   export OMPI_MCA_btl_vader_single_copy_mechanism=none
-  exec "$mpiexec" --oversubscribe -np "$n" "$@"
+  ((n)) && set -- -np "$n" "$@"
+  exec "$mpiexec" --oversubscribe "$@"
 fi
-exec "$mpiexec" -n "$n" "$@"
+((n)) && set -- -n "$n" "$@"
+exec "$mpiexec" "$@"
