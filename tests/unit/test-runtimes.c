@@ -257,6 +257,12 @@ static void test_one_thread_two_recordings(void **state)
     assert_null(p);
     assert_int_equal(kp_kernel_tunable_set(rt[1], k[0], "WG", 64), KP_ERR_INVALID_ARG);
     assert_int_equal(kp_kernel_supported(rt[1], k[0]), KP_ERR_INVALID_ARG);
+    /* A layered library's message lands in its runtime's slot only (comm.h's do). */
+    assert_int_equal(kp_last_error_set(rt[1], KP_ERR_IO, "layer %d: %s", 3, "lost"), KP_ERR_IO);
+    assert_string_equal(kp_last_error(rt[1]), "layer 3: lost");
+    assert_non_null(strstr(kp_last_error(rt[0]), "belongs to another runtime"));
+    assert_int_equal(kp_last_error_set(NULL, KP_ERR_IO, "no runtime"), KP_ERR_IO);
+    assert_string_equal(kp_last_error(NULL), "no runtime");
     for (int r = 0; r < 2; r++)
         kp_runtime_destroy(rt[r]);
 }
