@@ -149,7 +149,9 @@ void kp__profile_close(kp_runtime *rt)
     pthread_mutex_lock(&rt->lock);
     harvest(rt, p);
     pthread_mutex_unlock(&rt->lock);
-    qsort(p->totals, p->n_totals, sizeof *p->totals, by_time);
+    /* No launch at all leaves totals NULL, which qsort may not take even for 0 elements. */
+    if (p->n_totals)
+        qsort(p->totals, p->n_totals, sizeof *p->totals, by_time);
     double all = 0;
     for (size_t i = 0; i < p->n_totals; i++)
         all += p->totals[i].seconds;
