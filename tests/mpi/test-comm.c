@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The collectives of comm.h under mpirun (tests/mpi/run.sh starts 2 and 3 ranks), on PoCL and on
  * the host device: all-reduce sums and means on odd sizes against the host's sum in rank order,
- * bit for bit (one size in pieces); a tensor view; the host variant; broadcast; barrier; buckets of
- * an arena of odd segments over two rounds with device work queued between them; calls that differ
- * between ranks; a rank that gives up; a rank that never comes (timeout). Every rank checks; the
- * first failed check aborts the job. */
+ * bit for bit (one size in pieces); kp_comm_buckets_plan's cuts; a tensor view; the host variant;
+ * broadcast; barrier; buckets of an arena of odd segments over two rounds with device work queued
+ * between them; calls that differ between ranks; a rank that gives up; a rank that never comes
+ * (timeout). Every rank checks; the first failed check aborts the job. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -220,6 +220,33 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
     free(host);
 }
 
+/* kp_comm_buckets_plan on its own: the documented cuts and refusals. */
+static void test_plan(void)
+{
+    /* Segments of 3, 1, 257 and 10 floats at 0, 4, 8, 268 (kp_optim_arena_layout, align 4). */
+    const int32_t seg[8] = {0, 3, 4, 1, 8, 257, 268, 10};
+    kp_comm_range r[4];
+    size_t n = kp_comm_buckets_plan(seg, 4, 0, r);
+    const size_t each[4][2] = {{268, 10}, {8, 257}, {4, 1}, {0, 3}};
+    if (n != 4)
+        fail("plan with bucket_bytes 0: %zu buckets, expected one per segment", n);
+    for (size_t i = 0; i < 4; i++)
+        if (r[i].offset != each[i][0] || r[i].count != each[i][1])
+            fail("plan with bucket_bytes 0: bucket %zu is [%zu, +%zu)", i, r[i].offset, r[i].count);
+    /* 64 bytes: 10 floats make 40, so the last two segments share the first bucket, which runs
+     * over the padding between them; 1 and 3 floats make the last, smaller one. */
+    n = kp_comm_buckets_plan(seg, 4, 64, r);
+    if (n != 2 || r[0].offset != 8 || r[0].count != 270 || r[1].offset != 0 || r[1].count != 5)
+        fail("plan with 64 bytes: %zu buckets, [%zu, +%zu) first", n, r[0].offset, r[0].count);
+    n = kp_comm_buckets_plan(seg, 4, (size_t)1 << 30, r);
+    if (n != 1 || r[0].offset != 0 || r[0].count != 278)
+        fail("plan with 1 GiB: %zu buckets", n);
+    const int32_t bad[4] = {0, 3, 4, -1};
+    if (kp_comm_buckets_plan(bad, 2, 64, r) != 0 || kp_comm_buckets_plan(NULL, 2, 64, r) != 0 ||
+        kp_comm_buckets_plan(seg, 4, 64, NULL) != 0)
+        fail("plan accepted a negative segment or a NULL pointer");
+}
+
 static double now(void)
 {
     struct timespec t;
@@ -301,6 +328,7 @@ int main(int argc, char **argv)
         }
         first[o] = '\0';
     }
+    test_plan();
     const char *devices[] = {first, "host"};
     for (int d = 0; d < 2; d++) {
         kp_runtime *rt = open_runtime(devices[d]);
