@@ -85,8 +85,9 @@ typedef enum kp_comm_op {
  * Ranges above 2^20 floats move in pieces of 2^20, each exchanged while the device copies the
  * others (the same bits).
  * Errors: KP_ERR_INVALID_ARG (a range outside the buffer, a buffer of another runtime, an op
- * that is not a kp_comm_op, a call that differs from the other ranks'), KP_ERR_IO (a timeout, an
- * MPI failure, another rank's failure: the message says which), the read's and write's errors.
+ * that is not a kp_comm_op, a call that differs from the other ranks', a graph this thread
+ * records on the runtime), KP_ERR_IO (a timeout, an MPI failure, another rank's failure: the
+ * message says which), KP_ERR_CL (a staging transfer), the read's and write's errors.
  */
 KP_API kp_status kp_comm_allreduce(kp_comm *c, kp_buffer *buf, size_t offset, size_t count,
                                    kp_comm_op op);
@@ -144,9 +145,9 @@ typedef struct kp_comm_buckets kp_comm_buckets;
 
 /*
  * Prepares the all-reduce (op) of `n` ranges of f32 arena `buf` (ranges copied; each within the
- * buffer, none overlapping another), with host staging for each. Local: no MPI call. *out is the
- * caller's (kp_comm_buckets_destroy). Errors: KP_ERR_INVALID_ARG, KP_ERR_OUT_OF_MEMORY,
- * KP_ERR_CL (the pinned staging).
+ * buffer, none overlapping another), with host staging for each (pinned where the driver gives
+ * it, else plain memory). Local: no MPI call. *out is the caller's (kp_comm_buckets_destroy).
+ * Errors: KP_ERR_INVALID_ARG, KP_ERR_OUT_OF_MEMORY.
  */
 KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_comm_range *ranges,
                                         size_t n, kp_comm_op op, kp_comm_buckets **out);
