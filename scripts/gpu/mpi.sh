@@ -34,7 +34,9 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=ON 
   -DMPIEXEC_EXECUTABLE="$mpirun" >"$res/configure.log" 2>&1 &&
   cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 ||
   { tail -40 "$res/configure.log" "$res/build.log"; exit 1; }
-run() { bash tests/mpi/run.sh "$mpirun" "$@"; }
+# tests/mpi/run.sh: Open MPI's root switches and --oversubscribe (timeout runs commands, not
+# shell functions, hence an array).
+run=(bash tests/mpi/run.sh "$mpirun")
 
 step "two runtimes in one process, gpu:0 and gpu:1 (test-runtimes)"
 (cd build-gpu && KP_TEST_DEVICE=gpu:0 KP_TEST_DEVICE_2=gpu:1 timeout "$(cap 120)" \
@@ -45,7 +47,7 @@ step "collectives on 2 ranks, one GPU each (test-comm-np2, KP_TEST_DEVICE=gpu:%r
   ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -6
 
 step "bench-allreduce: 2 ranks, gpu:0 and gpu:1"
-timeout "$(cap 180)" run 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
+timeout "$(cap 180)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
   --json "$res/bench-allreduce.json"
 
 step "peer-allreduce: torch.distributed (NCCL) on the 2 GPUs"
@@ -58,12 +60,12 @@ timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:0 --epochs "$epoch
   --csv "$res/cnn-1gpu.csv" | tail -"$((epochs + 1))"
 for per in 128 64; do
   step "fashion-mnist: 2 GPUs, batch $per per rank, $epochs epochs"
-  timeout "$(cap 120)" run 2 build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs "$epochs" \
-    --batch "$per" --csv "$res/cnn-2gpu-b$per.csv" | tail -"$((epochs + 1))"
+  timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist --device 'gpu:%r' \
+    --epochs "$epochs" --batch "$per" --csv "$res/cnn-2gpu-b$per.csv" | tail -"$((epochs + 1))"
 done
 step "fashion-mnist: 2 GPUs, batch 64 per rank, replicas checked after every step (1 epoch)"
-timeout "$(cap 120)" run 2 build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs 1 --batch 64 \
-  --check-replicas | tail -2
+timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs 1 \
+  --batch 64 --check-replicas | tail -2
 
 step "peer-fashion-mnist: PyTorch on 1 GPU, and DDP on 2 (batch 128 per rank)"
 PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 bench/peers/peer-fashion-mnist.py \

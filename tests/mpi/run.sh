@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs an MPI program on N local ranks with Open MPI's or MPICH's launcher: usage
 # run.sh MPIEXEC N PROGRAM [ARGS...]; with N 0 the arguments go to the launcher as they are, for
-# programs that differ between ranks (`-np 1 A : -np 1 B`, which both launchers take). Open MPI needs --oversubscribe for more ranks than cores
-# (CI has 2) and refuses root without --allow-run-as-root (CI's containers run as root); its
-# shared-memory transport's single-copy mode needs ptrace rights containers often lack.
+# programs that differ between ranks (`-np 1 A : -np 1 B`, which both launchers take). Open MPI
+# needs --oversubscribe for more ranks than cores (CI has 2) and refuses root unless told (CI's
+# containers run as root); its shared-memory transport's single-copy mode needs ptrace rights
+# containers often lack.
 set -euo pipefail
 mpiexec=$1
 n=$2
