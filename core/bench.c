@@ -79,6 +79,8 @@ kp_status kp_kernel_bench(kp_runtime *rt, kp_kernel *k, const char *size,
 {
     if (!rt || !k || !size)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_bench: NULL argument");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_bench");
     kp_status st = KP__OUT_CHECK(rt, "kp_kernel_bench", kp_bench_result, out);
     kp_bench_options o = kp_bench_options_default();
     if (st == KP_OK && opt)

@@ -6,8 +6,16 @@
 
 #include "runtime.h"
 
-/* Calls that have no runtime (kp_runtime_create) report here. */
+/* Calls that have no runtime (kp_runtime_create) report here. The key frees a thread's message
+ * when the thread exits (a program with a thread per device starts and ends threads). */
 static _Thread_local char *no_runtime_message;
+static pthread_key_t no_runtime_key;
+static pthread_once_t no_runtime_once = PTHREAD_ONCE_INIT;
+
+static void make_key(void)
+{
+    pthread_key_create(&no_runtime_key, free);
+}
 
 /* Failures recorded by this thread, so a caller can tell whether a callee set a message without
  * clearing the last one first (which would cost an allocation on every launch). */
@@ -55,6 +63,8 @@ static void store(const kp_runtime *crt, char *message)
     if (!crt) {
         free(no_runtime_message);
         no_runtime_message = message;
+        pthread_once(&no_runtime_once, make_key);
+        pthread_setspecific(no_runtime_key, message);
         return;
     }
     /* The error slots are bookkeeping, not part of the runtime's observable state. */
@@ -96,6 +106,23 @@ kp_status kp__fail_prefix(const kp_runtime *rt, kp_status status, const char *fm
     free(prefix);
     store(rt, message);
     return status;
+}
+
+kp_status kp_last_error_set(const kp_runtime *rt, kp_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kp__failv(rt, status, fmt ? fmt : "", ap);
+    va_end(ap);
+    return status;
+}
+
+kp_status kp__kernel_foreign(const kp_runtime *rt, const kp_kernel *k, const char *fn)
+{
+    return kp__fail(rt, KP_ERR_INVALID_ARG,
+                    "%s: kernel %s belongs to another runtime (each runtime finds its own with "
+                    "kp_kernel_find)",
+                    fn, k->desc->name);
 }
 
 const char *kp_last_error(const kp_runtime *crt)

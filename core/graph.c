@@ -55,16 +55,31 @@ struct kp_graph {
     graph_segment *segments;
     size_t n_segments;
     int segments_valid;
-    struct kp_graph *prev, *next; /* the runtime's list */
+    struct kp_graph *prev, *next;    /* the runtime's list */
+    struct kp_graph *next_recording; /* this thread's other recordings */
 };
 
-/* The graph this thread records into: a thread records one graph at a time, so launches check
- * this without a lock or any shared state. */
+/* The graphs this thread records into, one per runtime at most (a thread may record on several
+ * runtimes at once, one per device): launches check this without a lock or any shared state. */
 static _Thread_local kp_graph *recording;
 
 kp_graph *kp__graph_recording(const kp_runtime *rt)
 {
-    return recording && recording->rt == rt ? recording : NULL;
+    for (kp_graph *g = recording; g; g = g->next_recording)
+        if (g->rt == rt)
+            return g;
+    return NULL;
+}
+
+static void stop_recording(kp_graph *g)
+{
+    for (kp_graph **p = &recording; *p; p = &(*p)->next_recording)
+        if (*p == g) {
+            *p = g->next_recording;
+            break;
+        }
+    g->next_recording = NULL;
+    g->recording = 0;
 }
 
 static kp_status grow(kp_runtime *rt, void **array, size_t n, size_t size)
@@ -82,10 +97,10 @@ kp_status kp_graph_begin(kp_runtime *rt, uint32_t flags)
 {
     if (!rt)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_graph_begin: NULL runtime");
-    if (recording)
+    if (kp__graph_recording(rt))
         return kp__fail(rt, KP_ERR_INVALID_ARG,
-                        "kp_graph_begin: this thread is already recording a graph (end it with "
-                        "kp_graph_end first)");
+                        "kp_graph_begin: this thread is already recording a graph on this runtime "
+                        "(end it with kp_graph_end first)");
     const uint32_t known = KP_GRAPH_NO_COMMAND_BUFFER | KP_GRAPH_COMMAND_BUFFER;
     if ((flags & ~known) || (flags & known) == known)
         return kp__fail(rt, KP_ERR_INVALID_ARG,
@@ -103,6 +118,7 @@ kp_status kp_graph_begin(kp_runtime *rt, uint32_t flags)
         rt->graphs->prev = g;
     rt->graphs = g;
     pthread_mutex_unlock(&rt->lock);
+    g->next_recording = recording;
     recording = g;
     return KP_OK;
 }
@@ -247,8 +263,7 @@ kp_status kp_graph_end(kp_runtime *rt, kp_graph **out)
         return kp__fail(rt, KP_ERR_INVALID_ARG,
                         g ? "kp_graph_end: NULL out"
                           : "kp_graph_end: this thread is not recording a graph on this runtime");
-    recording = NULL;
-    g->recording = 0;
+    stop_recording(g);
     /* The blocks are made now, so that kp_graph_get_info tells what a replay will enqueue. */
     pthread_mutex_lock(&rt->lock);
     kp_status st = make_ready(g);
@@ -462,11 +477,12 @@ kp_status kp_graph_replay(kp_graph *g, kp_event **event)
     if (!g)
         return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_graph_replay: NULL graph");
     kp_runtime *rt = g->rt;
-    if (g->recording || recording)
+    if (g->recording || kp__graph_recording(rt))
         return kp__fail(rt, KP_ERR_INVALID_ARG,
                         g->recording ? "kp_graph_replay: the graph is still recording (call "
                                        "kp_graph_end first)"
-                                     : "kp_graph_replay: this thread is recording a graph");
+                                     : "kp_graph_replay: this thread is recording a graph on "
+                                       "the graph's runtime");
     kp_event *ev = NULL;
     if (event && !(ev = calloc(1, sizeof *ev)))
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -562,8 +578,8 @@ void kp_graph_destroy(kp_graph *g)
     if (!g)
         return;
     kp_runtime *rt = g->rt;
-    if (recording == g)
-        recording = NULL;
+    if (g->recording)
+        stop_recording(g);
     pthread_mutex_lock(&rt->lock);
     if (g->prev)
         g->prev->next = g->next;

@@ -340,6 +340,8 @@ kp_status kp_kernel_launch(kp_runtime *rt, kp_kernel *k, const kp_arg *args, siz
         *event = NULL;
     if (!rt || !k)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_launch: NULL runtime or kernel");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_launch");
     kp_graph *g = kp__graph_recording(rt);
     if (g)
         return kp__graph_capture_launch(g, k, args, n_args, event != NULL);
@@ -382,6 +384,8 @@ kp_status kp_kernel_describe(kp_runtime *rt, kp_kernel *k, char *out, size_t siz
 {
     if (!rt || !k || !out || size == 0)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_describe: NULL argument or size 0");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_describe");
     out[0] = '\0';
     const kp_kernel_desc *d = k->desc;
     if (d->struct_size < offsetof(kp_kernel_desc, describe) + sizeof d->describe || !d->describe)
@@ -410,6 +414,8 @@ kp_status kp_kernel_supported(kp_runtime *rt, kp_kernel *k)
 {
     if (!rt || !k)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_supported: NULL argument");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_supported");
     pthread_mutex_lock(&rt->lock);
     kp_status st = kp__kernel_supported(rt, k);
     pthread_mutex_unlock(&rt->lock);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,10 @@
 #include "struct-size.h"
 
 _Thread_local kp_runtime *kp__initializing;
+
+/* Plugin inits run one at a time in the process: runtimes created on several threads at once load
+ * the same modules (dlopen shares one copy), and an init may fill static tables (plugin.h). */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Where kp__plugin_scan reports the steps it reaches; -1 in every other process. */
 static int scan_fd = -1;
@@ -141,7 +146,9 @@ static void start(kp_runtime *rt, kp__plugin *p, const kp_plugin_info *info)
     kp__fail(rt, KP_OK, "%s", "");
     reached(KP__SCAN_INIT "\n");
     kp__initializing = rt;
+    pthread_mutex_lock(&init_lock);
     kp_status st = info->init(kp__host_api(), &reg);
+    pthread_mutex_unlock(&init_lock);
     kp__initializing = NULL;
     if (st != KP_OK) {
         kp__registry_remove_plugin(rt, p);

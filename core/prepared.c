@@ -229,6 +229,8 @@ kp_status kp_prepared_create(kp_runtime *rt, kp_kernel *k, const kp_arg *args, s
         *out = NULL;
     if (!rt || !k || !out || (n_args && !args))
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_prepared_create: NULL argument");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_prepared_create");
     uint32_t n = k->desc->n_params;
     kp_prepared *p = calloc(1, sizeof *p);
     if (p) {

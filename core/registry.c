@@ -204,6 +204,7 @@ kp_status kp__registry_add(kp_runtime *rt, kp__plugin *plugin, const kp_kernel_d
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     rt->kernels = grown;
+    k->rt = rt;
     k->desc = desc;
     k->plugin = plugin;
     load_dev_source(rt, k);

@@ -58,6 +58,7 @@ typedef struct kp__plugin {
 } kp__plugin;
 
 struct kp_kernel {
+    kp_runtime *rt; /* the owner: another runtime's calls refuse the kernel */
     const kp_kernel_desc *desc;
     kp__plugin *plugin;
     char *source;                /* KP_KERNEL_DIR text when set, else NULL (desc->source is used) */
@@ -153,6 +154,8 @@ kp_status kp__failv(const kp_runtime *rt, kp_status status, const char *fmt, va_
 kp_status kp__fail_prefix(const kp_runtime *rt, kp_status status, const char *fmt, ...)
     KP_PRINTF(3, 4);
 void kp__errors_free(kp_runtime *rt);
+/* Fails `fn` with KP_ERR_INVALID_ARG: kernel k was found on another runtime than rt. */
+kp_status kp__kernel_foreign(const kp_runtime *rt, const kp_kernel *k, const char *fn);
 /* How many messages this thread has recorded so far (any runtime). */
 uint64_t kp__fail_count(void);
 

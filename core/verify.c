@@ -115,6 +115,8 @@ kp_status kp_kernel_verify(kp_runtime *rt, kp_kernel *k, const char *size, uint6
 {
     if (!rt || !k)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_verify: NULL runtime or kernel");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_verify");
     if (!k->desc->sample)
         return kp__fail(rt, KP_ERR_UNSUPPORTED, "kernel %s has no sample function to verify with",
                         k->desc->name);
@@ -140,6 +142,8 @@ kp_status kp_kernel_sample_bytes(kp_runtime *rt, kp_kernel *k, const char *size,
     if (!rt || !k || !size || !bytes)
         return kp__fail(rt, KP_ERR_INVALID_ARG,
                         "kp_kernel_sample_bytes: NULL runtime, kernel, size or bytes");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_sample_bytes");
     if (!k->desc->sample)
         return kp__fail(rt, KP_ERR_UNSUPPORTED, "kernel %s has no sample function", k->desc->name);
     kp_sample s;

@@ -11,11 +11,12 @@ kp_packages=(
 )
 # Extra tools the test command uses: the style check, the OpenCL simulator, clang (tc.cl's
 # compile for NVIDIA's target), the Fashion-MNIST images the CNN example's test trains on,
-# Python's headers, venv and NumPy (the Python package's build and tests; python/ci.sh), and
-# cargo and rustfmt (the Rust binding).
+# Python's headers, venv and NumPy (the Python package's build and tests; python/ci.sh), Open MPI
+# (libkernelport-comm and its mpirun tests, docs/comm.md), and cargo and rustfmt (the Rust
+# binding).
 if [[ "${KP_DEPS_TEST:-0}" == 1 ]]; then
   kp_packages+=(clang-format oclgrind clang dataset-fashion-mnist python3-dev python3-venv
-                python3-numpy)
+                python3-numpy libopenmpi-dev openmpi-bin)
   # The Rust binding's cargo test and format check (bindings/rust), unless a Rust toolchain has
   # them already.
   command -v cargo >/dev/null || kp_packages+=(cargo)

@@ -4,6 +4,7 @@
 
     python3 bench/peers/peer-fashion-mnist.py --epochs 3 --json results/peer-fashion-mnist.json
     python3 bench/peers/peer-fashion-mnist.py --cpu --train-limit 10000 --epochs 1
+    torchrun --nproc_per_node 2 bench/peers/peer-fashion-mnist.py --batch 64    # DDP, 2 GPUs
 
 The model is examples/fashion-mnist/cnn-model.c's: conv(1->32, 3x3, pad 1) + ReLU + max-pool 2 +
 conv(32->64, 3x3, pad 1) + ReLU + max-pool 2 + linear(3136->128) + ReLU + linear(128->10), softmax
@@ -11,7 +12,10 @@ cross-entropy, AdamW(lr 1e-3, weight_decay 0.01), batch 128, the example's shuff
 seeded with seed * 1000003 + epoch, Fisher-Yates), its normalisation, the last partial batch
 skipped. PyTorch's own initialisation (the example draws its weights from Philox with the same
 bounds). Eager on CUDA with TF32 off (default) or the CPU (--cpu); --compile adds torch.compile.
-Prints and writes per epoch: seconds of training (synchronised), train loss, test accuracy."""
+Prints and writes per epoch: seconds of training (synchronised), train loss, test accuracy.
+Started by torchrun with several processes, it trains with DistributedDataParallel (NCCL), one GPU
+per process, as the example does under mpirun: --batch per rank, rank r training on the r-th slice
+of each global batch of world x batch images of the same shuffle; rank 0 prints and writes."""
 import argparse
 import gzip
 import json
@@ -68,6 +72,15 @@ def main():
     if not a.cpu and not torch.cuda.is_available():
         print("peer-fashion-mnist: skipped: no CUDA device (--cpu for the CPU)")
         return 0
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        import torch.distributed as dist
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl")
+        if rank != 0:
+            sys.stdout = open(os.devnull, "w")
     dev = torch.device("cpu" if a.cpu else "cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -92,10 +105,13 @@ def main():
                           nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
                           nn.Linear(128, 10)).to(dev)
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     step_model = torch.compile(model) if a.compile else model
     loss_fn = nn.CrossEntropyLoss()
-    steps = n_train // a.batch
+    global_batch = world * a.batch
+    steps = n_train // global_batch
     rows = []
     for epoch in range(1, a.epochs + 1):
         order = torch.tensor(shuffle(n_train, a.seed * 1000003 + epoch), device=dev)
@@ -103,7 +119,8 @@ def main():
         t0 = time.perf_counter()
         total = torch.zeros((), device=dev)
         for s in range(steps):
-            idx = order[s * a.batch:(s + 1) * a.batch]
+            at = s * global_batch + rank * a.batch
+            idx = order[at:at + a.batch]
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(step_model(xtr[idx]), ytr[idx])
             loss.backward()
@@ -116,17 +133,21 @@ def main():
                         for i in range(0, len(yte), 1000))
         acc = right / len(yte)
         row = {"epoch": epoch, "seconds": seconds, "train_loss": float(total) / steps,
-               "test_accuracy": acc, "samples_per_s": steps * a.batch / seconds}
+               "test_accuracy": acc, "samples_per_s": steps * global_batch / seconds}
         rows.append(row)
-        print("torch %s%s epoch %d: %.2f s, train loss %.4f, test accuracy %.2f%%, %.0f samples/s"
+        print("torch %s%s%s epoch %d: %.2f s, train loss %.4f, test accuracy %.2f%%, %.0f samples/s"
               % ("CPU" if a.cpu else torch.cuda.get_device_name(0),
-                 " compiled" if a.compile else " eager", epoch, seconds, row["train_loss"],
+                 " compiled" if a.compile else " eager",
+                 " DDP x%d" % world if world > 1 else "", epoch, seconds, row["train_loss"],
                  100 * acc, row["samples_per_s"]))
-    if a.json:
+    if a.json and rank == 0:
         with open(a.json, "w") as f:
             json.dump({"benchmark": "peer-fashion-mnist", "torch": torch.__version__,
                        "device": "cpu" if a.cpu else torch.cuda.get_device_name(0),
-                       "compiled": a.compile, "epochs": rows}, f, indent=2)
+                       "compiled": a.compile, "ranks": world, "batch_per_rank": a.batch,
+                       "epochs": rows}, f, indent=2)
+    if world > 1:
+        torch.distributed.destroy_process_group()
     return 0
 
 

@@ -284,6 +284,8 @@ kp_status kp_kernel_tune(kp_runtime *rt, kp_kernel *k, const kp_tune_options *op
 {
     if (!rt || !k)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tune: NULL argument");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_tune");
     const kp_kernel_desc *d = k->desc;
     kp_status st = KP__OUT_CHECK(rt, "kp_kernel_tune", kp_tune_result, out);
     kp_tune_options o = kp_tune_options_default();

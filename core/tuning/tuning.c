@@ -404,6 +404,8 @@ kp_status kp_kernel_tunable_set(kp_runtime *rt, kp_kernel *k, const char *name, 
 {
     if (!rt || !k || !name)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tunable_set: NULL argument");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_tunable_set");
     const kp_kernel_desc *d = k->desc;
     uint32_t i = 0;
     while (i < d->n_tunables && strcmp(d->tunables[i].name, name) != 0)
@@ -447,6 +449,8 @@ kp_status kp_kernel_tuning_reset(kp_runtime *rt, kp_kernel *k)
 {
     if (!rt || !k)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tuning_reset: NULL argument");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_tuning_reset");
     pthread_mutex_lock(&rt->lock);
     kp__tuning_free(k);
     pthread_mutex_unlock(&rt->lock);
@@ -462,6 +466,8 @@ kp_status kp_kernel_tuning(kp_runtime *rt, kp_kernel *k, size_t index, kp_tuning
         return st;
     if (!k || index >= k->desc->n_tunables)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_kernel_tuning: bad kernel or index");
+    if (k->rt != rt)
+        return kp__kernel_foreign(rt, k, "kp_kernel_tuning");
     pthread_mutex_lock(&rt->lock);
     st = kp__tuning_resolve(rt, k);
     pthread_mutex_unlock(&rt->lock);

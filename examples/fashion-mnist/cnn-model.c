@@ -188,7 +188,26 @@ int cnn_launches_per_step(void)
     return 30;
 }
 
-kp_status cnn_train_step(cnn *m, int64_t step)
+void cnn_bucket(const cnn *m, int part, int64_t *offset, int64_t *count)
+{
+    /* Part p completes the gradients of layer 4 - p: parameters W4 - 2p and B4 - 2p, adjacent
+     * in the arena. */
+    const int w = W4 - 2 * part, b = w + 1;
+    *offset = m->segments[2 * w];
+    *count = m->segments[2 * b] + m->segments[2 * b + 1] - m->segments[2 * w];
+}
+
+kp_buffer *cnn_grad_arena(const cnn *m)
+{
+    return m->grad;
+}
+
+kp_buffer *cnn_param_arena(const cnn *m)
+{
+    return m->param;
+}
+
+kp_status cnn_step_part(cnn *m, int part)
 {
     kp_runtime *rt = m->rt;
     kp_buffer **a = m->act;
@@ -202,76 +221,93 @@ kp_status cnn_train_step(cnn *m, int64_t step)
                     dp1 = nchw(a[A_DP1], KP_F32, n, C1, S2, S2),
                     da1 = nchw(a[A_DA1], KP_F32, n, C1, S1, S1),
                     da1r = nchw(a[A_DA1R], KP_F32, n, C1, S1, S1);
-    kp_status st = forward(m, n);
-    if (st == KP_OK)
-        st = kp_cross_entropy(rt, rows(a[A_LOGITS], n, CNN_CLASSES),
-                              kp_tensor_1d(m->labels, KP_I32, n), scalar(m->loss), &dlogits, NULL,
-                              KP_IGNORE_INDEX, 0.0);
-    if (st == KP_OK)
-        st = kp_add(rt, scalar(m->loss_sum), scalar(m->loss), scalar(m->loss_sum));
-    /* fc2, fc1 */
-    if (st == KP_OK)
-        st = gemm(m, transposed(h), dlogits, param_view(m, m->grad, W4));
-    if (st == KP_OK)
-        st = kp_sum(rt, dlogits, param_view(m, m->grad, B4), KP_AXIS(0));
-    if (st == KP_OK)
-        st = gemm(m, dlogits, transposed(param_view(m, m->param, W4)), dh);
-    if (st == KP_OK)
-        st = kp_tensor_unary_backward(rt, "relu", dh, h, dh2);
-    if (st == KP_OK)
+    kp_status st = KP_OK;
+    if (part == 0) {
+        /* The forward, the loss, fc2's gradients and the gradient fc1's output gets. */
+        st = forward(m, n);
+        if (st == KP_OK)
+            st = kp_cross_entropy(rt, rows(a[A_LOGITS], n, CNN_CLASSES),
+                                  kp_tensor_1d(m->labels, KP_I32, n), scalar(m->loss), &dlogits,
+                                  NULL, KP_IGNORE_INDEX, 0.0);
+        if (st == KP_OK)
+            st = kp_add(rt, scalar(m->loss_sum), scalar(m->loss), scalar(m->loss_sum));
+        if (st == KP_OK)
+            st = gemm(m, transposed(h), dlogits, param_view(m, m->grad, W4));
+        if (st == KP_OK)
+            st = kp_sum(rt, dlogits, param_view(m, m->grad, B4), KP_AXIS(0));
+        if (st == KP_OK)
+            st = gemm(m, dlogits, transposed(param_view(m, m->param, W4)), dh);
+        if (st == KP_OK)
+            st = kp_tensor_unary_backward(rt, "relu", dh, h, dh2);
+    } else if (part == 1) {
+        /* fc1, and the gradient pool2's output gets */
         st = gemm(m, transposed(p2), dh2, param_view(m, m->grad, W3));
-    if (st == KP_OK)
-        st = kp_sum(rt, dh2, param_view(m, m->grad, B3), KP_AXIS(0));
-    if (st == KP_OK)
-        st = gemm(m, dh2, transposed(param_view(m, m->param, W3)), rows(a[A_DP2], n, FLAT));
-    /* pool2, relu2, conv2 */
-    if (st == KP_OK)
+        if (st == KP_OK)
+            st = kp_sum(rt, dh2, param_view(m, m->grad, B3), KP_AXIS(0));
+        if (st == KP_OK)
+            st = gemm(m, dh2, transposed(param_view(m, m->param, W3)), rows(a[A_DP2], n, FLAT));
+    } else if (part == 2) {
+        /* pool2, relu2, conv2 */
         st = pool_backward(m, nchw(a[A_DP2], KP_F32, n, C2, S3, S3),
                            nchw(m->idx2, KP_I32, n, C2, S3, S3), da2);
-    if (st == KP_OK)
-        st = kp_tensor_unary_backward(rt, "relu", da2, nchw(a[A_A2], KP_F32, n, C2, S2, S2), da2r);
-    if (st == KP_OK)
-        st = conv_backward(m, p1, param_view(m, m->param, W2), da2r, param_view(m, m->grad, W2),
-                           param_view(m, m->grad, B2), &dp1);
-    /* pool1, relu1, conv1 (no gradient for the images) */
-    if (st == KP_OK)
+        if (st == KP_OK)
+            st = kp_tensor_unary_backward(rt, "relu", da2, nchw(a[A_A2], KP_F32, n, C2, S2, S2),
+                                          da2r);
+        if (st == KP_OK)
+            st = conv_backward(m, p1, param_view(m, m->param, W2), da2r, param_view(m, m->grad, W2),
+                               param_view(m, m->grad, B2), &dp1);
+    } else if (part == 3) {
+        /* pool1, relu1, conv1 (no gradient for the images) */
         st = pool_backward(m, dp1, nchw(m->idx1, KP_I32, n, C1, S2, S2), da1);
-    if (st == KP_OK)
-        st = kp_tensor_unary_backward(rt, "relu", da1, nchw(a[A_A1], KP_F32, n, C1, S1, S1), da1r);
-    if (st == KP_OK)
-        st = conv_backward(m, x, param_view(m, m->param, W1), da1r, param_view(m, m->grad, W1),
-                           param_view(m, m->grad, B1), NULL);
-    if (st == KP_OK) {
-        kp_adam_options o = kp_adamw_defaults();
-        o.lr = m->lr;
-        o.weight_decay = m->weight_decay;
-        o.check_segments = 0;
-        const kp_tensor all[4] = {kp_tensor_1d(m->param, KP_F32, m->arena_len),
-                                  kp_tensor_1d(m->grad, KP_F32, m->arena_len),
-                                  kp_tensor_1d(m->exp_avg, KP_F32, m->arena_len),
-                                  kp_tensor_1d(m->exp_avg_sq, KP_F32, m->arena_len)};
-        st = kp_optim_adamw(rt, all[0], all[1], all[2], all[3], step, &o);
+        if (st == KP_OK)
+            st = kp_tensor_unary_backward(rt, "relu", da1, nchw(a[A_A1], KP_F32, n, C1, S1, S1),
+                                          da1r);
+        if (st == KP_OK)
+            st = conv_backward(m, x, param_view(m, m->param, W1), da1r, param_view(m, m->grad, W1),
+                               param_view(m, m->grad, B1), NULL);
+    } else {
+        st = KP_ERR_INVALID_ARG;
     }
     return st;
 }
 
-kp_status cnn_record(cnn *m, kp_graph **out)
+kp_status cnn_optimizer_step(cnn *m, int64_t step)
 {
-    *out = NULL;
-    kp_status st = kp_graph_begin(m->rt, 0);
-    if (st != KP_OK)
-        return st;
-    st = cnn_train_step(m, 1);
-    if (st == KP_OK)
-        st = kp_graph_param(m->rt, "step", "step");
-    kp_graph *g = NULL;
-    kp_status end = kp_graph_end(m->rt, &g);
-    if (st != KP_OK || end != KP_OK) {
-        kp_graph_destroy(g);
-        return st != KP_OK ? st : end;
+    kp_adam_options o = kp_adamw_defaults();
+    o.lr = m->lr;
+    o.weight_decay = m->weight_decay;
+    o.check_segments = 0;
+    const kp_tensor all[4] = {kp_tensor_1d(m->param, KP_F32, m->arena_len),
+                              kp_tensor_1d(m->grad, KP_F32, m->arena_len),
+                              kp_tensor_1d(m->exp_avg, KP_F32, m->arena_len),
+                              kp_tensor_1d(m->exp_avg_sq, KP_F32, m->arena_len)};
+    return kp_optim_adamw(m->rt, all[0], all[1], all[2], all[3], step, &o);
+}
+
+kp_status cnn_record_parts(cnn *m, kp_graph **parts, kp_graph **optimizer)
+{
+    kp_status st = KP_OK;
+    for (int part = 0; part <= CNN_PARTS; part++) {
+        kp_graph **out = part < CNN_PARTS ? &parts[part] : optimizer;
+        *out = NULL;
+        if (st != KP_OK || (st = kp_graph_begin(m->rt, 0)) != KP_OK)
+            continue;
+        st = part < CNN_PARTS ? cnn_step_part(m, part) : cnn_optimizer_step(m, 1);
+        if (st == KP_OK && part == CNN_PARTS)
+            st = kp_graph_param(m->rt, "step", "step");
+        kp_status end = kp_graph_end(m->rt, out);
+        if (st == KP_OK)
+            st = end;
     }
-    *out = g;
-    return KP_OK;
+    if (st != KP_OK) {
+        for (int part = 0; part < CNN_PARTS; part++) {
+            kp_graph_destroy(parts[part]);
+            parts[part] = NULL;
+        }
+        kp_graph_destroy(*optimizer);
+        *optimizer = NULL;
+    }
+    return st;
 }
 
 kp_status cnn_predict(cnn *m, int n, int32_t *classes)
@@ -505,4 +541,33 @@ kp_status cnn_load(cnn *m, const char *path, char *err, size_t err_size)
         st = kp_buffer_write(m->rt, m->param, 0, (size_t)m->arena_len * sizeof *host, host);
     free(host);
     return st;
+}
+
+kp_status cnn_difference(cnn *m, const char *path, double *max_abs, double *mean_abs, char *err,
+                         size_t err_size)
+{
+    const size_t n = (size_t)m->arena_len, bytes = n * sizeof(float);
+    float *mine = malloc(bytes), *theirs = malloc(bytes);
+    kp_status st = mine && theirs ? KP_OK : KP_ERR_OUT_OF_MEMORY;
+    if (st == KP_OK)
+        st = kp_buffer_read(m->rt, m->param, 0, bytes, mine);
+    /* The file goes through cnn_load's checks into the arena, which then gets its own back. */
+    if (st == KP_OK && (st = cnn_load(m, path, err, err_size)) == KP_OK)
+        st = kp_buffer_read(m->rt, m->param, 0, bytes, theirs);
+    kp_status back = mine ? kp_buffer_write(m->rt, m->param, 0, bytes, mine) : KP_OK;
+    double most = 0, sum = 0;
+    size_t count = 0;
+    for (int i = 0; st == KP_OK && i < N_PARAMS; i++)
+        for (int32_t j = 0; j < m->segments[2 * i + 1]; j++) {
+            const size_t at = (size_t)m->segments[2 * i] + (size_t)j;
+            const double d = fabs((double)mine[at] - (double)theirs[at]);
+            most = d > most ? d : most;
+            sum += d;
+            count++;
+        }
+    *max_abs = most;
+    *mean_abs = count ? sum / (double)count : 0;
+    free(mine);
+    free(theirs);
+    return st == KP_OK ? back : st;
 }

@@ -24,11 +24,27 @@ void cnn_destroy(cnn *m);
  * 0.3530) and their labels into the batch buffers. Not recordable: call it outside a graph. */
 kp_status cnn_set_batch(cnn *m, const uint8_t *images, const uint8_t *labels, int n);
 
-/* Enqueues a training step on the whole batch (forward, cross-entropy, backward, AdamW step
- * number `step`), adding its loss to the running sum. About 30 launches. */
-kp_status cnn_train_step(cnn *m, int64_t step);
-/* Records cnn_train_step into a graph whose parameter "step" is AdamW's step count. */
-kp_status cnn_record(cnn *m, kp_graph **out);
+/* A training step is CNN_PARTS parts of forward and backward, then the optimizer. Part p
+ * completes the gradients of one layer, the last layer's first (part 0 runs the forward and the
+ * loss too): cnn_bucket gives their range of the gradient arena, so that data-parallel training
+ * can all-reduce them while the next parts run. */
+enum { CNN_PARTS = 4 };
+
+/* Enqueues part `part` (0 to CNN_PARTS - 1) of a training step on the whole batch; part 0 adds
+ * its loss to the running sum. */
+kp_status cnn_step_part(cnn *m, int part);
+/* Enqueues AdamW's step number `step` over the parameter arena. */
+kp_status cnn_optimizer_step(cnn *m, int64_t step);
+/* Records each part into a graph of its own, and the optimizer into a graph whose parameter
+ * "step" is AdamW's step count. */
+kp_status cnn_record_parts(cnn *m, kp_graph **parts, kp_graph **optimizer);
+/* The range, in elements of the gradient arena, whose gradients part `part` completes. */
+void cnn_bucket(const cnn *m, int part, int64_t *offset, int64_t *count);
+kp_buffer *cnn_grad_arena(const cnn *m);
+/* The parameter arena's bytes (same on every rank of a data-parallel run: the check that the
+ * replicas agree reads them). */
+kp_buffer *cnn_param_arena(const cnn *m);
+/* Launches in a step: every part and the optimizer. */
 int cnn_launches_per_step(void);
 
 /* The forward of the first n images of the batch, and each one's predicted class. */
@@ -41,5 +57,9 @@ kp_status cnn_take_loss_sum(cnn *m, double *sum);
  * back, checking every name and shape (a message in err on failure). */
 kp_status cnn_save(cnn *m, const char *path, char *err, size_t err_size);
 kp_status cnn_load(cnn *m, const char *path, char *err, size_t err_size);
+/* The largest and the mean absolute difference between the parameters and those of the weights
+ * file `path` (the model keeps its own). */
+kp_status cnn_difference(cnn *m, const char *path, double *max_abs, double *mean_abs, char *err,
+                         size_t err_size);
 
 #endif

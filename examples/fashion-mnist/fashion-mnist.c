@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fashion-mnist: trains issue #25's CNN on Fashion-MNIST with Kernelport alone (a recorded
  * training step replayed per batch), evaluates it on the test set after each epoch, and saves
- * or loads its weights. Writes the curves as CSV (examples/plot-curves.py draws them). */
+ * or loads its weights. Writes the curves as CSV (examples/plot-curves.py draws them). Started
+ * by mpirun, it trains data-parallel over the ranks (issue #29, data-parallel.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "cnn-model.h"
+#include "data-parallel.h"
 #include "example-cli.h"
 #include "idx.h"
 
@@ -19,15 +21,17 @@ static const char usage[] =
     "usage: fashion-mnist [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr LR]\n"
     "                     [--weight-decay WD] [--seed N] [--train-limit N] [--test-limit N]\n"
     "                     [--save FILE] [--load FILE] [--csv FILE] [--direct]\n"
-    "                     [--min-accuracy P]\n"
+    "                     [--min-accuracy P] [--check-replicas] [--compare FILE]\n"
+    "                     [--max-difference D]\n"
     "Trains conv(1-32) relu pool conv(32-64) relu pool linear(3136-128) relu linear(128-10) with\n"
     "softmax cross-entropy and AdamW on Fashion-MNIST, reporting loss, test accuracy and\n"
     "samples/s each epoch. With --load, evaluates saved weights instead of training.\n"
-    "  --device SPEC       a device as `kernelport devices` lists it (default: the manifest's)\n"
+    "  --device SPEC       a device as `kernelport devices` lists it (default: the manifest's);\n"
+    "                      under mpirun, %r stands for the rank's index on its node (gpu:%r)\n"
     "  --data DIR          the idx files (default /usr/share/datasets/fashion-mnist, Debian's\n"
     "                      dataset-fashion-mnist package)\n"
-    "  --epochs N          default 3        --batch N        default 128 (the last partial\n"
-    "                                                          batch of an epoch is skipped)\n"
+    "  --epochs N          default 3        --batch N        default 128 per rank (the last\n"
+    "                                                          partial batch is skipped)\n"
     "  --lr LR             default 1e-3     --weight-decay W default 0.01 (AdamW's)\n"
     "  --seed N            weights and shuffling (default 1)\n"
     "  --train-limit N     train on the first N images only; --test-limit N likewise\n"
@@ -35,7 +39,15 @@ static const char usage[] =
     "  --load FILE         read weights and evaluate them, no training\n"
     "  --csv FILE          write epoch,train_loss,test_accuracy,samples_per_s rows\n"
     "  --direct            launch each step's kernels one by one instead of replaying a graph\n"
-    "  --min-accuracy P    exit 1 when the final test accuracy is below P (0 to 1)\n";
+    "  --min-accuracy P    exit 1 when the final test accuracy is below P (0 to 1)\n"
+    "  --check-replicas    under mpirun: after every step, check that every rank holds the same\n"
+    "                      parameters, bit for bit (exit 1 otherwise)\n"
+    "  --compare FILE      after training, print the largest and the mean difference from the\n"
+    "                      weights in FILE; --max-difference D: exit 1 when the largest is above "
+    "D\n"
+    "Under mpirun -np N, each rank trains on its slice of every global batch of N x --batch\n"
+    "images and the gradients are averaged over the ranks as the backward produces them\n"
+    "(libkernelport-comm); only rank 0 prints and writes files.\n";
 
 /* splitmix64: the shuffle's generator, seeded per epoch. */
 static uint64_t next_random(uint64_t *s)
@@ -90,8 +102,13 @@ int main(int argc, char **argv)
     const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
                *load = NULL, *csv_path = NULL;
     double epochs = 3, batch = 128, lr = 1e-3, wd = 0.01, seed = 1, train_limit = 0, test_limit = 0,
-           min_accuracy = 0;
-    int direct = 0;
+           min_accuracy = 0, max_difference = -1;
+    int direct = 0, check_replicas = 0;
+    const char *compare = NULL;
+    dp *d = dp_init(&argc, &argv);
+    /* One voice: the other ranks' output would repeat rank 0's. Errors still go to stderr. */
+    if (dp_rank(d) != 0 && !freopen("/dev/null", "w", stdout))
+        return dp_fail(d, "cannot silence stdout");
     for (int i = 1; i < argc; i++) {
         int ok = 1;
         const char *a = argv[i];
@@ -100,15 +117,20 @@ int main(int argc, char **argv)
             return 0;
         } else if (i + 1 < argc &&
                    (!strcmp(a, "--device") || !strcmp(a, "--data") || !strcmp(a, "--save") ||
-                    !strcmp(a, "--load") || !strcmp(a, "--csv"))) {
-            const char **dst = !strcmp(a, "--device") ? &device
-                               : !strcmp(a, "--data") ? &data
-                               : !strcmp(a, "--save") ? &save
-                               : !strcmp(a, "--load") ? &load
-                                                      : &csv_path;
+                    !strcmp(a, "--load") || !strcmp(a, "--csv") || !strcmp(a, "--compare"))) {
+            const char **dst = !strcmp(a, "--device")    ? &device
+                               : !strcmp(a, "--data")    ? &data
+                               : !strcmp(a, "--save")    ? &save
+                               : !strcmp(a, "--load")    ? &load
+                               : !strcmp(a, "--compare") ? &compare
+                                                         : &csv_path;
             *dst = argv[++i];
         } else if (!strcmp(a, "--direct")) {
             direct = 1;
+        } else if (!strcmp(a, "--check-replicas")) {
+            check_replicas = 1;
+        } else if (!strcmp(a, "--max-difference")) {
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1e9, &max_difference);
         } else if (!strcmp(a, "--epochs")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1000, &epochs);
         } else if (!strcmp(a, "--batch")) {
@@ -152,21 +174,32 @@ int main(int argc, char **argv)
     const size_t n_test = test_limit && test_limit < (double)test.n ? (size_t)test_limit : test.n;
     const int b = (int)batch;
 
+    const int ranks = dp_size(d);
+    char spec[256];
     kp_runtime_options opt = kp_runtime_options_default();
-    opt.device = device;
+    if (device) {
+        dp_device(d, device, spec, sizeof spec);
+        opt.device = spec;
+    }
     kp_runtime *rt = NULL;
     kp_status st = kp_runtime_create(&opt, &rt);
-    if (st != KP_OK)
-        return example_fail(PROGRAM, NULL, st, "kp_runtime_create");
+    if (st != KP_OK) {
+        example_fail(PROGRAM, NULL, st, "kp_runtime_create");
+        return dp_fail(d, "could not create its runtime");
+    }
     kp_device_info dev = {.struct_size = sizeof dev};
     const char *why;
-    if ((st = kp_runtime_device(rt, &dev, &why)) != KP_OK)
-        return example_fail(PROGRAM, rt, st, "kp_runtime_device");
+    if ((st = kp_runtime_device(rt, &dev, &why)) != KP_OK) {
+        example_fail(PROGRAM, rt, st, "kp_runtime_device");
+        return dp_fail(d, "could not read its device");
+    }
     printf("device: %s (%s)\n", dev.name, kp_vendor_name(dev.vendor));
+    if (ranks > 1)
+        printf("data-parallel: %d ranks, batch %d per rank (%d per step)\n", ranks, b, ranks * b);
 
     int rc = 1;
     cnn *m = NULL;
-    kp_graph *g = NULL;
+    kp_graph *parts[CNN_PARTS] = {NULL}, *opt_step = NULL;
     FILE *csv = NULL;
     uint32_t *order = NULL;
     uint8_t *bx = NULL, *by = NULL;
@@ -174,6 +207,10 @@ int main(int argc, char **argv)
     uint64_t digest = 0;
     if ((st = cnn_create(rt, b, (uint64_t)seed, lr, wd, &m)) != KP_OK) {
         example_fail(PROGRAM, rt, st, "creating the model");
+        goto done;
+    }
+    if ((st = dp_attach(d, rt, m)) != KP_OK) {
+        example_fail(PROGRAM, rt, st, "joining the other ranks");
         goto done;
     }
     if (load) {
@@ -190,18 +227,23 @@ int main(int argc, char **argv)
         rc = accuracy >= min_accuracy ? 0 : 1;
         goto done;
     }
-    if (!direct && (st = cnn_record(m, &g)) != KP_OK) {
+    if (!direct && (st = cnn_record_parts(m, parts, &opt_step)) != KP_OK) {
         example_fail(PROGRAM, rt, st, "recording the training step");
         goto done;
     }
-    if (g) {
-        kp_graph_info info = {.struct_size = sizeof info};
-        kp_graph_get_info(g, &info);
-        printf("training step: %zu launches recorded, %zu of them library calls run at each "
-               "replay\n",
-               info.n_launches, info.n_direct);
+    if (opt_step) {
+        size_t launches = 0, library = 0;
+        for (int p = 0; p <= CNN_PARTS; p++) {
+            kp_graph_info info = {.struct_size = sizeof info};
+            kp_graph_get_info(p < CNN_PARTS ? parts[p] : opt_step, &info);
+            launches += info.n_launches;
+            library += info.n_direct;
+        }
+        printf("training step: %zu launches recorded in %d graphs, %zu of them library calls run "
+               "at each replay\n",
+               launches, CNN_PARTS + 1, library);
     }
-    if (csv_path && !(csv = fopen(csv_path, "w"))) {
+    if (dp_rank(d) == 0 && csv_path && !(csv = fopen(csv_path, "w"))) {
         fprintf(stderr, "fashion-mnist: cannot write %s: %s\n", csv_path, strerror(errno));
         goto done;
     }
@@ -214,9 +256,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "fashion-mnist: out of host memory\n");
         goto done;
     }
-    const size_t steps = n_train / (size_t)b;
+    /* A step takes `global` images of the shuffled order; this rank trains on its slice. */
+    const size_t global = (size_t)ranks * (size_t)b, steps = n_train / global;
     if (steps == 0) {
-        fprintf(stderr, "fashion-mnist: %zu training images make no batch of %d\n", n_train, b);
+        fprintf(stderr, "fashion-mnist: %zu training images make no batch of %zu\n", n_train,
+                global);
         goto done;
     }
     const int tty = isatty(fileno(stdout));
@@ -226,32 +270,45 @@ int main(int argc, char **argv)
         const double t0 = example_now();
         for (size_t s = 0; s < steps; s++) {
             for (int i = 0; i < b; i++) {
-                const size_t k = order[s * (size_t)b + (size_t)i];
+                const size_t k = order[s * global + (size_t)dp_rank(d) * (size_t)b + (size_t)i];
                 memcpy(bx + (size_t)i * CNN_PIXELS, train.images + k * CNN_PIXELS, CNN_PIXELS);
                 by[i] = train.labels[k];
             }
             st = cnn_set_batch(m, bx, by, b);
             step++;
-            if (st == KP_OK && g)
-                st = kp_graph_set_int(g, "step", step);
+            /* Each part's gradients are averaged over the ranks while the next parts run. */
+            for (int p = 0; st == KP_OK && p < CNN_PARTS; p++) {
+                st = opt_step ? kp_graph_replay(parts[p], NULL) : cnn_step_part(m, p);
+                if (st == KP_OK)
+                    st = dp_part_done(d, p);
+            }
             if (st == KP_OK)
-                st = g ? kp_graph_replay(g, NULL) : cnn_train_step(m, step);
+                st = dp_gradients_ready(d);
+            if (st == KP_OK && opt_step)
+                st = kp_graph_set_int(opt_step, "step", step);
+            if (st == KP_OK)
+                st = opt_step ? kp_graph_replay(opt_step, NULL) : cnn_optimizer_step(m, step);
             if (st != KP_OK) {
                 example_fail(PROGRAM, rt, st, "training step");
                 goto done;
             }
+            if (check_replicas && (st = dp_check_replicas(d, m, err, sizeof err)) != KP_OK) {
+                fprintf(stderr, "fashion-mnist: after step %lld: %s\n", (long long)step, err);
+                goto done;
+            }
             if (tty && (s % 20 == 0 || s + 1 == steps)) {
                 printf("\repoch %d: %zu/%zu batches, %.0f samples/s ", epoch, s + 1, steps,
-                       (double)((s + 1) * (size_t)b) / (example_now() - t0));
+                       (double)((s + 1) * global) / (example_now() - t0));
                 fflush(stdout);
             }
         }
         double loss_sum = 0;
-        if ((st = cnn_take_loss_sum(m, &loss_sum)) != KP_OK) {
+        if ((st = cnn_take_loss_sum(m, &loss_sum)) != KP_OK ||
+            (st = dp_mean(d, &loss_sum)) != KP_OK) {
             example_fail(PROGRAM, rt, st, "reading the loss");
             goto done;
         }
-        const double rate = (double)(steps * (size_t)b) / (example_now() - t0);
+        const double rate = (double)(steps * global) / (example_now() - t0);
         if ((st = evaluate(m, &test, n_test, b, &accuracy, &digest)) != KP_OK) {
             example_fail(PROGRAM, rt, st, "evaluating");
             goto done;
@@ -262,12 +319,28 @@ int main(int argc, char **argv)
             fprintf(csv, "%d,%.6f,%.6f,%.1f\n", epoch, loss_sum / (double)steps, accuracy, rate);
     }
     printf("test predictions digest: %016llx\n", (unsigned long long)digest);
-    if (save) {
+    if (check_replicas && ranks > 1)
+        printf("replicas: every rank held the same parameters after each of the %lld steps\n",
+               (long long)step);
+    if (save && dp_rank(d) == 0) {
         if (cnn_save(m, save, err, sizeof err) != KP_OK) {
             fprintf(stderr, "fashion-mnist: %s\n", err);
             goto done;
         }
         printf("weights saved to %s\n", save);
+    }
+    if (compare) {
+        double most = 0, mean = 0;
+        if (cnn_difference(m, compare, &most, &mean, err, sizeof err) != KP_OK) {
+            fprintf(stderr, "fashion-mnist: %s\n", err);
+            goto done;
+        }
+        printf("difference from %s: largest %.3g, mean %.3g\n", compare, most, mean);
+        if (max_difference >= 0 && most > max_difference) {
+            printf("the largest difference %.3g is above --max-difference %.3g\n", most,
+                   max_difference);
+            goto done;
+        }
     }
     rc = 0;
     if (accuracy < min_accuracy) {
@@ -283,7 +356,12 @@ done:
     free(order);
     free(bx);
     free(by);
-    kp_graph_destroy(g);
+    for (int p = 0; p < CNN_PARTS; p++)
+        kp_graph_destroy(parts[p]);
+    kp_graph_destroy(opt_step);
+    if (rc != 0 && ranks > 1)
+        return dp_fail(d, "stopped after the error above");
+    dp_finish(d);
     cnn_destroy(m);
     kp_runtime_destroy(rt);
     idx_free(&train);

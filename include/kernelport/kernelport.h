@@ -118,6 +118,25 @@ KP_API const char *kp_log_level_name(kp_log_level level);
 /* Runtime                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
+/*
+ * Threads and several runtimes (docs/threads.md). A runtime is one device: its own OpenCL context
+ * and in-order queue, kernels, tuning, program cache in memory, buffers, prepared launches and
+ * graphs. A process may hold several at once (one per GPU: "gpu:0" and "gpu:1"), created, used and
+ * destroyed from any threads, each independently of the others; what they share is made safe by
+ * the library (device enumeration, plugin inits, the on-disk caches, CLBlast's state).
+ *   - The calls documented "Thread-safe", and launches, buffer calls and kp_finish, may be made on
+ *     one runtime from several threads at once; launches are serialised on its queue in the order
+ *     their calls take its lock.
+ *   - A prepared launch and a graph are used by one thread at a time. A thread records at most one
+ *     graph per runtime, and may record on several runtimes at once.
+ *   - kp_last_error is kept per runtime and per thread (and per thread for calls without one).
+ *   - Objects never cross runtimes: a buffer, kernel, event, prepared launch or graph belongs to
+ *     the runtime that made it, and another runtime's calls refuse it. Move data between devices
+ *     through host memory (kp_buffer_read, kp_buffer_write), or with comm.h between processes.
+ *   - kp_runtime_destroy needs every other thread to be done with that runtime; the others are
+ *     unaffected.
+ */
+
 /* Flags for kp_runtime_options.flags. */
 enum {
     /* Ignore KP_MANIFEST, KP_DEVICE, KP_PLUGIN_PATH and KP_KERNEL_DIR (tests, embedding). */
@@ -197,6 +216,14 @@ KP_API kp_status kp_runtime_warmup(kp_runtime *rt, const char *pattern);
  * (empty when nothing failed). Valid until the next failing call on this thread and runtime.
  */
 KP_API const char *kp_last_error(const kp_runtime *rt);
+
+/*
+ * Records a message (printf's `fmt` and arguments) as the last error of this thread on `rt` (NULL:
+ * the slot of calls without a runtime) and returns `status`, for libraries layered over Kernelport
+ * (comm.h): their failures then read through kp_last_error like the core's. Thread-safe.
+ */
+KP_API kp_status kp_last_error_set(const kp_runtime *rt, kp_status status, const char *fmt, ...)
+    KP_PRINTF(3, 4);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Devices                                                                                    */
@@ -629,6 +656,7 @@ enum {
  * fails at its call and is left out of the graph. While recording, this thread's
  * kp_buffer_write, kp_buffer_read, kp_graph_replay and launches asking for an event fail:
  * host transfers and timing are not part of a graph. Other threads' calls run as usual.
+ * A thread may record on several runtimes at once, one graph on each.
  * Errors: KP_ERR_INVALID_ARG when this thread is already recording on rt.
  */
 KP_API kp_status kp_graph_begin(kp_runtime *rt, uint32_t flags);

@@ -425,7 +425,14 @@ typedef struct kp_plugin_info {
     const char *version;
     const char *description;
     /* Registers kernels. Returning an error rejects the whole plugin; `host` stays valid for as
-     * long as the plugin is loaded. */
+     * long as the plugin is loaded. Called once by every runtime that loads the plugin (a process
+     * with one runtime per device calls it several times on one copy of the module), never by two
+     * threads at once: an init may fill static tables without a lock. `host` is the same table
+     * at every init: keep it in a static written once (`if (!host) host = api;`), since another
+     * runtime's launches may read it while a later init runs. The kernels' callbacks
+     * (check, enqueue, reference, ...) have no such guarantee: several runtimes, on several
+     * threads, call them at the same time, so any state they share across runtimes needs a lock
+     * (the blas plugin's CLBlast overrides hold one). */
     kp_status (*init)(const kp_host_api *host, kp_registrar *reg);
     void *reserved[4];
 } kp_plugin_info;

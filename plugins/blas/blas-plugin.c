@@ -581,7 +581,9 @@ static kp_status check_tables(const kp_host_api *api, const blas_clkernel *ks, u
 
 static kp_status blas_init(const kp_host_api *api, kp_registrar *reg)
 {
-    blas_host = api;
+    /* Set once: every init gets the same table, and other runtimes' launches may be reading it. */
+    if (!blas_host)
+        blas_host = api;
     kp_status st =
         check_tables(api, blas_gemm_clkernels, blas_n_gemm_clkernels, 0, BLAS_N_GEMM_TUNABLES);
     if (st == KP_OK) /* the narrow set: Xgemm's parameters again, after `precision` */

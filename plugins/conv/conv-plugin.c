@@ -6,7 +6,9 @@ const kp_host_api *conv_host;
 
 static kp_status conv_init(const kp_host_api *api, kp_registrar *reg)
 {
-    conv_host = api;
+    /* Set once: every init gets the same table, and other runtimes' launches may be reading it. */
+    if (!conv_host)
+        conv_host = api;
     const kp_kernel_desc *const kernels[] = {
         &conv_im2col_desc,        &conv_col2im_desc,           &conv_conv2d_desc,
         &conv_backward_data_desc, &conv_backward_weight_desc,  &conv_backward_bias_desc,

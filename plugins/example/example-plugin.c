@@ -252,7 +252,9 @@ static const kp_kernel_desc kernels[] = {
 
 static kp_status example_init(const kp_host_api *api, kp_registrar *reg)
 {
-    host = api;
+    /* Set once: every init gets the same table, and other runtimes' launches may be reading it. */
+    if (!host)
+        host = api;
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         kp_status st = api->register_kernel(reg, &kernels[i]);
         if (st != KP_OK)

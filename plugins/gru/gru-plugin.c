@@ -18,7 +18,9 @@ void gru_clargs_tensor(kp_clargs *a, const kp_tensor *t, uint32_t rank, kp_buffe
 
 static kp_status gru_init(const kp_host_api *api, kp_registrar *reg)
 {
-    gru_host = api;
+    /* Set once: every init gets the same table, and other runtimes' launches may be reading it. */
+    if (!gru_host)
+        gru_host = api;
     const kp_kernel_desc *const kernels[] = {&gru_step_desc, &gru_sequence_desc,
                                              &gru_sequence_backward_desc, &gru_rollout_desc,
                                              &gru_rollout_grid_desc};

@@ -6,7 +6,9 @@ const kp_host_api *logic_host;
 
 static kp_status logic_init(const kp_host_api *api, kp_registrar *reg)
 {
-    logic_host = api;
+    /* Set once: every init gets the same table, and other runtimes' launches may be reading it. */
+    if (!logic_host)
+        logic_host = api;
     const kp_kernel_desc *const kernels[] = {
         &logic_coeffs_desc,           &logic_forward_desc,
         &logic_backward_desc,         &logic_pack_desc,

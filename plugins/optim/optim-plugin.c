@@ -7,7 +7,9 @@ const kp_host_api *optim_host;
 
 static kp_status optim_init(const kp_host_api *api, kp_registrar *reg)
 {
-    optim_host = api;
+    /* Set once: every init gets the same table, and other runtimes' launches may be reading it. */
+    if (!optim_host)
+        optim_host = api;
     kp_status st = optim_register_adam(api, reg);
     if (st == KP_OK)
         st = optim_register_sgd(api, reg);

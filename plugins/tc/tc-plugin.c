@@ -6,7 +6,9 @@ const kp_host_api *tc_host;
 
 static kp_status tc_init(const kp_host_api *api, kp_registrar *reg)
 {
-    tc_host = api;
+    /* Set once: every init gets the same table, and other runtimes' launches may be reading it. */
+    if (!tc_host)
+        tc_host = api;
     return api->register_kernel(reg, &tc_gemm_desc);
 }
 

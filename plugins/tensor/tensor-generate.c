@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tensor.fill, arange, uniform, normal, bernoulli: values that depend only on an element's
  * row-major index; the random ones are Philox4x32-10 counters, the same bits on every device. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -146,11 +147,15 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
     tensor_dtype_tolerance(call, atol, rtol);
 }
 
-kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg)
+static char names[N_GENERATORS][32];
+static kp_param_desc params[N_GENERATORS][GN_N];
+static kp_kernel_desc descs[N_GENERATORS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Fills the descriptors once: a runtime created earlier reads them while a later runtime's
+ * init runs. */
+static void build(void)
 {
-    static char names[N_GENERATORS][32];
-    static kp_param_desc params[N_GENERATORS][GN_N];
-    static kp_kernel_desc descs[N_GENERATORS];
     for (size_t i = 0; i < N_GENERATORS; i++) {
         const generator *g = &generators[i];
         snprintf(names[i], sizeof names[i], "tensor.%s", g->name);
@@ -210,6 +215,13 @@ kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg)
             .tolerance = tolerance,
             .user = (void *)g,
         };
+    }
+}
+
+kp_status tensor_register_generators(const kp_host_api *api, kp_registrar *reg)
+{
+    pthread_once(&once, build);
+    for (size_t i = 0; i < N_GENERATORS; i++) {
         kp_status st = api->register_kernel(reg, &descs[i]);
         if (st != KP_OK)
             return st;

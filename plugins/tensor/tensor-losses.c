@@ -3,6 +3,7 @@
  * tensor.bce_with_logits: a rank-0 mean loss and its gradient, the mean a fixed-order sum
  * (kernels/tensor-rows.cl). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -730,6 +731,44 @@ static void pw_tolerance(const kp_call *call, double *atol, double *rtol)
 
 /* ---- registration ---- */
 
+static char names[2][40];
+static kp_kernel_desc descs[2];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Fills the pointwise losses' descriptors once: a runtime created earlier reads them while a
+ * later runtime's init runs. */
+static void build(void)
+{
+    for (size_t i = 0; i < 2; i++) {
+        const pointwise *pw = &pointwise_losses[i];
+        snprintf(names[i], sizeof names[i], "tensor.%s", pw->name);
+        descs[i] = (kp_kernel_desc){
+            .struct_size = sizeof(kp_kernel_desc),
+            .name = names[i],
+            .summary = pw->summary,
+            .params = pw->mode ? bce_params : mse_params,
+            .n_params = PW_N,
+            .source = kp_kernel_tensor_rows_cl,
+            .source_name = "tensor-rows.cl",
+            .entry = "rows_loss_partial",
+            .check = pw_check,
+            .enqueue = pw_enqueue,
+            .reference = pw_reference,
+            .sample = pw_sample,
+            .cost = pw_cost,
+            .verify_sizes = pw->mode ? bce_verify_sizes : mse_verify_sizes,
+            .n_tunables = 1,
+            .tunables = tensor_rows_tunables,
+            .resolve = tensor_rows_resolve,
+            .bench_sizes = pw_bench_sizes,
+            .atol = 1e-6,
+            .rtol = 2e-5,
+            .tolerance = pw_tolerance,
+            .user = (void *)pw,
+        };
+    }
+}
+
 kp_status tensor_register_losses(const kp_host_api *api, kp_registrar *reg)
 {
     static const kp_kernel_desc ce = {
@@ -757,36 +796,8 @@ kp_status tensor_register_losses(const kp_host_api *api, kp_registrar *reg)
         .resolve = tensor_rows_resolve,
     };
     kp_status st = api->register_kernel(reg, &ce);
-    static char names[2][40];
-    static kp_kernel_desc descs[2];
-    for (size_t i = 0; st == KP_OK && i < 2; i++) {
-        const pointwise *pw = &pointwise_losses[i];
-        snprintf(names[i], sizeof names[i], "tensor.%s", pw->name);
-        descs[i] = (kp_kernel_desc){
-            .struct_size = sizeof(kp_kernel_desc),
-            .name = names[i],
-            .summary = pw->summary,
-            .params = pw->mode ? bce_params : mse_params,
-            .n_params = PW_N,
-            .source = kp_kernel_tensor_rows_cl,
-            .source_name = "tensor-rows.cl",
-            .entry = "rows_loss_partial",
-            .check = pw_check,
-            .enqueue = pw_enqueue,
-            .reference = pw_reference,
-            .sample = pw_sample,
-            .cost = pw_cost,
-            .verify_sizes = pw->mode ? bce_verify_sizes : mse_verify_sizes,
-            .n_tunables = 1,
-            .tunables = tensor_rows_tunables,
-            .resolve = tensor_rows_resolve,
-            .bench_sizes = pw_bench_sizes,
-            .atol = 1e-6,
-            .rtol = 2e-5,
-            .tolerance = pw_tolerance,
-            .user = (void *)pw,
-        };
+    pthread_once(&once, build);
+    for (size_t i = 0; st == KP_OK && i < 2; i++)
         st = api->register_kernel(reg, &descs[i]);
-    }
     return st;
 }

@@ -7,7 +7,9 @@ const kp_host_api *tensor_host;
 
 static kp_status tensor_init(const kp_host_api *api, kp_registrar *reg)
 {
-    tensor_host = api;
+    /* Set once: every init gets the same table, and other runtimes' launches may be reading it. */
+    if (!tensor_host)
+        tensor_host = api;
     kp_status st = tensor_register_elementwise(api, reg);
     if (st == KP_OK)
         st = tensor_register_reductions(api, reg);

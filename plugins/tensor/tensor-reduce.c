@@ -2,6 +2,7 @@
 /* tensor.sum, mean, prod, max, min, argmax, argmin over a set of axes, and the backward of sum
  * and mean. Each output element is one work-item's sequential sum over its terms in row-major
  * order: the same bits on every run and at every work-group size. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -402,9 +403,14 @@ static const reduction back_of[2] = {
     {"sum_backward", "dx = dy broadcast over the summed axes", TC_SUM, 0, KP_F32},
     {"mean_backward", "dx = dy / n broadcast over the axes", TC_SUM, 1, KP_F32}};
 
-kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg)
+static char names[N_DESCS][40];
+static kp_kernel_desc descs[N_DESCS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Fills the descriptors once: a runtime created earlier reads them while a later runtime's
+ * init runs. */
+static void build(void)
 {
-    static char names[N_DESCS][40];
     for (size_t i = 0; i < N_DESCS; i++) {
         const int back = i >= N_REDUCTIONS;
         const reduction *r = back ? &back_of[i - N_REDUCTIONS] : &reductions[i];
@@ -437,8 +443,14 @@ kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg)
             .tolerance = back ? NULL : tolerance,
             .user = (void *)r,
         };
-        static kp_kernel_desc descs[N_DESCS];
         descs[i] = d;
+    }
+}
+
+kp_status tensor_register_reductions(const kp_host_api *api, kp_registrar *reg)
+{
+    pthread_once(&once, build);
+    for (size_t i = 0; i < N_DESCS; i++) {
         kp_status st = api->register_kernel(reg, &descs[i]);
         if (st != KP_OK)
             return st;

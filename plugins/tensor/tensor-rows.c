@@ -2,6 +2,7 @@
 /* tensor.softmax, log_softmax and their backward over the last axis, and the row layout and
  * launch shape every row kernel shares (kernels/tensor-rows.cl). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -535,10 +536,14 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
 
 /* ---- registration ---- */
 
-kp_status tensor_register_rows(const kp_host_api *api, kp_registrar *reg)
+static char names[N_ROWS_OPS][40];
+static kp_kernel_desc descs[N_ROWS_OPS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Fills the descriptors once: a runtime created earlier reads them while a later runtime's
+ * init runs. */
+static void build(void)
 {
-    static char names[N_ROWS_OPS][40];
-    static kp_kernel_desc descs[N_ROWS_OPS];
     for (size_t i = 0; i < N_ROWS_OPS; i++) {
         const rows_op *op = &rows_ops[i];
         snprintf(names[i], sizeof names[i], "tensor.%s", op->name);
@@ -566,6 +571,13 @@ kp_status tensor_register_rows(const kp_host_api *api, kp_registrar *reg)
             .user = (void *)op,
             .resolve = tensor_rows_resolve,
         };
+    }
+}
+
+kp_status tensor_register_rows(const kp_host_api *api, kp_registrar *reg)
+{
+    pthread_once(&once, build);
+    for (size_t i = 0; i < N_ROWS_OPS; i++) {
         kp_status st = api->register_kernel(reg, &descs[i]);
         if (st != KP_OK)
             return st;

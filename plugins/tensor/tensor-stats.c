@@ -4,6 +4,7 @@
  * and min: a few map-reduce launches with per-output scratch between them, each in an order
  * fixed by the shapes, so the bits repeat on every run and at every work-group size. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,10 +573,14 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
 
 /* ---- registration ---- */
 
-kp_status tensor_register_stats(const kp_host_api *api, kp_registrar *reg)
+static char names[N_STATS][40];
+static kp_kernel_desc descs[N_STATS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Fills the descriptors once: a runtime created earlier reads them while a later runtime's
+ * init runs. */
+static void build(void)
 {
-    static char names[N_STATS][40];
-    static kp_kernel_desc descs[N_STATS];
     for (size_t i = 0; i < N_STATS; i++) {
         const stat *r = &stats[i];
         snprintf(names[i], sizeof names[i], "tensor.%s", r->name);
@@ -610,6 +615,13 @@ kp_status tensor_register_stats(const kp_host_api *api, kp_registrar *reg)
             .user = (void *)r,
         };
         descs[i] = d;
+    }
+}
+
+kp_status tensor_register_stats(const kp_host_api *api, kp_registrar *reg)
+{
+    pthread_once(&once, build);
+    for (size_t i = 0; i < N_STATS; i++) {
         kp_status st = api->register_kernel(reg, &descs[i]);
         if (st != KP_OK)
             return st;

@@ -326,7 +326,8 @@ static void test_bad_calls(void **state)
     assert_int_equal(kp_graph_begin(rt, 0), KP_OK);
     assert_int_equal(kp_graph_begin(rt, 0), KP_ERR_INVALID_ARG);
     assert_string_equal(kp_last_error(rt), "kp_graph_begin: this thread is already recording a "
-                                           "graph (end it with kp_graph_end first)");
+                                           "graph on this runtime (end it with kp_graph_end "
+                                           "first)");
     assert_int_equal(kp_graph_param(rt, "lr", "alpha"), KP_ERR_INVALID_ARG);
     assert_string_equal(kp_last_error(rt),
                         "kp_graph_param \"lr\": the last thing recorded is not a kernel launch");
@@ -373,7 +374,8 @@ static void test_bad_calls(void **state)
     /* Replaying while this thread records another graph. */
     assert_int_equal(kp_graph_begin(rt, 0), KP_OK);
     assert_int_equal(kp_graph_replay(g, NULL), KP_ERR_INVALID_ARG);
-    assert_string_equal(kp_last_error(rt), "kp_graph_replay: this thread is recording a graph");
+    assert_string_equal(kp_last_error(rt),
+                        "kp_graph_replay: this thread is recording a graph on the graph's runtime");
     kp_graph *empty = NULL;
     assert_int_equal(kp_graph_end(rt, &empty), KP_OK);
     assert_int_equal(kp_graph_replay(empty, NULL), KP_OK);

@@ -308,6 +308,14 @@ extern "C" {
 extern "C" {
     pub fn kp_last_error(rt: *const kp_runtime) -> *const ::std::os::raw::c_char;
 }
+extern "C" {
+    pub fn kp_last_error_set(
+        rt: *const kp_runtime,
+        status: kp_status,
+        fmt: *const ::std::os::raw::c_char,
+        ...
+    ) -> kp_status;
+}
 pub const KP_VENDOR_UNKNOWN: kp_vendor = 0;
 pub const KP_VENDOR_POCL: kp_vendor = 1;
 pub const KP_VENDOR_NVIDIA: kp_vendor = 2;

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench-allreduce (issue #29): kp_comm_allreduce of device buffers from 1 MB to 256 MB under
+ * mpirun, against the host-staging limit measured in the same run (each rank's device-to-host
+ * read and host-to-device write of the buffer into pinned memory, the two copies every staged
+ * all-reduce makes) and the MPI exchange alone (kp_comm_allreduce_host). Bus bandwidth as NCCL's
+ * tests define it: size / time x 2 (P - 1) / P. Rank 0 prints a table and writes JSON.
+ *   mpirun -np 2 build/bin/bench-allreduce --device 'gpu:%r' --json allreduce.json */
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernelport/comm.h"
+
+static int rank, size;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void die(kp_runtime *rt, const char *what, kp_status st)
+{
+    fprintf(stderr, "bench-allreduce: rank %d: %s: %s: %s\n", rank, what, kp_status_name(st),
+            kp_last_error(rt));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* The slowest rank's time of each repetition (every rank times the same collective), median. */
+static double median_of_slowest(double *t, int reps)
+{
+    MPI_Allreduce(MPI_IN_PLACE, t, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    qsort(t, (size_t)reps, sizeof *t, cmp);
+    return t[reps / 2];
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *device = NULL, *json_path = NULL;
+    double min_mb = 1, max_mb = 256;
+    int reps = 10;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            device = argv[++i];
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json_path = argv[++i];
+        else if (!strcmp(argv[i], "--min-mb") && i + 1 < argc)
+            min_mb = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--max-mb") && i + 1 < argc)
+            max_mb = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else {
+            if (rank == 0)
+                fprintf(stderr, "usage: mpirun -np N bench-allreduce [--device SPEC (%%r: the "
+                                "rank on its node)] [--min-mb 1] [--max-mb 256] [--reps 10] "
+                                "[--json FILE]\n");
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    if (reps < 1 || min_mb <= 0 || max_mb < min_mb) {
+        MPI_Finalize();
+        return 2;
+    }
+    MPI_Comm node;
+    int local = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    char spec[256] = "";
+    for (size_t i = 0, o = 0; device && device[i] && o + 8 < sizeof spec; i++) {
+        if (device[i] == '%' && device[i + 1] == 'r')
+            o += (size_t)snprintf(spec + o, sizeof spec - o, "%d", local), i++;
+        else
+            spec[o++] = device[i];
+    }
+    kp_runtime_options opt = kp_runtime_options_default();
+    opt.device = device ? spec : NULL;
+    kp_runtime *rt = NULL;
+    kp_status st = kp_runtime_create(&opt, &rt);
+    if (st != KP_OK)
+        die(NULL, "kp_runtime_create", st);
+    kp_device_info dev = {.struct_size = sizeof dev};
+    kp_runtime_device(rt, &dev, NULL);
+    kp_comm *c = NULL;
+    if ((st = kp_comm_create(rt, MPI_COMM_WORLD, NULL, &c)) != KP_OK)
+        die(rt, "kp_comm_create", st);
+    void *ctx = NULL, *queue = NULL;
+    const int cl = kp_runtime_opencl(rt, &ctx, &queue, NULL) == KP_OK;
+    const size_t most = (size_t)(max_mb * 1048576.0);
+    kp_buffer *buf = NULL;
+    if ((st = kp_buffer_create(rt, most, &buf)) != KP_OK)
+        die(rt, "kp_buffer_create", st);
+    /* Pinned host memory, as the comm library stages through. */
+    cl_mem pinned = NULL;
+    float *host = NULL;
+    cl_int err = CL_SUCCESS;
+    if (cl && (pinned = clCreateBuffer(ctx, CL_MEM_ALLOC_HOST_PTR, most, NULL, &err)))
+        host = clEnqueueMapBuffer(queue, pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, most, 0,
+                                  NULL, NULL, &err);
+    const int is_pinned = host != NULL;
+    if (!host && !(host = malloc(most)))
+        die(rt, "host memory", KP_ERR_OUT_OF_MEMORY);
+    for (size_t i = 0; i < most / 4; i++)
+        host[i] = (float)(i % 1000) * 1e-3f;
+    if ((st = kp_buffer_write(rt, buf, 0, most, host)) != KP_OK)
+        die(rt, "kp_buffer_write", st);
+    FILE *json = rank == 0 && json_path ? fopen(json_path, "w") : NULL;
+    const double bus = 2.0 * (size - 1) / size;
+    if (rank == 0) {
+        printf("bench-allreduce: %d ranks, device %s, staging %s, median of %d (slowest rank)\n",
+               size, dev.name, is_pinned ? "pinned" : "pageable", reps);
+        printf("%10s %12s %10s %12s %12s %12s %10s %12s\n", "MB", "all-reduce", "bus GB/s",
+               "read GB/s", "write GB/s", "limit GB/s", "of limit", "MPI alone");
+    }
+    if (json)
+        fprintf(json,
+                "{\"benchmark\": \"bench-allreduce\", \"ranks\": %d, \"device\": \"%s\", "
+                "\"pinned\": %d, \"sizes\": [",
+                size, dev.name, is_pinned);
+    double *t = malloc((size_t)reps * sizeof *t);
+    int first = 1;
+    for (double mb = min_mb; mb <= max_mb * 1.0001; mb *= 2) {
+        const size_t bytes = (size_t)(mb * 1048576.0) / 4 * 4, count = bytes / 4;
+        /* One untimed round of each: the staging grows to this size first. */
+        if ((st = kp_comm_allreduce(c, buf, 0, count, KP_COMM_MEAN)) != KP_OK)
+            die(rt, "kp_comm_allreduce", st);
+        for (int r = 0; r < reps; r++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = now();
+            if ((st = kp_comm_allreduce(c, buf, 0, count, KP_COMM_MEAN)) != KP_OK)
+                die(rt, "kp_comm_allreduce", st);
+            t[r] = now() - t0;
+        }
+        const double t_all = median_of_slowest(t, reps);
+        double tr[2];
+        for (int which = 0; which < 2; which++) {
+            for (int r = 0; r < reps; r++) {
+                kp_finish(rt);
+                const double t0 = now();
+                st = which ? kp_buffer_write(rt, buf, 0, bytes, host)
+                           : kp_buffer_read(rt, buf, 0, bytes, host);
+                if (st != KP_OK)
+                    die(rt, which ? "kp_buffer_write" : "kp_buffer_read", st);
+                if (which)
+                    kp_finish(rt);
+                t[r] = now() - t0;
+            }
+            tr[which] = median_of_slowest(t, reps);
+        }
+        for (int r = 0; r < reps; r++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = now();
+            if ((st = kp_comm_allreduce_host(c, host, count, KP_COMM_MEAN)) != KP_OK)
+                die(rt, "kp_comm_allreduce_host", st);
+            t[r] = now() - t0;
+        }
+        const double t_mpi = median_of_slowest(t, reps);
+        const double busbw = bus * (double)bytes / t_all / 1e9,
+                     limit = bus * (double)bytes / (tr[0] + tr[1]) / 1e9;
+        if (rank == 0)
+            printf("%10.0f %10.3f ms %10.2f %12.2f %12.2f %12.2f %9.1f%% %9.3f ms\n", mb,
+                   1e3 * t_all, busbw, (double)bytes / tr[0] / 1e9, (double)bytes / tr[1] / 1e9,
+                   limit, 100 * busbw / limit, 1e3 * t_mpi);
+        if (json)
+            fprintf(json,
+                    "%s\n  {\"bytes\": %zu, \"allreduce_s\": %.9g, \"bus_gbs\": %.6g, "
+                    "\"read_s\": %.9g, \"write_s\": %.9g, \"staging_limit_bus_gbs\": %.6g, "
+                    "\"mpi_host_s\": %.9g}",
+                    first ? "" : ",", bytes, t_all, busbw, tr[0], tr[1], limit, t_mpi);
+        first = 0;
+    }
+    if (json) {
+        fprintf(json, "\n]}\n");
+        fclose(json);
+    }
+    free(t);
+    if (pinned) {
+        clEnqueueUnmapMemObject(queue, pinned, host, 0, NULL, NULL);
+        clFinish(queue);
+        clReleaseMemObject(pinned);
+    } else {
+        free(host);
+    }
+    kp_buffer_destroy(rt, buf);
+    kp_comm_destroy(c);
+    kp_runtime_destroy(rt);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal: the communicator, its host staging and its waits, shared by comm/'s files. */
+#ifndef KP_COMM_INTERNAL_H
+#define KP_COMM_INTERNAL_H
+
+#include <CL/cl.h>
+
+#include "kernelport/comm.h"
+
+/* Tags of the duplicate communicator's messages. */
+enum { TAG_FAILURE = 1, TAG_CALL, TAG_SLICE, TAG_RESULT, TAG_BROADCAST };
+
+/* The longest reason a failure notice carries, terminator included. */
+#define FAILURE_BYTES 256
+
+/* Host memory for staging: pinned (an OpenCL buffer in host memory, mapped for the host's life)
+ * where the runtime is OpenCL's, else malloc'ed. */
+typedef struct comm_host {
+    void *ptr;
+    size_t bytes;
+    cl_mem pinned; /* NULL when malloc'ed */
+} comm_host;
+
+struct kp_comm {
+    kp_runtime *rt;
+    MPI_Comm comm; /* our duplicate */
+    int rank, size;
+    double timeout_s;
+    uint64_t calls; /* collectives entered so far: the same count on every rank */
+    char *broken;   /* why the communicator is unusable, or NULL */
+    /* A peer's failure notice: its receive stays posted for the communicator's life. */
+    MPI_Request failure_req;
+    char failure_text[FAILURE_BYTES];
+    char failure_sent[FAILURE_BYTES]; /* this rank's notice, while its sends are in flight */
+    /* OpenCL interop (NULL on the host device). */
+    cl_context context;
+    cl_command_queue queue;
+    comm_host staging; /* the blocking collectives' copy of the range */
+    comm_host slices;  /* the other ranks' copies of this rank's slice */
+};
+
+/* What a collective is, exchanged before its data so that mismatched calls fail clearly. */
+enum { CALL_ALLREDUCE_SUM, CALL_ALLREDUCE_MEAN, CALL_BROADCAST, CALL_BARRIER };
+
+/* Fails `fn` on c's runtime with status and a message. */
+kp_status comm_fail(kp_comm *c, kp_status status, const char *fn, const char *fmt, ...)
+    KP_PRINTF(4, 5);
+/* Marks the communicator unusable with kp_last_error's message, tells the other ranks, and
+ * returns status. */
+kp_status comm_break(kp_comm *c, kp_status status);
+/* KP_OK, or the failure that broke the communicator, for `fn`. */
+kp_status comm_usable(kp_comm *c, const char *fn);
+/* An MPI call's error: "fn: MPI_Isend failed: <MPI's string>". */
+kp_status comm_mpi_fail(kp_comm *c, const char *fn, const char *call, int rc);
+
+/* Waits for n requests (request i exchanges with rank peers[i]) until the deadline, watching for
+ * a peer's failure notice. On failure the communicator is broken. */
+kp_status comm_wait(kp_comm *c, const char *fn, MPI_Request *reqs, const int *peers, int n);
+
+/* Checks with every rank that they all entered the same collective (kind, count, root). */
+kp_status comm_agree(kp_comm *c, const char *fn, int kind, uint64_t count, int root);
+
+/* The all-reduce of `count` floats of host memory `data`, in place. */
+kp_status comm_allreduce_floats(kp_comm *c, const char *fn, float *data, size_t count,
+                                kp_comm_op op);
+
+/* Grows h to at least `bytes` (its contents are lost). */
+kp_status comm_host_reserve(kp_comm *c, comm_host *h, size_t bytes);
+void comm_host_release(kp_comm *c, comm_host *h);
+
+/* Checks that [offset, offset + bytes) lies within buf and buf belongs to c's runtime. */
+kp_status comm_check_range(kp_comm *c, const char *fn, const kp_buffer *buf, size_t offset,
+                           size_t bytes);
+/* Checks that this thread may move buf's data now: it is the runtime's, and no graph is being
+ * recorded on the runtime by this thread (a transfer would run at once, not in the graph). */
+kp_status comm_transfers_allowed(kp_comm *c, const char *fn, const kp_buffer *buf);
+
+#endif

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Kernelport collectives over MPI (libkernelport-comm, built when MPI is found: KP_WITH_MPI):
+ * all-reduce, broadcast and barrier of device buffers, and gradients all-reduced in buckets. */
+#ifndef KERNELPORT_COMM_H
+#define KERNELPORT_COMM_H
+
+#include <mpi.h>
+
+#include "kernelport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * A communicator of Kernelport runtimes, one per MPI rank (docs/comm.md). Collectives move the
+ * data through host memory: the device range is read into a staging area (pinned, from an
+ * OpenCL buffer allocated in host memory and mapped once, where the runtime is OpenCL's), sent
+ * with MPI's non-blocking point-to-point calls and written back.
+ *
+ * Determinism. An all-reduce splits the range into one slice per rank; the owner of a slice
+ * receives every rank's copy of it and adds them in rank order, ((x_0 + x_1) + x_2) + ..., in
+ * f32, then sends the result to every rank. Every rank ends with the same bits, and the same
+ * inputs on the same number of ranks give the same bits on every run. (MPI_Allreduce promises
+ * neither: the standard only recommends it.) MEAN divides the sum by the number of ranks.
+ *
+ * Failures never hang. Every wait has a deadline (kp_comm_options.timeout_s); a rank that fails
+ * inside a collective (a timeout, a device read that fails, a mismatched call) sends the reason
+ * to every other rank, whose pending collective then fails at once with "rank R failed: ...". A
+ * collective that failed leaves the communicator unusable: every later call fails with the same
+ * message, and it leaves messages behind that a communicator made later over the same processes
+ * may receive (MPI reuses communicator contexts): end the job. The library never calls MPI_Abort:
+ * the application decides (the examples report the message and call MPI_Abort, since MPI_Finalize
+ * may wait for messages that never come). Every collective first checks that all ranks called the
+ * same one (kind, size, root) and fails on every rank, naming what each called, when they differ.
+ *
+ * Threads. MPI must be initialised (MPI_Init or MPI_Init_thread) before kp_comm_create and
+ * finalised after kp_comm_destroy. A communicator is used by one thread at a time and calls MPI
+ * from that thread; a program whose other threads call MPI at the same time needs
+ * MPI_THREAD_MULTIPLE. Errors read through kp_last_error(rt) of the communicator's runtime.
+ */
+typedef struct kp_comm kp_comm;
+
+typedef struct kp_comm_options {
+    uint32_t struct_size; /* set by kp_comm_options_default; 0: this first layout */
+    uint32_t flags;       /* none yet: 0 */
+    /* The longest a collective waits for the other ranks, in seconds. It counts from the moment
+     * this rank enters the collective, so it must cover the other ranks' lag: a first step that
+     * compiles kernels on a slow device can lag by minutes. 0: KP_COMM_TIMEOUT from the
+     * environment, else 300. */
+    double timeout_s;
+} kp_comm_options;
+
+/* timeout_s 0 (KP_COMM_TIMEOUT, else 300 s). */
+KP_API kp_comm_options kp_comm_options_default(void);
+
+/*
+ * Creates a communicator over `comm` (MPI_COMM_WORLD or the application's own) for runtime `rt`.
+ * Collective: every rank of `comm` calls it. The communicator duplicates `comm`, so its messages
+ * never meet the application's, and sets MPI_ERRORS_RETURN on the duplicate. `rt` is borrowed and
+ * must outlive the communicator; `options` may be NULL. Errors: KP_ERR_INVALID_ARG (NULL
+ * arguments, MPI not initialised), KP_ERR_OUT_OF_MEMORY, KP_ERR_IO (an MPI call failed; the
+ * message has MPI's error string).
+ */
+KP_API kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *options,
+                                kp_comm **out);
+
+/* Frees the duplicate communicator and the staging memory (collective: MPI_Comm_free), after the
+ * runtime's queued work. NULL is a no-op. */
+KP_API void kp_comm_destroy(kp_comm *c);
+
+/* This process's rank and the number of ranks; -1 for NULL. */
+KP_API int kp_comm_rank(const kp_comm *c);
+KP_API int kp_comm_size(const kp_comm *c);
+
+typedef enum kp_comm_op {
+    KP_COMM_SUM = 0,
+    KP_COMM_MEAN = 1, /* the sum divided by the number of ranks */
+} kp_comm_op;
+
+/*
+ * All-reduces `count` f32 elements of `buf` starting at element `offset` in place: every rank
+ * ends with the sum (or mean) over the ranks, in the order the header above describes. Blocking:
+ * it reads after the runtime's earlier work, and the result is in the buffer when it returns.
+ * Ranges above 2^20 floats move in pieces of 2^20, each exchanged while the device copies the
+ * others (the same bits).
+ * Errors: KP_ERR_INVALID_ARG (a range outside the buffer, a buffer of another runtime, an op
+ * that is not a kp_comm_op, a call that differs from the other ranks', a graph this thread
+ * records on the runtime), KP_ERR_IO (a timeout, an MPI failure, another rank's failure: the
+ * message says which), KP_ERR_CL (a staging transfer), the read's and write's errors.
+ */
+KP_API kp_status kp_comm_allreduce(kp_comm *c, kp_buffer *buf, size_t offset, size_t count,
+                                   kp_comm_op op);
+
+/* The same for a contiguous f32 tensor (a view of any rank whose elements are contiguous in
+ * row-major order). Errors: those of kp_comm_allreduce, KP_ERR_INVALID_ARG (another dtype, a
+ * strided view). */
+KP_API kp_status kp_comm_allreduce_tensor(kp_comm *c, kp_tensor t, kp_comm_op op);
+
+/* The same on host memory (`data`, borrowed): losses, counts, metrics. */
+KP_API kp_status kp_comm_allreduce_host(kp_comm *c, float *data, size_t count, kp_comm_op op);
+
+/*
+ * Copies `bytes` of `buf` at byte `offset` on rank `root` to the same range of `buf` on every
+ * other rank. Blocking like kp_comm_allreduce. Errors: those of kp_comm_allreduce, and
+ * KP_ERR_INVALID_ARG for a root outside the communicator.
+ */
+KP_API kp_status kp_comm_broadcast(kp_comm *c, kp_buffer *buf, size_t offset, size_t bytes,
+                                   int root);
+
+/* Returns once every rank has called it (or fails after the timeout, naming the missing ranks). */
+KP_API kp_status kp_comm_barrier(kp_comm *c);
+
+/*
+ * Tells every other rank that this rank gives up, with `reason` (copied; at most 255 bytes are
+ * sent): their pending or next collective fails with "rank R failed: reason". Call it before
+ * leaving on an error of your own (a launch that failed mid-step), so the others fail at once
+ * instead of at their timeout. The communicator is unusable afterwards. Waits at most a second
+ * for the notices to leave. Errors: KP_ERR_INVALID_ARG (NULL c).
+ */
+KP_API kp_status kp_comm_fail(kp_comm *c, const char *reason);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Gradient buckets                                                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A range of f32 elements of an arena. */
+typedef struct kp_comm_range {
+    size_t offset;
+    size_t count;
+} kp_comm_range;
+
+/*
+ * Cuts a parameter arena (kp_optim_arena_layout's segment table: n_segments pairs of offset and
+ * count, in elements) into buckets for kp_comm_buckets_create: segments taken from the last to
+ * the first (the order a backward produces their gradients), each bucket the smallest run of
+ * whole segments of at least `bucket_bytes` (the last bucket may be smaller), its range running
+ * from its first segment's offset to its last one's end. Writes at most n_segments ranges into
+ * `out` and returns how many; 0 when an argument is NULL or a segment is negative.
+ */
+KP_API size_t kp_comm_buckets_plan(const int32_t *segments, size_t n_segments, size_t bucket_bytes,
+                                   kp_comm_range *out);
+
+typedef struct kp_comm_buckets kp_comm_buckets;
+
+/*
+ * Prepares the all-reduce (op) of `n` ranges of f32 arena `buf` (ranges copied; each within the
+ * buffer, none overlapping another), with host staging for each (pinned where the driver gives
+ * it, else plain memory). Local: no MPI call. *out is the caller's (kp_comm_buckets_destroy).
+ * Errors: KP_ERR_INVALID_ARG, KP_ERR_OUT_OF_MEMORY.
+ */
+KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_comm_range *ranges,
+                                        size_t n, kp_comm_op op, kp_comm_buckets **out);
+
+/*
+ * Says that the launches writing bucket `index` are enqueued (the backward has produced it): on
+ * an OpenCL runtime this enqueues a non-blocking read of the bucket after them and returns,
+ * after finishing the all-reduce of the bucket started before (wait for its read, exchange it
+ * over MPI while the device runs what was enqueued after that read, enqueue the write back).
+ * So MPI traffic for one bucket overlaps the device work enqueued between this call and the next.
+ * On the host device the bucket is all-reduced at once. Buckets are started in index order,
+ * 0 first, each once per round. Errors: KP_ERR_INVALID_ARG (an index out of order), those of
+ * kp_comm_allreduce.
+ */
+KP_API kp_status kp_comm_buckets_start(kp_comm_buckets *b, size_t index);
+
+/*
+ * Finishes the round: the all-reduces of the buckets still pending, each bucket's write back
+ * enqueued, so launches enqueued afterwards (the optimizer step) read the reduced gradients.
+ * Every bucket must have been started. The next round starts at bucket 0. Errors: those of
+ * kp_comm_buckets_start, KP_ERR_INVALID_ARG (a bucket not started).
+ */
+KP_API kp_status kp_comm_buckets_finish(kp_comm_buckets *b);
+
+/* Releases the buckets after the runtime's queued work (their staging is read by it). NULL is a
+ * no-op. */
+KP_API void kp_comm_buckets_destroy(kp_comm_buckets *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Issue #29 on a machine with two GPUs, in one call of the device tool: two runtimes in one
+# process, one per GPU (test-runtimes); the collectives on 2 ranks, one GPU each (test-comm);
+# bench-allreduce (kp_comm_allreduce of 1-256 MB against the host-staging limit measured in the
+# same run: pinned read + write of the buffer) and torch.distributed's NCCL all-reduce of the same
+# sizes (peer-allreduce.py); the Fashion-MNIST CNN for KP_MPI_EPOCHS epochs (default 3) on one GPU,
+# on two (batch 128 per rank: the scaling; batch 64 per rank: the same global batch), and PyTorch
+# on one GPU and with DDP on two.
+#   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-mpi.sh
+#   device run:  kind nvidia-h100-x2, carry [".gpu"], command: bash scripts/gpu/mpi.sh
+# What to read: bench-allreduce's "of limit" column (issue target: >= 80% of the staging limit),
+# its MPI-alone column (the exchange over shared memory, paid on top of the copies: this first
+# version does not pipeline copies and exchange), NCCL's bus bandwidth for context, and the CNN's
+# samples/s: scaling efficiency = (2 GPUs at batch 128 per rank) / (2 x 1 GPU at batch 128)
+# (target >= 85%), against DDP's.
+# shellcheck source=preamble.sh
+source "$(dirname "$0")/preamble.sh"
+kp_begin mpi /tmp/kp-mpi-out results
+kp_setup
+epochs=${KP_MPI_EPOCHS:-3}
+mpirun=$(command -v mpirun.openmpi || command -v mpirun || true)
+mpicc=$(command -v mpicc.openmpi || command -v mpicc || true)
+if [[ -z $mpirun || -z $mpicc ]]; then
+  echo "no MPI here: stage Open MPI into .gpu with scripts/gpu/stage-mpi.sh and carry .gpu"
+  exit 1
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+nvidia-smi topo -m || true
+
+step build
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=ON \
+  -DKP_BUILD_PYTHON=OFF -DKP_WITH_MPI=ON -DMPI_C_COMPILER="$mpicc" \
+  -DMPIEXEC_EXECUTABLE="$mpirun" >"$res/configure.log" 2>&1 &&
+  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 ||
+  { tail -40 "$res/configure.log" "$res/build.log"; exit 1; }
+# tests/mpi/run.sh: Open MPI's root switches and --oversubscribe (timeout runs commands, not
+# shell functions, hence an array).
+run=(bash tests/mpi/run.sh "$mpirun")
+
+step "two runtimes in one process, gpu:0 and gpu:1 (test-runtimes)"
+(cd build-gpu && KP_TEST_DEVICE=gpu:0 KP_TEST_DEVICE_2=gpu:1 timeout "$(cap 120)" \
+  ctest -R test-runtimes --output-on-failure) | tail -4
+
+step "collectives on 2 ranks, one GPU each (test-comm-np2, KP_TEST_DEVICE=gpu:%r)"
+(cd build-gpu && KP_TEST_DEVICE='gpu:%r' timeout "$(cap 120)" \
+  ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -6
+
+step "bench-allreduce: 2 ranks, gpu:0 and gpu:1"
+timeout "$(cap 180)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
+  --json "$res/bench-allreduce.json"
+
+step "peer-allreduce: torch.distributed (NCCL) on the 2 GPUs"
+PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 -m torch.distributed.run --nproc_per_node 2 \
+  bench/peers/peer-allreduce.py --json "$res/peer-allreduce.json" 2>&1 | grep -v '^W' ||
+  echo "peer failed"
+
+step "fashion-mnist: 1 GPU, batch 128, $epochs epochs"
+timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:0 --epochs "$epochs" --batch 128 \
+  --csv "$res/cnn-1gpu.csv" | tail -"$((epochs + 1))"
+for per in 128 64; do
+  step "fashion-mnist: 2 GPUs, batch $per per rank, $epochs epochs"
+  timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist --device 'gpu:%r' \
+    --epochs "$epochs" --batch "$per" --csv "$res/cnn-2gpu-b$per.csv" | tail -"$((epochs + 1))"
+done
+step "fashion-mnist: 2 GPUs, batch 64 per rank, replicas checked after every step (1 epoch)"
+timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs 1 \
+  --batch 64 --check-replicas | tail -2
+
+step "peer-fashion-mnist: PyTorch on 1 GPU, and DDP on 2 (batch 128 per rank)"
+PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 bench/peers/peer-fashion-mnist.py \
+  --epochs "$epochs" --json "$res/peer-cnn-1gpu.json" || echo "peer failed"
+PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 -m torch.distributed.run --nproc_per_node 2 \
+  bench/peers/peer-fashion-mnist.py --epochs "$epochs" --batch 128 \
+  --json "$res/peer-cnn-ddp.json" 2>&1 | grep -v '^W' || echo "peer failed"
+kp_pack

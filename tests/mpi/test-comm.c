@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The collectives of comm.h under mpirun (tests/mpi/run.sh starts 2 and 3 ranks), on PoCL and on
+ * the host device: all-reduce sums and means on odd sizes against the host's sum in rank order,
+ * bit for bit (one size in pieces); kp_comm_buckets_plan's cuts; a tensor view; the host variant;
+ * broadcast; barrier; buckets of an arena of odd segments over two rounds with device work queued
+ * between them; calls that differ between ranks; a rank that gives up; a rank that never comes
+ * (timeout). Every rank checks; the first failed check aborts the job. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernelport/comm.h"
+#include "kernelport/ops/optim.h"
+
+static int rank, size;
+
+static void fail(const char *fmt, ...) KP_PRINTF(1, 2);
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "test-comm: rank %d of %d: ", rank, size);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+#define CHECK_OK(rt, call)                                                                         \
+    do {                                                                                           \
+        kp_status st_ = (call);                                                                    \
+        if (st_ != KP_OK)                                                                          \
+            fail("%s:%d: %s: %s: %s", __FILE__, __LINE__, #call, kp_status_name(st_),              \
+                 kp_last_error(rt));                                                               \
+    } while (0)
+
+/* Element i of rank r's data in test `t`: values of mixed magnitude and sign, so that the order
+ * of the additions shows in the last bits. */
+static float value(int t, int r, size_t i)
+{
+    uint64_t z = ((uint64_t)t << 40) ^ ((uint64_t)r << 32) ^ i;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const double u = (double)(z >> 11) / 9007199254740992.0;
+    return (float)((u - 0.5) * pow(10.0, (double)(z % 7) - 3.0));
+}
+
+/* The sum over ranks in rank order, as comm.h promises it, and its mean. */
+static float expected(int t, size_t i, kp_comm_op op)
+{
+    float acc = value(t, 0, i);
+    for (int r = 1; r < size; r++)
+        acc += value(t, r, i);
+    return op == KP_COMM_MEAN ? acc / (float)size : acc;
+}
+
+static void expect_bits(const float *got, int t, size_t n, kp_comm_op op, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float want = expected(t, i, op);
+        if (memcmp(&got[i], &want, sizeof want) != 0)
+            fail("%s: element %zu of %zu is %.9g, expected %.9g", what, i, n, (double)got[i],
+                 (double)want);
+    }
+}
+
+static kp_runtime *open_runtime(const char *device)
+{
+    kp_runtime_options o = kp_runtime_options_default();
+    o.flags = KP_RUNTIME_NO_ENV | KP_RUNTIME_NO_USER_MANIFESTS | KP_RUNTIME_NO_INSTALLED_PLUGINS;
+    o.device = device;
+    kp_runtime *rt = NULL;
+    CHECK_OK(NULL, kp_runtime_create(&o, &rt));
+    return rt;
+}
+
+/* All-reduces of odd sizes at an odd offset of a larger buffer, whose other elements must stay;
+ * the last size is past two of the pipelined all-reduce's pieces of 2^20 floats. */
+static void test_allreduce(kp_runtime *rt, kp_comm *c)
+{
+    static const size_t sizes[] = {1, 2, 3, 5, 257, 65537, (2u << 20) + 3};
+    for (int t = 0; t < 7; t++)
+        for (int o = 0; o < 2; o++) {
+            const kp_comm_op op = o ? KP_COMM_MEAN : KP_COMM_SUM;
+            const size_t n = sizes[t], pad = 3, total = n + 2 * pad;
+            float *host = malloc(total * sizeof *host);
+            kp_buffer *buf = NULL;
+            if (!host)
+                fail("out of memory");
+            for (size_t i = 0; i < total; i++)
+                host[i] = i < pad || i >= pad + n ? -7.0f : value(t, rank, i - pad);
+            CHECK_OK(rt, kp_buffer_create(rt, total * sizeof *host, &buf));
+            CHECK_OK(rt, kp_buffer_write(rt, buf, 0, total * sizeof *host, host));
+            CHECK_OK(rt, kp_comm_allreduce(c, buf, pad, n, op));
+            CHECK_OK(rt, kp_buffer_read(rt, buf, 0, total * sizeof *host, host));
+            char what[64];
+            snprintf(what, sizeof what, "all-reduce %s of %zu", o ? "mean" : "sum", n);
+            expect_bits(host + pad, t, n, op, what);
+            for (size_t i = 0; i < pad; i++)
+                if (host[i] != -7.0f || host[pad + n + i] != -7.0f)
+                    fail("%s: an element outside the range changed", what);
+            kp_buffer_destroy(rt, buf);
+            free(host);
+        }
+}
+
+static void test_tensor_host_broadcast_barrier(kp_runtime *rt, kp_comm *c)
+{
+    enum { ROWS = 7, COLS = 3 };
+    float host[ROWS * COLS];
+    kp_buffer *buf = NULL;
+    for (size_t i = 0; i < ROWS * COLS; i++)
+        host[i] = value(10, rank, i);
+    CHECK_OK(rt, kp_buffer_create(rt, sizeof host, &buf));
+    CHECK_OK(rt, kp_buffer_write(rt, buf, 0, sizeof host, host));
+    CHECK_OK(rt, kp_comm_allreduce_tensor(c, kp_tensor_2d(buf, KP_F32, ROWS, COLS), KP_COMM_SUM));
+    CHECK_OK(rt, kp_buffer_read(rt, buf, 0, sizeof host, host));
+    expect_bits(host, 10, ROWS * COLS, KP_COMM_SUM, "all-reduce of a tensor");
+    kp_tensor strided = kp_tensor_2d(buf, KP_F32, ROWS, 2);
+    strided.strides[0] = COLS;
+    if (kp_comm_allreduce_tensor(c, strided, KP_COMM_SUM) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "not contiguous"))
+        fail("a strided view was not refused: %s", kp_last_error(rt));
+    if (kp_comm_allreduce_tensor(c, kp_tensor_1d(buf, KP_I32, 4), KP_COMM_SUM) !=
+        KP_ERR_INVALID_ARG)
+        fail("an i32 tensor was not refused");
+
+    float small[5];
+    for (size_t i = 0; i < 5; i++)
+        small[i] = value(11, rank, i);
+    CHECK_OK(rt, kp_comm_allreduce_host(c, small, 5, KP_COMM_MEAN));
+    expect_bits(small, 11, 5, KP_COMM_MEAN, "all-reduce of host memory");
+
+    /* 13 bytes at byte 5 from the last rank; the bytes around them stay each rank's own. */
+    unsigned char bytes[24], want[24];
+    for (int i = 0; i < 24; i++)
+        bytes[i] = (unsigned char)(rank * 31 + i);
+    CHECK_OK(rt, kp_buffer_write(rt, buf, 0, sizeof bytes, bytes));
+    CHECK_OK(rt, kp_comm_broadcast(c, buf, 5, 13, size - 1));
+    CHECK_OK(rt, kp_buffer_read(rt, buf, 0, sizeof bytes, bytes));
+    for (int i = 0; i < 24; i++)
+        want[i] = (unsigned char)((i >= 5 && i < 18 ? size - 1 : rank) * 31 + i);
+    if (memcmp(bytes, want, sizeof want) != 0)
+        fail("broadcast: the bytes differ from the root's");
+    if (kp_comm_broadcast(c, buf, 0, 4, size) != KP_ERR_INVALID_ARG)
+        fail("a root outside the communicator was not refused");
+    if (kp_comm_allreduce(c, buf, 20, 2, KP_COMM_SUM) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "outside the buffer"))
+        fail("a range outside the buffer was not refused: %s", kp_last_error(rt));
+    CHECK_OK(rt, kp_comm_barrier(c));
+    kp_buffer_destroy(rt, buf);
+}
+
+/* An arena of odd segments, planned into buckets of at least 64 bytes from the last segment,
+ * started in order with device work queued between them, over two rounds. */
+static void test_buckets(kp_runtime *rt, kp_comm *c)
+{
+    const int64_t numel[] = {3, 1, 257, 10, 5, 29};
+    enum { N_SEG = 6 };
+    int32_t seg[2 * N_SEG];
+    const int64_t len = kp_optim_arena_layout(N_SEG, numel, 4, seg);
+    kp_comm_range ranges[N_SEG];
+    const size_t n = kp_comm_buckets_plan(seg, N_SEG, 64, ranges);
+    if (n < 3 || n > N_SEG || ranges[0].offset != (size_t)seg[2 * (N_SEG - 1)] ||
+        ranges[n - 1].offset != 0)
+        fail("kp_comm_buckets_plan made %zu buckets, the first at %zu", n, ranges[0].offset);
+    float *host = malloc((size_t)len * sizeof *host);
+    kp_buffer *arena = NULL, *busy = NULL;
+    kp_comm_buckets *b = NULL;
+    if (!host)
+        fail("out of memory");
+    CHECK_OK(rt, kp_buffer_create(rt, (size_t)len * sizeof *host, &arena));
+    CHECK_OK(rt, kp_buffer_create(rt, 1 << 20, &busy));
+    CHECK_OK(rt, kp_comm_buckets_create(c, arena, ranges, n, KP_COMM_SUM, &b));
+    for (int round = 0; round < 2; round++) {
+        const int t = 20 + round;
+        for (int64_t i = 0; i < len; i++)
+            host[i] = value(t, rank, (size_t)i);
+        CHECK_OK(rt, kp_buffer_write(rt, arena, 0, (size_t)len * sizeof *host, host));
+        const float zero = 0;
+        for (size_t k = 0; k < n; k++) {
+            CHECK_OK(rt, kp_buffer_fill(rt, busy, 0, 1 << 20, &zero, sizeof zero));
+            CHECK_OK(rt, kp_comm_buckets_start(b, k));
+        }
+        CHECK_OK(rt, kp_comm_buckets_finish(b));
+        CHECK_OK(rt, kp_buffer_read(rt, arena, 0, (size_t)len * sizeof *host, host));
+        for (int s = 0; s < N_SEG; s++)
+            for (int32_t j = 0; j < seg[2 * s + 1]; j++) {
+                const size_t i = (size_t)seg[2 * s] + (size_t)j;
+                const float want = expected(t, i, KP_COMM_SUM);
+                if (memcmp(&host[i], &want, sizeof want) != 0)
+                    fail("buckets, round %d: segment %d element %d is %.9g, expected %.9g", round,
+                         s, j, (double)host[i], (double)want);
+            }
+    }
+    /* While this thread records a graph on the runtime, transfers would run at once, outside
+     * the graph: refused, before any rank exchanges anything. */
+    CHECK_OK(rt, kp_graph_begin(rt, 0));
+    if (kp_comm_buckets_start(b, 0) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "recording"))
+        fail("a bucket started while recording a graph: %s", kp_last_error(rt));
+    if (kp_comm_allreduce(c, arena, 0, 4, KP_COMM_SUM) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "recording"))
+        fail("an all-reduce while recording a graph: %s", kp_last_error(rt));
+    kp_graph *g = NULL;
+    CHECK_OK(rt, kp_graph_end(rt, &g));
+    kp_graph_destroy(g);
+    if (kp_comm_buckets_start(b, 1) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "out of order"))
+        fail("a bucket started out of order was not refused: %s", kp_last_error(rt));
+    if (kp_comm_buckets_finish(b) != KP_ERR_INVALID_ARG)
+        fail("finishing a round with no bucket started was not refused");
+    kp_comm_buckets_destroy(b);
+    kp_buffer_destroy(rt, busy);
+    kp_buffer_destroy(rt, arena);
+    free(host);
+}
+
+/* kp_comm_buckets_plan on its own: the documented cuts and refusals. */
+static void test_plan(void)
+{
+    /* Segments of 3, 1, 257 and 10 floats at 0, 4, 8, 268 (kp_optim_arena_layout, align 4). */
+    const int32_t seg[8] = {0, 3, 4, 1, 8, 257, 268, 10};
+    kp_comm_range r[4];
+    size_t n = kp_comm_buckets_plan(seg, 4, 0, r);
+    const size_t each[4][2] = {{268, 10}, {8, 257}, {4, 1}, {0, 3}};
+    if (n != 4)
+        fail("plan with bucket_bytes 0: %zu buckets, expected one per segment", n);
+    for (size_t i = 0; i < 4; i++)
+        if (r[i].offset != each[i][0] || r[i].count != each[i][1])
+            fail("plan with bucket_bytes 0: bucket %zu is [%zu, +%zu)", i, r[i].offset, r[i].count);
+    /* 64 bytes: 10 floats make 40, so the last two segments share the first bucket, which runs
+     * over the padding between them; 1 and 3 floats make the last, smaller one. */
+    n = kp_comm_buckets_plan(seg, 4, 64, r);
+    if (n != 2 || r[0].offset != 8 || r[0].count != 270 || r[1].offset != 0 || r[1].count != 5)
+        fail("plan with 64 bytes: %zu buckets, [%zu, +%zu) first", n, r[0].offset, r[0].count);
+    n = kp_comm_buckets_plan(seg, 4, (size_t)1 << 30, r);
+    if (n != 1 || r[0].offset != 0 || r[0].count != 278)
+        fail("plan with 1 GiB: %zu buckets", n);
+    const int32_t bad[4] = {0, 3, 4, -1};
+    if (kp_comm_buckets_plan(bad, 2, 64, r) != 0 || kp_comm_buckets_plan(NULL, 2, 64, r) != 0 ||
+        kp_comm_buckets_plan(seg, 4, 64, NULL) != 0)
+        fail("plan accepted a negative segment or a NULL pointer");
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static kp_comm *open_comm(kp_runtime *rt, double timeout_s)
+{
+    kp_comm_options o = kp_comm_options_default();
+    o.timeout_s = timeout_s;
+    kp_comm *c = NULL;
+    CHECK_OK(rt, kp_comm_create(rt, MPI_COMM_WORLD, &o, &c));
+    return c;
+}
+
+static void test_failures(kp_runtime *rt)
+{
+    /* Every communicator is made before the first failure: a failed one leaves messages behind
+     * that were never received, and MPICH gives a communicator made after one is freed the same
+     * context, where they would arrive (docs/comm.md: after a failure, end the job). */
+    kp_comm *mismatched = open_comm(rt, 60), *gives_up = open_comm(rt, 60),
+            *late = open_comm(rt, 1);
+    /* Different calls: every rank fails naming both, and the communicator stays failed. */
+    kp_comm *c = mismatched;
+    float v[7] = {0};
+    kp_status st = kp_comm_allreduce_host(c, v, rank == 0 ? 5 : 7, KP_COMM_SUM);
+    if (st != KP_ERR_INVALID_ARG || !strstr(kp_last_error(rt), "called different collectives") ||
+        !strstr(kp_last_error(rt), "of 5 floats") || !strstr(kp_last_error(rt), "of 7 floats"))
+        fail("mismatched calls: %s: %s", kp_status_name(st), kp_last_error(rt));
+    if (kp_comm_barrier(c) == KP_OK || !strstr(kp_last_error(rt), "unusable"))
+        fail("a failed communicator was used again: %s", kp_last_error(rt));
+
+    /* The last rank gives up while the others wait in an all-reduce: they fail at once. */
+    c = gives_up;
+    const double t0 = now();
+    if (rank == size - 1) {
+        CHECK_OK(rt, kp_comm_fail(c, "a simulated failure"));
+    } else {
+        st = kp_comm_allreduce_host(c, v, 7, KP_COMM_SUM);
+        char want[64];
+        snprintf(want, sizeof want, "rank %d failed: a simulated failure", size - 1);
+        if (st != KP_ERR_IO || !strstr(kp_last_error(rt), want))
+            fail("a rank that gave up: %s: %s", kp_status_name(st), kp_last_error(rt));
+        if (now() - t0 > 30)
+            fail("a rank that gave up was noticed after %.1f s", now() - t0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Rank 0 never comes to a barrier: the others time out after a second, naming it. */
+    c = late;
+    if (rank != 0) {
+        st = kp_comm_barrier(c);
+        if (st != KP_ERR_IO || !strstr(kp_last_error(rt), "waiting for rank(s) 0"))
+            fail("a missing rank: %s: %s", kp_status_name(st), kp_last_error(rt));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    kp_comm_destroy(mismatched);
+    kp_comm_destroy(gives_up);
+    kp_comm_destroy(late);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* KP_TEST_DEVICE (scripts/gpu/mpi.sh: "gpu:%r", each rank its own GPU), else PoCL; then
+     * the host device. */
+    char first[64] = "pocl";
+    const char *env = getenv("KP_TEST_DEVICE");
+    if (env && *env) {
+        size_t o = 0;
+        for (size_t i = 0; env[i] && o + 12 < sizeof first; i++) {
+            if (env[i] == '%' && env[i + 1] == 'r')
+                o += (size_t)snprintf(first + o, sizeof first - o, "%d", rank), i++;
+            else
+                first[o++] = env[i];
+        }
+        first[o] = '\0';
+    }
+    test_plan();
+    const char *devices[] = {first, "host"};
+    for (int d = 0; d < 2; d++) {
+        kp_runtime *rt = open_runtime(devices[d]);
+        kp_comm *c = open_comm(rt, 120);
+        if (kp_comm_rank(c) != rank || kp_comm_size(c) != size)
+            fail("kp_comm_rank/size: %d/%d", kp_comm_rank(c), kp_comm_size(c));
+        test_allreduce(rt, c);
+        test_tensor_host_broadcast_barrier(rt, c);
+        test_buckets(rt, c);
+        kp_comm_destroy(c);
+        if (d == 0)
+            test_failures(rt);
+        kp_runtime_destroy(rt);
+        if (rank == 0)
+            printf("test-comm: %d ranks on %s: passed\n", size, devices[d]);
+    }
+    MPI_Finalize();
+    return 0;
+}
