@@ -85,6 +85,15 @@ kp_status kp__fail(const kp_runtime *rt, kp_status status, const char *fmt, ...)
     return status;
 }
 
+kp_status kp_error_set(const kp_runtime *rt, kp_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kp__failv(rt, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 kp_status kp__fail_prefix(const kp_runtime *rt, kp_status status, const char *fmt, ...)
 {
     va_list ap;

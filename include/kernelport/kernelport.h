@@ -181,6 +181,14 @@ KP_API kp_status kp_runtime_warmup(kp_runtime *rt, const char *pattern);
  */
 KP_API const char *kp_last_error(const kp_runtime *rt);
 
+/*
+ * Records a message (printf-style) as this thread's last error on rt (NULL: the no-runtime
+ * slot), which kp_last_error then returns, and returns `status`: for code layered on this API
+ * (libkernelport-ca) to report its own failures the library's way. Thread-safe.
+ */
+KP_API kp_status kp_error_set(const kp_runtime *rt, kp_status status, const char *fmt, ...)
+    KP_PRINTF(3, 4);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Devices                                                                                    */
 /* ------------------------------------------------------------------------------------------ */

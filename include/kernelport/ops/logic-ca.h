@@ -69,9 +69,11 @@ KP_INLINE void kp_logic_ca_net_free(kp_logic_ca_net *net)
     memset(net, 0, sizeof *net);
 }
 
-/* The rows a layer of `width` gates reads: 2 width >= in (every input used) and distinct pairs. */
-KP_INLINE int kp_logic_ca__layer_ok(const char *what, int l, int64_t in, int32_t width, char *why,
-                                    size_t why_size)
+/* Whether a layer of `width` gates can be wired `unique` over `in` inputs: 2 width >= in (every
+ * input read) and no more gates than distinct pairs. 1 if so, else 0 with the reason in why
+ * ("WHAT layer L: ..."). */
+KP_INLINE int kp_logic_ca_layer_check(const char *what, int l, int64_t in, int32_t width, char *why,
+                                      size_t why_size)
 {
     if (width < 1) {
         snprintf(why, why_size, "%s layer %d: %d gates (a layer needs at least one)", what, l,
@@ -124,8 +126,8 @@ KP_INLINE int kp_logic_ca_config_check(const kp_logic_ca_config *cfg, char *why,
         return -1;
     }
     for (int p = 1; p < cfg->n_perceive; p++)
-        if (!kp_logic_ca__layer_ok("perceive", p, cfg->perceive[p - 1], cfg->perceive[p], why,
-                                   why_size))
+        if (!kp_logic_ca_layer_check("perceive", p, cfg->perceive[p - 1], cfg->perceive[p], why,
+                                     why_size))
             return -1;
     if (cfg->n_update < 1 || cfg->n_update > KP_LOGIC_CA_MAX_UPDATE) {
         snprintf(why, why_size, "n_update: %d is not in 1 .. %d", cfg->n_update,
@@ -138,7 +140,7 @@ KP_INLINE int kp_logic_ca_config_check(const kp_logic_ca_config *cfg, char *why,
     for (int p = 0; p < cfg->n_perceive; p++)
         gates += (int64_t)cfg->kernels * cfg->channels * cfg->perceive[p];
     for (int l = 0; l < cfg->n_update; l++) {
-        if (!kp_logic_ca__layer_ok("update", l, in, cfg->update[l], why, why_size))
+        if (!kp_logic_ca_layer_check("update", l, in, cfg->update[l], why, why_size))
             return -1;
         in = cfg->update[l];
         gates += in;
