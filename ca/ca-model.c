@@ -86,10 +86,12 @@ kp_tensor kp_ca_state(const kp_ca *ca, int32_t t, int hard)
     return f32(ca->buf[B_STATES], at * ca->C * ca->N, 2, (int64_t[]){ca->C, ca->N});
 }
 
+/* Step t's activations: kept per step for the soft rollout's backward, else one buffer. */
 static kp_tensor acts(const kp_ca *ca, int64_t t, int hard)
 {
-    kp_buffer *b = hard ? ca->buf[B_HACTS] : ca->buf[B_ACTS];
-    return f32(b, hard ? 0 : t * ca->A * ca->N, 2, (int64_t[]){ca->A, ca->N});
+    const int keep = !hard && !ca->o.inference_only;
+    return f32(keep ? ca->buf[B_ACTS] : ca->buf[B_HACTS], keep ? t * ca->A * ca->N : 0, 2,
+               (int64_t[]){ca->A, ca->N});
 }
 
 /* Gradient buffer i: 0 the loss's, 1 and 2 alternate through the steps. */
@@ -236,7 +238,8 @@ kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out
     ca->P = ca->net.n_params;
     ca->A = ca->net.n_rows;
     ca->T = options->steps;
-    if ((double)ca->T * (double)ca->A * (double)ca->N > 2147483647.0 ||
+    if ((double)(options->inference_only ? 1 : ca->T) * (double)ca->A * (double)ca->N >
+            2147483647.0 ||
         4.0 * (double)ca->G * (double)ca->N > 2147483647.0)
         st = kp_error_set(rt, KP_ERR_UNSUPPORTED,
                           "kp_ca_create: %lld steps of %lld activations for %lld cells pass 2^31 "
@@ -321,6 +324,9 @@ kp_status kp_ca_backward(kp_ca *ca)
 {
     kp_arg a[24];
     kp_status st = KP_OK;
+    if (ca->o.inference_only)
+        return kp_error_set(ca->rt, KP_ERR_UNSUPPORTED,
+                            "kp_ca_backward: the CA was created inference_only");
     for (int64_t t = ca->T - 1; st == KP_OK && t >= 0; t--) {
         /* Step T - 1 reads the loss's gradient; the steps below alternate buffers 1 and 2. */
         const int in = t == ca->T - 1 ? 0 : 1 + (int)((ca->T - 2 - t) % 2);
@@ -423,12 +429,18 @@ kp_status kp_ca_train_step(kp_ca *ca, int64_t step)
     if (step < 1)
         return kp_error_set(ca->rt, KP_ERR_INVALID_ARG, "kp_ca_train_step: step %lld is below 1",
                             (long long)step);
+    if (ca->o.inference_only)
+        return kp_error_set(ca->rt, KP_ERR_UNSUPPORTED,
+                            "kp_ca_train_step: the CA was created inference_only");
     return train_step(ca, step, 0);
 }
 
 kp_status kp_ca_record(kp_ca *ca, kp_graph **out)
 {
     *out = NULL;
+    if (ca->o.inference_only)
+        return kp_error_set(ca->rt, KP_ERR_UNSUPPORTED,
+                            "kp_ca_record: the CA was created inference_only");
     kp_status st = kp_graph_begin(ca->rt, 0);
     if (st != KP_OK)
         return st;

@@ -35,6 +35,7 @@ typedef struct kp_ca_options {
     double fire_rate;       /* 1: synchronous; below 1, each cell updates with this probability */
     int32_t random_init;    /* 1: each training step draws the initial states (0 or 1, p 0.5) */
     uint64_t seed;          /* the initial states' and fire masks' Philox stream */
+    int32_t inference_only; /* 1: no buffers for the backward (rollouts only; large grids) */
     /* Training: global-norm clipping, then AdamW (optax's: Adam, + wd w, times -lr). */
     double lr, beta1, beta2, eps, weight_decay, clip_norm;
 } kp_ca_options;
@@ -80,8 +81,8 @@ KP_API kp_tensor kp_ca_grad(const kp_ca *ca);
  * cell fires). */
 KP_API kp_status kp_ca_rollout(kp_ca *ca, int hard);
 /* Enqueues the loss sum_n (state_T[0, n] - target[n])^2 of the soft (or hard) rollout into the
- * loss scalar (kp_ca_read_losses) and, soft, its gradient and backpropagation through the T
- * steps into kp_ca_grad. */
+ * loss scalar (kp_ca_read_losses) and, soft, its gradient; kp_ca_backward, the backpropagation
+ * through the T steps into kp_ca_grad (KP_ERR_UNSUPPORTED for an inference_only CA). */
 KP_API kp_status kp_ca_loss(kp_ca *ca, int hard);
 KP_API kp_status kp_ca_backward(kp_ca *ca);
 
