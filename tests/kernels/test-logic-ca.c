@@ -461,6 +461,83 @@ static void test_hard_matches_packed(void **state)
     kp_ca_destroy(ca);
 }
 
+/* ---- the kernels' checks -------------------------------------------------------------------- */
+
+/* The step refuses a table that does not fit, naming what is wrong, and writes nothing. */
+static void test_kernel_rejects(void **state)
+{
+    const kp_ca_options o = small_options(1, 1, 0);
+    kp_logic_ca_net net;
+    assert_int_equal(kp_logic_ca_net_build(&o.net, &net, NULL, 0), 0);
+    const int64_t C = net.channels, G = net.n_gates, A = net.n_rows, N = 24;
+    kp_buffer *buf[7];
+    const int32_t *tables[] = {net.layers, net.a_idx, net.b_idx, net.param};
+    const int64_t lens[] = {net.n_layers + 1, G, G, G};
+    for (int i = 0; i < 4; i++) {
+        OK(kp_buffer_create(rt, (size_t)lens[i] * 4, &buf[i]));
+        OK(kp_buffer_write(rt, buf[i], 0, (size_t)lens[i] * 4, tables[i]));
+    }
+    float *nan = malloc((size_t)(A * N) * sizeof *nan);
+    for (int64_t i = 0; i < A * N; i++)
+        nan[i] = NAN;
+    const int64_t floats[] = {C * N, C * N, A * N};
+    for (int i = 0; i < 3; i++) {
+        OK(kp_buffer_create(rt, (size_t)floats[i] * 4, &buf[4 + i]));
+        OK(kp_buffer_write(rt, buf[4 + i], 0, (size_t)floats[i] * 4, nan));
+    }
+    kp_buffer *coef;
+    OK(kp_buffer_create(rt, (size_t)net.n_params * 16, &coef));
+    kp_kernel *k = NULL;
+    OK(kp_kernel_find(rt, "logic.ca_step", &k));
+    kp_arg a[] = {kp_arg_tensor("state", kp_tensor_2d(buf[4], KP_F32, C, N)),
+                  kp_arg_tensor("next", kp_tensor_2d(buf[5], KP_F32, C, N)),
+                  kp_arg_tensor("acts", kp_tensor_2d(buf[6], KP_F32, A, N)),
+                  kp_arg_tensor("layers", kp_tensor_1d(buf[0], KP_I32, net.n_layers + 1)),
+                  kp_arg_tensor("a_idx", kp_tensor_1d(buf[1], KP_I32, G)),
+                  kp_arg_tensor("b_idx", kp_tensor_1d(buf[2], KP_I32, G)),
+                  kp_arg_tensor("param", kp_tensor_1d(buf[3], KP_I32, G)),
+                  kp_arg_tensor("C", kp_tensor_2d(coef, KP_F32, net.n_params, 4)),
+                  kp_arg_int("height", 4),
+                  kp_arg_int("width", 3)};
+    /* A gate of layer 1 reading its own layer's first row. */
+    const int32_t g = net.layers[1], bad = (int32_t)(9 * C + net.layers[1]);
+    OK(kp_buffer_write(rt, buf[1], (size_t)g * 4, 4, &bad));
+    assert_int_equal(kp_kernel_launch(rt, k, a, 10, NULL), KP_ERR_INVALID_ARG);
+    char want[200];
+    snprintf(want, sizeof want,
+             "kernel logic.ca_step: a_idx: gate %d (layer 1) reads row %d, but its layer reads "
+             "rows 0..%d (the patch and earlier layers)",
+             g, bad, bad - 1);
+    assert_string_equal(kp_last_error(rt), want);
+    OK(kp_buffer_write(rt, buf[1], (size_t)g * 4, 4, &net.a_idx[g]));
+    /* The last layer is not the state. */
+    const int32_t moved = net.layers[net.n_layers - 1] + 1;
+    OK(kp_buffer_write(rt, buf[0], (size_t)(net.n_layers - 1) * 4, 4, &moved));
+    assert_int_equal(kp_kernel_launch(rt, k, a, 10, NULL), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(rt), "kernel logic.ca_step: layers: the last layer has 1 "
+                                           "gates, but it gives the 2 channels of the new state");
+    OK(kp_buffer_write(rt, buf[0], (size_t)(net.n_layers - 1) * 4, 4,
+                       &net.layers[net.n_layers - 1]));
+    /* Cells that are not whole grids. */
+    a[9] = kp_arg_int("width", 5);
+    assert_int_equal(kp_kernel_launch(rt, k, a, 10, NULL), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(rt),
+                        "kernel logic.ca_step: state: 24 cells are not a whole number of 4 x 5 "
+                        "grids");
+    float out[2 * 24];
+    OK(kp_buffer_read(rt, buf[5], 0, sizeof out, out));
+    for (int i = 0; i < 2 * 24; i++)
+        assert_true(isnan(out[i])); /* nothing ran */
+    /* Fixed, it runs. */
+    a[9] = kp_arg_int("width", 3);
+    OK(kp_kernel_launch(rt, k, a, 10, NULL));
+    for (int i = 0; i < 7; i++)
+        kp_buffer_destroy(rt, buf[i]);
+    kp_buffer_destroy(rt, coef);
+    free(nan);
+    kp_logic_ca_net_free(&net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_gradient_async),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_hard_matches_packed),
+        cmocka_unit_test(test_kernel_rejects),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
