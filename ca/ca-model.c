@@ -19,7 +19,7 @@ enum {
     B_HACTS,   /* [A, N]: the hard rollout's, per step overwritten */
     B_DACTS,   /* [A, N] */
     B_DSTATE,  /* [3][C, N]: the loss's gradient, then two alternating step gradients */
-    B_SUMS,    /* [G, 4N] */
+    B_SUMS,    /* [4G, N] */
     B_FIRE,    /* [T, N] */
     B_TARGET,  /* [N] */
     B_SCALARS, /* loss, hard loss, N, norm, clip coefficient */
@@ -336,12 +336,12 @@ kp_status kp_ca_backward(kp_ca *ca)
         a[n++] = kp_arg_tensor("dnext", dstate(ca, in));
         a[n++] = kp_arg_tensor("dacts", f32(ca->buf[B_DACTS], 0, 2, (int64_t[]){ca->A, ca->N}));
         a[n++] = kp_arg_tensor("dstate", dstate(ca, out));
-        a[n++] = kp_arg_tensor("sums", f32(ca->buf[B_SUMS], 0, 2, (int64_t[]){ca->G, 4 * ca->N}));
+        a[n++] = kp_arg_tensor("sums", f32(ca->buf[B_SUMS], 0, 2, (int64_t[]){4 * ca->G, ca->N}));
         a[n++] = kp_arg_int("accumulate", t < ca->T - 1);
         n = net_args(ca, a, n, 0, t, 1);
         st = kp_kernel_launch(ca->rt, ca->backward, a, n, NULL);
     }
-    kp_arg d[] = {kp_arg_tensor("sums", f32(ca->buf[B_SUMS], 0, 2, (int64_t[]){ca->G, 4 * ca->N})),
+    kp_arg d[] = {kp_arg_tensor("sums", f32(ca->buf[B_SUMS], 0, 2, (int64_t[]){4 * ca->G, ca->N})),
                   kp_arg_tensor("param_start", table(ca, T_PSTART, ca->P + 1)),
                   kp_arg_tensor("w", kp_ca_logits(ca)), kp_arg_tensor("dw", kp_ca_grad(ca)),
                   kp_arg_int("check_wiring", 0)};

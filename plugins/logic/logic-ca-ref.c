@@ -133,10 +133,11 @@ kp_status logic_ca_step_backward_reference(const kp_call *call, kp_launch *l)
                 const double dy = d[9 * v.C + g];
                 const double a = ROW(call, CB_ACTS, const float, ia)[n];
                 const double b = ROW(call, CB_ACTS, const float, ib)[n];
-                float *s = ROW(call, CB_SUMS, float, g) + 4 * n;
                 const double t[4] = {dy, dy * a, dy * b, dy * a * b};
-                for (int k = 0; k < 4; k++)
-                    s[k] = (float)(accumulate ? s[k] + t[k] : t[k]);
+                for (int k = 0; k < 4; k++) {
+                    float *s = ROW(call, CB_SUMS, float, 4 * g + k) + n;
+                    *s = (float)(accumulate ? *s + t[k] : t[k]);
+                }
                 d[ia] += dy * (c[1] + c[3] * b);
                 d[ib] += dy * (c[2] + c[3] * a);
             }
@@ -165,15 +166,16 @@ kp_status logic_ca_step_backward_reference(const kp_call *call, kp_launch *l)
 kp_status logic_ca_dw_reference(const kp_call *call, kp_launch *l)
 {
     const kp_value *v = call->args;
-    const int64_t P = v[CD_W].tensor.shape[0], G = v[CD_SUMS].tensor.shape[0];
-    const int64_t N = v[CD_SUMS].tensor.shape[1] / 4;
+    const int64_t P = v[CD_W].tensor.shape[0], G = v[CD_SUMS].tensor.shape[0] / 4;
+    const int64_t N = v[CD_SUMS].tensor.shape[1];
     for (int64_t p = 0; p < P; p++) {
         const int64_t g0 = clamp64(INT_AT(call, CD_START, p), 0, G);
         const int64_t g1 = clamp64(INT_AT(call, CD_START, p + 1), g0, G);
         double S[4] = {0, 0, 0, 0}, pr[16], gp[16], dot = 0;
         for (int64_t g = g0; g < g1; g++)
-            for (int64_t n = 0; n < 4 * N; n++)
-                S[n % 4] += ROW(call, CD_SUMS, const float, g)[n];
+            for (int k = 0; k < 4; k++)
+                for (int64_t n = 0; n < N; n++)
+                    S[k] += ROW(call, CD_SUMS, const float, 4 * g + k)[n];
         logic_softmax16(ROW(call, CD_W, const float, p), pr);
         for (int i = 0; i < 16; i++) {
             gp[i] = 0;

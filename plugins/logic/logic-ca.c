@@ -59,7 +59,8 @@ static const kp_param_desc backward_params[] = {
     TENSOR("dacts", KP_ACCESS_OUT, KP_F32, 0, "[9C + G, N] gradients of acts (overwritten)"),
     TENSOR("dstate", KP_ACCESS_OUT, KP_F32, 0, "[C, N] gradient of the step's state"),
     TENSOR("sums", KP_ACCESS_INOUT, KP_F32, 0,
-           "[G, 4N] per gate and cell (dy, dy a, dy b, dy a b), added over the steps"),
+           "[4G, N] per gate, rows 4g .. 4g + 3: (dy, dy a, dy b, dy a b) at each cell, added "
+           "over the steps"),
     INT("accumulate", 0, "0: sums = this step's; 1: sums += this step's"),
     NET_PARAMS,
     TENSOR("csr_start", IN, KP_I32, 0, "[9C + G + 1] the network's reverse index over acts' rows"),
@@ -67,7 +68,7 @@ static const kp_param_desc backward_params[] = {
 };
 
 static const kp_param_desc dw_params[] = {
-    [CD_SUMS] = TENSOR("sums", IN, KP_F32, 0, "[G, 4N] logic.ca_step_backward's sums"),
+    [CD_SUMS] = TENSOR("sums", IN, KP_F32, 0, "[4G, N] logic.ca_step_backward's sums"),
     [CD_START] = TENSOR("param_start", IN, KP_I32, 0,
                         "[P + 1] parameter p's gates are param_start[p] .. [p + 1] - 1"),
     [CD_W] = TENSOR("w", IN, KP_F32, 0, "[P, 16] logits"),
@@ -75,7 +76,7 @@ static const kp_param_desc dw_params[] = {
     [CD_CHECK] = INT("check_wiring", 1, "1: read param_start back and check it; 0: skip"),
 };
 
-enum { TUNE_WG_N, TUNE_LANES };
+enum { TUNE_WG_N, TUNE_LANES, TUNE_VW };
 
 /* The sizes a call's shapes give. */
 typedef struct ca_dims {
@@ -237,7 +238,7 @@ static kp_status check_net(kp_launch *l, const kp_call *call, int states, int ne
          {backward ? d.A : d.C, d.N},
          backward ? "[9C + G, N]" : "[C, N]"},
         {backward ? CB_DSTATE : -1, 2, {d.C, d.N}, "[C, N]"},
-        {backward ? CB_SUMS : -1, 2, {d.G, 4 * d.N}, "[G, 4N]"},
+        {backward ? CB_SUMS : -1, 2, {4 * d.G, d.N}, "[4G, N]"},
     };
     for (size_t i = 0; st == KP_OK && i < sizeof expect / sizeof expect[0]; i++)
         if (expect[i].index >= 0 && v[expect[i].index].present)
@@ -275,19 +276,23 @@ static void net_args(kp_clargs *a, const kp_call *call, int net)
     kp_clargs_tensor(a, &v[net + CA_C].tensor, 2);
 }
 
+/* Work-items of VW cells each, WG_N x LANES a work-group. */
 static kp_status enqueue_cells(kp_clargs *a, kp_launch *l, int64_t N)
 {
     const int64_t wn = logic_host->tunable_index(l, TUNE_WG_N);
     const int64_t lanes = logic_host->tunable_index(l, TUNE_LANES);
+    const int64_t vw = logic_host->tunable_index(l, TUNE_VW);
     kp_status st = logic_check_workgroup(l, wn, lanes, "WG_N x LANES");
-    return st == KP_OK ? logic_clargs_enqueue(a, N, lanes, (size_t)wn, (size_t)lanes) : st;
+    return st == KP_OK
+               ? logic_clargs_enqueue(a, (N + vw - 1) / vw, lanes, (size_t)wn, (size_t)lanes)
+               : st;
 }
 
 static kp_status step_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_value *v = call->args;
     const ca_dims d = dims_of(call, CS_STATE, CS_NET);
-    kp_clargs a = kp_clargs_begin(logic_host, l, "logic_ca_step", NULL);
+    kp_clargs a = logic_clargs_vw(l, "logic_ca_step", logic_host->tunable_index(l, TUNE_VW));
     const int32_t sizes[] = {(int32_t)d.N,
                              (int32_t)d.C,
                              (int32_t)d.H,
@@ -314,7 +319,8 @@ static kp_status backward_enqueue(const kp_call *call, kp_launch *l)
     const ca_dims d = dims_of(call, CB_DNEXT, CB_NET);
     const int has_fire = v[CB_NET + CA_FIRE].present;
     const float rate = (float)v[CB_NET + CA_RATE].f;
-    kp_clargs a = kp_clargs_begin(logic_host, l, "logic_ca_step_backward", NULL);
+    kp_clargs a =
+        logic_clargs_vw(l, "logic_ca_step_backward", logic_host->tunable_index(l, TUNE_VW));
     const int32_t sizes[] = {(int32_t)d.N, (int32_t)d.C, (int32_t)d.L, (int32_t)d.G,
                              (int32_t)d.P, (int32_t)d.A, has_fire};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -353,16 +359,16 @@ static kp_status dw_check(const kp_call *call, kp_launch *l)
     const kp_value *v = call->args;
     kp_status st = logic_expect(l, "w", &v[CD_W].tensor, 2, (int64_t[]){-1, 16}, "[P, 16]");
     if (st == KP_OK)
-        st = logic_expect(l, "sums", &v[CD_SUMS].tensor, 2, (int64_t[]){-1, -1}, "[G, 4N]");
+        st = logic_expect(l, "sums", &v[CD_SUMS].tensor, 2, (int64_t[]){-1, -1}, "[4G, N]");
     if (st == KP_OK)
         st = logic_fits_int(l, call);
     if (st != KP_OK)
         return st;
-    const int64_t P = v[CD_W].tensor.shape[0], G = v[CD_SUMS].tensor.shape[0];
-    if (v[CD_SUMS].tensor.shape[1] % 4 != 0)
+    const int64_t P = v[CD_W].tensor.shape[0], G = v[CD_SUMS].tensor.shape[0] / 4;
+    if (v[CD_SUMS].tensor.shape[0] % 4 != 0)
         return logic_host->fail(l, KP_ERR_INVALID_ARG,
-                                "sums: %lld columns are not 4 per cell ([G, 4N])",
-                                (long long)v[CD_SUMS].tensor.shape[1]);
+                                "sums: %lld rows are not 4 per gate ([4G, N])",
+                                (long long)v[CD_SUMS].tensor.shape[0]);
     st = logic_expect(l, "param_start", &v[CD_START].tensor, 1, (int64_t[]){P + 1}, "[P + 1]");
     if (st == KP_OK)
         st = logic_expect(l, "dw", &v[CD_DW].tensor, 2, (int64_t[]){P, 16}, "[P, 16]");
@@ -388,11 +394,11 @@ static kp_status dw_check(const kp_call *call, kp_launch *l)
 static kp_status dw_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_value *v = call->args;
-    const int64_t P = v[CD_W].tensor.shape[0], G = v[CD_SUMS].tensor.shape[0];
+    const int64_t P = v[CD_W].tensor.shape[0], G = v[CD_SUMS].tensor.shape[0] / 4;
     kp_clargs a = kp_clargs_begin(logic_host, l, "logic_ca_dw", NULL);
     kp_clargs_int(&a, (int32_t)P);
     kp_clargs_int(&a, (int32_t)G);
-    kp_clargs_int(&a, (int32_t)(v[CD_SUMS].tensor.shape[1] / 4));
+    kp_clargs_int(&a, (int32_t)v[CD_SUMS].tensor.shape[1]);
     kp_clargs_tensor(&a, &v[CD_SUMS].tensor, 2);
     kp_clargs_tensor(&a, &v[CD_START].tensor, 1);
     kp_clargs_tensor(&a, &v[CD_W].tensor, 2);
@@ -541,7 +547,7 @@ static kp_status backward_sample(kp_sample *s, const char *name)
     if (st == KP_OK)
         st = logic_host->sample_tensor(s, "dstate", KP_F32, 2, (int64_t[]){C, N}, 0, 0, NULL);
     if (st == KP_OK)
-        st = logic_host->sample_tensor(s, "sums", KP_F32, 2, (int64_t[]){G, 4 * N}, -1, 1, NULL);
+        st = logic_host->sample_tensor(s, "sums", KP_F32, 2, (int64_t[]){4 * G, N}, -1, 1, NULL);
     if (st == KP_OK)
         st = logic_host->sample_int(s, "accumulate", N % 2);
     kp_logic_ca_net_free(&net);
@@ -557,7 +563,7 @@ static kp_status dw_sample(kp_sample *s, const char *name)
     kp_status st = build_net(i, &net);
     const int64_t N = (int64_t)sizes[i].B * sizes[i].H * sizes[i].W, P = net.n_params;
     if (st == KP_OK)
-        st = logic_host->sample_tensor(s, "sums", KP_F32, 2, (int64_t[]){net.n_gates, 4 * N}, -1, 1,
+        st = logic_host->sample_tensor(s, "sums", KP_F32, 2, (int64_t[]){4 * net.n_gates, N}, -1, 1,
                                        NULL);
     if (st == KP_OK)
         st = sample_ints(s, "param_start", net.param_start, P + 1);
@@ -612,10 +618,12 @@ static void dw_tolerance(const kp_call *call, double *atol, double *rtol)
 
 static const kp_tunable_desc cell_tunables[] = {
     [TUNE_WG_N] = LOGIC_AUTO_TUNABLE("WG_N", logic_auto_256, 10, 0,
-                                     "cells per work-group; 0: 16 on CPUs, 32 on others"),
+                                     "work-items (of VW cells each) per work-group; 0: 1 on CPUs, "
+                                     "32 on others"),
     [TUNE_LANES] = LOGIC_AUTO_TUNABLE("LANES", logic_auto_64, 8, 0,
                                       "work-items sharing a cell's gates, layer by layer; 0: 1 "
                                       "on CPUs, 8 on others"),
+    [TUNE_VW] = LOGIC_VW_TUNABLE,
 };
 
 static const kp_tunable_desc wg_tunable[] = {{
@@ -627,12 +635,14 @@ static const kp_tunable_desc wg_tunable[] = {{
     .doc = "work-items (parameters) per work-group",
 }};
 
-/* CPUs: one work-item per cell, whose compiler vectorises across the cells; GPUs: 32 cells of
- * coalesced columns by 8 lanes over the gates (reasoned, not yet measured). */
+/* CPUs: a work-item takes 16 cells as one float16 per gate (PoCL does not vectorise the
+ * layer loop across work-items by itself); GPUs: 32 cells of coalesced columns by 8 lanes over
+ * the gates (reasoned, not yet measured). */
 static const char *cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
-    static const logic_auto by_type[] = {[TUNE_WG_N] = {16, 32}, [TUNE_LANES] = {1, 8}};
-    return logic_resolve(l, by_type, 2, index, value, resolved);
+    static const logic_auto by_type[] = {
+        [TUNE_WG_N] = {1, 32}, [TUNE_LANES] = {1, 8}, [TUNE_VW] = {LOGIC_VW_CPU, LOGIC_VW_OTHER}};
+    return logic_resolve(l, by_type, 3, index, value, resolved);
 }
 
 const kp_kernel_desc logic_ca_step_desc = {
@@ -643,7 +653,7 @@ const kp_kernel_desc logic_ca_step_desc = {
     .params = step_params,
     .n_params = CS_NET + CA_START,
     .tunables = cell_tunables,
-    .n_tunables = 2,
+    .n_tunables = 3,
     .source = kp_kernel_logic_cl,
     .source_name = "logic.cl",
     .entry = "logic_ca_step",
@@ -666,7 +676,7 @@ const kp_kernel_desc logic_ca_step_backward_desc = {
     .params = backward_params,
     .n_params = CB_NET + CA_N,
     .tunables = cell_tunables,
-    .n_tunables = 2,
+    .n_tunables = 3,
     .source = kp_kernel_logic_cl,
     .source_name = "logic.cl",
     .entry = "logic_ca_step_backward",

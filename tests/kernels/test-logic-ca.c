@@ -181,8 +181,9 @@ static void report(void *user, const kp_verify_result *r)
 
 static const char *const ca_kernels[] = {"logic.ca_step", "logic.ca_step_backward", "logic.ca_dw"};
 
-/* The three kernels against their references, two seeds, then at the GPUs' work-group shape
- * (32 cells by 8 lanes sharing a cell's gates, barriers between layers). */
+/* The three kernels against their references, two seeds (CPUs: 16 cells a work-item as vectors,
+ * a partial last one), then at the GPUs' shape (32 cells by 8 lanes sharing a cell's gates,
+ * barriers between layers, one cell a work-item). */
 static void test_verify(void **state)
 {
     int checks = 0;
@@ -193,6 +194,7 @@ static void test_verify(void **state)
             if (shape && i < 2) {
                 assert_int_equal(kp_kernel_tunable_set(rt, k, "WG_N", 32), KP_OK);
                 assert_int_equal(kp_kernel_tunable_set(rt, k, "LANES", 8), KP_OK);
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "VW", 1), KP_OK);
             }
             for (uint64_t seed = 1; seed <= 2 - (uint64_t)shape; seed++) {
                 kp_status st = kp_kernel_verify(rt, k, NULL, seed, report, &checks);
