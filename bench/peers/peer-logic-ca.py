@@ -110,8 +110,8 @@ class LogicCA:
         for (a, b), w in zip(self.pwire, self.pw):
             # w [K, width, 16] -> per (kernel, gate) broadcast over cells and channels.
             h = self.gate(w[None, :, None], h[..., a], h[..., b], hard)
-        # [cells, K, C, w_last] -> the update's input after the cell's own channels.
-        u = self.t.cat([patch[:, 0, :, 4], h.reshape(h.shape[0], -1)], dim=1)
+        # [cells, K, C, w_last] -> (channel, output, kernel), after the cell's own channels.
+        u = self.t.cat([patch[:, 0, :, 4], h.permute(0, 2, 3, 1).reshape(h.shape[0], -1)], dim=1)
         for (a, b), w in zip(self.uwire, self.uw):
             u = self.gate(w, u[:, a], u[:, b], hard)
         return u.view(B, H * W, C).permute(0, 2, 1).reshape(B, C, H, W)

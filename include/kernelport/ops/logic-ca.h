@@ -44,8 +44,9 @@ typedef struct kp_logic_ca_config {
  * the C gates sharing a parameter are consecutive; parameter (k w + j) of that layer (after the
  * earlier layers' K w). Each update gate has a parameter of its own. The last layer's C gates are
  * the new state, channel by channel. The update's input i is row 9 i + 4 for i < C (the cell's
- * channels), else perception output q = i - C of kernel k = q / (C w_last), channel
- * c = q / w_last % C, output o = q % w_last.
+ * channels), else perception output q = i - C: channel c = q / (w_last K), output
+ * o = q / K % w_last, kernel k = q % K (DiffLogic CA's order, so that `unique` wiring pairs
+ * neighbouring kernels' views of one channel).
  */
 typedef struct kp_logic_ca_net {
     int32_t channels, kernels, n_layers, n_perceive_layers;
@@ -230,7 +231,7 @@ KP_INLINE int kp_logic_ca_net_build(const kp_logic_ca_config *cfg, kp_logic_ca_n
         prev_row = row0;
         prev_w = w;
     }
-    /* Update: input i is row 9 i + 4 (i < C), else perception output (k, c, o), row
+    /* Update: input i is row 9 i + 4 (i < C), else perception output (c, o, k), row
      * prev_row + (k w + o) C + c. */
     const int64_t w_last = prev_w, perc_row = prev_row;
     int64_t in = C + K * C * w_last;
@@ -247,8 +248,8 @@ KP_INLINE int kp_logic_ca_net_build(const kp_logic_ca_config *cfg, kp_logic_ca_n
                 } else if (i < C) {
                     r[s] = (int32_t)(9 * i + 4);
                 } else {
-                    const int64_t q = i - C, k = q / (C * w_last), c = q / w_last % C;
-                    r[s] = (int32_t)(perc_row + (k * w_last + q % w_last) * C + c);
+                    const int64_t q = i - C, c = q / (w_last * K), o = q / K % w_last;
+                    r[s] = (int32_t)(perc_row + (q % K * w_last + o) * C + c);
                 }
             }
             net->a_idx[g] = r[0];
