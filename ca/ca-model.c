@@ -22,10 +22,10 @@ enum {
     B_SUMS,    /* [4G, N] */
     B_FIRE,    /* [T, N] */
     B_TARGET,  /* [N] */
-    B_SCALARS, /* loss, hard loss, N, norm, clip coefficient */
+    B_SCALARS, /* loss, hard loss, N, norm, clip coefficient, clip bounds */
     B_N
 };
-enum { S_LOSS, S_HLOSS, S_CELLS, S_NORM, S_COEF, S_N };
+enum { S_LOSS, S_HLOSS, S_CELLS, S_NORM, S_COEF, S_HI, S_LO, S_N };
 
 struct kp_ca {
     kp_runtime *rt;
@@ -208,10 +208,13 @@ static kp_status create_buffers(kp_ca *ca)
         st = kp_buffer_write(ca->rt, ca->buf[B_W], 0, (size_t)ca->P * 16 * sizeof *w, w);
     }
     free(w);
-    const float cells = (float)N;
+    const float cells = (float)N, bounds[2] = {(float)ca->o.clip_norm, -(float)ca->o.clip_norm};
     if (st == KP_OK)
         st = kp_buffer_write(ca->rt, ca->buf[B_SCALARS], S_CELLS * sizeof(float), sizeof cells,
                              &cells);
+    if (st == KP_OK)
+        st = kp_buffer_write(ca->rt, ca->buf[B_SCALARS], S_HI * sizeof(float), sizeof bounds,
+                             bounds);
     return st;
 }
 
@@ -399,7 +402,11 @@ static kp_status train_step(kp_ca *ca, int64_t step, int recording)
         st = kp_ca_backward(ca);
     kp_tensor grad = all;
     grad.offset = 16 * ca->P;
-    if (st == KP_OK)
+    if (st == KP_OK && ca->o.clip_elementwise)
+        st = kp_tensor_binary(ca->rt, "minimum", grad, scalar(ca, S_HI), grad);
+    if (st == KP_OK && ca->o.clip_elementwise)
+        st = kp_tensor_binary(ca->rt, "maximum", grad, scalar(ca, S_LO), grad);
+    if (st == KP_OK && !ca->o.clip_elementwise)
         st = kp_optim_clip_coef(ca->rt, grad, scalar(ca, S_NORM), scalar(ca, S_COEF),
                                 ca->o.clip_norm, NULL);
     if (st == KP_OK) {
@@ -410,7 +417,7 @@ static kp_status train_step(kp_ca *ca, int64_t step, int recording)
         o.beta2 = ca->o.beta2;
         o.eps = ca->o.eps;
         o.weight_decay = ca->o.weight_decay;
-        o.grad_mul = &coef;
+        o.grad_mul = ca->o.clip_elementwise ? NULL : &coef;
         o.check_segments = 0;
         kp_tensor moments[2] = {all, all};
         moments[0].offset = 2 * 16 * ca->P;
@@ -471,8 +478,8 @@ kp_status kp_ca_replay(kp_ca *ca, kp_graph *g, int64_t step)
 int kp_ca_launches_per_step(const kp_ca *ca)
 {
     /* Draws, two coefficient launches, 2 T steps, T backward steps, dw, two losses of 3 and 2,
-     * clipping and AdamW. */
-    return ca->o.random_init + fires(ca) + 2 + 3 * (int)ca->T + 1 + 5 + 2;
+     * clipping (one launch, or two elementwise) and AdamW. */
+    return ca->o.random_init + fires(ca) + ca->o.clip_elementwise + 2 + 3 * (int)ca->T + 1 + 5 + 2;
 }
 
 kp_status kp_ca_read_losses(kp_ca *ca, float *soft, float *hard)

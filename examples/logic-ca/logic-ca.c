@@ -17,7 +17,7 @@
 static const char usage[] =
     "usage: logic-ca [--task checkerboard|gol|xor] [--async] [--device SPEC] [--seed N]\n"
     "                [--steps N] [--lr LR] [--check-every N] [--boards N] [--csv FILE]\n"
-    "                [--png FILE] [--save PREFIX] [--direct] [--expect-solved]\n"
+    "                [--png FILE] [--save PREFIX] [--clip-value] [--direct] [--expect-solved]\n"
     "Trains a logic-gate CA end to end (soft gates, backpropagation through time, AdamW) with\n"
     "the reference configuration of the task, then checks its hard circuit (argmax gates).\n"
     "  --task T          checkerboard (16 x 16, 8 channels, 20 steps; default), gol (Game of\n"
@@ -33,13 +33,15 @@ static const char usage[] =
     "  --csv FILE        write step,soft_loss,hard_loss,active,seconds rows\n"
     "  --png FILE        the final grids: the training batch's and the 64 x 64 one\n"
     "  --save PREFIX     PREFIX.logits.f32 (float32 [P, 16]) and PREFIX.circuit.txt (gates)\n"
+    "  --clip-value      clip each gradient element to [-100, 100] (optax.clip, the notebook's\n"
+    "                    code) instead of the global norm to 100\n"
     "  --direct          launch each step's kernels one by one instead of replaying a graph\n"
     "  --expect-solved   exit 1 unless the hard loss reached 0 and the check passed\n";
 
 typedef struct args {
     const char *task, *device, *csv, *png, *save;
     double seed, steps, lr, check_every, boards;
-    int async, direct, expect;
+    int async, direct, expect, clip_value;
 } args;
 
 /* 0: parsed; 1: --help printed; 2: bad arguments (printed). */
@@ -66,6 +68,8 @@ static int parse(int argc, char **argv, args *a)
             a->async = 1;
         } else if (!strcmp(s, "--direct")) {
             a->direct = 1;
+        } else if (!strcmp(s, "--clip-value")) {
+            a->clip_value = 1;
         } else if (!strcmp(s, "--expect-solved")) {
             a->expect = 1;
         } else if (!strcmp(s, "--seed")) {
@@ -171,6 +175,7 @@ int main(int argc, char **argv)
         return 2;
     }
     task.options.lr = a.lr;
+    task.options.clip_elementwise = a.clip_value;
     const int64_t steps = a.steps > 0 ? (int64_t)a.steps : task.train_steps;
 
     kp_runtime_options opt = kp_runtime_options_default();

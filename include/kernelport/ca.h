@@ -36,8 +36,11 @@ typedef struct kp_ca_options {
     int32_t random_init;    /* 1: each training step draws the initial states (0 or 1, p 0.5) */
     uint64_t seed;          /* the initial states' and fire masks' Philox stream */
     int32_t inference_only; /* 1: no buffers for the backward (rollouts only; large grids) */
-    /* Training: global-norm clipping, then AdamW (optax's: Adam, + wd w, times -lr). */
+    /* Training: clipping, then AdamW (optax's: Adam, + wd w, times -lr). clip_norm bounds the
+     * gradient's global L2 norm (the issue's reading of the reference), or with clip_elementwise
+     * each element to [-clip_norm, clip_norm] (optax.clip, what the notebook's code chains). */
     double lr, beta1, beta2, eps, weight_decay, clip_norm;
+    int32_t clip_elementwise;
 } kp_ca_options;
 
 /* The checkerboard experiment's training options (lr 0.05, betas 0.9 and 0.99, eps 1e-8, weight
