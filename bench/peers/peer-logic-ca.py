@@ -9,7 +9,7 @@ formulation, autograd for the backward), one training step timed on CUDA or on t
 
 The models are examples/logic-ca's tasks: the checkerboard (8 channels, 16 perception kernels
 [9, 8, 4, 2], update 264 -> 256 x 10 -> 128 -> ... -> 8, 2 grids of 16 x 16, zero boundary, 20
-steps) and Game of Life (--task gol: 1 channel, [9, 8, 4, 2, 1], 17 -> 128 x 16 -> ... -> 1, the
+steps) and Game of Life (--task gol: 1 channel, [9, 8, 4, 2, 1], 17 -> 128 x 16 -> 64 ... -> 1, the
 512 periodic 3 x 3 boards, one step). Perception reads each channel's 3 x 3 patch (F.unfold), the
 first layer a neighbour against the centre, the K kernels sharing the wiring; later layers wired
 `unique` (difflogic's pairs; not Kernelport's splitmix stream, so the wirings differ, the sizes do
@@ -34,7 +34,7 @@ TASKS = {
     "checkerboard": dict(C=8, K=16, perceive=[8, 4, 2], update=[256] * 10 + [128, 64, 32, 16, 8, 8],
                          H=16, W=16, B=2, T=20, zero=True),
     "gol": dict(C=1, K=16, perceive=[8, 4, 2, 1],
-                update=[128] * 17 + [64, 32, 16, 8, 4, 2, 1], H=3, W=3, B=512, T=1, zero=False),
+                update=[128] * 16 + [64, 32, 16, 8, 4, 2, 1], H=3, W=3, B=512, T=1, zero=False),
 }
 
 

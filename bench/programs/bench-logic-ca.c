@@ -3,7 +3,7 @@
  * bench-logic-ca: the training step of a logic-gate CA (libkernelport-ca) at the reference
  * configurations of examples/logic-ca: the checkerboard (2 x 16 x 16 cells, 20 steps, 4608
  * gates), its asynchronous variant (14 x 14, 50 steps) and Game of Life (512 boards of 3 x 3, one
- * step, 2559 gates), each replayed from a graph and launched directly: wall time per training
+ * step, 2415 gates), each replayed from a graph and launched directly: wall time per training
  * step, enqueue to finish, over consecutive steps (the step count advancing as in training).
  * bench/peers/peer-logic-ca.py times the same models in plain PyTorch (difflogic's formulation) on
  * the same device, CUDA or CPU.

@@ -44,15 +44,16 @@ int ca_task_find(const char *name, int async, uint64_t seed, ca_task *out)
         train_steps = async ? 800 : 500;
     } else if (!async && (strcmp(name, "gol") == 0 || strcmp(name, "xor") == 0)) {
         /* One channel, periodic 3 x 3 boards of every configuration, one step. */
+        /* 17 -> 128 x 16 -> 64 -> ... -> 1: 23 layers, as the notebook's GoL update reads. */
         static const int32_t gol[] = {128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128,
-                                      128, 128, 128, 128, 128, 64,  32,  16,  8,   4,   2,   1};
+                                      128, 128, 128, 128, 64,  32,  16,  8,   4,   2,   1};
         static const int32_t xr[] = {8, 4, 2, 1};
         kind = strcmp(name, "gol") == 0 ? TASK_GOL : TASK_XOR;
         o.net.channels = 1;
         o.net.n_perceive = 4;
         o.net.perceive[3] = 1;
         if (kind == TASK_GOL) {
-            set_update(&o.net, gol, 24);
+            set_update(&o.net, gol, 23);
         } else {
             o.net.kernels = 4;
             set_update(&o.net, xr, 4);
