@@ -172,6 +172,15 @@ kp_status logic_ca_step_reference(const kp_call *call, kp_launch *l);          /
 kp_status logic_ca_step_backward_reference(const kp_call *call, kp_launch *l); /* logic-ca-ref.c */
 kp_status logic_ca_dw_reference(const kp_call *call, kp_launch *l);            /* logic-ca-ref.c */
 
+/* ---- logic-ca-sample.c: the CA kernels' samples ---------------------------------------------- */
+
+/* Sizes "one", "prime", "zero", "fire" (verify) and "ca" (the checkerboard's network, bench). */
+kp_status logic_ca_step_sample(kp_sample *s, const char *name);
+kp_status logic_ca_step_backward_sample(kp_sample *s, const char *name);
+kp_status logic_ca_dw_sample(kp_sample *s, const char *name);
+extern const char *const logic_ca_verify_sizes[];
+extern const char *const logic_ca_bench_sizes[];
+
 /* Softmax of 16 logits in double (max subtracted first). */
 void logic_softmax16(const float *w, double p[16]);
 
