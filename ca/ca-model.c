@@ -40,6 +40,7 @@ kp_ca_options kp_ca_options_default(void)
 {
     kp_ca_options o;
     memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
     o.batch = 1;
     o.steps = 1;
     o.fire_rate = 1;
@@ -225,6 +226,11 @@ kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out
     *out = NULL;
     if (!rt || !options)
         return kp_error_set(rt, KP_ERR_INVALID_ARG, "kp_ca_create: rt and options are required");
+    if (options->struct_size != sizeof(kp_ca_options))
+        return kp_error_set(rt, KP_ERR_INVALID_ARG,
+                            "kp_ca_create: options: struct_size %u, expected %zu (start from "
+                            "kp_ca_options_default)",
+                            options->struct_size, sizeof(kp_ca_options));
     kp_ca *ca = calloc(1, sizeof *ca);
     if (!ca)
         return kp_error_set(rt, KP_ERR_OUT_OF_MEMORY, "kp_ca_create: out of host memory");

@@ -25,8 +25,10 @@ typedef struct kp_ca kp_ca;
  */
 #define KP_CA_FIRE_KEY 0x9e3779b97f4a7c15ull
 
-/* A CA, its grids and its training. */
+/* A CA, its grids and its training. Start from kp_ca_options_default (which sets struct_size):
+ * members are added at the end only. */
 typedef struct kp_ca_options {
+    uint32_t struct_size;   /* sizeof(kp_ca_options) */
     kp_logic_ca_config net; /* the gate networks (kp_logic_ca_config_check's rules) */
     int32_t height, width;  /* each grid's cells, 1 .. 65535 */
     int32_t batch;          /* grids side by side: N = batch height width cells */

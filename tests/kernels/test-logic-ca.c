@@ -161,6 +161,10 @@ static void test_bad_configs(void **state)
     o.fire_rate = 0;
     assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
     assert_string_equal(kp_last_error(rt), "kp_ca_create: fire_rate: 0 is not in (0, 1]");
+    o = small_options(1, 1, 0);
+    o.struct_size = 0;
+    assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
+    assert_non_null(strstr(kp_last_error(rt), "struct_size 0, expected"));
     /* The runtime stays usable. */
     o = small_options(1, 1, 0);
     ca = make(&o);
