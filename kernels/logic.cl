@@ -10,9 +10,10 @@
  *
  * Every size that shapes a loop is a run-time argument and the only value compiled in is VW
  * (below), so the family needs few programs: one without -D VW (coeffs, pack, perceive, the
- * packed group sum) and one per vector width in use, each build serving all thirteen entries
+ * packed group sum) and one per vector width in use, each build serving all seventeen entries
  * (PoCL compiles each entry once per local size anyway). Work-items never leave before a
- * barrier, and no barrier sits in a loop (docs/plugin-authoring.md, section 8).
+ * barrier, and no barrier sits in a loop whose trip count differs between work-items (the CA
+ * kernels' layer loop runs L times in every one; docs/plugin-authoring.md, section 8).
  *
  * A gate is four coefficients C = (C1, Ca, Cb, Cab): y = C1 + Ca a + Cb b + Cab a b, which is
  * every one of the 16 ops and any mixture of them (the rows of MT below, op by op).
