@@ -188,11 +188,19 @@ static kp_status upload_tables(kp_ca *ca)
 static kp_status create_buffers(kp_ca *ca)
 {
     const int64_t C = ca->C, N = ca->N, T = ca->T, A = ca->A;
-    const int64_t floats[B_N] = {
-        [B_W] = 4 * 16 * ca->P, [B_COEFFS] = 2 * 4 * ca->P, [B_STATES] = 2 * (T + 1) * C * N,
-        [B_ACTS] = T * A * N,   [B_HACTS] = A * N,          [B_DACTS] = A * N,
-        [B_DSTATE] = 3 * C * N, [B_SUMS] = 4 * ca->G * N,   [B_FIRE] = T * N,
-        [B_TARGET] = N,         [B_SCALARS] = S_N};
+    /* An inference_only CA keeps one element where the backward's buffers would be. */
+    const int64_t train = !ca->o.inference_only;
+    const int64_t floats[B_N] = {[B_W] = 4 * 16 * ca->P,
+                                 [B_COEFFS] = 2 * 4 * ca->P,
+                                 [B_STATES] = 2 * (T + 1) * C * N,
+                                 [B_ACTS] = train ? T * A * N : 1,
+                                 [B_HACTS] = A * N,
+                                 [B_DACTS] = train ? A * N : 1,
+                                 [B_DSTATE] = 3 * C * N,
+                                 [B_SUMS] = train ? 4 * ca->G * N : 1,
+                                 [B_FIRE] = T * N,
+                                 [B_TARGET] = N,
+                                 [B_SCALARS] = S_N};
     const float zero = 0;
     kp_status st = KP_OK;
     for (int i = 0; st == KP_OK && i < B_N; i++) {

@@ -162,11 +162,11 @@ static kp_status eval_ca(const ca_task *task, kp_runtime *rt, kp_ca *trained, in
     o.steps = steps;
     o.inference_only = 1;
     kp_status st = kp_ca_create(rt, &o, out);
+    if (st != KP_OK)
+        return st;
     const kp_tensor from = kp_ca_logits(trained), to = kp_ca_logits(*out);
-    if (st == KP_OK)
-        st = kp_buffer_copy(rt, from.buffer, (size_t)from.offset * 4, to.buffer,
-                            (size_t)to.offset * 4, (size_t)kp_tensor_numel(&to) * 4);
-    return st;
+    return kp_buffer_copy(rt, from.buffer, (size_t)from.offset * 4, to.buffer,
+                          (size_t)to.offset * 4, (size_t)kp_tensor_numel(&to) * 4);
 }
 
 /* Random 0/1 states for the grids of `ca`, from Philox key `seed`. */

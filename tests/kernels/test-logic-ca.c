@@ -165,6 +165,30 @@ static void test_bad_configs(void **state)
     o.struct_size = 0;
     assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
     assert_non_null(strstr(kp_last_error(rt), "struct_size 0, expected"));
+    /* An inference_only CA rolls out (its hard states equal a training CA's) and refuses to
+     * train. */
+    o = small_options(2, 1, 0);
+    kp_ca *train = make(&o);
+    o.inference_only = 1;
+    ca = make(&o);
+    const int64_t n = 2 * kp_ca_cells(ca);
+    float *s0 = malloc((size_t)n * sizeof *s0), *x = malloc((size_t)n * 4),
+          *y = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++)
+        s0[i] = (float)(kp_random_uniform(6, 0, (uint64_t)i) < 0.5f);
+    write_tensor(kp_ca_state(ca, 0, 0), s0);
+    write_tensor(kp_ca_state(train, 0, 0), s0);
+    OK(kp_ca_rollout(ca, 1));
+    OK(kp_ca_rollout(train, 1));
+    read_tensor(kp_ca_state(ca, 2, 1), x);
+    read_tensor(kp_ca_state(train, 2, 1), y);
+    assert_memory_equal(x, y, (size_t)n * sizeof *x);
+    assert_int_equal(kp_ca_train_step(ca, 1), KP_ERR_UNSUPPORTED);
+    assert_string_equal(kp_last_error(rt), "kp_ca_train_step: the CA was created inference_only");
+    assert_int_equal(kp_ca_backward(ca), KP_ERR_UNSUPPORTED);
+    free(s0), free(x), free(y);
+    kp_ca_destroy(ca);
+    kp_ca_destroy(train);
     /* The runtime stays usable. */
     o = small_options(1, 1, 0);
     ca = make(&o);
