@@ -11,6 +11,7 @@
 
 #include "kernelport/kernelport.h"
 #include "kernelport/ops/gru.h"
+#include "kernelport/ops/logic-ca.h"
 #include "kernelport/ops/logic.h"
 #include "kernelport/ops/optim.h"
 #include "kernelport/ops/random.h"

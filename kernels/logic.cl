@@ -10,9 +10,10 @@
  *
  * Every size that shapes a loop is a run-time argument and the only value compiled in is VW
  * (below), so the family needs few programs: one without -D VW (coeffs, pack, perceive, the
- * packed group sum) and one per vector width in use, each build serving all thirteen entries
+ * packed group sum) and one per vector width in use, each build serving all seventeen entries
  * (PoCL compiles each entry once per local size anyway). Work-items never leave before a
- * barrier, and no barrier sits in a loop (docs/plugin-authoring.md, section 8).
+ * barrier, and no barrier sits in a loop whose trip count differs between work-items (the CA
+ * kernels' layer loop runs L times in every one; docs/plugin-authoring.md, section 8).
  *
  * A gate is four coefficients C = (C1, Ca, Cb, Cab): y = C1 + Ca a + Cb b + Cab a b, which is
  * every one of the 16 ops and any mixture of them (the rows of MT below, op by op).
@@ -548,4 +549,277 @@ __kernel void logic_perceive_backward(const int B, const int Cn, const int H, co
             s += dout[ROW(dv, 9 * c + k) + b * H * W + u * W + v];
     }
     dgrid[kp_at4(gv, b, c, y, xx)] = s;
+}
+
+/* ---- logic.ca_step, logic.ca_step_backward, logic.ca_dw -------------------------------------- */
+
+/*
+ * A logic-gate CA step, fused: a work-group is WG_N work-items (dimension 0) by LANES lanes
+ * (dimension 1); a work-item takes VW consecutive cells (fewer at the end), and a cell's lanes
+ * share its gates layer by layer (gate g0 + lane, + LANES, ...), with a barrier between layers
+ * (the same count for every work-item: L). The activations live in acts [A, N], feature-major
+ * like the rest of the family: a gate is one VW-wide load of each input row and one store (CPUs,
+ * VW 16), or neighbouring work-items' columns (GPUs, VW 1, coalesced). Rows 0 .. 9C - 1 are the
+ * cell's 3 x 3 patch, row 9C + g gate g's output (kp_logic_ca_net_build documents the network).
+ * A gate's rows and its parameter are clamped into what its layer may read: `check` rejects bad
+ * tables, and a caller that skips it (check_wiring 0) gets wrong values, never a stray access.
+ * The global fence makes a layer's writes visible to the work-group's other lanes; cells never
+ * read each other's columns within a launch (the patch reads `state`, which the launch does not
+ * write).
+ */
+
+/* The coefficient row of gate g's parameter. */
+static float4 ca_coeffs(__global const int *param, const kp_view1 pv, __global const float *C,
+                        const kp_view2 cv, int g, int P)
+{
+    return vload4(0, C + ROW(cv, clamp(param[kp_at1(pv, g)], 0, P - 1)));
+}
+
+/* The async mask of cell n: 1 where it fires (fire[n] < rate), every cell without fire. */
+static int ca_fires(__global const float *fire, const kp_view1 fv, int has_fire, float rate, int n)
+{
+    return !has_fire || fire[kp_at1(fv, n)] < rate;
+}
+
+__kernel void logic_ca_step(const int N, const int Cn, const int H, const int W, const int zero,
+                            const int L, const int G, const int P, const int has_fire,
+                            const float rate, __global const float *state, const kp_view2 sv,
+                            __global float *next, const kp_view2 nv, __global float *acts,
+                            const kp_view2 av, __global const int *layers, const kp_view1 lv,
+                            __global const int *a_idx, const kp_view1 aiv,
+                            __global const int *b_idx, const kp_view1 biv,
+                            __global const int *param, const kp_view1 pv,
+                            __global const float *C, const kp_view2 cv,
+                            __global const float *fire, const kp_view1 fv)
+{
+    const int n0 = get_global_id(0) * VW, lane = get_local_id(1), LN = get_local_size(1);
+    const int cnt = clamp(N - n0, 0, VW), HW = H * W, base = 9 * Cn;
+    for (int m = 0; m < cnt; m++) {
+        const int n = n0 + m, cell = n % HW, first = n - cell, y = cell / W, x = cell % W;
+        for (int r = lane; r < base; r += LN) {
+            const int c = r / 9, k = r % 9;
+            const int u = neighbour(y, k / 3 - 1, H, zero), v = neighbour(x, k % 3 - 1, W, zero);
+            acts[ROW(av, r) + n] = u < 0 || v < 0 ? 0.0f : state[ROW(sv, c) + first + u * W + v];
+        }
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    int g0 = 0;
+    for (int l = 0; l < L; l++) {
+        const int g1 = clamp(layers[kp_at1(lv, l + 1)], g0, G), top = base + g0 - 1;
+        for (int g = g0 + lane; cnt > 0 && g < g1; g += LN) {
+            const float4 c = ca_coeffs(param, pv, C, cv, g, P);
+            __global const float *pa = acts + ROW(av, clamp(a_idx[kp_at1(aiv, g)], 0, top)) + n0;
+            __global const float *pb = acts + ROW(av, clamp(b_idx[kp_at1(biv, g)], 0, top)) + n0;
+            __global float *py = acts + ROW(av, base + g) + n0;
+            if (cnt == VW) {
+                const VEC a = VLOAD(0, pa), b = VLOAD(0, pb);
+                VSTORE(fma(fma((VEC)c.w, b, (VEC)c.y), a, fma((VEC)c.z, b, (VEC)c.x)), 0, py);
+            } else {
+                for (int m = 0; m < cnt; m++)
+                    py[m] = fma(fma(c.w, pb[m], c.y), pa[m], fma(c.z, pb[m], c.x));
+            }
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        g0 = g1;
+    }
+    /* The last layer's C gates are the new state; a cell that does not fire keeps its own. */
+    for (int m = 0; m < cnt; m++) {
+        const int n = n0 + m, fires = ca_fires(fire, fv, has_fire, rate, n);
+        for (int c = lane; c < Cn; c += LN)
+            next[ROW(nv, c) + n] = fires ? acts[ROW(av, base + G - Cn + c) + n]
+                                         : acts[ROW(av, 9 * c + 4) + n];
+    }
+}
+
+/*
+ * A gate output's (or patch row's) gradient by gather over the VW cells from n0 (a full vector):
+ * the rows that read `row` are listed in the reverse CSR, each adding its gate's dy times the
+ * derivative on its side, in entry order. ca_gather1 is the same for one cell.
+ */
+static VEC ca_gather(int row, int n0, int Cn, int G, int P, int A, __global const float *acts,
+                     const kp_view2 av, __global const float *dacts, const kp_view2 dv,
+                     __global const int *a_idx, const kp_view1 aiv, __global const int *b_idx,
+                     const kp_view1 biv, __global const int *param, const kp_view1 pv,
+                     __global const float *C, const kp_view2 cv, __global const int *start,
+                     const kp_view1 stv, __global const int *entries, const kp_view1 ev)
+{
+    const int e0 = clamp(start[kp_at1(stv, row)], 0, 2 * G);
+    const int e1 = clamp(start[kp_at1(stv, row + 1)], e0, 2 * G);
+    VEC acc = (VEC)(0.0f);
+    for (int e = e0; e < e1; e++) {
+        const int code = entries[kp_at1(ev, e)];
+        const int g = clamp(code >> 1, 0, G - 1), side = code & 1;
+        const int other = clamp(side ? a_idx[kp_at1(aiv, g)] : b_idx[kp_at1(biv, g)], 0, A - 1);
+        const float4 c = ca_coeffs(param, pv, C, cv, g, P);
+        const VEC x = VLOAD(0, acts + ROW(av, other) + n0);
+        const VEC dy = VLOAD(0, dacts + ROW(dv, 9 * Cn + g) + n0);
+        acc = fma(fma((VEC)c.w, x, (VEC)(side ? c.z : c.y)), dy, acc);
+    }
+    return acc;
+}
+
+static float ca_gather1(int row, int n, int Cn, int G, int P, int A, __global const float *acts,
+                        const kp_view2 av, __global const float *dacts, const kp_view2 dv,
+                        __global const int *a_idx, const kp_view1 aiv, __global const int *b_idx,
+                        const kp_view1 biv, __global const int *param, const kp_view1 pv,
+                        __global const float *C, const kp_view2 cv, __global const int *start,
+                        const kp_view1 stv, __global const int *entries, const kp_view1 ev)
+{
+    const int e0 = clamp(start[kp_at1(stv, row)], 0, 2 * G);
+    const int e1 = clamp(start[kp_at1(stv, row + 1)], e0, 2 * G);
+    float acc = 0.0f;
+    for (int e = e0; e < e1; e++) {
+        const int code = entries[kp_at1(ev, e)];
+        const int g = clamp(code >> 1, 0, G - 1), side = code & 1;
+        const int other = clamp(side ? a_idx[kp_at1(aiv, g)] : b_idx[kp_at1(biv, g)], 0, A - 1);
+        const float4 c = ca_coeffs(param, pv, C, cv, g, P);
+        acc = fma(fma(c.w, acts[ROW(av, other) + n], side ? c.z : c.y),
+                  dacts[ROW(dv, 9 * Cn + g) + n], acc);
+    }
+    return acc;
+}
+
+/* The four sums' rows 4g .. 4g + 3 at cell n (columns n .. n + VW - 1 for a vector). */
+#define CA_SUM(k) (sums + ROW(smv, 4 * g + (k)) + n0)
+
+/*
+ * The step's backward over the cells' networks, layers in reverse: the last layer's dy is dnext
+ * where the cell fired, every other gate's the gather of its readers' (all in later layers,
+ * done before the barrier). Each gate writes (dy, dy a, dy b, dy a b) into rows 4g .. 4g + 3 of
+ * `sums` at its cells (or adds them, accumulate 1): one work-item per (gate, cell), so the steps
+ * add in call order. Last, the patch rows' gradients; logic_ca_step_backward_grid then gathers
+ * them into dstate.
+ */
+__kernel void logic_ca_step_backward(const int N, const int Cn, const int L, const int G,
+                                     const int P, const int A, const int has_fire,
+                                     const float rate, const int accumulate,
+                                     __global const float *acts, const kp_view2 av,
+                                     __global const float *dnext, const kp_view2 dnv,
+                                     __global float *dacts, const kp_view2 dv,
+                                     __global float *sums, const kp_view2 smv,
+                                     __global const int *layers, const kp_view1 lv,
+                                     __global const int *a_idx, const kp_view1 aiv,
+                                     __global const int *b_idx, const kp_view1 biv,
+                                     __global const int *param, const kp_view1 pv,
+                                     __global const float *C, const kp_view2 cv,
+                                     __global const int *start, const kp_view1 stv,
+                                     __global const int *entries, const kp_view1 ev,
+                                     __global const float *fire, const kp_view1 fv)
+{
+    const int n0 = get_global_id(0) * VW, lane = get_local_id(1), LN = get_local_size(1);
+    const int cnt = clamp(N - n0, 0, VW), base = 9 * Cn;
+    float mk[VW];
+    for (int m = 0; m < VW; m++)
+        mk[m] = m < cnt && ca_fires(fire, fv, has_fire, rate, n0 + m) ? 1.0f : 0.0f;
+    int g1 = G;
+    for (int l = L - 1; l >= 0; l--) {
+        const int g0 = clamp(layers[kp_at1(lv, l)], 0, g1);
+        for (int g = g0 + lane; cnt > 0 && g < g1; g += LN) {
+            __global const float *pa = acts + ROW(av, clamp(a_idx[kp_at1(aiv, g)], 0, A - 1)) + n0;
+            __global const float *pb = acts + ROW(av, clamp(b_idx[kp_at1(biv, g)], 0, A - 1)) + n0;
+            __global const float *pd = dnext + ROW(dnv, clamp(g - (G - Cn), 0, Cn - 1)) + n0;
+            __global float *py = dacts + ROW(dv, base + g) + n0;
+            if (cnt == VW) {
+                const VEC d = l == L - 1 ? VLOAD(0, mk) * VLOAD(0, pd)
+                                         : ca_gather(base + g, n0, Cn, G, P, A, acts, av, dacts,
+                                                     dv, a_idx, aiv, b_idx, biv, param, pv, C, cv,
+                                                     start, stv, entries, ev);
+                const VEC a = VLOAD(0, pa), b = VLOAD(0, pb), da = d * a;
+                VSTORE(d, 0, py);
+                VSTORE(accumulate ? VLOAD(0, CA_SUM(0)) + d : d, 0, CA_SUM(0));
+                VSTORE(accumulate ? VLOAD(0, CA_SUM(1)) + da : da, 0, CA_SUM(1));
+                VSTORE(accumulate ? VLOAD(0, CA_SUM(2)) + d * b : d * b, 0, CA_SUM(2));
+                VSTORE(accumulate ? VLOAD(0, CA_SUM(3)) + da * b : da * b, 0, CA_SUM(3));
+            } else {
+                for (int m = 0; m < cnt; m++) {
+                    const float d = l == L - 1
+                                        ? mk[m] * pd[m]
+                                        : ca_gather1(base + g, n0 + m, Cn, G, P, A, acts, av,
+                                                     dacts, dv, a_idx, aiv, b_idx, biv, param, pv,
+                                                     C, cv, start, stv, entries, ev);
+                    const float da = d * pa[m];
+                    py[m] = d;
+                    const float t[4] = {d, da, d * pb[m], da * pb[m]};
+                    for (int k = 0; k < 4; k++)
+                        CA_SUM(k)[m] = accumulate ? CA_SUM(k)[m] + t[k] : t[k];
+                }
+            }
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        g1 = g0;
+    }
+    for (int r = lane; cnt > 0 && r < base; r += LN) {
+        __global float *py = dacts + ROW(dv, r) + n0;
+        if (cnt == VW)
+            VSTORE(ca_gather(r, n0, Cn, G, P, A, acts, av, dacts, dv, a_idx, aiv, b_idx, biv,
+                             param, pv, C, cv, start, stv, entries, ev),
+                   0, py);
+        else
+            for (int m = 0; m < cnt; m++)
+                py[m] = ca_gather1(r, n0 + m, Cn, G, P, A, acts, av, dacts, dv, a_idx, aiv, b_idx,
+                                   biv, param, pv, C, cv, start, stv, entries, ev);
+    }
+}
+#undef CA_SUM
+
+/* dstate[c, n]: dnext where cell n kept its state (it did not fire), then the nine patch rows
+ * that read it (logic_perceive_backward's gather, offsets in k order). Dimension 0 the cell, 1
+ * the channel. */
+__kernel void logic_ca_step_backward_grid(const int N, const int Cn, const int H, const int W,
+                                          const int zero, const int has_fire, const float rate,
+                                          __global const float *dnext, const kp_view2 dnv,
+                                          __global const float *dacts, const kp_view2 dv,
+                                          __global float *dstate, const kp_view2 dsv,
+                                          __global const float *fire, const kp_view1 fv)
+{
+    const int n = get_global_id(0), c = get_global_id(1);
+    if (n >= N || c >= Cn)
+        return;
+    const int HW = H * W, cell = n % HW, first = n - cell, y = cell / W, x = cell % W;
+    float s = ca_fires(fire, fv, has_fire, rate, n) ? 0.0f : dnext[ROW(dnv, c) + n];
+    for (int k = 0; k < 9; k++) {
+        const int u = neighbour(y, 1 - k / 3, H, zero), v = neighbour(x, 1 - k % 3, W, zero);
+        if (u >= 0 && v >= 0)
+            s += dacts[ROW(dv, 9 * c + k) + first + u * W + v];
+    }
+    dstate[ROW(dsv, c) + n] = s;
+}
+
+/*
+ * The logits' gradient from the sums, one work-item per parameter: its gates' rows (gates
+ * param_start[p] .. [p + 1] - 1) added gate by gate, cell by cell, then dL/dp and the softmax's
+ * backward as logic_backward_dw_final.
+ */
+__kernel void logic_ca_dw(const int P, const int G, const int N, __global const float *sums,
+                          const kp_view2 smv, __global const int *pstart, const kp_view1 psv,
+                          __global const float *w, const kp_view2 wv, __global float *dw,
+                          const kp_view2 dwv)
+{
+    const int p = get_global_id(0);
+    if (p >= P)
+        return;
+    const int g0 = clamp(pstart[kp_at1(psv, p)], 0, G);
+    const int g1 = clamp(pstart[kp_at1(psv, p + 1)], g0, G);
+    float S[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int g = g0; g < g1; g++)
+        for (int k = 0; k < 4; k++) {
+            __global const float *s = sums + ROW(smv, 4 * g + k);
+            for (int n = 0; n < N; n++)
+                S[k] += s[n];
+        }
+    float l[16], m = w[ROW(wv, p)];
+    for (int i = 0; i < 16; i++) {
+        l[i] = w[ROW(wv, p) + i];
+        m = fmax(m, l[i]);
+    }
+    float sum = 0.0f, dot = 0.0f, gp[16];
+    for (int i = 0; i < 16; i++) {
+        l[i] = exp(l[i] - m);
+        sum += l[i];
+        gp[i] = S[0] * MT[0][i] + S[1] * MT[1][i] + S[2] * MT[2][i] + S[3] * MT[3][i];
+        dot += l[i] * gp[i];
+    }
+    dot /= sum;
+    for (int i = 0; i < 16; i++)
+        dw[ROW(dwv, p) + i] = l[i] / sum * (gp[i] - dot);
 }

@@ -220,7 +220,7 @@ KP_API const char *kp_last_error(const kp_runtime *rt);
 /*
  * Records a message (printf's `fmt` and arguments) as the last error of this thread on `rt` (NULL:
  * the slot of calls without a runtime) and returns `status`, for libraries layered over Kernelport
- * (comm.h): their failures then read through kp_last_error like the core's. Thread-safe.
+ * (comm.h, ca.h): their failures then read through kp_last_error like the core's. Thread-safe.
  */
 KP_API kp_status kp_last_error_set(const kp_runtime *rt, kp_status status, const char *fmt, ...)
     KP_PRINTF(3, 4);

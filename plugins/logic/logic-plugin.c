@@ -15,7 +15,8 @@ static kp_status logic_init(const kp_host_api *api, kp_registrar *reg)
         &logic_unpack_desc,           &logic_eval_packed_desc,
         &logic_groupsum_desc,         &logic_groupsum_backward_desc,
         &logic_groupsum_packed_desc,  &logic_perceive_desc,
-        &logic_perceive_backward_desc};
+        &logic_perceive_backward_desc, &logic_ca_step_desc,
+        &logic_ca_step_backward_desc, &logic_ca_dw_desc};
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
         kp_status st = api->register_kernel(reg, kernels[i]);
         if (st != KP_OK)
@@ -25,6 +26,8 @@ static kp_status logic_init(const kp_host_api *api, kp_registrar *reg)
 }
 
 KP_PLUGIN_DEFINE(logic, .name = "logic", .version = "0.1.0",
-                 .description = "Differentiable logic-gate networks: soft and hard gates with "
-                                "backward, bit-packed inference, group sums, CA perception",
+                 .description =
+                     "Differentiable logic-gate networks: soft and hard gates with "
+                     "backward, bit-packed inference, group sums, CA perception, fused CA "
+                     "steps",
                  .init = logic_init)

@@ -23,6 +23,9 @@ extern const kp_kernel_desc logic_groupsum_backward_desc; /* logic-groupsum.c */
 extern const kp_kernel_desc logic_groupsum_packed_desc;   /* logic-groupsum.c */
 extern const kp_kernel_desc logic_perceive_desc;          /* logic-perceive.c */
 extern const kp_kernel_desc logic_perceive_backward_desc; /* logic-perceive.c */
+extern const kp_kernel_desc logic_ca_step_desc;           /* logic-ca.c */
+extern const kp_kernel_desc logic_ca_step_backward_desc;  /* logic-ca.c */
+extern const kp_kernel_desc logic_ca_dw_desc;             /* logic-ca.c */
 
 /* Parameter indices, in the order the descriptors list them. */
 enum { CO_W, CO_C, CO_OP, CO_HARD, CO_N };
@@ -36,6 +39,27 @@ enum { GB_DOUT, GB_DY, GB_TAU, GB_N };
 enum { GP_BITS, GP_OUT, GP_TAU, GP_N };
 enum { PC_GRID, PC_OUT, PC_BOUNDARY, PC_N };
 enum { PB_DOUT, PB_DGRID, PB_BOUNDARY, PB_N };
+/* logic.ca_step and logic.ca_step_backward list the network's arguments in the same order after
+ * their own (CA_LAYERS ...), at offsets CS_NET and CB_NET. */
+enum {
+    CA_LAYERS,
+    CA_A,
+    CA_B,
+    CA_PARAM,
+    CA_C,
+    CA_FIRE,
+    CA_RATE,
+    CA_HEIGHT,
+    CA_WIDTH,
+    CA_BOUNDARY,
+    CA_CHECK,
+    CA_START,
+    CA_ENTRIES,
+    CA_N
+};
+enum { CS_STATE, CS_NEXT, CS_ACTS, CS_NET };
+enum { CB_ACTS, CB_DNEXT, CB_DACTS, CB_DSTATE, CB_SUMS, CB_ACCUMULATE, CB_NET };
+enum { CD_SUMS, CD_START, CD_W, CD_DW, CD_CHECK, CD_N };
 
 /* Tunable value lists shared by the descriptors; the logic_auto_* ones start with 0, "by device
  * type" (CPUs and GPUs want work-groups of different shapes: docs/kernels/logic.md), which the
@@ -144,6 +168,18 @@ kp_status logic_groupsum_backward_reference(const kp_call *call, kp_launch *l);
 kp_status logic_groupsum_packed_reference(const kp_call *call, kp_launch *l);
 kp_status logic_perceive_reference(const kp_call *call, kp_launch *l);
 kp_status logic_perceive_backward_reference(const kp_call *call, kp_launch *l);
+kp_status logic_ca_step_reference(const kp_call *call, kp_launch *l);          /* logic-ca-ref.c */
+kp_status logic_ca_step_backward_reference(const kp_call *call, kp_launch *l); /* logic-ca-ref.c */
+kp_status logic_ca_dw_reference(const kp_call *call, kp_launch *l);            /* logic-ca-ref.c */
+
+/* ---- logic-ca-sample.c: the CA kernels' samples ---------------------------------------------- */
+
+/* Sizes "one", "prime", "zero", "fire" (verify) and "ca" (the checkerboard's network, bench). */
+kp_status logic_ca_step_sample(kp_sample *s, const char *name);
+kp_status logic_ca_step_backward_sample(kp_sample *s, const char *name);
+kp_status logic_ca_dw_sample(kp_sample *s, const char *name);
+extern const char *const logic_ca_verify_sizes[];
+extern const char *const logic_ca_bench_sizes[];
 
 /* Softmax of 16 logits in double (max subtracted first). */
 void logic_softmax16(const float *w, double p[16]);

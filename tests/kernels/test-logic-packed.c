@@ -415,8 +415,8 @@ void test_verify_all(void **state)
             assert_int_equal(st, KP_OK);
         }
     }
-    assert_int_equal(kernels, 11);
-    assert_true(checks >= 2 * 70);
+    assert_int_equal(kernels, 14);
+    assert_true(checks >= 2 * 94);
 }
 
 /* The work-group shapes the plugin picks for GPUs (coalesced lanes, scalar vectors, a tree of

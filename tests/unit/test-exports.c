@@ -50,6 +50,7 @@ static void test_helpers_are_exported(void **state)
     assert_true(check_header("kernelport.h") >= 3);
     assert_true(check_header("ops/gru.h") >= 1);
     assert_true(check_header("ops/logic.h") >= 10);
+    assert_true(check_header("ops/logic-ca.h") >= 4);
     assert_true(check_header("ops/tensor.h") >= 31);
     assert_true(check_header("ops/random.h") >= 2);
     assert_true(check_header("ops/optim.h") >= 11);

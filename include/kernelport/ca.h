@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Logic-gate cellular automata, trained end to end (libkernelport-ca, docs/logic-ca.md): a layer
+ * above the library that owns a CA's buffers and runs its rollouts, backpropagation through time
+ * and AdamW steps as launches of the logic, tensor and optim families, through the public API
+ * only. Not thread-safe: one thread uses a kp_ca at a time.
+ */
+#ifndef KERNELPORT_CA_H
+#define KERNELPORT_CA_H
+
+#include "kernelport.h"
+#include "ops/logic-ca.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kp_ca kp_ca;
+
+/*
+ * The random streams of training step s (from 1), so that a program can reproduce them with
+ * kp_random_uniform (kernelport/ops/random.h): the initial states are tensor.bernoulli (p 0.5)
+ * over [C, N] with key `seed` and offset (s - 1) C N, the fire masks tensor.uniform over [T, N]
+ * (step t's row t) with key seed ^ KP_CA_FIRE_KEY and offset (s - 1) T N.
+ */
+#define KP_CA_FIRE_KEY 0x9e3779b97f4a7c15ull
+
+/* A CA, its grids and its training. Start from kp_ca_options_default (which sets struct_size):
+ * members are added at the end only. */
+typedef struct kp_ca_options {
+    uint32_t struct_size;   /* sizeof(kp_ca_options) */
+    kp_logic_ca_config net; /* the gate networks (kp_logic_ca_config_check's rules) */
+    int32_t height, width;  /* each grid's cells, 1 .. 65535 */
+    int32_t batch;          /* grids side by side: N = batch height width cells */
+    int32_t steps;          /* T steps per rollout, >= 1 */
+    int32_t boundary;       /* 0: periodic; 1: zero */
+    double fire_rate;       /* 1: synchronous; below 1, each cell updates with this probability */
+    int32_t random_init;    /* 1: each training step draws the initial states (0 or 1, p 0.5) */
+    uint64_t seed;          /* the initial states' and fire masks' Philox stream */
+    int32_t inference_only; /* 1: no buffers for the backward (rollouts only; large grids) */
+    /* Training: clipping, then AdamW (optax's: Adam, + wd w, times -lr). clip_norm bounds the
+     * gradient's global L2 norm (the issue's reading of the reference), or with clip_elementwise
+     * each element to [-clip_norm, clip_norm] (optax.clip, what the notebook's code chains). */
+    double lr, beta1, beta2, eps, weight_decay, clip_norm;
+    int32_t clip_elementwise;
+} kp_ca_options;
+
+/* The checkerboard experiment's training options (lr 0.05, betas 0.9 and 0.99, eps 1e-8, weight
+ * decay 0.01, clipping at 100), synchronous, periodic, random_init 0; the caller sets net, the
+ * grid, batch and steps. */
+KP_API kp_ca_options kp_ca_options_default(void);
+
+/*
+ * Builds the networks (kp_logic_ca_net_build), allocates every buffer on rt (which must outlive
+ * the CA), initialises the logits to pass-through (op A at 10) and the optimizer's state to 0.
+ * The training target is 0 and the initial states 0 until written. Errors: KP_ERR_INVALID_ARG
+ * with the configuration's fault in kp_last_error(rt) ("update layer 3: 3 gates cannot read all
+ * 8 outputs ..."), KP_ERR_NOT_FOUND without the logic, tensor or optim plugins, allocation errors.
+ * *out is NULL on failure.
+ */
+KP_API kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out);
+/* Frees the CA's buffers and graphs it recorded; NULL is a no-op. */
+KP_API void kp_ca_destroy(kp_ca *ca);
+
+/* The flattened network (owned by the CA). */
+KP_API const kp_logic_ca_net *kp_ca_net(const kp_ca *ca);
+/* Cells per rollout: batch x height x width. */
+KP_API int64_t kp_ca_cells(const kp_ca *ca);
+
+/*
+ * Views of the CA's buffers, valid while it lives (contiguous, feature-major: element (c, n) is
+ * channel c of cell n = (b height + y) width + x):
+ *   kp_ca_state(ca, t, 0): [C, N] the soft rollout's state after t steps (0 .. T; 0 the initial);
+ *   kp_ca_state(ca, t, 1): the hard rollout's (t = 0 is the soft rollout's initial state);
+ *   kp_ca_target(ca): [N] channel 0's target after T steps; kp_ca_logits, kp_ca_grad: [P, 16].
+ * Write them with kp_buffer_write through the tensor's buffer and offset, or with kernels.
+ */
+KP_API kp_tensor kp_ca_state(const kp_ca *ca, int32_t t, int hard);
+KP_API kp_tensor kp_ca_target(const kp_ca *ca);
+KP_API kp_tensor kp_ca_logits(const kp_ca *ca);
+KP_API kp_tensor kp_ca_grad(const kp_ca *ca);
+
+/* Enqueues the coefficients of the current logits and T steps from state 0, soft (the softmax;
+ * keeps every step's activations for kp_ca_backward) or hard (each gate its argmax op, exact on
+ * 0/1 states), with the fire masks last drawn (none before the first training step: then every
+ * cell fires). */
+KP_API kp_status kp_ca_rollout(kp_ca *ca, int hard);
+/* Enqueues the loss sum_n (state_T[0, n] - target[n])^2 of the soft (or hard) rollout into the
+ * loss scalar (kp_ca_read_losses) and, soft, its gradient; kp_ca_backward, the backpropagation
+ * through the T steps into kp_ca_grad (KP_ERR_UNSUPPORTED for an inference_only CA). */
+KP_API kp_status kp_ca_loss(kp_ca *ca, int hard);
+KP_API kp_status kp_ca_backward(kp_ca *ca);
+
+/*
+ * Enqueues one training step, `step` from 1: the initial states drawn (random_init), the fire
+ * masks drawn, the soft rollout, loss and backward, clipping and AdamW, then the hard rollout and
+ * loss of the updated logits from the same initial states. Deterministic: the same options, seed
+ * and step sequence give the same logits, bit for bit, on a device.
+ */
+KP_API kp_status kp_ca_train_step(kp_ca *ca, int64_t step);
+/* Records kp_ca_train_step into a graph (owned by the caller, kp_graph_destroy) and
+ * kp_ca_replay runs it for `step`: the same launches without the host's checks. */
+KP_API kp_status kp_ca_record(kp_ca *ca, kp_graph **out);
+KP_API kp_status kp_ca_replay(kp_ca *ca, kp_graph *g, int64_t step);
+/* The number of launches kp_ca_train_step makes. */
+KP_API int kp_ca_launches_per_step(const kp_ca *ca);
+
+/* Blocking reads: the last soft and hard losses (either may be NULL). */
+KP_API kp_status kp_ca_read_losses(kp_ca *ca, float *soft, float *hard);
+/* Blocking read of each parameter's argmax op into ops [P]. */
+KP_API kp_status kp_ca_read_ops(kp_ca *ca, int32_t *ops);
+/*
+ * The hard circuit's active parameters: those some output depends on (following a gate's inputs
+ * that its op reads: A reads a, NOT_B reads b, FALSE none) whose op is not a wire (A or B),
+ * counted once per parameter (a perception gate's channel copies are one circuit). ops from
+ * kp_ca_read_ops. Host only.
+ */
+KP_API int64_t kp_ca_active_params(const kp_ca *ca, const int32_t *ops);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
