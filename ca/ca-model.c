@@ -143,26 +143,28 @@ static kp_status check_options(kp_runtime *rt, const kp_ca_options *o, kp_logic_
 {
     char why[256];
     if (o->height < 1 || o->width < 1 || o->height > 65535 || o->width > 65535)
-        return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                            "kp_ca_create: height, width: %d x %d is not a grid (1 .. 65535 each)",
-                            o->height, o->width);
+        return kp_last_error_set(
+            rt, KP_ERR_INVALID_ARG,
+            "kp_ca_create: height, width: %d x %d is not a grid (1 .. 65535 each)", o->height,
+            o->width);
     if (o->batch < 1 || o->steps < 1 || (double)o->batch * o->height * o->width > 1e8)
-        return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                            "kp_ca_create: batch %d, steps %d: both must be at least 1 and the "
-                            "cells at most 10^8",
-                            o->batch, o->steps);
+        return kp_last_error_set(
+            rt, KP_ERR_INVALID_ARG,
+            "kp_ca_create: batch %d, steps %d: both must be at least 1 and the "
+            "cells at most 10^8",
+            o->batch, o->steps);
     if (o->boundary != 0 && o->boundary != 1)
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                            "kp_ca_create: boundary: %d is not 0 (periodic) or 1 (zero)",
-                            o->boundary);
+                                 "kp_ca_create: boundary: %d is not 0 (periodic) or 1 (zero)",
+                                 o->boundary);
     if (!(o->fire_rate > 0 && o->fire_rate <= 1))
-        return kp_last_error_set(rt, KP_ERR_INVALID_ARG, "kp_ca_create: fire_rate: %g is not in (0, 1]",
-                            o->fire_rate);
+        return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
+                                 "kp_ca_create: fire_rate: %g is not in (0, 1]", o->fire_rate);
     if (!(o->lr >= 0) || !(o->clip_norm > 0))
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                            "kp_ca_create: lr %g, clip_norm %g: lr must be at least 0 and "
-                            "clip_norm positive",
-                            o->lr, o->clip_norm);
+                                 "kp_ca_create: lr %g, clip_norm %g: lr must be at least 0 and "
+                                 "clip_norm positive",
+                                 o->lr, o->clip_norm);
     if (kp_logic_ca_net_build(&o->net, net, why, sizeof why) != 0)
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG, "kp_ca_create: %s", why);
     return KP_OK;
@@ -233,12 +235,13 @@ kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG, "kp_ca_create: out is NULL");
     *out = NULL;
     if (!rt || !options)
-        return kp_last_error_set(rt, KP_ERR_INVALID_ARG, "kp_ca_create: rt and options are required");
+        return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
+                                 "kp_ca_create: rt and options are required");
     if (options->struct_size != sizeof(kp_ca_options))
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                            "kp_ca_create: options: struct_size %u, expected %zu (start from "
-                            "kp_ca_options_default)",
-                            options->struct_size, sizeof(kp_ca_options));
+                                 "kp_ca_create: options: struct_size %u, expected %zu (start from "
+                                 "kp_ca_options_default)",
+                                 options->struct_size, sizeof(kp_ca_options));
     kp_ca *ca = calloc(1, sizeof *ca);
     if (!ca)
         return kp_last_error_set(rt, KP_ERR_OUT_OF_MEMORY, "kp_ca_create: out of host memory");
@@ -258,10 +261,11 @@ kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out
     if ((double)(options->inference_only ? 1 : ca->T) * (double)ca->A * (double)ca->N >
             2147483647.0 ||
         4.0 * (double)ca->G * (double)ca->N > 2147483647.0)
-        st = kp_last_error_set(rt, KP_ERR_UNSUPPORTED,
-                          "kp_ca_create: %lld steps of %lld activations for %lld cells pass 2^31 "
-                          "elements in one buffer",
-                          (long long)ca->T, (long long)ca->A, (long long)ca->N);
+        st = kp_last_error_set(
+            rt, KP_ERR_UNSUPPORTED,
+            "kp_ca_create: %lld steps of %lld activations for %lld cells pass 2^31 "
+            "elements in one buffer",
+            (long long)ca->T, (long long)ca->A, (long long)ca->N);
     kp_kernel **kernels[] = {&ca->step, &ca->backward, &ca->dw, &ca->coeffs};
     const char *names[] = {"logic.ca_step", "logic.ca_step_backward", "logic.ca_dw",
                            "logic.coeffs"};
@@ -343,7 +347,7 @@ kp_status kp_ca_backward(kp_ca *ca)
     kp_status st = KP_OK;
     if (ca->o.inference_only)
         return kp_last_error_set(ca->rt, KP_ERR_UNSUPPORTED,
-                            "kp_ca_backward: the CA was created inference_only");
+                                 "kp_ca_backward: the CA was created inference_only");
     for (int64_t t = ca->T - 1; st == KP_OK && t >= 0; t--) {
         /* Step T - 1 reads the loss's gradient; the steps below alternate buffers 1 and 2. */
         const int in = t == ca->T - 1 ? 0 : 1 + (int)((ca->T - 2 - t) % 2);
@@ -448,11 +452,11 @@ static kp_status train_step(kp_ca *ca, int64_t step, int recording)
 kp_status kp_ca_train_step(kp_ca *ca, int64_t step)
 {
     if (step < 1)
-        return kp_last_error_set(ca->rt, KP_ERR_INVALID_ARG, "kp_ca_train_step: step %lld is below 1",
-                            (long long)step);
+        return kp_last_error_set(ca->rt, KP_ERR_INVALID_ARG,
+                                 "kp_ca_train_step: step %lld is below 1", (long long)step);
     if (ca->o.inference_only)
         return kp_last_error_set(ca->rt, KP_ERR_UNSUPPORTED,
-                            "kp_ca_train_step: the CA was created inference_only");
+                                 "kp_ca_train_step: the CA was created inference_only");
     return train_step(ca, step, 0);
 }
 
@@ -461,7 +465,7 @@ kp_status kp_ca_record(kp_ca *ca, kp_graph **out)
     *out = NULL;
     if (ca->o.inference_only)
         return kp_last_error_set(ca->rt, KP_ERR_UNSUPPORTED,
-                            "kp_ca_record: the CA was created inference_only");
+                                 "kp_ca_record: the CA was created inference_only");
     kp_status st = kp_graph_begin(ca->rt, 0);
     if (st != KP_OK)
         return st;
@@ -480,7 +484,7 @@ kp_status kp_ca_replay(kp_ca *ca, kp_graph *g, int64_t step)
 {
     if (step < 1)
         return kp_last_error_set(ca->rt, KP_ERR_INVALID_ARG, "kp_ca_replay: step %lld is below 1",
-                            (long long)step);
+                                 (long long)step);
     kp_status st = kp_graph_set_int(g, "step", step);
     if (st == KP_OK && ca->o.random_init)
         st = kp_graph_set_int(g, "init_offset", (step - 1) * ca->C * ca->N);

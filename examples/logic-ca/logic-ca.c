@@ -184,7 +184,7 @@ int main(int argc, char **argv)
     kp_status st = kp_runtime_create(&opt, &rt);
     if (st != KP_OK)
         return example_fail(PROGRAM, NULL, st, "kp_runtime_create");
-    kp_device_info dev;
+    kp_device_info dev = {.struct_size = sizeof dev};
     const char *why;
     if ((st = kp_runtime_device(rt, &dev, &why)) != KP_OK)
         return example_fail(PROGRAM, rt, st, "kp_runtime_device");
