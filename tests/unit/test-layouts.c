@@ -13,6 +13,8 @@
 #include "kernelport/kernelport.h"
 #include "kernelport/ops/gru.h"
 #include "kernelport/ops/optim.h"
+#include "kernelport/ca.h"
+#include "kernelport/ops/logic-ca.h"
 #include "kernelport/solve.h"
 #include "struct-size.h"
 #include "test-util.h"
@@ -354,6 +356,52 @@ PIN(kp_lm_sparse_report, cg_iterations, 16);
 PIN(kp_lm_sparse_report, initial_cost, 24);
 PIN(kp_lm_sparse_report, cost, 32);
 PIN(kp_lm_sparse_report, seconds, 40);
+/* ca.h and ops/logic-ca.h (#26) */
+/* kp_logic_ca_net */
+_Static_assert(sizeof(kp_logic_ca_net) == 96, "kp_logic_ca_net size");
+PIN(kp_logic_ca_net, channels, 0);
+PIN(kp_logic_ca_net, kernels, 4);
+PIN(kp_logic_ca_net, n_layers, 8);
+PIN(kp_logic_ca_net, n_perceive_layers, 12);
+PIN(kp_logic_ca_net, n_gates, 16);
+PIN(kp_logic_ca_net, n_params, 24);
+PIN(kp_logic_ca_net, n_rows, 32);
+PIN(kp_logic_ca_net, layers, 40);
+PIN(kp_logic_ca_net, a_idx, 48);
+PIN(kp_logic_ca_net, b_idx, 56);
+PIN(kp_logic_ca_net, param, 64);
+PIN(kp_logic_ca_net, param_start, 72);
+PIN(kp_logic_ca_net, csr_start, 80);
+PIN(kp_logic_ca_net, csr_entries, 88);
+/* kp_logic_ca_config */
+_Static_assert(sizeof(kp_logic_ca_config) == 184, "kp_logic_ca_config size");
+PIN(kp_logic_ca_config, channels, 0);
+PIN(kp_logic_ca_config, kernels, 4);
+PIN(kp_logic_ca_config, n_perceive, 8);
+PIN(kp_logic_ca_config, perceive, 12);
+PIN(kp_logic_ca_config, n_update, 44);
+PIN(kp_logic_ca_config, update, 48);
+PIN(kp_logic_ca_config, seed, 176);
+/* kp_ca_options */
+_Static_assert(sizeof(kp_ca_options) == 304, "kp_ca_options size");
+PIN(kp_ca_options, struct_size, 0);
+PIN(kp_ca_options, net, 8);
+PIN(kp_ca_options, height, 192);
+PIN(kp_ca_options, width, 196);
+PIN(kp_ca_options, batch, 200);
+PIN(kp_ca_options, steps, 204);
+PIN(kp_ca_options, boundary, 208);
+PIN(kp_ca_options, fire_rate, 216);
+PIN(kp_ca_options, random_init, 224);
+PIN(kp_ca_options, seed, 232);
+PIN(kp_ca_options, inference_only, 240);
+PIN(kp_ca_options, lr, 248);
+PIN(kp_ca_options, beta1, 256);
+PIN(kp_ca_options, beta2, 264);
+PIN(kp_ca_options, eps, 272);
+PIN(kp_ca_options, weight_decay, 280);
+PIN(kp_ca_options, clip_norm, 288);
+PIN(kp_ca_options, clip_elementwise, 296);
 _Static_assert(KP__FIRST_kp_runtime_options == 60, "kp_runtime_options first layout");
 _Static_assert(KP__FIRST_kp_device_info == 1040, "kp_device_info first layout");
 _Static_assert(KP__FIRST_kp_param_info == 56, "kp_param_info first layout");
@@ -417,6 +465,8 @@ static void test_every_public_struct_is_pinned(void **state)
     assert_int_equal(check_header("ops/gru.h"), 2);
     assert_int_equal(check_header("ops/optim.h"), 2);
     assert_int_equal(check_header("solve.h"), 8);
+    assert_int_equal(check_header("ca.h"), 1);
+    assert_int_equal(check_header("ops/logic-ca.h"), 2);
     const char *none[] = {"ops/logic.h", "ops/random.h", "ops/tc.h", "ops/tensor.h"};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         assert_int_equal(check_header(none[i]), 0);
