@@ -420,14 +420,15 @@ _Static_assert(KP__FIRST_kp_tuning_match == 40, "kp_tuning_match first layout");
 
 /* Every structure the public headers define, pinned above. */
 static const char *const pinned[] = {
-    "kp_runtime_options",     "kp_device_info",       "kp_tensor",          "kp_arg",
-    "kp_param_info",          "kp_kernel_info",       "kp_tuning_info",     "kp_manifest_layer",
-    "kp_graph_info",          "kp_plugin_record",     "kp_verify_result",   "kp_peak",
-    "kp_bench_options",       "kp_bench_result",      "kp_tune_step",       "kp_tune_options",
-    "kp_tune_result",         "kp_tuning_match",      "kp_tuned_value",     "kp_gru_rollout_args",
-    "kp_gru_rollout_metrics", "kp_adam_options",      "kp_sgd_options",     "kp_expr",
-    "kp_expr_graph_info",     "kp_lm_options",        "kp_lm_batch",        "kp_lm_sparse_problem",
-    "kp_lm_sparse_progress",  "kp_lm_sparse_options", "kp_lm_sparse_report"};
+    "kp_runtime_options",     "kp_device_info",       "kp_tensor",           "kp_arg",
+    "kp_param_info",          "kp_kernel_info",       "kp_tuning_info",      "kp_manifest_layer",
+    "kp_graph_info",          "kp_plugin_record",     "kp_verify_result",    "kp_peak",
+    "kp_bench_options",       "kp_bench_result",      "kp_tune_step",        "kp_tune_options",
+    "kp_tune_result",         "kp_tuning_match",      "kp_tuned_value",      "kp_gru_rollout_args",
+    "kp_gru_rollout_metrics", "kp_adam_options",      "kp_sgd_options",      "kp_expr",
+    "kp_expr_graph_info",     "kp_lm_options",        "kp_lm_batch",         "kp_lm_sparse_problem",
+    "kp_lm_sparse_progress",  "kp_lm_sparse_options", "kp_lm_sparse_report", "kp_ca_options",
+    "kp_logic_ca_config",     "kp_logic_ca_net"};
 
 /* Each "typedef struct NAME {" of `header` must be in `pinned`; how many it saw. */
 static int check_header(const char *header)
