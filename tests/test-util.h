@@ -110,6 +110,13 @@ static inline void test_fill_nonzero(float *x, size_t n, unsigned seed)
         x[i] += x[i] < 0 ? -0.1f : 0.1f;
 }
 
+/* Whether the runtime's device has cl_khr_fp64 (0 when it cannot say). */
+static inline int test_device_fp64(const kp_runtime *rt)
+{
+    kp_device_info info = {.struct_size = sizeof info};
+    return kp_runtime_device(rt, &info, NULL) == KP_OK && info.fp64;
+}
+
 /* Writes `text` to KP_TEST_TMP/<name> and returns the path (one of 8 rotating static buffers). */
 static inline char *test_write_tmp(const char *name, const char *text)
 {

@@ -21,9 +21,7 @@ static int setup(void **state)
     kp_runtime_options o = test_options(NULL, test_device(), NULL);
     if (kp_runtime_create(&o, &rt) != KP_OK)
         return -1;
-    kp_device_info info = {.struct_size = sizeof info};
-    kp_runtime_device(rt, &info, NULL);
-    fp64 = info.fp64 != 0;
+    fp64 = test_device_fp64(rt);
     return 0;
 }
 
