@@ -786,27 +786,36 @@ __kernel void logic_ca_step_backward_grid(const int N, const int Cn, const int H
 }
 
 /*
- * The logits' gradient from the sums, one work-item per parameter: its gates' rows (gates
- * param_start[p] .. [p + 1] - 1) added gate by gate, cell by cell, then dL/dp and the softmax's
- * backward as logic_backward_dw_final.
+ * The logits' gradient from the sums. A work-group is LANES lanes (dimension 0) by WG_P
+ * parameters (dimension 1): parameter p's gates' rows (gates param_start[p] .. [p + 1] - 1) are
+ * summed gate by gate, lane j taking cells j, j + LANES, ...; the lanes' sums meet in local memory
+ * after the only barrier and lane 0 adds them in lane order, so every sum is made in one fixed
+ * order. Then dL/dp and the softmax's backward as logic_backward_dw_final.
  */
 __kernel void logic_ca_dw(const int P, const int G, const int N, __global const float *sums,
                           const kp_view2 smv, __global const int *pstart, const kp_view1 psv,
                           __global const float *w, const kp_view2 wv, __global float *dw,
-                          const kp_view2 dwv)
+                          const kp_view2 dwv, __local float4 *red)
 {
-    const int p = get_global_id(0);
-    if (p >= P)
-        return;
-    const int g0 = clamp(pstart[kp_at1(psv, p)], 0, G);
-    const int g1 = clamp(pstart[kp_at1(psv, p + 1)], g0, G);
-    float S[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int g = g0; g < g1; g++)
-        for (int k = 0; k < 4; k++) {
-            __global const float *s = sums + ROW(smv, 4 * g + k);
-            for (int n = 0; n < N; n++)
-                S[k] += s[n];
+    const int lane = get_local_id(0), LN = get_local_size(0), row = get_local_id(1) * LN;
+    const int p = get_global_id(1);
+    float4 S = (float4)(0.0f);
+    if (p < P) {
+        const int g0 = clamp(pstart[kp_at1(psv, p)], 0, G);
+        const int g1 = clamp(pstart[kp_at1(psv, p + 1)], g0, G);
+        for (int g = g0; g < g1; g++) {
+            __global const float *s0 = sums + ROW(smv, 4 * g), *s1 = sums + ROW(smv, 4 * g + 1);
+            __global const float *s2 = sums + ROW(smv, 4 * g + 2), *s3 = sums + ROW(smv, 4 * g + 3);
+            for (int n = lane; n < N; n += LN)
+                S += (float4)(s0[n], s1[n], s2[n], s3[n]);
         }
+    }
+    red[row + lane] = S;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane != 0 || p >= P)
+        return;
+    for (int j = 1; j < LN; j++)
+        S += red[row + j];
     float l[16], m = w[ROW(wv, p)];
     for (int i = 0; i < 16; i++) {
         l[i] = w[ROW(wv, p) + i];
@@ -816,7 +825,7 @@ __kernel void logic_ca_dw(const int P, const int G, const int N, __global const 
     for (int i = 0; i < 16; i++) {
         l[i] = exp(l[i] - m);
         sum += l[i];
-        gp[i] = S[0] * MT[0][i] + S[1] * MT[1][i] + S[2] * MT[2][i] + S[3] * MT[3][i];
+        gp[i] = S.x * MT[0][i] + S.y * MT[1][i] + S.z * MT[2][i] + S.w * MT[3][i];
         dot += l[i] * gp[i];
     }
     dot /= sum;

@@ -210,8 +210,9 @@ static void report(void *user, const kp_verify_result *r)
 static const char *const ca_kernels[] = {"logic.ca_step", "logic.ca_step_backward", "logic.ca_dw"};
 
 /* The three kernels against their references, two seeds (CPUs: 16 cells a work-item as vectors,
- * a partial last one), then at the GPUs' shape (32 cells by 8 lanes sharing a cell's gates,
- * barriers between layers, one cell a work-item). */
+ * a partial last one), then at the GPUs' shape (4 cells by 64 lanes sharing a cell's gates,
+ * barriers between layers, one cell a work-item; ca_dw's 64 lanes a parameter, 4 parameters a
+ * work-group, the lanes' sums met in local memory). */
 static void test_verify(void **state)
 {
     int checks = 0;
@@ -220,9 +221,12 @@ static void test_verify(void **state)
             kp_kernel *k = NULL;
             assert_int_equal(kp_kernel_find(rt, ca_kernels[i], &k), KP_OK);
             if (shape && i < 2) {
-                assert_int_equal(kp_kernel_tunable_set(rt, k, "WG_N", 32), KP_OK);
-                assert_int_equal(kp_kernel_tunable_set(rt, k, "LANES", 8), KP_OK);
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "WG_N", 4), KP_OK);
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "LANES", 64), KP_OK);
                 assert_int_equal(kp_kernel_tunable_set(rt, k, "VW", 1), KP_OK);
+            } else if (shape) {
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "LANES", 64), KP_OK);
+                assert_int_equal(kp_kernel_tunable_set(rt, k, "WG_P", 4), KP_OK);
             }
             for (uint64_t seed = 1; seed <= 2 - (uint64_t)shape; seed++) {
                 kp_status st = kp_kernel_verify(rt, k, NULL, seed, report, &checks);
