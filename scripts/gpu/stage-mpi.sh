@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run on the development machine, after ../shared/gpu/stage.sh: downloads (apt-get download, no
-# install) Open MPI and the libraries it loads, and the Fashion-MNIST dataset with zlib's headers,
+# install) Open MPI, MPICH and the libraries they load, and the Fashion-MNIST dataset with zlib's headers,
 # into .gpu/, whose setup.sh unpacks every .deb on the GPU machine (which has no MPI and no
 # registry) for scripts/gpu/mpi.sh. The list is Open MPI 4.1's run-time closure on Debian 12
 # (ldd of libmpi, orterun and the MCA components) without the base system's libraries; dpkg -x
-# runs no maintainer script, so the commands keep their .openmpi names (mpirun.openmpi).
+# runs no maintainer script, so the commands keep their .openmpi and .mpich names (mpirun.openmpi,
+# mpiexec.mpich). MPICH (4.0: libmpich12 and its libslurm38, libgfortran5) is there because
+# Debian's Open MPI launcher crashed on the two-GPU host (Ubuntu's glibc 2.39) inside PMIx.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$top/.gpu"
@@ -13,6 +15,7 @@ cd "$top/.gpu"
 packages=(openmpi-bin openmpi-common libopenmpi3 libopenmpi-dev libevent-core-2.1-7
           libevent-pthreads-2.1-7 libfabric1 libhwloc15 libibverbs1 ibverbs-providers libmunge2
           libnl-3-200 libnl-route-3-200 libnuma1 libpmix2 libpsm-infinipath1 libpsm2-2 librdmacm1
-          libucx0 libatomic1 dataset-fashion-mnist zlib1g-dev)
+          libucx0 libatomic1 mpich libmpich12 libmpich-dev libslurm38 libgfortran5 libquadmath0
+          dataset-fashion-mnist zlib1g-dev)
 apt-get download "${packages[@]}"
 echo "staged ${#packages[@]} packages in .gpu/ for scripts/gpu/mpi.sh"
