@@ -356,7 +356,11 @@ static kp_status gates(kp_launch *l, const gru_cell *c, int stage, const kp_tens
     const kp_tensor *views[] = {gx, gh, &c->h, &c->b_ih, &c->b_hh, rh, &c->h_out, &c->ws};
     for (size_t v = 0; v < sizeof views / sizeof views[0]; v++)
         gru_clargs_tensor(&a, views[v], 2, c->h.buffer);
-    size_t global[2] = {gru_round_up(c->H, wg), (size_t)c->B}, local[2] = {wg, 1};
+    /* With one lane per unit (LANES 1, or WG 1) a work-item applies GV (gru.cl) units' gates. */
+    int64_t lanes = gru_host->tunable_index(l, GRU_TUNE_LANES);
+    int64_t per_item = lanes == 1 || wg == 1 ? GRU_GATE_VECTOR : 1;
+    size_t global[2] = {gru_round_up((c->H + per_item - 1) / per_item, wg), (size_t)c->B};
+    size_t local[2] = {wg, 1};
     return kp_clargs_enqueue(&a, 2, global, local);
 }
 

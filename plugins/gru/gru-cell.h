@@ -115,6 +115,9 @@ kp_status gru_transpose(kp_launch *l, const kp_tensor *in, const kp_tensor *out)
 kp_status gru_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
                    double beta, int use_blas);
 
+/* Units per work-item of gru_gates with one lane per unit: gru.cl's GV, its float16 gates. */
+#define GRU_GATE_VECTOR 16
+
 /* The kernels' global sizes round up to the work-group size (PoCL compiles once per WG). */
 size_t gru_round_up(int64_t n, size_t wg);
 
