@@ -47,8 +47,9 @@ const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
                              .doc = "products with at least this many rows (batch rows; T*B for "
                                     "a sequence's input projection) go through blas.gemm, "
                                     "smaller ones through the plugin's kernels; 1073741824: "
-                                    "never; 0: 256 on CPUs (gru.sequence_backward: 1 where "
-                                    "blas.gemm runs OpenBLAS), 32 on others"},
+                                    "never; 0: 8 on CPUs where blas.gemm runs OpenBLAS "
+                                    "(gru.sequence_backward: 1), else 256 on CPUs, 32 on "
+                                    "others"},
     [GRU_TUNE_ROWS_H] = {.name = "ROWS_H",
                          .default_value = 0,
                          .allowed = rows_h,
@@ -87,10 +88,29 @@ const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_
     };
     if (value != 0 || index >= GRU_N_TUNABLES || !by_type[index].cpu)
         return NULL;
+    /* Where blas.gemm runs OpenBLAS, a product of 8 rows or more is faster there than in the
+     * fused kernel: `kernelport bench gru.step` (I 321, H 256) on the 2-core EPYC under PoCL took
+     * 164-262 us by GEMM against 236 us fused at B 8, 306 against 475-480 us at B 16, 31 against
+     * 24-30 us at B 1 (docs/PERFORMANCE.md, #30). */
+    if (index == GRU_TUNE_BATCH_GEMM && gru_host_blas(l)) {
+        *resolved = 8;
+        return "8 on CPUs (blas.gemm runs OpenBLAS there)";
+    }
     const kp_device_info *d = gru_host->device(l);
     int cpu = d && d->type == KP_DEVICE_CPU;
     *resolved = cpu ? by_type[index].cpu : by_type[index].other;
     return cpu ? by_type[index].cpu_why : by_type[index].other_why;
+}
+
+int gru_host_blas(kp_launch *l)
+{
+#ifdef KP_BLAS_HOST_ROUTE
+    const kp_device_info *d = gru_host->device(l);
+    return d && d->type == KP_DEVICE_CPU;
+#else
+    (void)l;
+    return 0;
+#endif
 }
 
 int64_t gru_batch_gemm(kp_launch *l)

@@ -54,6 +54,9 @@ typedef struct gru_dims {
  * the other devices' value, so the core compiles LANES and VW and launches read BATCH_GEMM
  * resolved. */
 const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
+/* Whether blas.gemm runs OpenBLAS on this device: a CPU, in a build whose blas plugin has the
+ * host route (its `route` auto resolves to host-blas there; a manifest may still force clblast). */
+int gru_host_blas(kp_launch *l);
 /* The resolved tunables WG and BATCH_GEMM. */
 size_t gru_wg(kp_launch *l);
 int64_t gru_batch_gemm(kp_launch *l);
