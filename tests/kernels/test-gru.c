@@ -330,7 +330,8 @@ static void test_sequence(void **state)
 }
 
 /* The fused kernel's GPU shapes on PoCL too (LANES 0 and VW 0 pick 1 and 16 on a CPU): lanes
- * reducing in local memory, several units per work-group with some past H, narrower vectors. */
+ * reducing in local memory, several units per work-group with some past H, narrower vectors; and
+ * the GEMM path's gate kernel with them (one unit per work-item). */
 static void test_fused_lane_shapes(void **state)
 {
     const int64_t shapes[][2] = {{32, 4}, {8, 8}};
@@ -344,6 +345,13 @@ static void test_fused_lane_shapes(void **state)
             model m = model_make(3, 2, 5, 3, lbr, 20), big = model_make(1, 2, 37, 257, lbr, 21);
             check_step(rt, &m, "step, lanes"), check_step(rt, &big, "step H 257, lanes");
             check_sequence(rt, &m, "sequence, lanes");
+            /* The GEMM path's gate kernel as GPUs run it: one unit per work-item. */
+            for (int i = 0; i < 2; i++)
+                assert_int_equal(kp_kernel_tunable_set(rt, ks[i], "BATCH_GEMM", 1), KP_OK);
+            check_step(rt, &big, "step H 257 by GEMM, lanes");
+            check_sequence(rt, &m, "sequence by GEMM, lanes");
+            for (int i = 0; i < 2; i++)
+                assert_int_equal(kp_kernel_tunable_set(rt, ks[i], "BATCH_GEMM", 1 << 30), KP_OK);
             model_free(&m), model_free(&big);
         }
         for (int i = 0; i < 2; i++)
