@@ -32,7 +32,8 @@ const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
                         .allowed = lane_counts,
                         .n_allowed = sizeof lane_counts / sizeof lane_counts[0],
                         .doc = "work-items per hidden unit in the fused kernel (WG / LANES units "
-                               "per work-group, capped at WG); 0: 1 on CPUs, 32 on others"},
+                               "per work-group, capped at WG; at 1 the GEMM path's gate kernel "
+                               "takes 16 units per work-item); 0: 1 on CPUs, 32 on others"},
     [GRU_TUNE_VW] = {.name = "VW",
                      .default_value = 0,
                      .allowed = widths,
