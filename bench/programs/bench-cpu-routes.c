@@ -4,11 +4,12 @@
  * host-blas route (OpenBLAS as a native kernel in the queue), each against the OpenBLAS host path
  * of the same math, interleaved in one process: conv.conv2d with GEMM tiled and blas (COL_MAX_MB
  * 256 and 8) on the four bench-conv shapes, gru.step and gru.sequence with BATCH_GEMM at its
- * default and at 1, and blas.gemm at bench-blas's sizes against cblas_sgemm. Every figure is wall
- * time per call of a burst of back-to-back calls (each launch then kp_finish), so that the device
- * and the host path are timed alike; bursts of each variant alternate over rounds, after a pause
- * that lets OpenBLAS's threads stop spinning, and the median burst counts. Results are checked
- * against the host path's before any timing.
+ * default, at 256 (the fused kernel below it) and at 1 (every product a GEMM), gru.step also
+ * queued back to back, and blas.gemm at bench-blas's sizes against cblas_sgemm. Every figure is
+ * wall time per call of a burst of back-to-back calls (each launch then kp_finish; queued: the
+ * launches, then one kp_finish), so that the device and the host path are timed alike; bursts of
+ * each variant alternate over rounds, after a pause that lets OpenBLAS's threads stop spinning, and
+ * the median burst counts. Results are checked against the host path's before any timing.
  */
 #include <math.h>
 #include <stdint.h>
@@ -23,16 +24,18 @@
 #include <cblas.h>
 #endif
 
-enum { MAX_VARIANTS = 4, MAX_ROUNDS = 15 };
+enum { MAX_VARIANTS = 5, MAX_ROUNDS = 15 };
 
 /* One tuning of a kernel a case compares: tunable `name` set to `value` and `name2` to `value2`
- * (NULL: none). */
+ * (NULL: none). `queued`: the burst's launches go back to back with one kp_finish at its end (a
+ * loop of steps as an application runs it), not a kp_finish after each. */
 typedef struct variant {
     const char *label; /* "GEMM=blas" */
     const char *name;
     int64_t value;
     const char *name2;
     int64_t value2;
+    int queued;
 } variant;
 
 /* A case: its kernel launch, the host path, and a check of the device's result. */
@@ -79,13 +82,18 @@ static kp_status apply(kpb *b, bcase *c, int v)
 static kp_status burst(kpb *b, bcase *c, int v, int reps, double *seconds)
 {
     kp_status st = v < c->n_variants ? apply(b, c, v) : KP_OK;
+    int queued = v < c->n_variants && c->v[v].queued;
     double t0 = kpb_now();
     for (int i = 0; i < reps && st == KP_OK; i++) {
-        if (v < c->n_variants)
+        if (queued)
+            st = kp_kernel_launch(b->rt, c->k, c->args, c->n_args, NULL);
+        else if (v < c->n_variants)
             st = launch(b, c);
         else
             c->host(c->user);
     }
+    if (queued && st == KP_OK)
+        st = kp_finish(b->rt);
     *seconds = (kpb_now() - t0) / reps;
     return st;
 }
@@ -375,14 +383,18 @@ static int bench_gru(kpb *b, int T, int B, int ni, int H, int sequence)
                       upload(b, p.x, (size_t)T * B * ni),
                       upload(b, p.h0, (size_t)B * H)};
     p.d_out = upload(b, NULL, (size_t)T * B * H);
-    bcase c = {
-        .kernel = sequence ? "gru.sequence" : "gru.step",
-        .v = {{"BATCH_GEMM=default", NULL, 0, NULL, 0}, {"BATCH_GEMM=1", "BATCH_GEMM", 1, NULL, 0}},
-        .n_variants = 2,
-        .host = host_gru,
-        .user = &p,
-        .flops = 2.0 * (double)T * B * G * (ni + H),
-        .error = gru_error};
+    /* The default, the former CPU default (256: the fused kernel below it), every product a GEMM,
+     * and for a step the default queued back to back. */
+    bcase c = {.kernel = sequence ? "gru.sequence" : "gru.step",
+               .v = {{"BATCH_GEMM=default", NULL, 0, NULL, 0, 0},
+                     {"BATCH_GEMM=256", "BATCH_GEMM", 256, NULL, 0, 0},
+                     {"BATCH_GEMM=1", "BATCH_GEMM", 1, NULL, 0, 0},
+                     {"BATCH_GEMM=default, queued", NULL, 0, NULL, 0, 1}},
+               .n_variants = sequence ? 3 : 4,
+               .host = host_gru,
+               .user = &p,
+               .flops = 2.0 * (double)T * B * G * (ni + H),
+               .error = gru_error};
     snprintf(c.name, sizeof c.name, "%sT%d B%d I%d H%d", sequence ? "" : "step ", T, B, ni, H);
     int ok = p.d_out != NULL;
     for (size_t i = 0; i < 6; i++)
@@ -404,12 +416,14 @@ static int bench_gru(kpb *b, int T, int B, int ni, int H, int sequence)
         /* The default variant: BATCH_GEMM as the device resolves it, read back for the label. */
         kp_kernel *kk;
         kp_tuning_info ti = {.struct_size = sizeof ti};
-        static char label[48];
+        static char label[48], queued[48];
         if (kp_kernel_find(b->rt, c.kernel, &kk) == KP_OK)
             for (size_t i = 0; kp_kernel_tuning(b->rt, kk, i, &ti) == KP_OK; i++)
                 if (strcmp(ti.name, "BATCH_GEMM") == 0) {
                     snprintf(label, sizeof label, "BATCH_GEMM=%lld", (long long)ti.value);
-                    c.v[0] = (variant){label, "BATCH_GEMM", ti.value, NULL, 0};
+                    snprintf(queued, sizeof queued, "BATCH_GEMM=%lld, queued", (long long)ti.value);
+                    c.v[0] = (variant){label, "BATCH_GEMM", ti.value, NULL, 0, 0};
+                    c.v[3] = (variant){queued, "BATCH_GEMM", ti.value, NULL, 0, 1};
                 }
         failed = run_case(b, &c);
     }
@@ -616,9 +630,12 @@ int main(int argc, char **argv)
     }
     if (!only || strcmp(only, "gru") == 0) {
         kpb_note_tuning(&b, "gru.sequence");
-        failures += bench_gru(&b, 1, 1, 321, 256, 0);  /* bench-gru's step */
-        failures += bench_gru(&b, 1, 64, 512, 512, 0); /* a batch of rows below 256 */
+        failures += bench_gru(&b, 1, 1, 321, 256, 0);   /* bench-gru's step */
+        failures += bench_gru(&b, 1, 1, 1024, 1024, 0); /* kernelport bench's h1024 */
+        failures += bench_gru(&b, 1, 64, 512, 512, 0);  /* a batch of rows below 256 */
+        failures += bench_gru(&b, 50, 1, 321, 256, 1);  /* kernelport bench's seed */
         failures += bench_gru(&b, 50, 16, 64, 256, 1);
+        failures += bench_gru(&b, 50, 128, 65, 64, 1); /* kernelport bench's wm */
         failures += bench_gru(&b, 15, 128, 512, 512, 1);
     }
     if (only && strcmp(only, "threads") == 0)

@@ -472,17 +472,14 @@ static const char *const bench_sizes[] = {"seed", "wm", "big", NULL};
 /* On CPUs where blas.gemm runs OpenBLAS, every product of the backward goes through it
  * (BATCH_GEMM 1): below 256 rows the products otherwise run gru_matmul, a plain PoCL kernel, and
  * `kernelport bench gru.sequence_backward` on the 2-core EPYC took 1.4-14x longer that way at
- * batch 1, 16, 32, 64 and 128 (docs/PERFORMANCE.md, #30). The forward kernels keep
- * gru_cell_resolve's 256: there the fused kernel was as fast or faster below it. */
+ * batch 1, 16, 32, 64 and 128 (docs/PERFORMANCE.md, #30). The forward kernels resolve to 8
+ * there (gru_cell_resolve): below it their fused kernel was as fast or faster. */
 static const char *backward_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
-#ifdef KP_BLAS_HOST_ROUTE
-    const kp_device_info *d = gru_host->device(l);
-    if (index == GRU_TUNE_BATCH_GEMM && value == 0 && d && d->type == KP_DEVICE_CPU) {
+    if (index == GRU_TUNE_BATCH_GEMM && value == 0 && gru_host_blas(l)) {
         *resolved = 1;
         return "1 on CPUs (blas.gemm runs OpenBLAS there: every product through it)";
     }
-#endif
     return gru_cell_resolve(l, index, value, resolved);
 }
 

@@ -32,7 +32,8 @@ const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
                         .allowed = lane_counts,
                         .n_allowed = sizeof lane_counts / sizeof lane_counts[0],
                         .doc = "work-items per hidden unit in the fused kernel (WG / LANES units "
-                               "per work-group, capped at WG); 0: 1 on CPUs, 32 on others"},
+                               "per work-group, capped at WG; at 1 the GEMM path's gate kernel "
+                               "takes 16 units per work-item); 0: 1 on CPUs, 32 on others"},
     [GRU_TUNE_VW] = {.name = "VW",
                      .default_value = 0,
                      .allowed = widths,
@@ -47,8 +48,9 @@ const kp_tunable_desc gru_cell_tunables[GRU_N_TUNABLES] = {
                              .doc = "products with at least this many rows (batch rows; T*B for "
                                     "a sequence's input projection) go through blas.gemm, "
                                     "smaller ones through the plugin's kernels; 1073741824: "
-                                    "never; 0: 256 on CPUs (gru.sequence_backward: 1 where "
-                                    "blas.gemm runs OpenBLAS), 32 on others"},
+                                    "never; 0: 8 on CPUs where blas.gemm runs OpenBLAS "
+                                    "(gru.sequence_backward: 1), else 256 on CPUs, 32 on "
+                                    "others"},
     [GRU_TUNE_ROWS_H] = {.name = "ROWS_H",
                          .default_value = 0,
                          .allowed = rows_h,
@@ -87,10 +89,29 @@ const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_
     };
     if (value != 0 || index >= GRU_N_TUNABLES || !by_type[index].cpu)
         return NULL;
+    /* Where blas.gemm runs OpenBLAS, a product of 8 rows or more is faster there than in the
+     * fused kernel: `kernelport bench gru.step` (I 321, H 256) on the 2-core EPYC under PoCL took
+     * 164-262 us by GEMM against 236 us fused at B 8, 306 against 475-480 us at B 16, 31 against
+     * 24-30 us at B 1 (docs/PERFORMANCE.md, #30). */
+    if (index == GRU_TUNE_BATCH_GEMM && gru_host_blas(l)) {
+        *resolved = 8;
+        return "8 on CPUs (blas.gemm runs OpenBLAS there)";
+    }
     const kp_device_info *d = gru_host->device(l);
     int cpu = d && d->type == KP_DEVICE_CPU;
     *resolved = cpu ? by_type[index].cpu : by_type[index].other;
     return cpu ? by_type[index].cpu_why : by_type[index].other_why;
+}
+
+int gru_host_blas(kp_launch *l)
+{
+#ifdef KP_BLAS_HOST_ROUTE
+    const kp_device_info *d = gru_host->device(l);
+    return d && d->type == KP_DEVICE_CPU;
+#else
+    (void)l;
+    return 0;
+#endif
 }
 
 int64_t gru_batch_gemm(kp_launch *l)
@@ -356,7 +377,11 @@ static kp_status gates(kp_launch *l, const gru_cell *c, int stage, const kp_tens
     const kp_tensor *views[] = {gx, gh, &c->h, &c->b_ih, &c->b_hh, rh, &c->h_out, &c->ws};
     for (size_t v = 0; v < sizeof views / sizeof views[0]; v++)
         gru_clargs_tensor(&a, views[v], 2, c->h.buffer);
-    size_t global[2] = {gru_round_up(c->H, wg), (size_t)c->B}, local[2] = {wg, 1};
+    /* With one lane per unit (LANES 1, or WG 1) a work-item applies GV (gru.cl) units' gates. */
+    int64_t lanes = gru_host->tunable_index(l, GRU_TUNE_LANES);
+    int64_t per_item = lanes == 1 || wg == 1 ? GRU_GATE_VECTOR : 1;
+    size_t global[2] = {gru_round_up((c->H + per_item - 1) / per_item, wg), (size_t)c->B};
+    size_t local[2] = {wg, 1};
     return kp_clargs_enqueue(&a, 2, global, local);
 }
 

@@ -54,6 +54,9 @@ typedef struct gru_dims {
  * the other devices' value, so the core compiles LANES and VW and launches read BATCH_GEMM
  * resolved. */
 const char *gru_cell_resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved);
+/* Whether blas.gemm runs OpenBLAS on this device: a CPU, in a build whose blas plugin has the
+ * host route (its `route` auto resolves to host-blas there; a manifest may still force clblast). */
+int gru_host_blas(kp_launch *l);
 /* The resolved tunables WG and BATCH_GEMM. */
 size_t gru_wg(kp_launch *l);
 int64_t gru_batch_gemm(kp_launch *l);
@@ -114,6 +117,9 @@ kp_status gru_transpose(kp_launch *l, const kp_tensor *in, const kp_tensor *out)
 /* C = A B + beta C: blas.gemm when `use_blas` and it can, else the plugin's own gru_matmul. */
 kp_status gru_gemm(kp_launch *l, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c,
                    double beta, int use_blas);
+
+/* Units per work-item of gru_gates with one lane per unit: gru.cl's GV, its float16 gates. */
+#define GRU_GATE_VECTOR 16
 
 /* The kernels' global sizes round up to the work-group size (PoCL compiles once per WG). */
 size_t gru_round_up(int64_t n, size_t wg);

@@ -151,8 +151,10 @@ static kp_status sequence_enqueue(const kp_call *call, kp_launch *l)
     if (st == KP_OK && gru_rows_route(l, H, c.lbr, 2 * H))
         return rows_forward(l, call, &gx_all);
     /* CLBlast's GEMM kernel reads the weight operand of h W_hh^T as W_hh^T stored, and would copy
-     * it transposed on every step (48 MB a step at H 2048): one copy serves all T steps. */
-    if (st == KP_OK && have_blas && B >= batch_gemm && T > 1) {
+     * it transposed on every step (48 MB a step at H 2048): one copy serves all T steps. OpenBLAS
+     * reads the transposed operand as it is, and the copy took PoCL 2.4 ms at H 512 (2-core EPYC),
+     * so it is skipped there. */
+    if (st == KP_OK && have_blas && B >= batch_gemm && T > 1 && !gru_host_blas(l)) {
         kp_buffer *buf;
         st = gru_host->scratch(l, 4, (size_t)(3 * H * H) * sizeof(float), &buf);
         if (st == KP_OK) {

@@ -330,7 +330,8 @@ static void test_sequence(void **state)
 }
 
 /* The fused kernel's GPU shapes on PoCL too (LANES 0 and VW 0 pick 1 and 16 on a CPU): lanes
- * reducing in local memory, several units per work-group with some past H, narrower vectors. */
+ * reducing in local memory, several units per work-group with some past H, narrower vectors; and
+ * the GEMM path's gate kernel with them (one unit per work-item). */
 static void test_fused_lane_shapes(void **state)
 {
     const int64_t shapes[][2] = {{32, 4}, {8, 8}};
@@ -344,6 +345,13 @@ static void test_fused_lane_shapes(void **state)
             model m = model_make(3, 2, 5, 3, lbr, 20), big = model_make(1, 2, 37, 257, lbr, 21);
             check_step(rt, &m, "step, lanes"), check_step(rt, &big, "step H 257, lanes");
             check_sequence(rt, &m, "sequence, lanes");
+            /* The GEMM path's gate kernel as GPUs run it: one unit per work-item. */
+            for (int i = 0; i < 2; i++)
+                assert_int_equal(kp_kernel_tunable_set(rt, ks[i], "BATCH_GEMM", 1), KP_OK);
+            check_step(rt, &big, "step H 257 by GEMM, lanes");
+            check_sequence(rt, &m, "sequence by GEMM, lanes");
+            for (int i = 0; i < 2; i++)
+                assert_int_equal(kp_kernel_tunable_set(rt, ks[i], "BATCH_GEMM", 1 << 30), KP_OK);
             model_free(&m), model_free(&big);
         }
         for (int i = 0; i < 2; i++)
@@ -524,6 +532,41 @@ static void test_paths_agree(void **state)
         model_free(&m);
     }
     set_batch_gemm(rt, 0);
+}
+
+/* The GEMM path's vector gates (16 units per work-item where LANES is 1) at the edges of a
+ * vector: H 1, 16 (one whole vector), 37 (two and a tail of 5); batch 1, the CPUs' BATCH_GEMM 8
+ * and a prime 11; T 1 and a prime 7; through blas.gemm's default route (OpenBLAS on CPUs built
+ * with it) and through CLBlast, each at the resolved BATCH_GEMM and at 1 (every product a GEMM). */
+static void test_gemm_gates_edges(void **state)
+{
+    kp_runtime *clblast =
+        open_runtime(test_write_tmp("clblast.yaml", "kernelport: 1\n"
+                                                    "tuning:\n"
+                                                    "  - match: {}\n"
+                                                    "    kernels:\n"
+                                                    "      blas.gemm: { route: clblast }\n"));
+    const int64_t shapes[][4] = {{1, 1, 1, 1}, {1, 8, 13, 16}, {7, 11, 5, 37}}; /* T B I H */
+    kp_runtime *routes[] = {rt, clblast};
+    for (int ri = 0; ri < 2; ri++)
+        for (int64_t batch_gemm = 0; batch_gemm <= 1; batch_gemm++) {
+            set_batch_gemm(routes[ri], batch_gemm);
+            for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+                for (int lbr = 1; lbr >= 0; lbr--) {
+                    const int64_t *z = shapes[i];
+                    model m = model_make(z[0], z[1], z[2], z[3], lbr, 90u + (unsigned)i);
+                    char what[128];
+                    snprintf(what, sizeof what,
+                             "%s route, BATCH_GEMM %s, T %lld B %lld H %lld lbr %d",
+                             ri ? "clblast" : "default", batch_gemm ? "1" : "resolved",
+                             (long long)z[0], (long long)z[1], (long long)z[3], lbr);
+                    check_step(routes[ri], &m, what);
+                    check_sequence(routes[ri], &m, what);
+                    model_free(&m);
+                }
+        }
+    set_batch_gemm(rt, 0);
+    kp_runtime_destroy(clblast);
 }
 
 /* ---- verification ---------------------------------------------------------------------------- */
@@ -794,6 +837,7 @@ int main(void)
         cmocka_unit_test(test_fused_lane_shapes),
         cmocka_unit_test(test_backward_finite_differences),
         cmocka_unit_test(test_paths_agree),
+        cmocka_unit_test(test_gemm_gates_edges),
         cmocka_unit_test(test_verify),
         cmocka_unit_test(test_rows_route),
         cmocka_unit_test(test_split_products),
