@@ -683,12 +683,17 @@ static int wanted(const char *list, const char *part)
 
 int main(int argc, char **argv)
 {
-    const char *threads = NULL, *parts = NULL, *precisions = NULL, *mesh_levels = NULL;
+    const char *threads = NULL, *parts = NULL, *precisions = NULL, *mesh_levels = NULL,
+               *fit_list = NULL;
     const kpb_flag flags[] = {
         {"--threads", "the Ceres peer's threads (default: every core online)", NULL, &threads},
         {"--parts", "comma-separated: rat43,edges,gauss2d,mesh (default: all)", NULL, &parts},
         {"--precision", "f64, f32 or f64,f32 (default: both, f64 where the device has it)", NULL,
          &precisions},
+        {"--fits",
+         "gauss2d batch sizes, comma-separated (default 10000,100000,1000000; --quick "
+         "a tenth of the first two)",
+         NULL, &fit_list},
         {"--mesh-levels", "icosphere levels of the mesh rows (default 4,6,7; --quick 2,3)", NULL,
          &mesh_levels},
         {"--dump",
@@ -723,9 +728,21 @@ int main(int argc, char **argv)
                     f32 ? "f32" : "f64");
             bench_edges(&b, levels[i] - b.quick, p);
         }
-        for (int i = 0; i < count && wanted(parts, "gauss2d"); i++) {
-            fprintf(stderr, "bench-solve: gauss2d B=%zu %s\n", fits[i], f32 ? "f32" : "f64");
-            bench_gauss2d(&b, b.quick ? fits[i] / 10 : fits[i], p);
+        for (int i = 0; !fit_list && i < count && wanted(parts, "gauss2d"); i++) {
+            const size_t B = b.quick ? fits[i] / 10 : fits[i];
+            fprintf(stderr, "bench-solve: gauss2d B=%zu %s\n", B, f32 ? "f32" : "f64");
+            bench_gauss2d(&b, B, p);
+        }
+        for (const char *l = fit_list; l && wanted(parts, "gauss2d") && *l;) {
+            char *end;
+            const long long B = strtoll(l, &end, 10);
+            if (end == l || B < 1 || B > 100000000 || (*end && *end != ',')) {
+                fprintf(stderr, "bench-solve: --fits %s: expected sizes 1 to 10^8\n", fit_list);
+                return 2;
+            }
+            fprintf(stderr, "bench-solve: gauss2d B=%lld %s\n", B, f32 ? "f32" : "f64");
+            bench_gauss2d(&b, (size_t)B, p);
+            l = *end ? end + 1 : end;
         }
         const char *ml = mesh_levels ? mesh_levels : b.quick ? "2,3" : "4,6,7";
         for (const char *l = ml; wanted(parts, "mesh") && *l;) {
