@@ -38,8 +38,10 @@ static kp_expr_graph *graph(const char *params, const char *data, const char *te
     return g;
 }
 
-/* --threads: the Ceres peer's threads (default: every core online). */
+/* --threads: the Ceres peer's threads (default: every core online); --peer-seconds: the most a
+ * Ceres mesh solve may take. */
 static int peer_threads = 1;
+static double peer_seconds = 120;
 
 static void die(const char *what, const char *why)
 {
@@ -644,7 +646,8 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     for (int cgnr = 0; cgnr < 2; cgnr++) {
         memcpy(x, mp.x0, mp.P * sizeof *x);
         kpc_mesh_report cr;
-        kpc_mesh(mp.n, mp.data, mp.index, mp.P, x, cgnr, MAX_IT, ftol, peer_threads, &cr);
+        kpc_mesh(mp.n, mp.data, mp.index, mp.P, x, cgnr, MAX_IT, peer_seconds, ftol, peer_threads,
+                 &cr);
         fprintf(stderr, "bench-solve: %s: Ceres %s: %d iterations, cost %.3e, %.2f s (%s)\n", name,
                 solvers[cgnr], cr.iterations, cr.final_cost, cr.total_s, cr.message);
         char peer[128];
@@ -684,9 +687,13 @@ static int wanted(const char *list, const char *part)
 int main(int argc, char **argv)
 {
     const char *threads = NULL, *parts = NULL, *precisions = NULL, *mesh_levels = NULL,
-               *fit_list = NULL;
+               *fit_list = NULL, *seconds = NULL;
     const kpb_flag flags[] = {
         {"--threads", "the Ceres peer's threads (default: every core online)", NULL, &threads},
+        {"--peer-seconds",
+         "the most a Ceres mesh solve may take (default 120; then its time a "
+         "step still counts)",
+         NULL, &seconds},
         {"--parts", "comma-separated: rat43,edges,gauss2d,mesh (default: all)", NULL, &parts},
         {"--precision", "f64, f32 or f64,f32 (default: both, f64 where the device has it)", NULL,
          &precisions},
@@ -707,6 +714,11 @@ int main(int argc, char **argv)
     peer_threads = threads ? atoi(threads) : online > 0 ? (int)online : 1;
     if (peer_threads < 1 || peer_threads > 1024) {
         fprintf(stderr, "bench-solve: --threads %s: expected 1 to 1024\n", threads);
+        return 2;
+    }
+    peer_seconds = seconds ? strtod(seconds, NULL) : peer_seconds;
+    if (!(peer_seconds > 0)) {
+        fprintf(stderr, "bench-solve: --peer-seconds %s: expected a positive number\n", seconds);
         return 2;
     }
     const int fp64 = b.device.fp64 != 0;

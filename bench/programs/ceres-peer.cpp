@@ -152,8 +152,8 @@ extern "C" int kpc_gauss2d(size_t B, const int32_t *rows, const double *data, do
 }
 
 extern "C" void kpc_mesh(size_t n, const double *data, const int32_t *index, size_t P, double *x,
-                         int cgnr, int max_iterations, double function_tolerance, int threads,
-                         kpc_mesh_report *rep)
+                         int cgnr, int max_iterations, double max_seconds,
+                         double function_tolerance, int threads, kpc_mesh_report *rep)
 {
     (void)P;
     const double t0 = now();
@@ -167,6 +167,7 @@ extern "C" void kpc_mesh(size_t n, const double *data, const int32_t *index, siz
     if (cgnr)
         o.preconditioner_type = ceres::JACOBI;
     o.max_num_iterations = max_iterations;
+    o.max_solver_time_in_seconds = max_seconds;
     o.function_tolerance = function_tolerance;
     o.num_threads = threads;
     o.logging_type = ceres::SILENT;

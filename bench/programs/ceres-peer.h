@@ -49,10 +49,11 @@ typedef struct kpc_mesh_report {
 
 /* The mesh problem (mesh-problem.h): n edges, data [n, 2] (L, w), index as kpc_edges', x [P]
  * in and out; Levenberg-Marquardt with SPARSE_NORMAL_CHOLESKY (cgnr 0) or CGNR with the Jacobi
- * preconditioner (cgnr 1), at most max_iterations iterations, function_tolerance as given (the
- * rest Ceres's defaults). */
+ * preconditioner (cgnr 1), at most max_iterations iterations and max_seconds of Solve, function
+ * tolerance as given (the rest Ceres's defaults). */
 void kpc_mesh(size_t n, const double *data, const int32_t *index, size_t P, double *x, int cgnr,
-              int max_iterations, double function_tolerance, int threads, kpc_mesh_report *rep);
+              int max_iterations, double max_seconds, double function_tolerance, int threads,
+              kpc_mesh_report *rep);
 
 #ifdef __cplusplus
 }

@@ -11,9 +11,10 @@
 # the same cores.
 #   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-ceres.sh
 #   device run:  carry [".gpu", ".gpu-ceres"], command: bash scripts/gpu/solve.sh
-# KP_SOLVE_PARTS picks the steps (default "tests bench peers mesh pocl"): a second call with
-# "mesh pocl" finishes what a first call's 560 s did not. Without .gpu-ceres (or a Ceres on the
-# machine) bench-solve runs without Ceres and says so.
+# KP_SOLVE_PARTS picks the steps (default "tests bench peers mesh pocl"). Everything does not fit
+# one call's 560 s (Ceres's sparse Cholesky at level 7 alone may take its 120 s twice over): run
+# KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh. Without .gpu-ceres (or
+# a Ceres on the machine) bench-solve runs without Ceres and says so.
 # What to read: NIST digits per problem on the GPU (test-solve-lm prints them); bench-solve's
 # "vs peer" column, against Ceres: the rat43 and edges rows' instances/s and ns_per_residual
 # beside ceres_ns_per_residual (#27: GPU >= 5x torch.func, compared in peer-solve's table), the
@@ -76,9 +77,14 @@ if want peers; then
 fi
 
 if want mesh; then
-  step "nvidia: bench-solve mesh, levels 4, 6, 7, against Ceres on $cores threads"
-  timeout "$(cap 300)" "${bench[@]}" --device nvidia --parts mesh --precision f64 \
-    --mesh-levels 4,6,7 --json "$res/bench-solve-mesh.json"
+  # One process a level, so that a level cut by its cap leaves the others' JSON; Ceres gets at
+  # most 120 s a solve (its time a step still counts).
+  for level in 4 6 7; do
+    step "nvidia: bench-solve mesh level $level against Ceres on $cores threads"
+    timeout "$(cap 330)" "${bench[@]}" --device nvidia --parts mesh --precision f64 \
+      --mesh-levels "$level" --peer-seconds 120 --json "$res/bench-solve-mesh-$level.json" |
+      grep -E '^mesh|^CASE'
+  done
 fi
 
 if want pocl; then
