@@ -113,6 +113,7 @@ static void peer_ceres(kpb *b, kpb_row *row, int64_t n, double **r, double **J, 
     }
     kpb_row_metric(row, "ceres_max_rel_err", worst);
     kpb_row_metric(row, "ceres_ns_per_residual", row->peer_s / (double)n * 1e9);
+    kpb_row_metric(row, "ceres_instances_per_s", (double)n / row->peer_s);
     *r = hand_r;
     *J = hand_j;
     free(cr), free(cj);
