@@ -84,7 +84,7 @@ static void rat43_on_ceres(void *user)
 }
 
 /* Where Ceres is compiled in, it becomes the row's peer: the hand-written loop's time (already in
- * row->peer_s, its r and J in r and J) moves to the figure hand_c_s, Ceres evaluates into arrays
+ * row->peer_s, its r and J in *r and *J) moves to the figure hand_c_s, Ceres evaluates into arrays
  * of its own (`run` with *r and *J, the call's, swapped for them) and is checked against the loop.
  * Also the nanoseconds per residual of both. */
 static void peer_ceres(kpb *b, kpb_row *row, int64_t n, double **r, double **J, int S,
