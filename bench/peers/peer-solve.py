@@ -1,20 +1,31 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The peers of bench-solve (#27): torch.func and SciPy on the same two problems.
+"""The peers of bench-solve (#27) outside its process: torch.func and SciPy.
 
     python3 bench/peers/peer-solve.py [--quick] [--json peer-solve.json]
+        [--problems DIR [--bench bench-solve.json] [--fits N] [--processes N]]
 
 1. Rat43's residual and Jacobian (b1 / (1 + exp(b2 - b3 x))^(1/b4) - y, 4 parameters shared by
    every instance) for n = 10^5, 10^6, 10^7 instances with torch.func.vmap(torch.func.jacfwd(...))
    on CUDA, f64 and f32, timed with CUDA events: bench-solve's rat43 rows, same model, same
    distribution of data (not the same draws).
 2. 2D Gaussian fits (a exp(-((u-x0)^2 + (v-y0)^2) / (2 s^2)) + c - z on a 5 x 5 grid, noise 0.01,
-   random truths, starts within 10% of them): scipy.optimize.least_squares(method="lm") one fit
-   after another on the CPU, up to 1000 fits (100 with --quick); fits/s, the fraction that
-   converged and the median of each fit's largest relative parameter error: bench-solve's gauss2d
-   rows' figures.
-Either part is skipped, with the reason, where its library is missing (torch with CUDA; scipy)."""
+   random truths, starts within 10% of them): the very fits bench-solve solved, as its --dump DIR
+   wrote them (DIR/gauss2d-B.f64: per fit the truth, the start and the 25 points' u, v, z), with
+   scipy.optimize.least_squares, method "lm" (MINPACK) and "trf", the analytic Jacobian, default
+   tolerances, one fit after another on each of --processes processes (default 1), on the first
+   --fits of each file (default 1000, 100 with --quick); fits/s (scaled: fits / seconds), the
+   fraction that converged (status > 0) and the median of each fit's largest relative parameter
+   error, as bench-solve's gauss2d rows. With --bench (bench-solve's --json of the same run), one
+   table beside Kernelport's and Ceres's fits/s and the ratios, also in the JSON ("side_by_side").
+Either part is skipped, with the reason, where its library (torch with CUDA; scipy) or the dumped
+problems are missing."""
 import argparse
+import glob
+import json
+import multiprocessing
+import os
+import re
 import statistics
 import sys
 import time
@@ -60,66 +71,129 @@ def rat43_part(quick, results):
                             "instances_per_s": n / med})
 
 
-def gauss2d_problem(rng):
-    t = np.array([1.5 + 0.5 * rng.uniform(-1, 1), 2.0 + 0.3 * rng.uniform(-1, 1),
-                  2.0 + 0.3 * rng.uniform(-1, 1), 1.0 + 0.2 * rng.uniform(-1, 1),
-                  0.1 + 0.05 * rng.uniform(-1, 1)])
-    x0 = t * (1 + 0.1 * rng.uniform(-1, 1, 5))
-    u, v = np.meshgrid(np.arange(SIDE, dtype=float), np.arange(SIDE, dtype=float))
-    u, v = u.ravel(), v.ravel()
-    z = t[0] * np.exp(-((u - t[1]) ** 2 + (v - t[2]) ** 2) / (2 * t[3] ** 2)) + t[4]
-    z = z + 0.01 * rng.uniform(-1, 1, z.shape)
-    return t, x0, u, v, z
+def model(p, u, v, z):
+    return p[0] * np.exp(-((u - p[1]) ** 2 + (v - p[2]) ** 2) / (2 * p[3] ** 2)) + p[4] - z
 
 
-def gauss2d_part(quick, results):
+def jac(p, u, v, z):
+    e = np.exp(-((u - p[1]) ** 2 + (v - p[2]) ** 2) / (2 * p[3] ** 2))
+    j = np.empty((u.size, 5))
+    j[:, 0] = e
+    j[:, 1] = p[0] * e * (u - p[1]) / p[3] ** 2
+    j[:, 2] = p[0] * e * (v - p[2]) / p[3] ** 2
+    j[:, 3] = p[0] * e * ((u - p[1]) ** 2 + (v - p[2]) ** 2) / p[3] ** 3
+    j[:, 4] = 1
+    return j
+
+
+def fit_chunk(job):
+    """Fits rows of a dump with one method: (converged, [largest relative error per fit])."""
+    from scipy.optimize import least_squares
+    fits, method = job
+    converged, errs = 0, []
+    for f in fits:
+        t, x0, pts = f[:5], f[5:10], f[10:].reshape(SIDE * SIDE, 3)
+        r = least_squares(model, x0, jac=jac, method=method, args=(pts[:, 0], pts[:, 1], pts[:, 2]))
+        converged += r.status > 0
+        errs.append(float(np.max(np.abs(r.x - t) / np.abs(t))))
+    return converged, errs
+
+
+def gauss2d_part(args, results):
     try:
-        from scipy.optimize import least_squares
+        import scipy
+        import scipy.optimize  # noqa: F401
     except ImportError as e:
         print("peer-solve: gauss2d: skipped: %s" % e)
         return
-    rng = np.random.default_rng(11)
-    fits = 100 if quick else 1000
-    problems = [gauss2d_problem(rng) for _ in range(fits)]
+    if not args.problems:
+        print("peer-solve: gauss2d: skipped: no --problems DIR (bench-solve --dump DIR writes it)")
+        return
+    paths = sorted(glob.glob(os.path.join(args.problems, "gauss2d-*.f64")),
+                   key=lambda p: int(re.search(r"gauss2d-(\d+)\.f64$", p).group(1)))
+    if not paths:
+        print("peer-solve: gauss2d: skipped: no gauss2d-*.f64 in %s" % args.problems)
+        return
+    fits = args.fits or (100 if args.quick else 1000)
+    procs = max(1, args.processes)
+    pool = multiprocessing.Pool(procs) if procs > 1 else None
+    for path in paths:
+        B = int(re.search(r"gauss2d-(\d+)\.f64$", path).group(1))
+        problems = np.fromfile(path, dtype=np.float64).reshape(-1, 85)[:fits]
+        n = len(problems)
+        for method in ("lm", "trf"):
+            jobs = [(chunk, method) for chunk in np.array_split(problems, procs)]
+            t0 = time.perf_counter()
+            parts = pool.map(fit_chunk, jobs) if pool else [fit_chunk(j) for j in jobs]
+            seconds = time.perf_counter() - t0
+            converged = sum(c for c, _ in parts)
+            errs = [e for _, es in parts for e in es]
+            name = "gauss2d fits B=%d f64" % B
+            print("%-28s scipy %-3s %10.4g fits/s (%d of its fits, %d process%s), converged %.3f, "
+                  "median parameter error %.3g" % (name, method, n / seconds, n, procs,
+                                                   "es" if procs > 1 else "", converged / n,
+                                                   statistics.median(errs)))
+            results.append({"case": name, "fits": n, "processes": procs,
+                            "peer": "scipy %s least_squares(method='%s'), CPU" %
+                                    (scipy.__version__, method),
+                            "seconds": seconds, "fits_per_s": n / seconds,
+                            "converged_fraction": converged / n,
+                            "median_param_rel_err": statistics.median(errs)})
+    if pool:
+        pool.close()
 
-    def model(p, u, v, z):
-        return p[0] * np.exp(-((u - p[1]) ** 2 + (v - p[2]) ** 2) / (2 * p[3] ** 2)) + p[4] - z
 
-    def jac(p, u, v, z):
-        e = np.exp(-((u - p[1]) ** 2 + (v - p[2]) ** 2) / (2 * p[3] ** 2))
-        j = np.empty((u.size, 5))
-        j[:, 0] = e
-        j[:, 1] = p[0] * e * (u - p[1]) / p[3] ** 2
-        j[:, 2] = p[0] * e * (v - p[2]) / p[3] ** 2
-        j[:, 3] = p[0] * e * ((u - p[1]) ** 2 + (v - p[2]) ** 2) / p[3] ** 3
-        j[:, 4] = 1
-        return j
+def side_by_side(bench_path, results):
+    """bench-solve's gauss2d rows (Kernelport, Ceres) beside SciPy's: a table and its rows."""
+    try:
+        with open(bench_path) as f:
+            bench = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit("peer-solve: cannot read %s: %s" % (bench_path, e))
+    rows = []
+    print("\n%-26s %12s %12s %12s %12s %10s %10s" % ("fits (f64)", "Kernelport", "Ceres",
+                                                     "scipy lm", "scipy trf", "KP/Ceres",
+                                                     "KP/lm"))
+    for r in bench.get("results", []):
+        if not r["case"].startswith("gauss2d") or r.get("status") != "KP_OK":
+            continue
+        m = r.get("metrics", {})
+        ours, ceres = m.get("fits_per_s"), m.get("ceres_fits_per_s")
+        sp = {x["peer"].split("method='")[1][:-len("'), CPU")]: x["fits_per_s"]
+              for x in results if x["case"] == r["case"] and "fits_per_s" in x}
+        row = {"case": r["case"], "kernelport_fits_per_s": ours, "ceres_fits_per_s": ceres,
+               "scipy_lm_fits_per_s": sp.get("lm"), "scipy_trf_fits_per_s": sp.get("trf"),
+               "kernelport_vs_ceres": ours / ceres if ours and ceres else None,
+               "kernelport_vs_scipy_lm": ours / sp["lm"] if ours and sp.get("lm") else None}
+        rows.append(row)
 
-    t0 = time.perf_counter()
-    converged, errs = 0, []
-    for t, x0, u, v, z in problems:
-        r = least_squares(model, x0, jac=jac, method="lm", args=(u, v, z))
-        converged += r.status > 0
-        errs.append(float(np.max(np.abs(r.x - t) / np.abs(t))))
-    seconds = time.perf_counter() - t0
-    name = "gauss2d fits (%d, scipy lm)" % fits
-    print("%-28s %.3g fits/s (1 thread), converged %.3f, median parameter error %.3g" %
-          (name, fits / seconds, converged / fits, statistics.median(errs)))
-    results.append({"case": name, "peer": "scipy.optimize.least_squares(method='lm'), CPU",
-                    "seconds": seconds, "fits_per_s": fits / seconds,
-                    "converged_fraction": converged / fits,
-                    "median_param_rel_err": statistics.median(errs)})
+        def f(v, spec="%12.4g"):
+            return spec % v if v is not None else "%12s" % "-"
+        print("%-26s %s %s %s %s %s %s" % (
+            r["case"], f(ours), f(ceres), f(sp.get("lm")), f(sp.get("trf")),
+            f(row["kernelport_vs_ceres"], "%9.2fx"), f(row["kernelport_vs_scipy_lm"], "%9.2fx")))
+    print("(Kernelport on %s; Ceres: %s)" % (bench.get("device", {}).get("name", "?"),
+                                            next((n for n in bench.get("notes", [])
+                                                  if n.startswith("peer:")), "not built in")))
+    return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--problems", help="the folder bench-solve --dump wrote the fits to")
+    ap.add_argument("--bench", help="bench-solve's JSON of the same run: a side-by-side table")
+    ap.add_argument("--fits", type=int, help="fits per file (default 1000; 100 with --quick)")
+    ap.add_argument("--processes", type=int, default=1, help="fit on N processes (default 1)")
     args = ap.parse_args()
     results = []
     rat43_part(args.quick, results)
-    gauss2d_part(args.quick, results)
-    peer_common.write(args.json, {"benchmark": "peer-solve", "results": results})
+    gauss2d_part(args, results)
+    doc = {"benchmark": "peer-solve", "results": results}
+    if args.bench:
+        doc["side_by_side"] = side_by_side(args.bench, results)
+    peer_common.write(args.json, doc)
     return 0
 
 

@@ -1,18 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench-solve: the solve layer's generated kernels (#27). Residual + Jacobian evaluation of the
- * NIST Rat43 model (4 parameters) for n instances against a hand-written C loop with the analytic
- * Jacobian, the same for a mesh's edge-length term (parameters gathered through the index);
- * batched Levenberg-Marquardt on 2D Gaussian fits (5 parameters, 5 x 5 points, noisy,
- * random truths) against the host reference solver. The other peers of #27 (torch.func, Ceres,
- * SciPy) are not in this program yet. */
+ * NIST Rat43 model (4 parameters) for n instances, the same for a mesh's edge-length term
+ * (parameters gathered through the index); batched Levenberg-Marquardt on 2D Gaussian fits (5
+ * parameters, 5 x 5 points, noisy, random truths); the mesh problem of examples/mesh-solve solved
+ * as one sparse problem. The peer, in the same process on the same arrays, is Ceres where it is
+ * compiled in (KP_HAVE_CERES: AutoDiffCostFunction, one Problem per fit with DENSE_QR, the mesh
+ * with SPARSE_NORMAL_CHOLESKY and CGNR, on --threads threads), else a hand-written C loop with
+ * the analytic Jacobian and the host reference solver (also reported beside Ceres). SciPy's
+ * least_squares fits the problems --dump writes (bench/peers/peer-solve.py); torch.func is in
+ * that script too. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "icosphere.h"
 #include "kernelport/solve.h"
+#include "mesh-problem.h"
+#ifdef KP_HAVE_CERES
+#include "ceres-peer.h"
+#endif
 
 static const char *const rat43 = "b1 / (1 + exp(b2 - b3*x))^(1/b4) - y";
 static const char *const gauss2d = "a*exp(-((u - x0)^2 + (v - y0)^2) / (2*s^2)) + c - z";
@@ -27,6 +37,11 @@ static kp_expr_graph *graph(const char *params, const char *data, const char *te
     }
     return g;
 }
+
+/* --threads: the Ceres peer's threads (default: every core online); --peer-seconds: the most a
+ * Ceres mesh solve may take. */
+static int peer_threads = 1;
+static double peer_seconds = 120;
 
 static void die(const char *what, const char *why)
 {
@@ -55,6 +70,56 @@ static void rat43_by_hand(void *user)
         c->J[4 * i + 2] = f * dlogq_dbase * e * x;
         c->J[4 * i + 3] = f * log(base) / (b4 * b4);
     }
+}
+
+/* The same evaluation by Ceres. */
+static void rat43_on_ceres(void *user)
+{
+#ifdef KP_HAVE_CERES
+    const rat43_call *c = user;
+    kpc_rat43(c->n, c->data, c->p, c->r, c->J, peer_threads);
+#else
+    (void)user;
+#endif
+}
+
+/* Where Ceres is compiled in, it becomes the row's peer: the hand-written loop's time (already in
+ * row->peer_s, its r and J in *r and *J) moves to the figure hand_c_s, Ceres evaluates into arrays
+ * of its own (`run` with *r and *J, the call's, swapped for them) and is checked against the loop.
+ * Also the nanoseconds per residual of both. */
+static void peer_ceres(kpb *b, kpb_row *row, int64_t n, double **r, double **J, int S,
+                       void (*run)(void *), void *call)
+{
+    kpb_row_metric(row, "ns_per_residual", row->ours_s / (double)n * 1e9);
+#ifdef KP_HAVE_CERES
+    const size_t un = (size_t)n;
+    double *cr = malloc(un * sizeof *cr), *cj = malloc(un * (size_t)S * sizeof *cj);
+    if (!cr || !cj)
+        die("ceres", "out of host memory");
+    double *hand_r = *r, *hand_j = *J;
+    *r = cr;
+    *J = cj;
+    kpb_row_metric(row, "hand_c_s", row->peer_s);
+    static char peer[96];
+    snprintf(peer, sizeof peer, "%s AutoDiffCostFunction::Evaluate (%d threads)", kpc_version(),
+             peer_threads);
+    row->peer = peer;
+    row->peer_s = kpb_time_host(b, run, call);
+    double worst = 0;
+    for (size_t i = 0; i < un * (size_t)(S + 1); i++) {
+        const double want = i < un ? hand_r[i] : hand_j[i - un];
+        const double got = i < un ? cr[i] : cj[i - un];
+        worst = fmax(worst, fabs(got - want) / (1 + fabs(want)));
+    }
+    kpb_row_metric(row, "ceres_max_rel_err", worst);
+    kpb_row_metric(row, "ceres_ns_per_residual", row->peer_s / (double)n * 1e9);
+    kpb_row_metric(row, "ceres_instances_per_s", (double)n / row->peer_s);
+    *r = hand_r;
+    *J = hand_j;
+    free(cr), free(cj);
+#else
+    (void)b, (void)r, (void)J, (void)S, (void)run, (void)call;
+#endif
 }
 
 static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
@@ -117,6 +182,7 @@ static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
     rat43_call c = {un, data, p, r, J};
     row.peer = "hand-written C, analytic Jacobian (1 thread, double)";
     row.peer_s = kpb_time_host(b, rat43_by_hand, &c);
+    peer_ceres(b, &row, n, &c.r, &c.J, 4, rat43_on_ceres, &c);
     double *dr = malloc(un * e), *dj = malloc(un * 4 * e), worst = 0;
     if (!dr || !dj)
         die(name, "out of host memory");
@@ -161,6 +227,16 @@ static void edges_by_hand(void *user)
             c->J[6 * k + 3 + i] = d[i] / len;
         }
     }
+}
+
+static void edges_on_ceres(void *user)
+{
+#ifdef KP_HAVE_CERES
+    const edge_call *c = user;
+    kpc_edges(c->n, c->L, c->x, c->index, c->r, c->J, peer_threads);
+#else
+    (void)user;
+#endif
 }
 
 /* The edge-length term over an icosphere's edges: the index gathers each edge's two vertices. */
@@ -233,6 +309,7 @@ static void bench_edges(kpb *b, int level, kp_precision prec)
     edge_call c = {n, L, m.v, index, r, J};
     row.peer = "hand-written C, analytic Jacobian (1 thread, double)";
     row.peer_s = kpb_time_host(b, edges_by_hand, &c);
+    peer_ceres(b, &row, ni, &c.r, &c.J, 6, edges_on_ceres, &c);
     kp_buffer_read(b->rt, br, 0, n * e, dr);
     kp_buffer_read(b->rt, bj, 0, n * 6 * e, dj);
     double worst = 0;
@@ -282,6 +359,92 @@ static void fit_on_host(void *user)
 }
 
 enum { SIDE = 5, POINTS = SIDE * SIDE, GP = 5 };
+
+/* --dump DIR: the fits SciPy's peer solves. */
+static const char *dump;
+enum { DUMP_FITS = 10000 };
+
+/* Writes the first DUMP_FITS fits (or B) as DIR/gauss2d-B.f64: per fit 85 doubles in this
+ * machine's byte order: the truth (a x0 y0 s c), the start, then the 25 points' u, v, z. */
+static int dump_fits(size_t B, const double *data, const double *truth, const double *x0)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gauss2d-%zu.f64", dump, B);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "bench-solve: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    int bad = 0;
+    for (size_t p = 0; p < B && p < DUMP_FITS; p++) {
+        bad |= fwrite(truth + p * GP, sizeof *truth, GP, f) != GP;
+        bad |= fwrite(x0 + p * GP, sizeof *x0, GP, f) != GP;
+        bad |= fwrite(data + p * POINTS * 3, sizeof *data, POINTS * 3, f) != POINTS * 3;
+    }
+    bad |= fclose(f) != 0;
+    if (bad)
+        fprintf(stderr, "bench-solve: writing %s failed\n", path);
+    return bad;
+}
+
+/* The largest relative error of a fit's estimates against its truth. */
+static double param_err(const double *x, const double *truth)
+{
+    double worst = 0;
+    for (int j = 0; j < GP; j++)
+        worst = fmax(worst, fabs(x[j] - truth[j]) / fabs(truth[j]));
+    return worst;
+}
+
+#ifdef KP_HAVE_CERES
+typedef struct ceres_fits {
+    size_t B;
+    const int32_t *rows;
+    const double *data, *x0;
+    double *x;
+    int *converged;
+} ceres_fits;
+
+static void fit_on_ceres(void *user)
+{
+    ceres_fits *c = user;
+    memcpy(c->x, c->x0, c->B * GP * sizeof *c->x);
+    if (kpc_gauss2d(c->B, c->rows, c->data, c->x, c->converged, 100, peer_threads) != 0)
+        die("gauss2d", "Ceres's peer takes 25 points per fit");
+}
+#endif
+
+/* Where Ceres is compiled in, it becomes the row's peer (one Problem per fit, DENSE_QR, on up to
+ * 10^5 fits, 10^4 with --quick, scaled to B); the host reference's time moves to host_ref_s. */
+static void peer_ceres_fits(kpb *b, kpb_row *row, size_t B, const int32_t *rows, const double *data,
+                            const double *x0, const double *truth)
+{
+#ifdef KP_HAVE_CERES
+    const size_t most = b->quick ? 10000 : 100000, cb = B < most ? B : most;
+    ceres_fits c = {
+        cb, rows, data, x0, malloc(cb * GP * sizeof *c.x), malloc(cb * sizeof *c.converged)};
+    double *errs = malloc(cb * sizeof *errs);
+    if (!c.x || !c.converged || !errs)
+        die("gauss2d", "out of host memory");
+    kpb_row_metric(row, "host_ref_s", row->peer_s);
+    static char peer[128];
+    snprintf(peer, sizeof peer, "%s, a Problem per fit, DENSE_QR (%d threads; %zu fits, scaled)",
+             kpc_version(), peer_threads, cb);
+    row->peer = peer;
+    row->peer_s = kpb_time_host(b, fit_on_ceres, &c) * (double)B / (double)cb;
+    size_t converged = 0;
+    for (size_t p = 0; p < cb; p++) {
+        converged += c.converged[p] != 0;
+        errs[p] = param_err(c.x + p * GP, truth + p * GP);
+    }
+    kpb_row_metric(row, "ceres_fits_per_s", (double)B / row->peer_s);
+    kpb_row_metric(row, "ceres_converged_fraction", (double)converged / (double)cb);
+    kpb_row_metric(row, "ceres_median_param_rel_err", kpb_median(errs, cb));
+    free(c.x), free(c.converged), free(errs);
+#else
+    (void)b, (void)row, (void)B, (void)rows, (void)data, (void)x0, (void)truth;
+#endif
+}
 
 static void bench_gauss2d(kpb *b, size_t B, kp_precision prec)
 {
@@ -383,12 +546,10 @@ static void bench_gauss2d(kpb *b, size_t B, kp_precision prec)
         die(name, "out of host memory");
     for (size_t p = 0; p < B; p++) {
         converged += KP_LM_CONVERGED(status[p]);
-        double worst = 0;
-        for (int j = 0; j < GP; j++) {
-            const double v = f32 ? ((float *)dx)[p * GP + j] : ((double *)dx)[p * GP + j];
-            worst = fmax(worst, fabs(v - truth[p * GP + j]) / fabs(truth[p * GP + j]));
-        }
-        errs[p] = worst;
+        double v[GP];
+        for (int j = 0; j < GP; j++)
+            v[j] = f32 ? ((float *)dx)[p * GP + j] : ((double *)dx)[p * GP + j];
+        errs[p] = param_err(v, truth + p * GP);
     }
     kpb_row_metric(&row, "fits_per_s", (double)B / row.ours_s);
     kpb_row_metric(&row, "converged_fraction", (double)converged / (double)B);
@@ -400,6 +561,9 @@ static void bench_gauss2d(kpb *b, size_t B, kp_precision prec)
         .struct_size = sizeof h.batch, .n_problems = hb, .rows = rows, .data = data, .x = x};
     row.peer = "kp_lm_solve_host (1 thread, double; timed on up to 10^4 fits, scaled)";
     row.peer_s = kpb_time_host(b, fit_on_host, &h) * (double)B / (double)hb;
+    peer_ceres_fits(b, &row, B, rows, data, x0, truth);
+    if (dump && dump_fits(B, data, truth, x0) != 0)
+        exit(1);
     kpb_add(b, &row);
     kp_buffer *bufs[] = {bd, br, bx0, bx, bc, bi, bs};
     for (int i = 0; i < 7; i++)
@@ -410,39 +574,218 @@ static void bench_gauss2d(kpb *b, size_t B, kp_precision prec)
     kp_expr_graph_destroy(g);
 }
 
+/* Counts the LM's steps, accepted or not: Ceres's iterations. */
+static void count_step(void *user, const kp_lm_sparse_progress *p)
+{
+    (void)p;
+    ++*(int *)user;
+}
+
+/* mesh-solve's problem (examples/mesh-solve, block-Jacobi CG, at most 50 Jacobian evaluations,
+ * function tolerance 1e-10) to convergence on the device, and, where compiled in, Ceres's
+ * Levenberg-Marquardt on the same problem from the same start with SPARSE_NORMAL_CHOLESKY and
+ * CGNR (Jacobi): a row for each. The device's kernels are compiled by a solve at level 1 first. */
+static void bench_mesh(kpb *b, int level, kp_precision prec)
+{
+    enum { MAX_IT = 50 };
+    const double ftol = 1e-10;
+    mesh_problem mp, warm;
+    if (mesh_problem_make(level, 0.1, &mp) != 0 || mesh_problem_make(1, 0.1, &warm) != 0)
+        die("mesh", "out of host memory");
+    kp_expr_graph *g = graph("ax ay az bx by bz", "L w", MESH_RESIDUAL);
+    kp_lm_sparse *lm;
+    if (kp_lm_sparse_create(b->rt, g, prec, &lm) != KP_OK)
+        die("mesh", kp_solve_last_error());
+    const int f32 = kp_lm_sparse_precision(lm) == KP_PRECISION_F32;
+    double *x = malloc(mp.P * sizeof *x);
+    if (!x)
+        die("mesh", "out of host memory");
+    int steps = 0;
+    kp_lm_sparse_options so = kp_lm_sparse_options_default();
+    so.lm.max_iterations = MAX_IT;
+    so.lm.function_tolerance = ftol;
+    so.block_size = 3;
+    so.progress = count_step;
+    so.user = &steps;
+    kp_lm_sparse_report rep = {.struct_size = sizeof rep};
+    kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
+                               .n_instances = warm.n,
+                               .data = warm.data,
+                               .index = warm.index,
+                               .n_x = warm.P,
+                               .x = warm.x0};
+    if (kp_lm_sparse_solve(lm, &so, &pb, &rep) != KP_OK)
+        die("mesh", kp_solve_last_error());
+    memcpy(x, mp.x0, mp.P * sizeof *x);
+    pb = (kp_lm_sparse_problem){.struct_size = sizeof pb,
+                                .n_instances = mp.n,
+                                .data = mp.data,
+                                .index = mp.index,
+                                .n_x = mp.P,
+                                .x = x};
+    steps = 0;
+    const double t0 = kpb_now();
+    if (kp_lm_sparse_solve(lm, &so, &pb, &rep) != KP_OK)
+        die("mesh", kp_solve_last_error());
+    const double ours_s = kpb_now() - t0;
+    char name[96];
+    snprintf(name, sizeof name, "mesh level %d (%zu residuals) %s", level, 2 * mp.n,
+             f32 ? "f32" : "f64");
+    kpb_row row = {.case_name = name,
+                   .ours = "kp_lm_sparse_solve (block-Jacobi CG)",
+                   .ours_s = ours_s,
+                   .ours_p10 = ours_s,
+                   .ours_p90 = ours_s};
+    fprintf(stderr, "bench-solve: %s: %s after %d evaluations (%d steps), cost %.3e, %.2f s\n",
+            name, kp_lm_status_name(rep.status), rep.iterations, steps, rep.cost, ours_s);
+    kpb_row_metric(&row, "ms_per_step", 1e3 * ours_s / steps);
+    kpb_row_metric(&row, "steps", steps);
+    kpb_row_metric(&row, "final_cost", rep.cost);
+    kpb_row_metric(&row, "converged", KP_LM_CONVERGED(rep.status));
+#ifdef KP_HAVE_CERES
+    static const char *const solvers[] = {"SPARSE_NORMAL_CHOLESKY", "CGNR (Jacobi)"};
+    for (int cgnr = 0; cgnr < 2; cgnr++) {
+        memcpy(x, mp.x0, mp.P * sizeof *x);
+        kpc_mesh_report cr;
+        kpc_mesh(mp.n, mp.data, mp.index, mp.P, x, cgnr, MAX_IT, peer_seconds, ftol, peer_threads,
+                 &cr);
+        fprintf(stderr, "bench-solve: %s: Ceres %s: %d iterations, cost %.3e, %.2f s (%s)\n", name,
+                solvers[cgnr], cr.iterations, cr.final_cost, cr.total_s, cr.message);
+        char peer[128];
+        snprintf(peer, sizeof peer, "%s LM, %s (%d threads)", kpc_version(), solvers[cgnr],
+                 peer_threads);
+        kpb_row r = row;
+        r.peer = peer;
+        r.peer_s = cr.total_s;
+        kpb_row_metric(&r, "peer_ms_per_step", 1e3 * cr.minimizer_s / cr.iterations);
+        kpb_row_metric(&r, "peer_steps", cr.iterations);
+        kpb_row_metric(&r, "peer_final_cost", cr.final_cost);
+        kpb_row_metric(&r, "peer_converged", cr.converged);
+        kpb_add(b, &r);
+    }
+#else
+    kpb_add(b, &row);
+#endif
+    free(x);
+    kp_lm_sparse_destroy(lm);
+    kp_expr_graph_destroy(g);
+    mesh_problem_free(&mp);
+    mesh_problem_free(&warm);
+}
+
+/* Whether `part` is in the comma-separated list (NULL: every part). */
+static int wanted(const char *list, const char *part)
+{
+    if (!list)
+        return 1;
+    const size_t n = strlen(part);
+    for (const char *p = list; (p = strstr(p, part)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    const char *threads = NULL, *parts = NULL, *precisions = NULL, *mesh_levels = NULL,
+               *fit_list = NULL, *seconds = NULL;
+    const kpb_flag flags[] = {
+        {"--threads", "the Ceres peer's threads (default: every core online)", NULL, &threads},
+        {"--peer-seconds",
+         "the most a Ceres mesh solve may take (default 120; then its time a "
+         "step still counts)",
+         NULL, &seconds},
+        {"--parts", "comma-separated: rat43,edges,gauss2d,mesh (default: all)", NULL, &parts},
+        {"--precision", "f64, f32 or f64,f32 (default: both, f64 where the device has it)", NULL,
+         &precisions},
+        {"--fits",
+         "gauss2d batch sizes, comma-separated (default 10000,100000,1000000; --quick "
+         "a tenth of the first two)",
+         NULL, &fit_list},
+        {"--mesh-levels", "icosphere levels of the mesh rows (default 4,6,7; --quick 2,3)", NULL,
+         &mesh_levels},
+        {"--dump",
+         "write each gauss2d size's first 10^4 fits to DIR/gauss2d-B.f64 (SciPy's "
+         "peer: bench/peers/peer-solve.py --problems DIR)",
+         NULL, &dump},
+        {NULL, NULL, NULL, NULL}};
     kpb b;
-    kpb_open(&b, "bench-solve", argc, argv);
+    kpb_open_flags(&b, "bench-solve", argc, argv, flags);
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    peer_threads = threads ? atoi(threads) : online > 0 ? (int)online : 1;
+    if (peer_threads < 1 || peer_threads > 1024) {
+        fprintf(stderr, "bench-solve: --threads %s: expected 1 to 1024\n", threads);
+        return 2;
+    }
+    peer_seconds = seconds ? strtod(seconds, NULL) : peer_seconds;
+    if (!(peer_seconds > 0)) {
+        fprintf(stderr, "bench-solve: --peer-seconds %s: expected a positive number\n", seconds);
+        return 2;
+    }
     const int fp64 = b.device.fp64 != 0;
     const int64_t sizes[] = {100000, 1000000, 10000000};
     const size_t fits[] = {10000, 100000, 1000000};
     const int count = b.quick ? 2 : 3;
     for (int f32 = 0; f32 < 2; f32++) {
-        if (!f32 && !fp64)
+        if ((!f32 && !fp64) || (precisions && !wanted(precisions, f32 ? "f32" : "f64")))
             continue;
         const kp_precision p = f32 ? KP_PRECISION_F32 : KP_PRECISION_F64;
-        for (int i = 0; i < count; i++) {
+        for (int i = 0; i < count && wanted(parts, "rat43"); i++) {
             fprintf(stderr, "bench-solve: rat43 n=%lld %s\n", (long long)sizes[i],
                     f32 ? "f32" : "f64");
             bench_rat43(&b, sizes[i], p);
         }
         static const int levels[] = {6, 8, 9};
-        for (int i = 0; i < count; i++) {
+        for (int i = 0; i < count && wanted(parts, "edges"); i++) {
             fprintf(stderr, "bench-solve: edges level %d %s\n", levels[i] - b.quick,
                     f32 ? "f32" : "f64");
             bench_edges(&b, levels[i] - b.quick, p);
         }
-        for (int i = 0; i < count; i++) {
-            fprintf(stderr, "bench-solve: gauss2d B=%zu %s\n", fits[i], f32 ? "f32" : "f64");
-            bench_gauss2d(&b, b.quick ? fits[i] / 10 : fits[i], p);
+        for (int i = 0; !fit_list && i < count && wanted(parts, "gauss2d"); i++) {
+            const size_t B = b.quick ? fits[i] / 10 : fits[i];
+            fprintf(stderr, "bench-solve: gauss2d B=%zu %s\n", B, f32 ? "f32" : "f64");
+            bench_gauss2d(&b, B, p);
+        }
+        for (const char *l = fit_list; l && wanted(parts, "gauss2d") && *l;) {
+            char *end;
+            const long long B = strtoll(l, &end, 10);
+            if (end == l || B < 1 || B > 100000000 || (*end && *end != ',')) {
+                fprintf(stderr, "bench-solve: --fits %s: expected sizes 1 to 10^8\n", fit_list);
+                return 2;
+            }
+            fprintf(stderr, "bench-solve: gauss2d B=%lld %s\n", B, f32 ? "f32" : "f64");
+            bench_gauss2d(&b, (size_t)B, p);
+            l = *end ? end + 1 : end;
+        }
+        const char *ml = mesh_levels ? mesh_levels : b.quick ? "2,3" : "4,6,7";
+        for (const char *l = ml; wanted(parts, "mesh") && *l;) {
+            char *end;
+            const long level = strtol(l, &end, 10);
+            if (end == l || level < 1 || level > 9 || (*end && *end != ',')) {
+                fprintf(stderr, "bench-solve: --mesh-levels %s: expected levels 1 to 9\n", ml);
+                return 2;
+            }
+            fprintf(stderr, "bench-solve: mesh level %ld %s\n", level, f32 ? "f32" : "f64");
+            bench_mesh(&b, (int)level, p);
+            l = *end ? end + 1 : end;
         }
     }
     kpb_note(&b,
              "rat43: %s; gauss2d: %s, 5 x 5 points, noise 0.01, starts within 10%% of "
              "random truths, default options",
              rat43, gauss2d);
-    kpb_note(&b, "peers of #27 not measured here: torch.func.vmap(jacfwd), Ceres, "
-                 "scipy.optimize.least_squares");
+#ifdef KP_HAVE_CERES
+    kpb_note(&b,
+             "peer: %s on %d threads (rows' hand_c_s, host_ref_s: the hand-written loop's and "
+             "the host reference's seconds)",
+             kpc_version(), peer_threads);
+#else
+    kpb_note(&b, "built without Ceres (cmake -DKP_WITH_CERES=ON where libceres-dev is "
+                 "installed): peers are the hand-written loop and the host reference");
+#endif
+    kpb_note(&b, "mesh: examples/mesh-solve's problem, at most 50 Jacobian evaluations, function "
+                 "tolerance 1e-10; a step is an LM iteration, accepted or not (Ceres's count)");
+    kpb_note(&b, "peers in bench/peers/peer-solve.py: torch.func.vmap(jacfwd) on CUDA; "
+                 "scipy.optimize.least_squares on the fits --dump writes");
     return kpb_close(&b);
 }

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "example-cli.h"
-#include "icosphere.h"
 #include "kernelport/solve.h"
+#include "mesh-problem.h"
 
 static const char *const program = "mesh-solve";
 static const char *const usage =
@@ -28,12 +28,6 @@ static const char *const usage =
     "  --csv FILE          one row per iteration: iteration, cost, CG iterations, damping,\n"
     "                      accepted, seconds\n"
     "  --json FILE         the summary\n";
-
-/* Per edge: its length against the target, and the difference of its two vertices' distances
- * from the centre (neighbours at similar radii: the smoothness term), weighted. */
-static const char *const residual = "d = norm3(bx - ax, by - ay, bz - az)\n"
-                                    "d - L\n"
-                                    "w * (norm3(bx, by, bz) - norm3(ax, ay, az))\n";
 
 typedef struct progress {
     FILE *csv;
@@ -113,39 +107,21 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    icosphere m;
-    if (icosphere_make((int)level, &m) != 0) {
+    mesh_problem mp;
+    if (mesh_problem_make((int)level, smooth, &mp) != 0) {
         fprintf(stderr, "%s: out of memory for level %d\n", program, (int)level);
         return 1;
     }
-    const size_t n = (size_t)m.n_edges, P = (size_t)m.n_vertices * 3;
-    double *data = malloc(n * 2 * sizeof *data), *x = malloc(P * sizeof *x),
-           *x0 = malloc(P * sizeof *x0), *L = malloc(n * sizeof *L);
-    int32_t *index = malloc(n * 6 * sizeof *index);
-    if (!data || !x || !x0 || !L || !index) {
+    const icosphere m = mp.m;
+    const size_t n = mp.n, P = mp.P;
+    double *data = mp.data, *x0 = mp.x0, *x = malloc(P * sizeof *x), *L = malloc(n * sizeof *L);
+    const int32_t *index = mp.index;
+    if (!x || !L) {
         fprintf(stderr, "%s: out of memory for %zu edges\n", program, n);
         return 1;
     }
-    /* Targets 1.2 times the sphere's edges (the solution: a sphere of radius about 1.2);
-     * vertices start jittered by up to 5% along their radius. */
-    unsigned s = 12345;
-    for (size_t i = 0; i < P / 3; i++) {
-        s = s * 1103515245u + 12345u;
-        const double f = 1 + 0.05 * ((double)(s >> 8) / 16777216.0 * 2 - 1);
-        for (int c = 0; c < 3; c++)
-            x0[3 * i + c] = m.v[3 * i + c] * f;
-    }
-    for (size_t k = 0; k < n; k++) {
-        const double *a = m.v + 3 * (size_t)m.e[2 * k], *b = m.v + 3 * (size_t)m.e[2 * k + 1];
-        L[k] = 1.2 * sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) +
-                          (b[2] - a[2]) * (b[2] - a[2]));
-        data[2 * k] = L[k];
-        data[2 * k + 1] = smooth;
-        for (int c = 0; c < 3; c++) {
-            index[6 * k + c] = 3 * m.e[2 * k] + c;
-            index[6 * k + 3 + c] = 3 * m.e[2 * k + 1] + c;
-        }
-    }
+    for (size_t k = 0; k < n; k++)
+        L[k] = data[2 * k];
     memcpy(x, x0, P * sizeof *x);
 
     kp_runtime_options o = kp_runtime_options_default();
@@ -160,7 +136,7 @@ int main(int argc, char **argv)
     kp_expr_graph_create(&g);
     kp_expr_declare(g, 1, "ax ay az bx by bz");
     kp_expr_declare(g, 0, "L w");
-    if (kp_expr_parse(g, residual) != KP_OK) {
+    if (kp_expr_parse(g, MESH_RESIDUAL) != KP_OK) {
         fprintf(stderr, "%s: %s\n", program, kp_expr_graph_error(g));
         return 1;
     }
@@ -247,7 +223,7 @@ int main(int argc, char **argv)
     kp_lm_sparse_destroy(lm);
     kp_expr_graph_destroy(g);
     kp_runtime_destroy(rt);
-    icosphere_free(&m);
-    free(data), free(x), free(x0), free(L), free(index);
+    mesh_problem_free(&mp);
+    free(x), free(L);
     return converged ? 0 : 1;
 }

@@ -2,44 +2,94 @@
 # SPDX-License-Identifier: Apache-2.0
 # The solve layer (#27) on the NVIDIA device, in one call of the device tool: its tests on the GPU
 # (generated residual kernels in f64 and f32 against the interpreter, the batched LM on the NIST
-# StRD problems in f64, robust losses, statuses), then bench-solve on the GPU (Rat43 residual +
-# Jacobian at 10^5-10^7 instances, 2D Gaussian fits at 10^4-10^6 problems, f64 and f32) and on the
-# machine's PoCL (all its cores) for the CPU side, and bench/peers/peer-solve.py (torch.func,
-# SciPy) in the same call.
-#   device run:  carry [".gpu"], command: bash scripts/gpu/solve.sh
-# What to read: NIST digits per problem on the GPU (test-solve-lm prints them); fits/s of the
-# gauss2d rows (#27's target: >= 10^7 fits/s at 10^6 fits), instances/s of the rat43 rows; the
-# rows' max_rel_err against the hand-written loop; mesh-solve's time per iteration at levels 4, 6
-# and 7 (15k, 246k and 983k residuals; #27 compares it with Ceres, not run here).
+# StRD problems in f64, robust losses, statuses), then bench-solve on the GPU with Ceres on all
+# the machine's cores as its peer in the same process (Rat43 and mesh-edge residual + Jacobian at
+# 10^5-10^7 instances, 2D Gaussian fits at 10^4-10^6 problems, f64 and f32), SciPy's
+# least_squares on the same fits and torch.func (bench/peers/peer-solve.py, one side-by-side
+# table), the mesh at levels 4, 6 and 7 (15k, 246k and 983k residuals) on the GPU against Ceres
+# with SPARSE_NORMAL_CHOLESKY and CGNR, and the machine's PoCL (all its cores) against Ceres on
+# the same cores.
+#   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-ceres.sh
+#   device run:  carry [".gpu", ".gpu-ceres"], command: bash scripts/gpu/solve.sh
+# KP_SOLVE_PARTS picks the steps (default "tests bench peers mesh pocl"). Everything does not fit
+# one call's 560 s (Ceres's sparse Cholesky at level 7 alone may take its 120 s twice over): run
+# KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh. Without .gpu-ceres (or
+# a Ceres on the machine) bench-solve runs without Ceres and says so.
+# What to read: NIST digits per problem on the GPU (test-solve-lm prints them); bench-solve's
+# "vs peer" column, against Ceres: the rat43 and edges rows' instances/s and ns_per_residual
+# beside ceres_ns_per_residual (#27: GPU >= 5x torch.func, compared in peer-solve's table), the
+# gauss2d rows' fits/s (target >= 10^7 fits/s at 10^6 fits) beside ceres_fits_per_s and SciPy's;
+# the mesh rows' ms_per_step and time to convergence against Ceres's (target >= 20x Ceres at 10^6
+# residuals; where the GPU loses, the break-even level); PoCL against Ceres on the same cores
+# (target >= 1x on Rat43).
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
 kp_begin solve /tmp/kp-solve-out results
 kp_setup
+parts=${KP_SOLVE_PARTS:-tests bench peers mesh pocl}
+want() { [[ " $parts " == *" $1 "* ]]; }
+
+# Ceres: the staged packages unpacked into a prefix of their own (scripts/gpu/stage-ceres.sh says
+# why), seen by bench-solve alone through LD_LIBRARY_PATH; else a Ceres the machine has; else none.
+ceres=() ceres_env=()
+if compgen -G ".gpu-ceres/*.deb" >/dev/null; then
+  prefix=/tmp/kp-ceres lib=/tmp/kp-ceres/usr/lib/x86_64-linux-gnu
+  for f in .gpu-ceres/*.deb; do dpkg -x "$f" "$prefix"; done
+  for n in libblas.so libblas.so.3 liblapack.so liblapack.so.3; do ln -sf "atlas/$n" "$lib/$n"; done
+  # CeresTargets.cmake names ATLAS's libraries by their absolute paths under /usr.
+  sed -i "s|/usr/lib/x86_64-linux-gnu/|$lib/|g" "$lib/cmake/Ceres/CeresTargets.cmake"
+  ceres=(-DKP_WITH_CERES=ON -DCMAKE_PREFIX_PATH="$prefix/usr")
+  ceres_env=(env LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+elif compgen -G "/usr/lib/*/cmake/Ceres/CeresConfig.cmake" >/dev/null; then
+  ceres=(-DKP_WITH_CERES=ON)
+else
+  echo "no Ceres: stage it with scripts/gpu/stage-ceres.sh and carry .gpu-ceres (bench-solve" \
+    "runs without its Ceres peer)"
+fi
+cores=$(nproc)
+
 step build
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=ON >/dev/null &&
-  cmake --build build-gpu -- -j"$(nproc)" >"$res/build.log" 2>&1 || { tail -40 "$res/build.log"; exit 1; }
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=ON "${ceres[@]}" \
+  >"$res/configure.log" 2>&1 && cmake --build build-gpu -- -j"$cores" >"$res/build.log" 2>&1 ||
+  { tail -40 "$res/configure.log" "$res/build.log"; exit 1; }
+grep -E "bench-solve:" "$res/configure.log"
+bench=("${ceres_env[@]}" build-gpu/bin/bench-solve --threads "$cores")
 
-step "nvidia: test-solve, test-solve-lm, test-solve-expr, test-solve-nist"
-(cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 240)" ctest -R 'test-solve' \
-  --output-on-failure -V) 2>&1 | grep -E '^[0-9]+: (Misra|Chwir|Lancz|Gauss|DanW|Kirby|Hahn|Nelson|MGH|mean|largest)|tests passed|Failed|FAIL|ERROR' | head -80
+if want tests; then
+  step "nvidia: test-solve, test-solve-lm, test-solve-expr, test-solve-nist"
+  (cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 240)" ctest -R 'test-solve' \
+    --output-on-failure -V) 2>&1 | grep -E '^[0-9]+: (Misra|Chwir|Lancz|Gauss|DanW|Kirby|Hahn|Nelson|MGH|mean|largest)|tests passed|Failed|FAIL|ERROR' | head -80
+fi
 
-step "nvidia: bench-solve"
-timeout "$(cap 300)" build-gpu/bin/bench-solve --device nvidia --json "$res/bench-solve.json"
+if want bench; then
+  step "nvidia: bench-solve rat43, edges, gauss2d against Ceres on $cores threads"
+  mkdir -p "$res/fits"
+  timeout "$(cap 240)" "${bench[@]}" --device nvidia --parts rat43,edges,gauss2d \
+    --dump "$res/fits" --json "$res/bench-solve.json"
+fi
 
-step "peer-solve (torch.func.vmap(jacfwd) on CUDA; scipy least_squares on the CPU)"
-PYTHONUNBUFFERED=1 timeout "$(cap 200)" python3 bench/peers/peer-solve.py \
-  --json "$res/peer-solve.json" || echo "peer failed"
+if want peers; then
+  step "peer-solve: torch.func.vmap(jacfwd) on CUDA; scipy least_squares on the same fits"
+  PYTHONUNBUFFERED=1 timeout "$(cap 150)" python3 bench/peers/peer-solve.py \
+    --problems "$res/fits" --bench "$res/bench-solve.json" --processes "$cores" \
+    --json "$res/peer-solve.json" || echo "peer failed"
+  rm -rf "$res/fits"
+fi
 
-step "pocl (this machine's CPU): bench-solve --quick"
-timeout "$(cap 200)" build-gpu/bin/bench-solve --device pocl --quick \
-  --json "$res/bench-solve-pocl.json" | tail -24
-for level in 4 6 7; do
-  step "nvidia: mesh-solve --level $level"
-  host=""
-  [[ $level == 4 ]] && host=--host
-  # shellcheck disable=SC2086 # host is empty or one option
-  timeout "$(cap 150)" build-gpu/bin/mesh-solve --device nvidia --level $level \
-    --max-iterations 30 $host --csv "$res/mesh-$level.csv" --json "$res/mesh-$level.json" |
-    tail -6
-done
+if want mesh; then
+  # One process a level, so that a level cut by its cap leaves the others' JSON; Ceres gets at
+  # most 120 s a solve (its time a step still counts).
+  for level in 4 6 7; do
+    step "nvidia: bench-solve mesh level $level against Ceres on $cores threads"
+    timeout "$(cap 330)" "${bench[@]}" --device nvidia --parts mesh --precision f64 \
+      --mesh-levels "$level" --peer-seconds 120 --json "$res/bench-solve-mesh-$level.json" |
+      grep -E '^mesh|^CASE'
+  done
+fi
+
+if want pocl; then
+  step "pocl (this machine's $cores cores) against Ceres on the same cores: bench-solve --quick"
+  timeout "$(cap 200)" "${bench[@]}" --device pocl --quick --precision f64 \
+    --parts rat43,edges,gauss2d,mesh --json "$res/bench-solve-pocl.json" | tail -24
+fi
 kp_pack
