@@ -23,6 +23,12 @@
  *      against the host-staging limit measured in the same run (both GPUs' pinned reads, then
  *      writes, of the same size through OpenCL into mapped CL_MEM_ALLOC_HOST_PTR memory). Bus
  *      bandwidth as NCCL's tests define it: size / time x 2 (P - 1) / P.
+ *   4. The same hand-off ordered on the devices instead of by the host: per GPU, two binary
+ *      OpenCL semaphores exported as opaque fds (cl_khr_external_semaphore_opaque_fd; CUDA can
+ *      only import semaphores) and imported by CUDA (cuImportExternalSemaphore): OpenCL releases
+ *      and signals, the CUDA stream waits, NCCL reduces, the stream signals, OpenCL waits and
+ *      acquires; the host waits once per round. Checked and timed like step 3; its failure is
+ *      reported apart and does not change steps 1-3's verdict.
  *
  * No CUDA or NCCL headers are needed: libcuda.so.1 and libnccl.so.2 are opened with dlopen and
  * the few types below are declared from cuda.h and nccl.h. Built with -DKP_PROBE_CHECK_ABI and
@@ -35,9 +41,10 @@
  *
  *   nccl-interop-probe [--nccl PATH] [--check-mb 16] [--max-mb 256] [--reps 10] [--json FILE]
  *
- * Exit status: 0 every step ran and every check passed; 2 not applicable here (no NVIDIA OpenCL
- * platform, fewer than two of its GPUs, no libcuda.so.1 or no libnccl.so.2); 3 an interop step
- * failed or a check found wrong data (the last line says which step and why); 1 bad arguments.
+ * Exit status: 0 steps 1-3 ran and every check passed (step 4 is reported apart); 2 not
+ * applicable here (no NVIDIA OpenCL platform, fewer than two of its GPUs, no libcuda.so.1 or no
+ * libnccl.so.2); 3 an interop step failed or a check found wrong data (the verdict line says
+ * which step and why); 1 bad arguments.
  * A diagnostic run by hand on the GPU machine (scripts/gpu/nccl-interop.sh); not a test.
  */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -88,7 +95,56 @@ struct cu_access_desc { /* CUmemAccessDesc */
 };
 struct cu_uuid {
     char bytes[16];
-}; /* CUuuid */
+};                                          /* CUuuid */
+typedef struct cu_ext_sema_st *cu_ext_sema; /* CUexternalSemaphore */
+struct cu_ext_sema_desc {                   /* CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC */
+    int type;                               /* CUexternalSemaphoreHandleType */
+    union {
+        int fd;
+        struct {
+            void *handle;
+            const void *name;
+        } win32;
+        const void *nv_sci_sync_obj;
+    } handle;
+    unsigned int flags;
+    unsigned int reserved[16];
+};
+struct cu_ext_sema_signal { /* CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS */
+    struct {
+        struct {
+            unsigned long long value;
+        } fence;
+        union {
+            void *fence;
+            unsigned long long reserved;
+        } nv_sci_sync;
+        struct {
+            unsigned long long key;
+        } keyed_mutex;
+        unsigned int reserved[12];
+    } params;
+    unsigned int flags;
+    unsigned int reserved[16];
+};
+struct cu_ext_sema_wait { /* CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS */
+    struct {
+        struct {
+            unsigned long long value;
+        } fence;
+        union {
+            void *fence;
+            unsigned long long reserved;
+        } nv_sci_sync;
+        struct {
+            unsigned long long key;
+            unsigned int timeout_ms;
+        } keyed_mutex;
+        unsigned int reserved[10];
+    } params;
+    unsigned int flags;
+    unsigned int reserved[16];
+};
 
 enum {
     K_CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
@@ -104,6 +160,7 @@ enum {
     K_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
     K_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
     K_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
+    K_CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD = 1,
 };
 
 /* The exported symbol names are the ones cuda.h's macros map the API names to (cuMemsetD32 is
@@ -135,6 +192,12 @@ static struct {
     cu_result (*MemcpyDtoH)(void *, cu_ptr, size_t);
     cu_result (*StreamCreate)(cu_stream *, unsigned int);
     cu_result (*StreamSynchronize)(cu_stream);
+    cu_result (*ImportExternalSemaphore)(cu_ext_sema *, const struct cu_ext_sema_desc *);
+    cu_result (*SignalExternalSemaphoresAsync)(const cu_ext_sema *,
+                                               const struct cu_ext_sema_signal *, unsigned int,
+                                               cu_stream);
+    cu_result (*WaitExternalSemaphoresAsync)(const cu_ext_sema *, const struct cu_ext_sema_wait *,
+                                             unsigned int, cu_stream);
 } cu;
 
 /* ---- NCCL, as nccl.h declares it (2.x) ---- */
@@ -167,6 +230,16 @@ SAME_LAYOUT(struct cu_alloc_prop, CUmemAllocationProp, alloc_flags, allocFlags);
 SAME_LAYOUT(struct cu_alloc_prop, CUmemAllocationProp, alloc_flags.usage, allocFlags.usage);
 _Static_assert(sizeof(struct cu_access_desc) == sizeof(CUmemAccessDesc), "CUmemAccessDesc");
 SAME_LAYOUT(struct cu_access_desc, CUmemAccessDesc, flags, flags);
+_Static_assert(sizeof(struct cu_ext_sema_desc) == sizeof(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC),
+               "CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC");
+SAME_LAYOUT(struct cu_ext_sema_desc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, handle.fd, handle.fd);
+SAME_LAYOUT(struct cu_ext_sema_desc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, flags, flags);
+_Static_assert(sizeof(struct cu_ext_sema_signal) == sizeof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS),
+               "CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS");
+SAME_LAYOUT(struct cu_ext_sema_signal, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, flags, flags);
+_Static_assert(sizeof(struct cu_ext_sema_wait) == sizeof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS),
+               "CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS");
+SAME_LAYOUT(struct cu_ext_sema_wait, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags, flags);
 _Static_assert(sizeof(struct cu_uuid) == sizeof(CUuuid), "CUuuid");
 _Static_assert(sizeof(cu_ptr) == sizeof(CUdeviceptr), "CUdeviceptr");
 _Static_assert(sizeof(cu_mem_handle) == sizeof(CUmemGenericAllocationHandle), "handle");
@@ -192,6 +265,8 @@ SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
 SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
            CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
 SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
+SAME_VALUE(K_CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
+           CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
 SAME_VALUE(K_NCCL_FLOAT32, ncclFloat32);
 SAME_VALUE(K_NCCL_SUM, ncclSum);
 SAME_VALUE(0, CUDA_SUCCESS);
@@ -204,7 +279,6 @@ static int abi_check(void)
     static const char *const pairs[][2] = {
         {"cuMemsetD32_v2", STR(cuMemsetD32)},
         {"cuMemcpyDtoH_v2", STR(cuMemcpyDtoH)},
-        {"cuDeviceGetUuid_v2", STR(cuDeviceGetUuid_v2)},
         {"cuMemCreate", STR(cuMemCreate)},
         {"cuMemMap", STR(cuMemMap)},
         {"cuMemSetAccess", STR(cuMemSetAccess)},
@@ -219,6 +293,9 @@ static int abi_check(void)
         {"cuCtxSynchronize", STR(cuCtxSynchronize)},
         {"cuStreamCreate", STR(cuStreamCreate)},
         {"cuStreamSynchronize", STR(cuStreamSynchronize)},
+        {"cuImportExternalSemaphore", STR(cuImportExternalSemaphore)},
+        {"cuSignalExternalSemaphoresAsync", STR(cuSignalExternalSemaphoresAsync)},
+        {"cuWaitExternalSemaphoresAsync", STR(cuWaitExternalSemaphoresAsync)},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
@@ -254,6 +331,9 @@ struct gpu {
     cu_device cu_dev;
     cu_context cu_ctx;
     cu_stream stream;
+    /* Step 4: OpenCL semaphores CUDA imported, one for each direction. */
+    cl_semaphore_khr to_cuda, to_cl;
+    cu_ext_sema ext_to_cuda, ext_to_cl;
 };
 
 /* Memory CUDA allocated and exported, as OpenCL imported it. */
@@ -279,8 +359,8 @@ struct variant_result {
 
 struct size_result {
     size_t bytes;
-    int sums_ok;
-    double nccl_s, handoff_s, read_s, write_s;
+    int sums_ok, sema_ok;
+    double nccl_s, handoff_s, read_s, write_s, sema_s;
 };
 
 static cl_platform_id platform;
@@ -375,12 +455,11 @@ static void print_handle_types(cl_device_id dev, cl_device_info what, const char
     printf("\n");
 }
 
-static int device_imports(cl_device_id dev, cl_uint type)
+static int device_lists(cl_device_id dev, cl_device_info what, cl_uint type)
 {
     cl_uint types[16];
     size_t got = 0;
-    if (clGetDeviceInfo(dev, CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR, sizeof types, types,
-                        &got) != CL_SUCCESS)
+    if (clGetDeviceInfo(dev, what, sizeof types, types, &got) != CL_SUCCESS)
         return 0;
     for (size_t i = 0; i < got / sizeof types[0]; i++)
         if (types[i] == type)
@@ -505,6 +584,9 @@ static int match_cuda(struct gpu *g, int n)
     bad |= LOAD(lib, cu.MemcpyDtoH, "cuMemcpyDtoH_v2", 0);
     bad |= LOAD(lib, cu.StreamCreate, "cuStreamCreate", 0);
     bad |= LOAD(lib, cu.StreamSynchronize, "cuStreamSynchronize", 0);
+    bad |= LOAD(lib, cu.ImportExternalSemaphore, "cuImportExternalSemaphore", 0);
+    bad |= LOAD(lib, cu.SignalExternalSemaphoresAsync, "cuSignalExternalSemaphoresAsync", 0);
+    bad |= LOAD(lib, cu.WaitExternalSemaphoresAsync, "cuWaitExternalSemaphoresAsync", 0);
     if (bad)
         return stop(1, EXIT_NOT_HERE, "libcuda.so.1 lacks a symbol the probe needs (above)");
     cu_result r = cu.Init(0);
@@ -780,7 +862,8 @@ static int step_import(struct gpu *g, int n, size_t bytes, struct variant_result
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < N_VARIANTS; k++) {
             struct variant_result *r = &v[i][k];
-            if (k == 2 && !device_imports(g[i].dev, CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR)) {
+            if (k == 2 && !device_lists(g[i].dev, CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR,
+                                        CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR)) {
                 printf("[2] GPU %d, %s: not tried (the device lists no dma-buf import)\n", i,
                        variant_name[k]);
                 continue;
@@ -862,7 +945,7 @@ static cl_int finish_all(struct gpu *g)
     return err ? err : clFinish(g[1].q);
 }
 
-static int nccl_round(struct gpu *g, nccl_comm *comms, struct shared *s, size_t count)
+static int nccl_enqueue(struct gpu *g, nccl_comm *comms, struct shared *s, size_t count)
 {
     nccl_result r = nccl.GroupStart();
     for (int i = 0; i < 2 && !r; i++)
@@ -871,6 +954,13 @@ static int nccl_round(struct gpu *g, nccl_comm *comms, struct shared *s, size_t 
     nccl_result end = nccl.GroupEnd();
     if (r || end)
         return stop(3, EXIT_FAILED, "ncclAllReduce: %s", nccl.GetErrorString(r ? r : end));
+    return 0;
+}
+
+static int nccl_round(struct gpu *g, nccl_comm *comms, struct shared *s, size_t count)
+{
+    if (nccl_enqueue(g, comms, s, count))
+        return -1;
     for (int i = 0; i < 2; i++) {
         cu_result c = cu.StreamSynchronize(g[i].stream);
         if (c)
@@ -954,7 +1044,70 @@ out:
     return rc;
 }
 
-/* Step 3 at one size: correctness on the first round, then the timings. */
+typedef int (*round_fn)(struct gpu *, nccl_comm *, struct shared *, size_t);
+
+/* The median of reps rounds after one untimed. */
+static int time_rounds(round_fn round, struct gpu *g, nccl_comm *comms, struct shared *s,
+                       size_t count, int reps, double *t, double *median_s)
+{
+    for (int r = -1; r < reps; r++) {
+        const double t0 = now();
+        if (round(g, comms, s, count))
+            return -1;
+        if (r >= 0)
+            t[r] = now() - t0;
+    }
+    *median_s = median(t, reps);
+    return 0;
+}
+
+/* Shared memory of `bytes` on both GPUs, acquired by OpenCL and written by it: GPU i holds
+ * (i + 1) * (k % 1021) at float k, so that the sums are exact and every offset distinct mod 1021.
+ */
+static int pair_open(struct gpu *g, int variant, size_t bytes, struct shared *s, float *host,
+                     int step)
+{
+    char why[256];
+    for (int i = 0; i < 2; i++) {
+        if (shared_alloc(&g[i], bytes, variant, &s[i], why, sizeof why))
+            return stop(step, EXIT_FAILED, "GPU %d, %zu bytes: %s", i, bytes, why);
+        for (size_t k = 0; k < bytes / 4; k++)
+            host[k] = (float)((i + 1) * (int)(k % 1021));
+        cl_int err = cl_acquire(&g[i], &s[i]);
+        if (err ||
+            (err = clEnqueueWriteBuffer(g[i].q, s[i].mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL)))
+            return stop(step, EXIT_FAILED,
+                        "GPU %d: acquire + clEnqueueWriteBuffer: OpenCL error %d", i, (int)err);
+    }
+    return 0;
+}
+
+/* After one all-reduce of pair_open's data: what OpenCL reads on each GPU is the sum. */
+static int check_sums(struct gpu *g, struct shared *s, float *host, size_t bytes, int step)
+{
+    const size_t count = bytes / 4;
+    for (int i = 0; i < 2; i++) {
+        cl_int err = clEnqueueReadBuffer(g[i].q, s[i].mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+        if (err)
+            return stop(step, EXIT_FAILED, "GPU %d: clEnqueueReadBuffer after the all-reduce: %d",
+                        i, (int)err);
+        size_t wrong = 0, first = 0;
+        for (size_t k = 0; k < count; k++)
+            if (host[k] != (float)(3 * (int)(k % 1021)) && !wrong++)
+                first = k;
+        if (wrong)
+            return stop(step, EXIT_FAILED,
+                        "GPU %d, %zu bytes: OpenCL reads %zu of %zu wrong sums after NCCL (first "
+                        "at %zu: %g, want %d)",
+                        i, bytes, wrong, count, first, (double)host[first],
+                        3 * (int)(first % 1021));
+    }
+    return 0;
+}
+
+/* Step 3 at one size: the sums after one hand-off round, then the hand-off timed, NCCL alone
+ * timed (the buffers' values double each round: only the timings matter now), and the
+ * host-staging limit. */
 static int step_allreduce_size(struct gpu *g, nccl_comm *comms, int variant, size_t bytes, int reps,
                                struct size_result *out)
 {
@@ -964,59 +1117,17 @@ static int step_allreduce_size(struct gpu *g, nccl_comm *comms, int variant, siz
     float *host = malloc(bytes);
     double *t = malloc((size_t)reps * sizeof *t);
     int rc = -1;
-    char why[256];
     out->bytes = bytes;
     if (!host || !t) {
         stop(3, EXIT_FAILED, "out of host memory");
         goto out;
     }
-    for (int i = 0; i < 2; i++) {
-        if (shared_alloc(&g[i], bytes, variant, &s[i], why, sizeof why)) {
-            stop(3, EXIT_FAILED, "GPU %d, %zu bytes: %s", i, bytes, why);
-            goto out;
-        }
-        for (size_t k = 0; k < count; k++)
-            host[k] = (float)((i + 1) * (int)(k % 1021));
-        cl_int err = cl_acquire(&g[i], &s[i]);
-        if (err || (err = clEnqueueWriteBuffer(g[i].q, s[i].mem, CL_TRUE, 0, bytes, host, 0, NULL,
-                                               NULL))) {
-            stop(3, EXIT_FAILED, "GPU %d: acquire + clEnqueueWriteBuffer: OpenCL error %d", i,
-                 (int)err);
-            goto out;
-        }
-    }
-    if (handoff_round(g, comms, s, count))
+    if (pair_open(g, variant, bytes, s, host, 3) || handoff_round(g, comms, s, count) ||
+        check_sums(g, s, host, bytes, 3))
         goto out;
     out->sums_ok = 1;
-    for (int i = 0; i < 2; i++) {
-        cl_int err = clEnqueueReadBuffer(g[i].q, s[i].mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
-        if (err) {
-            stop(3, EXIT_FAILED, "GPU %d: clEnqueueReadBuffer after the all-reduce: %d", i,
-                 (int)err);
-            goto out;
-        }
-        size_t wrong = 0, first = 0;
-        for (size_t k = 0; k < count; k++)
-            if (host[k] != (float)(3 * (int)(k % 1021)) && !wrong++)
-                first = k;
-        if (wrong) {
-            out->sums_ok = 0;
-            stop(3, EXIT_FAILED,
-                 "GPU %d, %zu bytes: OpenCL reads %zu of %zu wrong sums after NCCL (first at "
-                 "%zu: %g, want %d)",
-                 i, bytes, wrong, count, first, (double)host[first], 3 * (int)(first % 1021));
-            goto out;
-        }
-    }
-    /* The buffers' values double each round from here on: only the timings matter. */
-    for (int r = -1; r < reps; r++) {
-        const double t0 = now();
-        if (handoff_round(g, comms, s, count))
-            goto out;
-        if (r >= 0)
-            t[r] = now() - t0;
-    }
-    out->handoff_s = median(t, reps);
+    if (time_rounds(handoff_round, g, comms, s, count, reps, t, &out->handoff_s))
+        goto out;
     for (int i = 0; i < 2; i++) {
         cl_int err = cl_release(&g[i], &s[i]);
         if (err || (err = clFinish(g[i].q))) {
@@ -1025,15 +1136,153 @@ static int step_allreduce_size(struct gpu *g, nccl_comm *comms, int variant, siz
             goto out;
         }
     }
-    for (int r = -1; r < reps; r++) {
-        const double t0 = now();
-        if (nccl_round(g, comms, s, count))
-            goto out;
-        if (r >= 0)
-            t[r] = now() - t0;
-    }
-    out->nccl_s = median(t, reps);
+    if (time_rounds(nccl_round, g, comms, s, count, reps, t, &out->nccl_s))
+        goto out;
     rc = staging_times(g, bytes, reps, &out->read_s, &out->write_s);
+out:
+    for (int i = 0; i < 2; i++)
+        shared_free(&g[i], &s[i]);
+    free(host);
+    free(t);
+    return rc;
+}
+
+/* ---- Step 4: the hand-off ordered on the devices by semaphores, no host wait inside ---- */
+static clCreateSemaphoreWithPropertiesKHR_fn create_sema_fn;
+static clGetSemaphoreHandleForTypeKHR_fn sema_handle_fn;
+static clEnqueueSignalSemaphoresKHR_fn signal_sema_fn;
+static clEnqueueWaitSemaphoresKHR_fn wait_sema_fn;
+
+/* A binary OpenCL semaphore exported as an opaque fd, imported by CUDA. CL semaphores are the
+ * exportable side: CUDA only imports external semaphores. */
+static int sema_make(struct gpu *d, cl_semaphore_khr *cl_sema, cu_ext_sema *cu_sema, char *why,
+                     size_t why_size)
+{
+    cl_semaphore_properties_khr props[] = {CL_SEMAPHORE_TYPE_KHR,
+                                           CL_SEMAPHORE_TYPE_BINARY_KHR,
+                                           CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR,
+                                           CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR,
+                                           CL_SEMAPHORE_EXPORT_HANDLE_TYPES_LIST_END_KHR,
+                                           0};
+    cl_int err = CL_SUCCESS;
+    *cl_sema = create_sema_fn(d->ctx, props, &err);
+    if (!*cl_sema) {
+        snprintf(why, why_size,
+                 "clCreateSemaphoreWithPropertiesKHR (exportable as opaque fd): "
+                 "OpenCL error %d",
+                 (int)err);
+        return -1;
+    }
+    int fd = -1;
+    if ((err = sema_handle_fn(*cl_sema, d->dev, CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR, sizeof fd, &fd,
+                              NULL))) {
+        snprintf(why, why_size, "clGetSemaphoreHandleForTypeKHR: OpenCL error %d", (int)err);
+        return -1;
+    }
+    struct cu_ext_sema_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.type = K_CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD;
+    desc.handle.fd = fd;
+    cu.CtxSetCurrent(d->cu_ctx);
+    cu_result r = cu.ImportExternalSemaphore(cu_sema, &desc);
+    if (r) {
+        /* A successful import owns the descriptor; a failed one leaves it to us. */
+        close(fd);
+        snprintf(why, why_size, "cuImportExternalSemaphore (opaque fd): %s (%d)", cu_err(r), r);
+        return -1;
+    }
+    return 0;
+}
+
+static int sema_setup(struct gpu *g, char *why, size_t why_size)
+{
+    static const char *const names[] = {
+        "clCreateSemaphoreWithPropertiesKHR", "clGetSemaphoreHandleForTypeKHR",
+        "clEnqueueSignalSemaphoresKHR", "clEnqueueWaitSemaphoresKHR"};
+    void *slots[] = {&create_sema_fn, &sema_handle_fn, &signal_sema_fn, &wait_sema_fn};
+    for (int k = 0; k < 4; k++) {
+        void *fp = clGetExtensionFunctionAddressForPlatform(platform, names[k]);
+        if (!fp) {
+            snprintf(why, why_size, "clGetExtensionFunctionAddressForPlatform has no %s", names[k]);
+            return -1;
+        }
+        memcpy(slots[k], &fp, sizeof fp);
+    }
+    for (int i = 0; i < 2; i++) {
+        struct gpu *d = &g[i];
+        if (!d->sema || !d->ext_sema || !d->ext_sema_fd ||
+            !device_lists(d->dev, CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR,
+                          CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR)) {
+            snprintf(why, why_size,
+                     "GPU %d does not export semaphores as opaque fds (cl_khr_semaphore, "
+                     "cl_khr_external_semaphore_opaque_fd, CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_"
+                     "TYPES_KHR)",
+                     i);
+            return -1;
+        }
+        if (sema_make(d, &d->to_cuda, &d->ext_to_cuda, why, why_size) ||
+            sema_make(d, &d->to_cl, &d->ext_to_cl, why, why_size))
+            return -1;
+    }
+    return 0;
+}
+
+/* OpenCL releases and signals; CUDA's streams wait, NCCL reduces, the streams signal; OpenCL
+ * waits and acquires. The host waits once, at the end, to time the round. */
+static int sema_round(struct gpu *g, nccl_comm *comms, struct shared *s, size_t count)
+{
+    struct cu_ext_sema_wait wait;
+    struct cu_ext_sema_signal signal;
+    memset(&wait, 0, sizeof wait);
+    memset(&signal, 0, sizeof signal);
+    cl_int err = CL_SUCCESS;
+    cu_result r = 0;
+    for (int i = 0; i < 2 && !err; i++)
+        if (!(err = cl_release(&g[i], &s[i])) &&
+            !(err = signal_sema_fn(g[i].q, 1, &g[i].to_cuda, NULL, 0, NULL, NULL)))
+            err = clFlush(g[i].q);
+    if (err)
+        return stop(4, EXIT_FAILED, "release + clEnqueueSignalSemaphoresKHR: OpenCL error %d",
+                    (int)err);
+    for (int i = 0; i < 2 && !r; i++)
+        if (!(r = cu.CtxSetCurrent(g[i].cu_ctx)))
+            r = cu.WaitExternalSemaphoresAsync(&g[i].ext_to_cuda, &wait, 1, g[i].stream);
+    if (r)
+        return stop(4, EXIT_FAILED, "cuWaitExternalSemaphoresAsync: %s", cu_err(r));
+    if (nccl_enqueue(g, comms, s, count))
+        return -1;
+    for (int i = 0; i < 2 && !r; i++)
+        if (!(r = cu.CtxSetCurrent(g[i].cu_ctx)))
+            r = cu.SignalExternalSemaphoresAsync(&g[i].ext_to_cl, &signal, 1, g[i].stream);
+    if (r)
+        return stop(4, EXIT_FAILED, "cuSignalExternalSemaphoresAsync: %s", cu_err(r));
+    for (int i = 0; i < 2 && !err; i++)
+        if (!(err = wait_sema_fn(g[i].q, 1, &g[i].to_cl, NULL, 0, NULL, NULL)))
+            err = cl_acquire(&g[i], &s[i]);
+    if (err || (err = finish_all(g)))
+        return stop(4, EXIT_FAILED, "clEnqueueWaitSemaphoresKHR + acquire: OpenCL error %d",
+                    (int)err);
+    return 0;
+}
+
+/* Step 4 at one size: the sums after one semaphore round, then the rounds timed. */
+static int step_sema_size(struct gpu *g, nccl_comm *comms, int variant, size_t bytes, int reps,
+                          struct size_result *out)
+{
+    struct shared s[2];
+    memset(s, 0, sizeof s);
+    float *host = malloc(bytes);
+    double *t = malloc((size_t)reps * sizeof *t);
+    int rc = -1;
+    if (!host || !t) {
+        stop(4, EXIT_FAILED, "out of host memory");
+        goto out;
+    }
+    if (pair_open(g, variant, bytes, s, host, 4) || sema_round(g, comms, s, bytes / 4) ||
+        check_sums(g, s, host, bytes, 4))
+        goto out;
+    out->sema_ok = 1;
+    rc = time_rounds(sema_round, g, comms, s, bytes / 4, reps, t, &out->sema_s);
 out:
     for (int i = 0; i < 2; i++)
         shared_free(&g[i], &s[i]);
@@ -1055,6 +1304,8 @@ struct probe {
     struct size_result sz[MAX_SIZES];
     char nccl_path[600];
     nccl_comm comms[2];
+    int sema_tried;
+    char sema_why[512]; /* why step 4 stopped; empty where it ran through */
 };
 
 static void json_string(FILE *f, const char *s)
@@ -1107,14 +1358,19 @@ static void write_json(FILE *f, const struct probe *p)
         fprintf(f,
                 "%s\n  {\"bytes\": %zu, \"sums_ok\": %d, \"nccl_s\": %.9g, \"nccl_bus_gbs\": %.6g, "
                 "\"handoff_s\": %.9g, \"handoff_bus_gbs\": %.6g, \"read_s\": %.9g, "
-                "\"write_s\": %.9g, \"staging_limit_bus_gbs\": %.6g}",
+                "\"write_s\": %.9g, \"staging_limit_bus_gbs\": %.6g, \"semaphore_sums_ok\": %d, "
+                "\"semaphore_handoff_s\": %.9g, \"semaphore_handoff_bus_gbs\": %.6g}",
                 k ? "," : "", z->bytes, z->sums_ok, z->nccl_s, gbs(z->bytes, z->nccl_s),
                 z->handoff_s, gbs(z->bytes, z->handoff_s), z->read_s, z->write_s,
-                gbs(z->bytes, z->read_s + z->write_s));
+                gbs(z->bytes, z->read_s + z->write_s), z->sema_ok, z->sema_s,
+                gbs(z->bytes, z->sema_s));
     }
     fprintf(f, "\n ],\n \"feasible\": %s, \"stopped_at_step\": %d, \"why\": ",
             stop_step ? "false" : "true", stop_step);
     json_string(f, stop_why);
+    fprintf(f, ",\n \"semaphores_tried\": %d, \"semaphores_ok\": %d, \"semaphores_why\": ",
+            p->sema_tried, p->sema_tried && !p->sema_why[0]);
+    json_string(f, p->sema_why);
     fprintf(f, "}\n");
 }
 
@@ -1171,6 +1427,34 @@ static void step_allreduce(struct probe *p, const char *nccl_arg, double max_mb,
     }
 }
 
+/* Step 4 over the sizes step 3 measured. Its failure leaves steps 1-3's verdict as it was. */
+static void step_semaphores(struct probe *p, int reps)
+{
+    p->sema_tried = 1;
+    if (sema_setup(p->g, p->sema_why, sizeof p->sema_why)) {
+        printf("[4] semaphores: not usable: %s\n", p->sema_why);
+        return;
+    }
+    printf("[4] hand-off ordered by OpenCL semaphores CUDA imported (one host wait per round)\n");
+    printf("%8s %12s %10s %10s %9s %6s\n", "MB", "sema ms", "sema bus", "limit bus", "vs limit",
+           "sums");
+    for (int k = 0; k < p->nsz; k++) {
+        struct size_result *z = &p->sz[k];
+        if (step_sema_size(p->g, p->comms, p->variant, z->bytes, reps, z)) {
+            snprintf(p->sema_why, sizeof p->sema_why, "%s", stop_why);
+            printf("[4] semaphores: stopped at %zu MB: %s\n", z->bytes >> 20, stop_why);
+            stop_step = 0;
+            stop_code = EXIT_FEASIBLE;
+            stop_why[0] = '\0';
+            return;
+        }
+        const double limit = gbs(z->bytes, z->read_s + z->write_s);
+        printf("%8zu %12.3f %10.2f %10.2f %8.1fx %6s\n", z->bytes >> 20, 1e3 * z->sema_s,
+               gbs(z->bytes, z->sema_s), limit, limit > 0 ? gbs(z->bytes, z->sema_s) / limit : 0,
+               "ok");
+    }
+}
+
 static void run(struct probe *p, const char *nccl_arg, size_t check_bytes, double max_mb, int reps)
 {
     if (find_gpus(p->g, &p->n) || match_cuda(p->g, p->n))
@@ -1193,6 +1477,19 @@ static void run(struct probe *p, const char *nccl_arg, size_t check_bytes, doubl
         return;
     }
     step_allreduce(p, nccl_arg, max_mb, reps);
+}
+
+static void save_json(const struct probe *p, const char *path)
+{
+    if (!path)
+        return;
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        printf("cannot write %s\n", path);
+        return;
+    }
+    write_json(f, p);
+    fclose(f);
 }
 
 int main(int argc, char **argv)
@@ -1241,18 +1538,16 @@ int main(int argc, char **argv)
     static struct probe p;
     p.variant = -1;
     run(&p, nccl_arg, (size_t)(check_mb * 1048576.0) / 4 * 4, max_mb, reps);
+    /* Saved before step 4 too: a semaphore that is never signalled hangs the run until the
+     * script's timeout, and steps 1-3's results must survive that. */
+    save_json(&p, json_path);
+    if (!stop_step) {
+        step_semaphores(&p, reps);
+        save_json(&p, json_path);
+    }
     for (int i = 0; i < 2; i++)
         if (p.comms[i])
             nccl.CommDestroy(p.comms[i]);
-    if (json_path) {
-        FILE *f = fopen(json_path, "w");
-        if (f) {
-            write_json(f, &p);
-            fclose(f);
-        } else {
-            printf("cannot write %s\n", json_path);
-        }
-    }
     if (!stop_step) {
         const struct size_result *z = &p.sz[p.nsz - 1];
         printf("verdict: FEASIBLE: memory CUDA allocated is imported by NVIDIA's OpenCL (%s), "
@@ -1261,6 +1556,12 @@ int main(int argc, char **argv)
                "host-staging limit of %.2f GB/s\n",
                variant_name[p.variant], z->bytes >> 20, gbs(z->bytes, z->handoff_s),
                gbs(z->bytes, z->read_s + z->write_s));
+        if (p.sema_why[0])
+            printf("semaphores (step 4): not usable: %s\n", p.sema_why);
+        else
+            printf("semaphores (step 4): the hand-off ordered on the devices works; at %zu MB "
+                   "%.2f GB/s bus bandwidth\n",
+                   z->bytes >> 20, gbs(z->bytes, z->sema_s));
     } else {
         printf("verdict: %s: stopped at step %d because %s\n",
                stop_code == EXIT_NOT_HERE ? "NOT APPLICABLE HERE" : "NOT FEASIBLE AS TRIED",
