@@ -20,6 +20,7 @@
  *      all-reduces each GPU's CUDA pointer in place; OpenCL acquires and checks the sums. Then
  *      times 1-256 MB (median of --reps): NCCL alone, and the hand-off a real use pays (release,
  *      all-reduce, stream synchronisation, acquire, each side finished before the other starts),
+ *      the release and acquire alone (a cost that grows with the size would mean a copy), all
  *      against the host-staging limit measured in the same run (both GPUs' pinned reads, then
  *      writes, of the same size through OpenCL into mapped CL_MEM_ALLOC_HOST_PTR memory). Bus
  *      bandwidth as NCCL's tests define it: size / time x 2 (P - 1) / P.
@@ -360,7 +361,7 @@ struct variant_result {
 struct size_result {
     size_t bytes;
     int sums_ok, sema_ok;
-    double nccl_s, handoff_s, read_s, write_s, sema_s;
+    double nccl_s, handoff_s, own_s, read_s, write_s, sema_s;
 };
 
 static cl_platform_id platform;
@@ -482,9 +483,10 @@ static int find_gpus(struct gpu *g, int *n)
     if (err != CL_SUCCESS || !np)
         return stop(1, EXIT_NOT_HERE, "no OpenCL platform (clGetPlatformIDs: %d)", (int)err);
     for (cl_uint i = 0; i < np && !platform; i++) {
-        char name[256] = "";
+        char name[256] = "", version[256] = "";
         clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        printf("[1] OpenCL platform %u: %s\n", i, name);
+        clGetPlatformInfo(ps[i], CL_PLATFORM_VERSION, sizeof version, version, NULL);
+        printf("[1] OpenCL platform %u: %s (%s)\n", i, name, version);
         if (strstr(name, "NVIDIA"))
             platform = ps[i];
     }
@@ -625,22 +627,27 @@ static int match_cuda(struct gpu *g, int n)
                c, name, u, cd[c].domain, cd[c].bus, cd[c].slot, vmm ? "yes" : "NO",
                fd ? "yes" : "NO", dmabuf ? "yes" : "no");
     }
+    /* By UUID; where OpenCL gives none or it matches nothing, by PCI address; else by order (both
+     * enumerate identical GPUs in PCI order unless CUDA_DEVICE_ORDER or CUDA_VISIBLE_DEVICES say
+     * otherwise), with a warning. */
+    static const char *const by[] = {"UUID", "PCI address",
+                                     "ORDER ONLY (no UUID or PCI address matched: check it)"};
     for (int i = 0; i < n; i++) {
-        for (int c = 0; c < count && g[i].cu_ordinal < 0; c++) {
-            if (cd[c].used)
-                continue;
-            if (g[i].has_uuid && !memcmp(g[i].uuid, cd[c].uuid.bytes, 16))
-                g[i].matched_by = "UUID";
-            else if (!g[i].has_uuid && g[i].has_pci && (int)g[i].pci.pci_domain == cd[c].domain &&
-                     (int)g[i].pci.pci_bus == cd[c].bus && (int)g[i].pci.pci_device == cd[c].slot)
-                g[i].matched_by = "PCI address";
-            else if (!g[i].has_uuid && !g[i].has_pci && c == i)
-                g[i].matched_by = "order (neither UUID nor PCI address in OpenCL)";
-            else
-                continue;
-            g[i].cu_ordinal = c;
-            g[i].cu_dev = cd[c].dev;
-            cd[c].used = 1;
+        for (int pass = 0; pass < 3 && g[i].cu_ordinal < 0; pass++) {
+            for (int c = 0; c < count && g[i].cu_ordinal < 0; c++) {
+                const int match =
+                    pass == 0   ? g[i].has_uuid && !memcmp(g[i].uuid, cd[c].uuid.bytes, 16)
+                    : pass == 1 ? g[i].has_pci && (int)g[i].pci.pci_domain == cd[c].domain &&
+                                      (int)g[i].pci.pci_bus == cd[c].bus &&
+                                      (int)g[i].pci.pci_device == cd[c].slot
+                                : c == i;
+                if (!match || cd[c].used)
+                    continue;
+                g[i].cu_ordinal = c;
+                g[i].cu_dev = cd[c].dev;
+                g[i].matched_by = by[pass];
+                cd[c].used = 1;
+            }
         }
         if (g[i].cu_ordinal < 0)
             printf("[1] OpenCL GPU %d: no CUDA device matches it\n", i);
@@ -979,7 +986,7 @@ static int handoff_round(struct gpu *g, nccl_comm *comms, struct shared *s, size
     if (err || (err = finish_all(g)))
         return stop(3, EXIT_FAILED, "clEnqueueReleaseExternalMemObjectsKHR: OpenCL error %d",
                     (int)err);
-    if (nccl_round(g, comms, s, count))
+    if (count && nccl_round(g, comms, s, count))
         return -1;
     for (int i = 0; i < 2 && !err; i++)
         err = cl_acquire(&g[i], &s[i]);
@@ -987,6 +994,13 @@ static int handoff_round(struct gpu *g, nccl_comm *comms, struct shared *s, size
         return stop(3, EXIT_FAILED, "clEnqueueAcquireExternalMemObjectsKHR: OpenCL error %d",
                     (int)err);
     return 0;
+}
+
+/* The hand-off without the all-reduce: its cost growing with the size would mean the driver
+ * copies on release or acquire instead of sharing the memory. */
+static int ownership_round(struct gpu *g, nccl_comm *comms, struct shared *s, size_t count)
+{
+    return handoff_round(g, comms, s, 0);
 }
 
 /* The host-staging limit's two copies on both GPUs at once (as two ranks of a staged all-reduce
@@ -1126,7 +1140,8 @@ static int step_allreduce_size(struct gpu *g, nccl_comm *comms, int variant, siz
         check_sums(g, s, host, bytes, 3))
         goto out;
     out->sums_ok = 1;
-    if (time_rounds(handoff_round, g, comms, s, count, reps, t, &out->handoff_s))
+    if (time_rounds(handoff_round, g, comms, s, count, reps, t, &out->handoff_s) ||
+        time_rounds(ownership_round, g, comms, s, count, reps, t, &out->own_s))
         goto out;
     for (int i = 0; i < 2; i++) {
         cl_int err = cl_release(&g[i], &s[i]);
@@ -1357,11 +1372,12 @@ static void write_json(FILE *f, const struct probe *p)
         const struct size_result *z = &p->sz[k];
         fprintf(f,
                 "%s\n  {\"bytes\": %zu, \"sums_ok\": %d, \"nccl_s\": %.9g, \"nccl_bus_gbs\": %.6g, "
-                "\"handoff_s\": %.9g, \"handoff_bus_gbs\": %.6g, \"read_s\": %.9g, "
+                "\"handoff_s\": %.9g, \"handoff_bus_gbs\": %.6g, \"acquire_release_s\": %.9g, "
+                "\"read_s\": %.9g, "
                 "\"write_s\": %.9g, \"staging_limit_bus_gbs\": %.6g, \"semaphore_sums_ok\": %d, "
                 "\"semaphore_handoff_s\": %.9g, \"semaphore_handoff_bus_gbs\": %.6g}",
                 k ? "," : "", z->bytes, z->sums_ok, z->nccl_s, gbs(z->bytes, z->nccl_s),
-                z->handoff_s, gbs(z->bytes, z->handoff_s), z->read_s, z->write_s,
+                z->handoff_s, gbs(z->bytes, z->handoff_s), z->own_s, z->read_s, z->write_s,
                 gbs(z->bytes, z->read_s + z->write_s), z->sema_ok, z->sema_s,
                 gbs(z->bytes, z->sema_s));
     }
@@ -1379,10 +1395,13 @@ static void step_allreduce(struct probe *p, const char *nccl_arg, double max_mb,
 {
     void *lib = open_nccl(nccl_arg, p->nccl_path, sizeof p->nccl_path);
     if (!lib) {
-        stop(3, EXIT_NOT_HERE,
-             "libnccl.so.2 not found (give --nccl PATH; searched the loader's path and the "
-             "NVIDIA pip wheel in $VIRTUAL_ENV, /opt/torch/.venv, /usr/local/lib/python3*, "
-             "/usr/lib/python3)");
+        if (nccl_arg)
+            stop(3, EXIT_NOT_HERE, "--nccl %s does not load (above)", nccl_arg);
+        else
+            stop(3, EXIT_NOT_HERE,
+                 "libnccl.so.2 not found (give --nccl PATH; searched the loader's path and the "
+                 "NVIDIA pip wheel in $VIRTUAL_ENV, /opt/torch/.venv, /usr/local/lib/python3*, "
+                 "/usr/lib/python3)");
         return;
     }
     int bad = 0;
@@ -1410,8 +1429,9 @@ static void step_allreduce(struct probe *p, const char *nccl_arg, double max_mb,
     printf("[3] all-reduce (float sum, in place) over GPUs 0 and 1 with %s; median of %d; "
            "bus bandwidth in GB/s\n",
            variant_name[p->variant], reps);
-    printf("%8s %10s %10s %12s %10s %10s %10s %10s %9s %6s\n", "MB", "nccl ms", "nccl bus",
-           "handoff ms", "hand bus", "read GB/s", "write GB/s", "limit bus", "vs limit", "sums");
+    printf("%8s %10s %10s %11s %10s %10s %10s %10s %10s %9s %5s\n", "MB", "nccl ms", "nccl bus",
+           "handoff ms", "hand bus", "acq+rel ms", "read GB/s", "write GB/s", "limit bus",
+           "vs limit", "sums");
     static const int sizes_mb[] = {1, 4, 16, 64, 256, 1024, 4096};
     for (size_t k = 0; k < sizeof sizes_mb / sizeof sizes_mb[0] && sizes_mb[k] <= max_mb; k++) {
         struct size_result *z = &p->sz[p->nsz++];
@@ -1419,11 +1439,11 @@ static void step_allreduce(struct probe *p, const char *nccl_arg, double max_mb,
             return;
         const double limit = gbs(z->bytes, z->read_s + z->write_s);
         /* Two ranks: NCCL's bus factor 2(P - 1)/P is 1. */
-        printf("%8d %10.3f %10.2f %12.3f %10.2f %10.2f %10.2f %10.2f %8.1fx %6s\n", sizes_mb[k],
-               1e3 * z->nccl_s, gbs(z->bytes, z->nccl_s), 1e3 * z->handoff_s,
-               gbs(z->bytes, z->handoff_s), gbs(z->bytes, z->read_s), gbs(z->bytes, z->write_s),
-               limit, limit > 0 ? gbs(z->bytes, z->handoff_s) / limit : 0,
-               z->sums_ok ? "ok" : "WRONG");
+        printf("%8d %10.3f %10.2f %11.3f %10.2f %10.3f %10.2f %10.2f %10.2f %8.1fx %5s\n",
+               sizes_mb[k], 1e3 * z->nccl_s, gbs(z->bytes, z->nccl_s), 1e3 * z->handoff_s,
+               gbs(z->bytes, z->handoff_s), 1e3 * z->own_s, gbs(z->bytes, z->read_s),
+               gbs(z->bytes, z->write_s), limit,
+               limit > 0 ? gbs(z->bytes, z->handoff_s) / limit : 0, z->sums_ok ? "ok" : "WRONG");
     }
 }
 
@@ -1497,7 +1517,7 @@ int main(int argc, char **argv)
     const char *nccl_arg = NULL, *json_path = NULL;
     double check_mb = 16, max_mb = 256;
     int reps = 10;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: nccl-interop-probe [--nccl PATH] [--check-mb 16] [--max-mb 256] "
@@ -1522,7 +1542,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "nccl-interop-probe: unknown option %s (see --help)\n", a);
             return EXIT_USAGE;
         }
-        i++;
     }
     if (!(check_mb >= 0.004 && check_mb <= 4096) || !(max_mb >= 1 && max_mb <= 4096) || reps < 1 ||
         reps > 1000) {
