@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernelport/ca.h"
+#include "ca-internal.h"
 #include "kernelport/ops/optim.h"
 #include "kernelport/ops/tensor.h"
 
@@ -124,6 +124,16 @@ const kp_logic_ca_net *kp_ca_net(const kp_ca *ca)
 int64_t kp_ca_cells(const kp_ca *ca)
 {
     return ca->N;
+}
+
+kp_runtime *kp__ca_runtime(const kp_ca *ca)
+{
+    return ca->rt;
+}
+
+const kp_ca_options *kp__ca_options(const kp_ca *ca)
+{
+    return &ca->o;
 }
 
 void kp_ca_destroy(kp_ca *ca)

@@ -415,7 +415,7 @@ void test_verify_all(void **state)
             assert_int_equal(st, KP_OK);
         }
     }
-    assert_int_equal(kernels, 14);
+    assert_int_equal(kernels, 15);
     assert_true(checks >= 2 * 94);
 }
 
