@@ -77,9 +77,10 @@ static kp_status check_grid(kp_runtime *rt, const kp_ca_packed_options *o, const
                                  "grids (1 .. 65535 each, at least one grid; 0 takes the CA's)",
                                  (long long)dims[0], (long long)dims[1], (long long)dims[2]);
     if (o->tile_bytes < 0)
-        return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                                 "kp_ca_packed_create: tile_bytes: %lld is negative (0: 256 MiB)",
-                                 (long long)o->tile_bytes);
+        return kp_last_error_set(
+            rt, KP_ERR_INVALID_ARG,
+            "kp_ca_packed_create: tile_bytes: %lld is negative (0: the device's default)",
+            (long long)o->tile_bytes);
     if ((double)C * (double)dims[0] * (double)dims[1] * (double)dims[2] > 2147483647.0)
         return kp_last_error_set(rt, KP_ERR_UNSUPPORTED,
                                  "kp_ca_packed_create: %lld channels of %lld x %lld x %lld cells "
@@ -151,6 +152,17 @@ static kp_status upload_tables(kp_ca_packed *p, kp_ca *ca, const kp_logic_ca_net
         st = kp_buffer_write(p->rt, p->tables, 0, bytes, t);
     free(t), free(ops);
     return st;
+}
+
+/* A CPU runs each launch's work-groups through its caches, so a tile whose layers stay in L2
+ * beats one big tile despite more launches (PoCL, 2 cores: 4 to 10 times at 512 x 512); a GPU
+ * wants few, wide launches. */
+static int64_t default_tile_bytes(kp_runtime *rt)
+{
+    kp_device_info d = {.struct_size = sizeof d};
+    const int cpu = kp_runtime_device(rt, &d, NULL) == KP_OK &&
+                    (d.type == KP_DEVICE_CPU || d.type == KP_DEVICE_HOST);
+    return cpu ? (int64_t)1 << 20 : (int64_t)256 << 20;
 }
 
 static kp_status create_buffers(kp_ca_packed *p, int64_t tile_bytes)
@@ -227,7 +239,7 @@ kp_status kp_ca_packed_create(kp_ca *ca, const kp_ca_packed_options *options, kp
     if (st == KP_OK)
         st = upload_tables(p, ca, net);
     if (st == KP_OK)
-        st = create_buffers(p, options->tile_bytes ? options->tile_bytes : (int64_t)256 << 20);
+        st = create_buffers(p, options->tile_bytes ? options->tile_bytes : default_tile_bytes(rt));
     if (st != KP_OK) {
         kp_ca_packed_destroy(p);
         return st;

@@ -128,11 +128,12 @@ typedef struct kp_ca_packed_options {
     int32_t height, width; /* each grid's cells, 1 .. 65535; 0: the CA's */
     int32_t batch;         /* grids; 0: the CA's */
     /* The bound, in bytes, on the activations of one tile of grid rows (the circuit runs tile by
-     * tile: 2 + L launches a tile and step); 0: 256 MiB. */
+     * tile: 1 + L launches a tile and step; at least one grid row a tile); 0: 1 MiB on CPUs (a
+     * tile that stays in cache), 256 MiB on other devices. */
     int64_t tile_bytes;
 } kp_ca_packed_options;
 
-/* The CA's grid (every member 0) and 256 MiB tiles. */
+/* The CA's grid and the device's tile size (every member 0). */
 KP_API kp_ca_packed_options kp_ca_packed_options_default(void);
 
 /*

@@ -580,8 +580,9 @@ static void test_packed_rejects(void **state)
                         "65535 each, at least one grid; 0 takes the CA's)");
     po.width = 0, po.tile_bytes = -1;
     assert_int_equal(kp_ca_packed_create(ca, &po, &p), KP_ERR_INVALID_ARG);
-    assert_string_equal(kp_last_error(rt),
-                        "kp_ca_packed_create: tile_bytes: -1 is negative (0: 256 MiB)");
+    assert_string_equal(
+        kp_last_error(rt),
+        "kp_ca_packed_create: tile_bytes: -1 is negative (0: the device's default)");
     po.tile_bytes = 0, po.height = 65535, po.width = 65535;
     assert_int_equal(kp_ca_packed_create(ca, &po, &p), KP_ERR_UNSUPPORTED);
     assert_string_equal(kp_last_error(rt),
