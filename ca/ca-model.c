@@ -268,9 +268,10 @@ kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out
     ca->P = ca->net.n_params;
     ca->A = ca->net.n_rows;
     ca->T = options->steps;
+    /* An inference_only CA has no per-step activations and no sums [4G, N]. */
     if ((double)(options->inference_only ? 1 : ca->T) * (double)ca->A * (double)ca->N >
             2147483647.0 ||
-        4.0 * (double)ca->G * (double)ca->N > 2147483647.0)
+        (!options->inference_only && 4.0 * (double)ca->G * (double)ca->N > 2147483647.0))
         st = kp_last_error_set(
             rt, KP_ERR_UNSUPPORTED,
             "kp_ca_create: %lld steps of %lld activations for %lld cells pass 2^31 "
