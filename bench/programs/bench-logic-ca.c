@@ -103,7 +103,7 @@ static void run_case(kpb *b, const bench_case *c)
 
 /* The task's network with random logits on a side x side grid, packed against fused: median
  * seconds a run of 20 steps, runs alternating. */
-static void packed_case(kpb *b, const char *task_name, int64_t side)
+static void packed_case(kpb *b, const char *task_name, int64_t side, int64_t tile_bytes)
 {
     ca_task task;
     if (!ca_task_find(task_name, 0, 1, &task))
@@ -124,7 +124,7 @@ static void packed_case(kpb *b, const char *task_name, int64_t side)
         st = kp_buffer_write(b->rt, kp_ca_logits(ca).buffer, 0, (size_t)(16 * P) * sizeof *w, w);
     }
     if (st == KP_OK)
-        st = ca_grid_open(&g, b->rt, ca, &task.options, side, 20, 3);
+        st = ca_grid_open(&g, b->rt, ca, &task.options, side, 20, 3, tile_bytes);
     int64_t differ = 0;
     if (st == KP_OK && (st = ca_grid_run(&g, 1)) == KP_OK && g.fused &&
         (st = ca_grid_run(&g, 0)) == KP_OK)
@@ -172,12 +172,16 @@ static void packed_case(kpb *b, const char *task_name, int64_t side)
 int main(int argc, char **argv)
 {
     int gol = 0, async = 0;
-    const char *grid_text = "256";
+    const char *grid_text = "256", *tile_text = "0";
     const kpb_flag flags[] = {
         {"--gol", "also Game of Life (3000 training steps' model)", &gol, NULL},
         {"--async", "also the asynchronous checkerboard", &async, NULL},
         {"--packed-grid", "the packed rows' grid side (default 256; 0: no packed rows)", NULL,
          &grid_text},
+        {"--packed-tile-mib",
+         "the packed run's tiles (MiB of activations; default 0: the "
+         "device's)",
+         NULL, &tile_text},
         {NULL, NULL, NULL, NULL}};
     kpb b;
     kpb_open_flags(&b, "bench-logic-ca", argc, argv, flags);
@@ -185,11 +189,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (i == 0 || (i == 1 && async) || (i == 2 && gol))
             run_case(&b, &cases[i]);
-    const int64_t side = atoll(grid_text);
+    const int64_t side = atoll(grid_text), tile = (int64_t)(atof(tile_text) * 1048576);
     if (side > 0) {
-        packed_case(&b, "checkerboard", side);
+        packed_case(&b, "checkerboard", side, tile);
         if (gol)
-            packed_case(&b, "gol", side);
+            packed_case(&b, "gol", side, tile);
     }
     kpb_note_tuning(&b, "logic.ca_step");
     kpb_note_tuning(&b, "logic.ca_step_backward");

@@ -48,7 +48,7 @@ static kp_ca *open_fused(ca_grid *g, kp_ca *trained, const kp_ca_options *to)
 
 kp_status ca_grid_open(ca_grid *g, kp_runtime *rt, kp_ca *trained,
                        const kp_ca_options *trained_options, int64_t side, int64_t steps,
-                       uint64_t seed)
+                       uint64_t seed, int64_t tile_bytes)
 {
     memset(g, 0, sizeof *g);
     g->rt = rt;
@@ -63,6 +63,7 @@ kp_status ca_grid_open(ca_grid *g, kp_runtime *rt, kp_ca *trained,
     kp_ca_packed_options po = kp_ca_packed_options_default();
     po.height = po.width = (int32_t)side;
     po.batch = 1;
+    po.tile_bytes = tile_bytes;
     kp_status st = kp_ca_packed_create(trained, &po, &g->packed);
     if (st == KP_OK)
         st = write_floats(rt, kp_ca_packed_state(g->packed), g->init);

@@ -21,13 +21,14 @@ typedef struct ca_grid {
 
 /*
  * Sets up both runs of `trained`'s current circuit on a side x side grid (the training CA's
- * boundary, one grid) for `steps` steps from a random 0/1 state drawn from `seed`. A fused CA
+ * boundary, one grid) for `steps` steps from a random 0/1 state drawn from `seed`, the packed run
+ * in tiles of `tile_bytes` (0: the device's default). A fused CA
  * that cannot be created (too many activations for one buffer, memory) is left out with the
  * reason in fused_why. Returns KP_OK, or the packed run's error (kp_last_error).
  */
 kp_status ca_grid_open(ca_grid *g, kp_runtime *rt, kp_ca *trained,
                        const kp_ca_options *trained_options, int64_t side, int64_t steps,
-                       uint64_t seed);
+                       uint64_t seed, int64_t tile_bytes);
 /* One run of the steps, packed or fused, finished (kp_finish): the fused rollout from the initial
  * state, the packed one from the state the last packed run left (the initial state first). */
 kp_status ca_grid_run(ca_grid *g, int packed);

@@ -202,7 +202,7 @@ static int packed_grid(kp_runtime *rt, kp_ca *ca, const ca_task *task, const arg
     }
     ca_grid g;
     const int64_t side = (int64_t)a->packed_grid, steps = (int64_t)a->packed_steps;
-    kp_status st = ca_grid_open(&g, rt, ca, &task->options, side, steps, (uint64_t)a->seed + 7);
+    kp_status st = ca_grid_open(&g, rt, ca, &task->options, side, steps, (uint64_t)a->seed + 7, 0);
     if (st != KP_OK) {
         ca_grid_close(&g);
         return example_fail(PROGRAM, rt, st, "kp_ca_packed_create");
