@@ -6,10 +6,7 @@
 # (peer-logic-ca.py, both of difflogic's forms); the checkerboard trained (500 steps) and Game of
 # Life (3000 steps, 1000 boards checked); then the PoCL comparison on 2 of the machine's cores:
 # bench-logic-ca on PoCL (POCL_MAX_PTHREAD_COUNT=2, taskset) against PyTorch on the CPU
-# (2 threads, taskset). The trained circuits also run bit-packed (kp_ca_packed) against the
-# fused hard rollout on a 512 x 512 grid for 100 steps (cells*steps/s each, values that differ:
-# must be 0), and bench-logic-ca's packed rows on 512 x 512 (both paths) and 2048 x 2048 (packed
-# only: the fused rollout's activations pass 2^31 floats), tiles of the default 256 MiB and 16 MiB.
+# (2 threads, taskset). The packed runs of the trained circuits: scripts/gpu/logic-ca-packed.sh.
 #   device run:  carry [".gpu"], command: bash scripts/gpu/logic-ca.sh
 # Optional: KP_CA_GOL=0 skips the Game of Life training (the longest step); KP_CA_SEED_CB and
 # KP_CA_SEED_GOL pick the training seeds (default 4 and 2: of seeds 1-5 on the H200, the
@@ -43,27 +40,18 @@ done
 
 step "nvidia: logic-ca --task checkerboard --seed $cb_seed (500 steps)"
 timeout "$(cap 120)" build-gpu/bin/logic-ca --device nvidia --task checkerboard --seed "$cb_seed" \
-  --check-every 50 --packed-grid 512 --packed-steps 100 \
+  --check-every 50 \
   --csv "$res/checkerboard.csv" --png "$res/checkerboard.png" --save "$res/checkerboard"
 if [[ ${KP_CA_GOL:-1} == 1 ]]; then
   step "nvidia: logic-ca --task gol --seed $gol_seed (3000 steps, 1000 boards)"
   timeout "$(cap 240)" build-gpu/bin/logic-ca --device nvidia --task gol --seed "$gol_seed" \
-    --check-every 250 --packed-grid 512 --packed-steps 100 \
+    --check-every 250 \
     --boards 1000 --csv "$res/gol.csv" --png "$res/gol.png" --save "$res/gol"
 fi
 
-step "nvidia: the hard circuit bit-packed against fused (bench-logic-ca --packed-grid)"
-for side in 512 2048; do
-  for tile in 0 16; do
-    timeout "$(cap 120)" build-gpu/bin/bench-logic-ca --device nvidia --gol --packed-grid "$side" \
-      --packed-tile-mib "$tile" --json "$res/bench-logic-ca-packed-$side-tile$tile.json" |
-      grep -E "packed|note" || echo "bench-logic-ca --packed-grid $side failed"
-  done
-done
-
 step "2 cores: bench-logic-ca on PoCL, PyTorch on the CPU"
 POCL_MAX_PTHREAD_COUNT=2 timeout "$(cap 120)" taskset -c 0,1 build-gpu/bin/bench-logic-ca \
-  --device pocl --quick --packed-grid 128 --json "$res/bench-logic-ca-pocl.json"
+  --device pocl --quick --packed-grid 0 --json "$res/bench-logic-ca-pocl.json"
 PYTHONUNBUFFERED=1 timeout "$(cap 120)" taskset -c 0,1 python3 bench/peers/peer-logic-ca.py \
   --device cpu --threads 2 --quick --json "$res/peer-logic-ca-cpu.json" || echo "peer failed"
 kp_pack
