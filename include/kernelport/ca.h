@@ -142,9 +142,9 @@ KP_API kp_ca_packed_options kp_ca_packed_options_default(void);
  * the CA's boundary. Allocates on the CA's runtime: the state [C, N] as floats, two packed
  * states and one tile's activations (the perception's 9C rows and two layers' outputs, not the
  * whole network's). The CA may be destroyed afterwards. Errors: KP_ERR_INVALID_ARG for a grid out
- * of range or a bad struct_size, KP_ERR_UNSUPPORTED for an asynchronous CA (fire_rate below 1:
- * the packed run is synchronous) or a state beyond 2^31 floats, KP_ERR_NOT_FOUND without
- * logic.perceive_packed, allocation errors; *out is NULL on failure.
+ * of range, a negative tile_bytes or a bad struct_size, KP_ERR_UNSUPPORTED for an asynchronous CA
+ * (fire_rate below 1: the packed run is synchronous) or a state beyond 2^31 floats,
+ * KP_ERR_NOT_FOUND without logic.perceive_packed, allocation errors; *out is NULL on failure.
  */
 KP_API kp_status kp_ca_packed_create(kp_ca *ca, const kp_ca_packed_options *options,
                                      kp_ca_packed **out);
@@ -160,7 +160,8 @@ KP_API kp_tensor kp_ca_packed_bits(const kp_ca_packed *p);
 
 /* Enqueues `steps` synchronous hard steps (>= 0) from kp_ca_packed_state: logic.pack, per step and
  * tile logic.perceive_packed and logic.eval_packed layer by layer (the new state staying packed),
- * logic.unpack into kp_ca_packed_state. Bit for bit kp_ca_rollout(ca, 1) on the same grid. */
+ * logic.unpack into kp_ca_packed_state. Bit for bit kp_ca_rollout(ca, 1) on the same grid and
+ * 0/1 states. KP_ERR_INVALID_ARG for steps below 0. */
 KP_API kp_status kp_ca_packed_run(kp_ca_packed *p, int64_t steps);
 /* The launches one step makes: tiles x (1 + L). */
 KP_API int64_t kp_ca_packed_launches_per_step(const kp_ca_packed *p);
