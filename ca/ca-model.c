@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernelport/ca.h"
+#include "ca-internal.h"
 #include "kernelport/ops/optim.h"
 #include "kernelport/ops/tensor.h"
 
@@ -124,6 +124,16 @@ const kp_logic_ca_net *kp_ca_net(const kp_ca *ca)
 int64_t kp_ca_cells(const kp_ca *ca)
 {
     return ca->N;
+}
+
+kp_runtime *kp__ca_runtime(const kp_ca *ca)
+{
+    return ca->rt;
+}
+
+const kp_ca_options *kp__ca_options(const kp_ca *ca)
+{
+    return &ca->o;
 }
 
 void kp_ca_destroy(kp_ca *ca)
@@ -258,9 +268,10 @@ kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out
     ca->P = ca->net.n_params;
     ca->A = ca->net.n_rows;
     ca->T = options->steps;
+    /* An inference_only CA has no per-step activations and no sums [4G, N]. */
     if ((double)(options->inference_only ? 1 : ca->T) * (double)ca->A * (double)ca->N >
             2147483647.0 ||
-        4.0 * (double)ca->G * (double)ca->N > 2147483647.0)
+        (!options->inference_only && 4.0 * (double)ca->G * (double)ca->N > 2147483647.0))
         st = kp_last_error_set(
             rt, KP_ERR_UNSUPPORTED,
             "kp_ca_create: %lld steps of %lld activations for %lld cells pass 2^31 "

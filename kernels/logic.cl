@@ -551,6 +551,50 @@ __kernel void logic_perceive_backward(const int B, const int Cn, const int H, co
     dgrid[kp_at4(gv, b, c, y, xx)] = s;
 }
 
+/* ---- logic.perceive_packed ------------------------------------------------------------------- */
+
+/*
+ * 3 x 3 Moore patches of a bit-packed grid, 32 cells a word: bits [C, R wpr] holds R grid rows
+ * (whole grids of H rows) of wpr = ceil(W / 32) words, bit j of word w the cell x = 32 w + j.
+ * Work-item (word i of the tile, channel c) takes row first + i / wpr and writes its nine patch
+ * words: for the row above, its own and the one below (wrapped, or zero outside), the word
+ * shifted one cell east and west, the bit crossing in from the next or previous word. At the
+ * row's ends the crossing bit is the other end's cell (periodic) or 0, never a padding bit past
+ * W (which a packed step leaves undefined); padding bits of out are 0.
+ */
+__kernel void logic_perceive_packed(const int Cn, const int H, const int W, const int wpr,
+                                    const int zero, const int first, const int words,
+                                    __global const uint *bits, const kp_view2 bv,
+                                    __global uint *out, const kp_view2 ov)
+{
+    const int i = get_global_id(0), c = get_global_id(1);
+    if (i >= words || c >= Cn)
+        return;
+    const int r = first + i / wpr, w = i % wpr, y = r % H, top = r - y, last = (W - 1) & 31;
+    const uint keep = w == wpr - 1 ? 0xffffffffu >> (31 - last) : 0xffffffffu;
+    for (int d = 0; d < 3; d++) {
+        const int u = neighbour(y, d - 1, H, zero);
+        uint west = 0u, mid = 0u, east = 0u;
+        if (u >= 0) {
+            __global const uint *row = bits + ROW(bv, c) + (top + u) * wpr;
+            mid = row[w];
+            /* Cell W - 1 west of cell 0, cell 0 east of cell W - 1: the torus's wrap. */
+            const uint wrap_w = zero ? 0u : (row[wpr - 1] >> last) & 1u;
+            const uint wrap_e = zero ? 0u : row[0] & 1u;
+            west = (mid << 1) | (w > 0 ? row[w - 1] >> 31 : wrap_w);
+            east = mid >> 1;
+            if (w + 1 < wpr)
+                east |= row[w + 1] << 31;
+            else
+                east = (east & ~(1u << last)) | (wrap_e << last);
+        }
+        __global uint *o = out + ROW(ov, 9 * c + 3 * d) + i;
+        o[0] = west & keep;
+        o[kp_stride(ov, 0)] = mid & keep;
+        o[2 * kp_stride(ov, 0)] = east & keep;
+    }
+}
+
 /* ---- logic.ca_step, logic.ca_step_backward, logic.ca_dw -------------------------------------- */
 
 /*

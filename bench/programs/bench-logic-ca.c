@@ -6,13 +6,18 @@
  * step, 2415 gates), each replayed from a graph and launched directly: wall time per training
  * step, enqueue to finish, over consecutive steps (the step count advancing as in training).
  * bench/peers/peer-logic-ca.py times the same models in plain PyTorch (difflogic's formulation) on
- * the same device, CUDA or CPU.
+ * the same device, CUDA or CPU. The packed rows run a circuit of the same networks (random logits:
+ * the speed does not depend on the ops) on one large grid for 20 steps, bit-packed (kp_ca_packed)
+ * against the fused hard rollout (kp_ca_rollout, the peer column), and count the values that
+ * differ (a row with any is marked wrong).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ca-grid.h"
 #include "ca-tasks.h"
+#include "kernelport/ops/logic.h"
 #include "harness.h"
 
 typedef struct bench_case {
@@ -96,12 +101,87 @@ static void run_case(kpb *b, const bench_case *c)
     kp_ca_destroy(ca);
 }
 
+/* The task's network with random logits on a side x side grid, packed against fused: median
+ * seconds a run of 20 steps, runs alternating. */
+static void packed_case(kpb *b, const char *task_name, int64_t side, int64_t tile_bytes)
+{
+    ca_task task;
+    if (!ca_task_find(task_name, 0, 1, &task))
+        return;
+    task.options.inference_only = 1;
+    char name[64];
+    snprintf(name, sizeof name, "%s-packed-%lldx%lld", task_name, (long long)side, (long long)side);
+    kpb_row row = {.case_name = name, .ours = "kp_ca_packed_run", .status = KP_OK};
+    kp_ca *ca = NULL;
+    ca_grid g = {0};
+    kp_status st = kp_ca_create(b->rt, &task.options, &ca);
+    const int64_t P = st == KP_OK ? kp_ca_net(ca)->n_params : 0;
+    float *w = malloc((size_t)(16 * P) * sizeof *w);
+    if (st == KP_OK && !w)
+        st = KP_ERR_OUT_OF_MEMORY;
+    if (st == KP_OK) {
+        kp_logic_init_gaussian(w, P, 1.0, 5);
+        st = kp_buffer_write(b->rt, kp_ca_logits(ca).buffer, 0, (size_t)(16 * P) * sizeof *w, w);
+    }
+    if (st == KP_OK)
+        st = ca_grid_open(&g, b->rt, ca, &task.options, side, 20, 3, tile_bytes);
+    int64_t differ = 0;
+    if (st == KP_OK && (st = ca_grid_run(&g, 1)) == KP_OK && g.fused &&
+        (st = ca_grid_run(&g, 0)) == KP_OK)
+        differ = ca_grid_differ(&g);
+    double t[2][200];
+    int runs = 0;
+    double total = 0;
+    while (st == KP_OK && kpb_more_runs(b, runs, total)) {
+        for (int packed = 1; st == KP_OK && packed >= 0; packed--) {
+            const double t0 = kpb_now();
+            if (packed || g.fused)
+                st = ca_grid_run(&g, packed);
+            t[packed][runs] = kpb_now() - t0;
+        }
+        total += t[1][runs] + t[0][runs];
+        runs++;
+    }
+    if (st != KP_OK) {
+        fprintf(stderr, "bench-logic-ca: %s: %s: %s\n", name, kp_status_name(st),
+                kp_last_error(b->rt));
+        row.status = st;
+    } else {
+        row.ours_s = kpb_median(t[1], (size_t)runs);
+        row.ours_p10 = t[1][runs / 10];
+        row.ours_p90 = t[1][(runs * 9) / 10];
+        const double work = (double)g.cells * 20;
+        kpb_row_metric(&row, "cells_steps_per_s", work / row.ours_s);
+        kpb_row_metric(&row, "launches_per_step", (double)kp_ca_packed_launches_per_step(g.packed));
+        if (g.fused) {
+            row.peer = "kp_ca_rollout hard (fused)";
+            row.peer_s = kpb_median(t[0], (size_t)runs);
+            kpb_row_metric(&row, "fused_cells_steps_per_s", work / row.peer_s);
+            kpb_row_metric(&row, "values_differ", (double)differ);
+            row.status = differ == 0 ? KP_OK : KP_ERR_VERIFY;
+        } else {
+            row.note = g.fused_why;
+        }
+    }
+    kpb_add(b, &row);
+    ca_grid_close(&g);
+    free(w);
+    kp_ca_destroy(ca);
+}
+
 int main(int argc, char **argv)
 {
     int gol = 0, async = 0;
+    const char *grid_text = "256", *tile_text = "0";
     const kpb_flag flags[] = {
         {"--gol", "also Game of Life (3000 training steps' model)", &gol, NULL},
         {"--async", "also the asynchronous checkerboard", &async, NULL},
+        {"--packed-grid", "the packed rows' grid side (default 256; 0: no packed rows)", NULL,
+         &grid_text},
+        {"--packed-tile-mib",
+         "the packed run's tiles (MiB of activations; default 0: the "
+         "device's)",
+         NULL, &tile_text},
         {NULL, NULL, NULL, NULL}};
     kpb b;
     kpb_open_flags(&b, "bench-logic-ca", argc, argv, flags);
@@ -109,7 +189,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (i == 0 || (i == 1 && async) || (i == 2 && gol))
             run_case(&b, &cases[i]);
+    const int64_t side = atoll(grid_text), tile = (int64_t)(atof(tile_text) * 1048576);
+    if (side > 0) {
+        packed_case(&b, "checkerboard", side, tile);
+        if (gol)
+            packed_case(&b, "gol", side, tile);
+    }
     kpb_note_tuning(&b, "logic.ca_step");
     kpb_note_tuning(&b, "logic.ca_step_backward");
+    kpb_note_tuning(&b, "logic.eval_packed");
     return kpb_close(&b);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ca-grid.h"
 #include "ca-tasks.h"
 #include "example-cli.h"
 #include "grid-png.h"
@@ -18,6 +19,7 @@ static const char usage[] =
     "usage: logic-ca [--task checkerboard|gol|xor] [--async] [--device SPEC] [--seed N]\n"
     "                [--steps N] [--lr LR] [--check-every N] [--boards N] [--csv FILE]\n"
     "                [--png FILE] [--save PREFIX] [--clip-value] [--direct] [--expect-solved]\n"
+    "                [--packed-grid N] [--packed-steps N]\n"
     "Trains a logic-gate CA end to end (soft gates, backpropagation through time, AdamW) with\n"
     "the reference configuration of the task, then checks its hard circuit (argmax gates).\n"
     "  --task T          checkerboard (16 x 16, 8 channels, 20 steps; default), gol (Game of\n"
@@ -36,19 +38,29 @@ static const char usage[] =
     "  --clip-value      clip each gradient element to [-100, 100] (optax.clip, the notebook's\n"
     "                    code) instead of the global norm to 100\n"
     "  --direct          launch each step's kernels one by one instead of replaying a graph\n"
-    "  --expect-solved   exit 1 unless the hard loss reached 0 and the check passed\n";
+    "  --expect-solved   exit 1 unless the hard loss reached 0 and the check passed\n"
+    "  --packed-grid N   after training, run the hard circuit on an N x N grid bit-packed\n"
+    "                    (kp_ca_packed) and fused (kp_ca_rollout), print cells*steps/s of each\n"
+    "                    and the cells that differ (exit 1 unless 0); default 128, 0: skip\n"
+    "  --packed-steps N  steps of that run (default 20)\n";
 
 typedef struct args {
     const char *task, *device, *csv, *png, *save;
-    double seed, steps, lr, check_every, boards;
+    double seed, steps, lr, check_every, boards, packed_grid, packed_steps;
     int async, direct, expect, clip_value;
 } args;
 
 /* 0: parsed; 1: --help printed; 2: bad arguments (printed). */
 static int parse(int argc, char **argv, args *a)
 {
-    *a = (args){
-        .task = "checkerboard", .seed = 1, .steps = -1, .lr = 0.05, .check_every = 10, .boards = 8};
+    *a = (args){.task = "checkerboard",
+                .seed = 1,
+                .steps = -1,
+                .lr = 0.05,
+                .check_every = 10,
+                .boards = 8,
+                .packed_grid = 128,
+                .packed_steps = 20};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int ok = 1;
@@ -80,6 +92,10 @@ static int parse(int argc, char **argv, args *a)
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &a->lr);
         } else if (!strcmp(s, "--check-every")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 1e9, &a->check_every);
+        } else if (!strcmp(s, "--packed-grid")) {
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 65535, &a->packed_grid);
+        } else if (!strcmp(s, "--packed-steps")) {
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 1e6, &a->packed_steps);
         } else if (!strcmp(s, "--boards")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1e6, &a->boards);
         } else {
@@ -160,6 +176,73 @@ static int train(kp_runtime *rt, kp_ca *ca, kp_graph *g, const args *a, int64_t 
     return 0;
 }
 
+/* Seconds of one run, packed or fused (negative on a failure). */
+static double time_run(ca_grid *g, int packed)
+{
+    const double t0 = example_now();
+    return ca_grid_run(g, packed) == KP_OK ? example_now() - t0 : -1;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The trained circuit on an N x N grid, bit-packed and fused: one run of each from the same
+ * random state, their final states compared, then three timed runs of each, alternating (the
+ * median printed). Returns 0, or 1 on a failure or a state that differs (printed). */
+static int packed_grid(kp_runtime *rt, kp_ca *ca, const ca_task *task, const args *a)
+{
+    if (a->packed_grid == 0)
+        return 0;
+    if (task->options.fire_rate < 1) {
+        printf("packed grid: skipped (an asynchronous CA has no packed run)\n");
+        return 0;
+    }
+    ca_grid g;
+    const int64_t side = (int64_t)a->packed_grid, steps = (int64_t)a->packed_steps;
+    kp_status st = ca_grid_open(&g, rt, ca, &task->options, side, steps, (uint64_t)a->seed + 7, 0);
+    if (st != KP_OK) {
+        ca_grid_close(&g);
+        return example_fail(PROGRAM, rt, st, "kp_ca_packed_create");
+    }
+    printf("packed grid: %lld x %lld, %lld steps; packed %lld launches a step%s%s\n",
+           (long long)side, (long long)side, (long long)steps,
+           (long long)kp_ca_packed_launches_per_step(g.packed),
+           g.fused ? "" : "; no fused run: ", g.fused ? "" : g.fused_why);
+    fflush(stdout);
+    double t[2][3];
+    int64_t differ = 0;
+    int rc = 0;
+    if ((st = ca_grid_run(&g, 1)) == KP_OK && g.fused && (st = ca_grid_run(&g, 0)) == KP_OK)
+        differ = ca_grid_differ(&g);
+    for (int r = 0; st == KP_OK && r < 3; r++)
+        for (int packed = 1; st == KP_OK && packed >= 0; packed--)
+            if (packed || g.fused)
+                st = (t[packed][r] = time_run(&g, packed)) < 0 ? KP_ERR_CL : KP_OK;
+    if (st != KP_OK) {
+        rc = example_fail(PROGRAM, rt, st, "the packed grid's runs");
+    } else {
+        const double work = (double)g.cells * (double)steps;
+        qsort(t[1], 3, sizeof t[1][0], by_value);
+        printf("packed grid: packed %.4g cells*steps/s (%.2f ms a run)", work / t[1][1],
+               1e3 * t[1][1]);
+        if (g.fused) {
+            qsort(t[0], 3, sizeof t[0][0], by_value);
+            printf(
+                ", fused hard %.4g cells*steps/s (%.2f ms): packed %.1fx; values that differ: %lld",
+                work / t[0][1], 1e3 * t[0][1], t[0][1] / t[1][1], (long long)differ);
+            rc = differ != 0;
+        }
+        printf("\n");
+        if (rc)
+            fprintf(stderr, "logic-ca: the packed and fused runs differ\n");
+    }
+    ca_grid_close(&g);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     args a;
@@ -224,6 +307,8 @@ int main(int argc, char **argv)
     if (a.png && !write_png(a.png, rt, ca, &task, large))
         goto done;
     if (a.save && !ca_task_save(&task, rt, ca, a.save))
+        goto done;
+    if (packed_grid(rt, ca, &task, &a) != 0)
         goto done;
     printf("%s: hard loss %g after %lld steps, check %s\n", hard == 0 ? "solved" : "NOT solved",
            (double)hard, (long long)steps, check ? "passed" : "FAILED");

@@ -117,6 +117,55 @@ KP_API kp_status kp_ca_read_ops(kp_ca *ca, int32_t *ops);
  */
 KP_API int64_t kp_ca_active_params(const kp_ca *ca, const int32_t *ops);
 
+/* ---- the hard circuit, bit-packed, on large grids -------------------------------------------- */
+
+typedef struct kp_ca_packed kp_ca_packed;
+
+/* A packed run's grid. Start from kp_ca_packed_options_default (which sets struct_size): members
+ * are added at the end only. */
+typedef struct kp_ca_packed_options {
+    uint32_t struct_size;  /* sizeof(kp_ca_packed_options) */
+    int32_t height, width; /* each grid's cells, 1 .. 65535; 0: the CA's */
+    int32_t batch;         /* grids; 0: the CA's */
+    /* The bound, in bytes, on the activations of one tile of grid rows (the circuit runs tile by
+     * tile: 1 + L launches a tile and step; at least one grid row a tile); 0: 1 MiB on CPUs (a
+     * tile that stays in cache), 256 MiB on other devices. */
+    int64_t tile_bytes;
+} kp_ca_packed_options;
+
+/* The CA's grid and the device's tile size (every member 0). */
+KP_API kp_ca_packed_options kp_ca_packed_options_default(void);
+
+/*
+ * Takes the CA's hard circuit as it is now (each gate its argmax op; later training does not
+ * change it: create another) to run on grids of the options' size, 32 cells a 32-bit word, with
+ * the CA's boundary. Allocates on the CA's runtime: the state [C, N] as floats, two packed
+ * states and one tile's activations (the perception's 9C rows and two layers' outputs, not the
+ * whole network's). The CA may be destroyed afterwards. Errors: KP_ERR_INVALID_ARG for a grid out
+ * of range, a negative tile_bytes or a bad struct_size, KP_ERR_UNSUPPORTED for an asynchronous CA
+ * (fire_rate below 1: the packed run is synchronous) or a state beyond 2^31 floats,
+ * KP_ERR_NOT_FOUND without logic.perceive_packed, allocation errors; *out is NULL on failure.
+ */
+KP_API kp_status kp_ca_packed_create(kp_ca *ca, const kp_ca_packed_options *options,
+                                     kp_ca_packed **out);
+KP_API void kp_ca_packed_destroy(kp_ca_packed *p);
+
+/* The state [C, N] as floats, N = batch height width (kp_ca_state's layout): write the initial
+ * state here (a value above 0.5 is a 1); kp_ca_packed_run leaves the final one, 0.0 or 1.0. */
+KP_API kp_tensor kp_ca_packed_state(const kp_ca_packed *p);
+/* The final state packed, [C, batch height ceil(width / 32)] uint32: row r of channel c is words
+ * r ceil(width / 32) .., bit j of word w the cell x = 32 w + j of grid row r; bits past width are
+ * undefined. Valid after kp_ca_packed_run. */
+KP_API kp_tensor kp_ca_packed_bits(const kp_ca_packed *p);
+
+/* Enqueues `steps` synchronous hard steps (>= 0) from kp_ca_packed_state: logic.pack, per step and
+ * tile logic.perceive_packed and logic.eval_packed layer by layer (the new state staying packed),
+ * logic.unpack into kp_ca_packed_state. Bit for bit kp_ca_rollout(ca, 1) on the same grid and
+ * 0/1 states. KP_ERR_INVALID_ARG for steps below 0. */
+KP_API kp_status kp_ca_packed_run(kp_ca_packed *p, int64_t steps);
+/* The launches one step makes: tiles x (1 + L). */
+KP_API int64_t kp_ca_packed_launches_per_step(const kp_ca_packed *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -211,7 +211,9 @@ static kp_status check_net(kp_launch *l, const kp_call *call, int states, int ne
         return logic_host->fail(l, KP_ERR_INVALID_ARG,
                                 "%s: %lld cells are not a whole number of %lld x %lld grids",
                                 pd[states].name, (long long)d.N, (long long)d.H, (long long)d.W);
-    if ((double)d.A * (double)d.N > 2147483647.0 || 4.0 * (double)d.G * (double)d.N > 2147483647.0)
+    /* The step has no sums: only the backward's [4G, N] bounds the cells by 4G. */
+    if ((double)d.A * (double)d.N > 2147483647.0 ||
+        (backward && 4.0 * (double)d.G * (double)d.N > 2147483647.0))
         return logic_host->fail(l, KP_ERR_UNSUPPORTED,
                                 "acts: %lld rows x %lld cells is beyond 2^31 elements",
                                 (long long)d.A, (long long)d.N);

@@ -20,6 +20,7 @@ static kp_status logic_init(const kp_host_api *api, kp_registrar *reg)
                                              &logic_groupsum_packed_desc,
                                              &logic_perceive_desc,
                                              &logic_perceive_backward_desc,
+                                             &logic_perceive_packed_desc,
                                              &logic_ca_step_desc,
                                              &logic_ca_step_backward_desc,
                                              &logic_ca_dw_desc};
@@ -34,6 +35,6 @@ static kp_status logic_init(const kp_host_api *api, kp_registrar *reg)
 KP_PLUGIN_DEFINE(logic, .name = "logic", .version = "0.1.0",
                  .description =
                      "Differentiable logic-gate networks: soft and hard gates with "
-                     "backward, bit-packed inference, group sums, CA perception, fused CA "
-                     "steps",
+                     "backward, bit-packed inference, group sums, CA perception (packed too), "
+                     "fused CA steps",
                  .init = logic_init)

@@ -342,3 +342,31 @@ kp_status logic_perceive_backward_reference(const kp_call *call, kp_launch *l)
     free(acc);
     return KP_OK;
 }
+
+/* Cell by cell: patch bit k of cell (r, x) is the cell at (y + k / 3 - 1, x + k % 3 - 1) of its
+ * grid, wrapped or 0 outside; bits past W stay 0. */
+kp_status logic_perceive_packed_reference(const kp_call *call, kp_launch *l)
+{
+    const kp_value *v = call->args;
+    const int64_t H = v[PP_HEIGHT].i, W = v[PP_WIDTH].i, wpr = (W + 31) / 32;
+    const int64_t C = v[PP_BITS].tensor.shape[0], rows = v[PP_OUT].tensor.shape[1] / wpr;
+    const int zero = (int)v[PP_BOUNDARY].i;
+    for (int64_t c = 0; c < C; c++) {
+        const uint32_t *in = ROW(call, PP_BITS, const uint32_t, c);
+        for (int k = 0; k < 9; k++) {
+            uint32_t *out = ROW(call, PP_OUT, uint32_t, 9 * c + k);
+            memset(out, 0, (size_t)(rows * wpr) * sizeof *out);
+            for (int64_t i = 0; i < rows; i++) {
+                const int64_t r = v[PP_FIRST].i + i, y = r % H,
+                              u = neighbour(y, k / 3 - 1, H, zero);
+                for (int64_t x = 0; u >= 0 && x < W; x++) {
+                    const int64_t s = neighbour(x, k % 3 - 1, W, zero);
+                    const int64_t at = (r - y + u) * wpr + s / 32;
+                    if (s >= 0 && (in[at] >> (s % 32) & 1u))
+                        out[i * wpr + x / 32] |= 1u << (x % 32);
+                }
+            }
+        }
+    }
+    return KP_OK;
+}

@@ -23,6 +23,7 @@ extern const kp_kernel_desc logic_groupsum_backward_desc; /* logic-groupsum.c */
 extern const kp_kernel_desc logic_groupsum_packed_desc;   /* logic-groupsum.c */
 extern const kp_kernel_desc logic_perceive_desc;          /* logic-perceive.c */
 extern const kp_kernel_desc logic_perceive_backward_desc; /* logic-perceive.c */
+extern const kp_kernel_desc logic_perceive_packed_desc;   /* logic-perceive-packed.c */
 extern const kp_kernel_desc logic_ca_step_desc;           /* logic-ca.c */
 extern const kp_kernel_desc logic_ca_step_backward_desc;  /* logic-ca.c */
 extern const kp_kernel_desc logic_ca_dw_desc;             /* logic-ca.c */
@@ -39,6 +40,7 @@ enum { GB_DOUT, GB_DY, GB_TAU, GB_N };
 enum { GP_BITS, GP_OUT, GP_TAU, GP_N };
 enum { PC_GRID, PC_OUT, PC_BOUNDARY, PC_N };
 enum { PB_DOUT, PB_DGRID, PB_BOUNDARY, PB_N };
+enum { PP_BITS, PP_OUT, PP_HEIGHT, PP_WIDTH, PP_BOUNDARY, PP_FIRST, PP_N };
 /* logic.ca_step and logic.ca_step_backward list the network's arguments in the same order after
  * their own (CA_LAYERS ...), at offsets CS_NET and CB_NET. */
 enum {
@@ -168,6 +170,7 @@ kp_status logic_groupsum_backward_reference(const kp_call *call, kp_launch *l);
 kp_status logic_groupsum_packed_reference(const kp_call *call, kp_launch *l);
 kp_status logic_perceive_reference(const kp_call *call, kp_launch *l);
 kp_status logic_perceive_backward_reference(const kp_call *call, kp_launch *l);
+kp_status logic_perceive_packed_reference(const kp_call *call, kp_launch *l);
 kp_status logic_ca_step_reference(const kp_call *call, kp_launch *l);          /* logic-ca-ref.c */
 kp_status logic_ca_step_backward_reference(const kp_call *call, kp_launch *l); /* logic-ca-ref.c */
 kp_status logic_ca_dw_reference(const kp_call *call, kp_launch *l);            /* logic-ca-ref.c */

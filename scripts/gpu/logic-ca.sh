@@ -6,7 +6,7 @@
 # (peer-logic-ca.py, both of difflogic's forms); the checkerboard trained (500 steps) and Game of
 # Life (3000 steps, 1000 boards checked); then the PoCL comparison on 2 of the machine's cores:
 # bench-logic-ca on PoCL (POCL_MAX_PTHREAD_COUNT=2, taskset) against PyTorch on the CPU
-# (2 threads, taskset).
+# (2 threads, taskset). The packed runs of the trained circuits: scripts/gpu/logic-ca-packed.sh.
 #   device run:  carry [".gpu"], command: bash scripts/gpu/logic-ca.sh
 # Optional: KP_CA_GOL=0 skips the Game of Life training (the longest step); KP_CA_SEED_CB and
 # KP_CA_SEED_GOL pick the training seeds (default 4 and 2: of seeds 1-5 on the H200, the
@@ -51,7 +51,7 @@ fi
 
 step "2 cores: bench-logic-ca on PoCL, PyTorch on the CPU"
 POCL_MAX_PTHREAD_COUNT=2 timeout "$(cap 120)" taskset -c 0,1 build-gpu/bin/bench-logic-ca \
-  --device pocl --quick --json "$res/bench-logic-ca-pocl.json"
+  --device pocl --quick --packed-grid 0 --json "$res/bench-logic-ca-pocl.json"
 PYTHONUNBUFFERED=1 timeout "$(cap 120)" taskset -c 0,1 python3 bench/peers/peer-logic-ca.py \
   --device cpu --threads 2 --quick --json "$res/peer-logic-ca-cpu.json" || echo "peer failed"
 kp_pack

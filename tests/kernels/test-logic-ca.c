@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Logic-gate CAs on PoCL: the network builder, the fused step kernels against their references
  * (and on GPU work-group shapes), the logits' gradient against finite differences of a double
- * model, determinism, hard mode against logic.eval_packed, bad configurations, and a small rule
- * trained to an exact circuit. */
+ * model, determinism, hard mode against logic.eval_packed and the packed run (kp_ca_packed_*),
+ * bad configurations, and a small rule trained to an exact circuit. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -495,6 +495,116 @@ static void test_hard_matches_packed(void **state)
     kp_ca_destroy(ca);
 }
 
+/* ---- the packed run against the fused hard rollout ------------------------------------------- */
+
+/* kp_ca_packed_run equals kp_ca_rollout(ca, 1) bit for bit, step by step, on random logits and
+ * states: `batch` grids of height x width (37: a partial word per row), one tile or tiles of
+ * tile_rows grid rows (8 of 6-row grids: tiles straddle grids). Every tile's rows are at least
+ * 16 words, so eval_packed runs the VW 16 program the fused step already built on CPUs. */
+static void check_packed(int32_t boundary, int32_t height, int32_t width, int32_t batch,
+                         int64_t tile_rows, uint64_t seed)
+{
+    const int32_t T = 5;
+    kp_ca_options o = small_options(T, 1, boundary);
+    o.height = height, o.width = width, o.batch = batch;
+    o.inference_only = 1;
+    kp_ca *ca = make(&o);
+    const kp_logic_ca_net *net = kp_ca_net(ca);
+    const int64_t N = kp_ca_cells(ca), C = net->channels, P = net->n_params;
+    float *w = malloc((size_t)P * 16 * sizeof *w), *s0 = malloc((size_t)(C * N) * sizeof *s0);
+    float *want = malloc((size_t)(C * N) * sizeof *want), *got = malloc((size_t)(C * N) * 4);
+    kp_logic_init_gaussian(w, P, 1.0, seed);
+    for (int64_t i = 0; i < C * N; i++)
+        s0[i] = (float)(kp_random_uniform(seed, 0, (uint64_t)i) < 0.5f);
+    write_tensor(kp_ca_logits(ca), w);
+    write_tensor(kp_ca_state(ca, 0, 0), s0);
+    OK(kp_ca_rollout(ca, 1));
+    kp_ca_packed_options po = kp_ca_packed_options_default();
+    /* The activations of a grid row: 9C patch rows and the widest even and odd layers. */
+    const int64_t row_bytes = 4 * (18 + 32 + 16) * ((width + 31) / 32);
+    po.tile_bytes = tile_rows * row_bytes;
+    kp_ca_packed *p = NULL;
+    OK(kp_ca_packed_create(ca, &po, &p));
+    const int64_t rows = (int64_t)batch * height;
+    assert_int_equal(kp_ca_packed_launches_per_step(p),
+                     (tile_rows ? (rows + tile_rows - 1) / tile_rows : 1) * (1 + net->n_layers));
+    write_tensor(kp_ca_packed_state(p), s0);
+    OK(kp_ca_packed_run(p, 0));
+    read_tensor(kp_ca_packed_state(p), got);
+    assert_memory_equal(got, s0, (size_t)(C * N) * sizeof *got);
+    for (int32_t t = 1; t <= T; t++) {
+        OK(kp_ca_packed_run(p, 1));
+        read_tensor(kp_ca_packed_state(p), got);
+        read_tensor(kp_ca_state(ca, t, 1), want);
+        int ones = 0;
+        for (int64_t i = 0; i < C * N; i++)
+            ones += want[i] == 1.0f;
+        assert_true(ones > 0 && ones < C * N); /* the circuit is not constant */
+        assert_memory_equal(got, want, (size_t)(C * N) * sizeof *got);
+    }
+    write_tensor(kp_ca_packed_state(p), s0);
+    OK(kp_ca_packed_run(p, T));
+    read_tensor(kp_ca_packed_state(p), got);
+    assert_memory_equal(got, want, (size_t)(C * N) * sizeof *got);
+    kp_ca_packed_destroy(p);
+    free(w), free(s0), free(want), free(got);
+    kp_ca_destroy(ca);
+}
+
+static void test_packed_periodic_tiles(void **state)
+{
+    check_packed(0, 6, 37, 4, 8, 3);
+}
+
+static void test_packed_zero(void **state)
+{
+    check_packed(1, 5, 64, 3, 0, 8);
+}
+
+/* Bad packed runs fail with a message and allocate nothing. */
+static void test_packed_rejects(void **state)
+{
+    kp_ca_options o = small_options(1, 1, 0);
+    kp_ca *ca = make(&o);
+    kp_ca_packed_options po = kp_ca_packed_options_default();
+    kp_ca_packed *p = (kp_ca_packed *)&po;
+    po.struct_size = 4;
+    assert_int_equal(kp_ca_packed_create(ca, &po, &p), KP_ERR_INVALID_ARG);
+    assert_null(p);
+    assert_non_null(strstr(kp_last_error(rt), "struct_size 4, expected"));
+    po = kp_ca_packed_options_default();
+    po.width = 70000;
+    assert_int_equal(kp_ca_packed_create(ca, &po, &p), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(rt),
+                        "kp_ca_packed_create: height, width, batch: 4 x 70000, 2 grids (1 .. "
+                        "65535 each, at least one grid; 0 takes the CA's)");
+    po.width = 0, po.tile_bytes = -1;
+    assert_int_equal(kp_ca_packed_create(ca, &po, &p), KP_ERR_INVALID_ARG);
+    assert_string_equal(
+        kp_last_error(rt),
+        "kp_ca_packed_create: tile_bytes: -1 is negative (0: the device's default)");
+    po.tile_bytes = 0, po.height = 65535, po.width = 65535;
+    assert_int_equal(kp_ca_packed_create(ca, &po, &p), KP_ERR_UNSUPPORTED);
+    assert_string_equal(kp_last_error(rt),
+                        "kp_ca_packed_create: 2 channels of 2 x 65535 x 65535 cells pass 2^31 "
+                        "floats in the state");
+    assert_int_equal(kp_ca_packed_create(NULL, &po, &p), KP_ERR_INVALID_ARG);
+    assert_int_equal(kp_ca_packed_create(ca, NULL, &p), KP_ERR_INVALID_ARG);
+    po = kp_ca_packed_options_default();
+    OK(kp_ca_packed_create(ca, &po, &p));
+    assert_int_equal(kp_ca_packed_run(p, -1), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(rt), "kp_ca_packed_run: steps -1 is negative");
+    OK(kp_ca_packed_run(p, 1)); /* still usable */
+    kp_ca_packed_destroy(p);
+    kp_ca_destroy(ca);
+    o = small_options(1, 0.5, 0);
+    ca = make(&o);
+    assert_int_equal(kp_ca_packed_create(ca, &po, &p), KP_ERR_UNSUPPORTED);
+    assert_string_equal(kp_last_error(rt), "kp_ca_packed_create: the CA is asynchronous "
+                                           "(fire_rate 0.5); the packed run is synchronous");
+    kp_ca_destroy(ca);
+}
+
 /* ---- the kernels' checks -------------------------------------------------------------------- */
 
 /* The step refuses a table that does not fit, naming what is wrong, and writes nothing. */
@@ -582,6 +692,9 @@ int main(void)
         cmocka_unit_test(test_gradient_async),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_hard_matches_packed),
+        cmocka_unit_test(test_packed_periodic_tiles),
+        cmocka_unit_test(test_packed_zero),
+        cmocka_unit_test(test_packed_rejects),
         cmocka_unit_test(test_kernel_rejects),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

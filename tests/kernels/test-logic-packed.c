@@ -364,6 +364,24 @@ void test_shapes_rejected(void **state)
                    KP_ARG_TENSOR("out", T2(by, KP_F32, 18, 11))};
     expect_fail("logic.perceive", pc, 2, KP_ERR_INVALID_ARG,
                 "kernel logic.perceive: out: expected [9C, B H W] = [18, 12], got f32[18, 11]");
+    /* The packed patches: whole grids of whole rows of words, a tile within the grids. */
+    kp_arg pp[] = {KP_ARG_TENSOR("bits", T2(buf, KP_U32, 2, 30)),
+                   KP_ARG_TENSOR("out", T2(by, KP_U32, 18, 4)), KP_ARG_INT("height", 4),
+                   KP_ARG_INT("width", 37)};
+    expect_fail("logic.perceive_packed", pp, 4, KP_ERR_INVALID_ARG,
+                "kernel logic.perceive_packed: bits: 2 channels of 30 words are not whole 4 x 37 "
+                "grids (2 words a row)");
+    pp[3] = KP_ARG_INT("width", 64);
+    pp[2] = KP_ARG_INT("height", 5);
+    pp[0] = KP_ARG_TENSOR("bits", T2(buf, KP_U32, 2, 10));
+    pp[1] = KP_ARG_TENSOR("out", T2(by, KP_U32, 18, 7));
+    expect_fail("logic.perceive_packed", pp, 4, KP_ERR_INVALID_ARG,
+                "kernel logic.perceive_packed: out: 7 words are not whole rows of 2 words");
+    kp_arg tile[] = {pp[0], KP_ARG_TENSOR("out", T2(by, KP_U32, 18, 8)), pp[2], pp[3],
+                     KP_ARG_INT("first_row", 3)};
+    expect_fail("logic.perceive_packed", tile, 5, KP_ERR_INVALID_ARG,
+                "kernel logic.perceive_packed: first_row: rows 3 .. 6 are not within the grids' "
+                "5 rows");
     /* Broadcast views cost no memory whatever their extents: 9C and IN + 1 must not wrap. */
     kp_tensor channels = kp_tensor_3d(buf, KP_F32, (int64_t)1 << 62, 1, 1);
     channels.strides[0] = 0;
@@ -415,7 +433,7 @@ void test_verify_all(void **state)
             assert_int_equal(st, KP_OK);
         }
     }
-    assert_int_equal(kernels, 14);
+    assert_int_equal(kernels, 15);
     assert_true(checks >= 2 * 94);
 }
 
