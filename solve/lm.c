@@ -61,12 +61,12 @@ static const kp__compiled *user(kp_launch *l)
     return kp_host_api_get()->kernel_user(l);
 }
 
-/* Bytes of local memory the kernel declares: x, xt, g, gt, diag, h; A, At, M; a cost and the
- * state (3 reals, 3 ints). */
+/* Bytes of local memory the kernel declares: x, xt, h, ht, g, gt, d, dt, D, Dt, qtr, qtrt; rowk,
+ * coef and the 8 slices of part (S + 1 each); R, Rt, W; a cost and the state (5 reals, 4 ints). */
 static size_t local_bytes(const kp__compiled *c)
 {
     const size_t S = c->graph->n_params, e = c->f32 ? 4 : 8;
-    return e * (6 * S + 3 * S * S + 4) + 3 * 4;
+    return e * (12 * S + 10 * (S + 1) + 3 * S * S + 6) + 4 * 4;
 }
 
 static kp_status check(const kp_call *call, kp_launch *l)

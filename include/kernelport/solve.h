@@ -266,7 +266,7 @@ typedef enum kp_lm_status {
     KP_LM_STEP = 1,       /* converged: step tolerance */
     KP_LM_FUNCTION = 2,   /* converged: function tolerance */
     KP_LM_MAX_ITERATIONS, /* not converged in max_iterations */
-    KP_LM_SINGULAR,       /* the damped normal equations could not be factored */
+    KP_LM_SINGULAR,       /* the damped system stayed singular up to mu = 1e32 */
     KP_LM_NONFINITE,      /* at the starting point a residual or a derivative (as it shows in
                              J^T r) is NaN or infinite; later points where one is are refused
                              like points that raise the cost */
@@ -298,19 +298,22 @@ typedef struct kp_lm_batch {
 } kp_lm_batch;
 
 /*
- * The host reference solver, in double: for each problem in turn, Levenberg-Marquardt on the
- * normal equations (J^T J + mu D) h = -J^T r with D = diag(J^T J) clamped, Cholesky, Nielsen's
- * damping update, stopping on gradient, step and cost (kp_lm_options), robust losses by the
- * first-order (IRLS) correction. Every trial point is evaluated with its Jacobian, and
- * `iterations` counts those evaluations. Errors: KP_ERR_INVALID_ARG (an invalid graph, more than
- * 32 parameters, bad rows; message in kp_solve_last_error). A problem that does not converge is
- * a status, not an error (kp_lm_summary explains them). `opt` may be NULL for defaults.
+ * The host reference solver, in double: for each problem in turn, Levenberg-Marquardt with the
+ * step h minimizing |J h + r|^2 + mu h^T D h, D = diag(J^T J) clamped, from a Householder QR of J
+ * (J^T J is never formed, so the step is as accurate as J's conditioning allows) and Givens
+ * rotations for the damping (MINPACK's way), Nielsen's damping update, stopping on gradient, step
+ * and cost (kp_lm_options); near a close fit, where the cost's rounding hides the model's
+ * predicted reduction, a step is still taken while the steps contract (docs/solve.md); robust
+ * losses by the first-order (IRLS) correction. Every trial point is evaluated with its Jacobian,
+ * and `iterations` counts those evaluations. Errors: KP_ERR_INVALID_ARG (an invalid graph, more
+ * than 32 parameters, bad rows; message in kp_solve_last_error). A problem that does not converge
+ * is a status, not an error (kp_lm_summary explains them). `opt` may be NULL for defaults.
  */
 KP_API kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt,
                                   kp_lm_batch *batch);
 
 /* One paragraph on a solved batch's statuses: "13 of 14 converged; 1 singular (first: problem
- * 3): the damped normal equations could not be factored (...)", into out (truncated to size).
+ * 3): the damped system stayed singular (...)", into out (truncated to size).
  * Errors: KP_ERR_INVALID_ARG (NULL batch, status or out). */
 KP_API kp_status kp_lm_summary(const kp_lm_batch *batch, char *out, size_t size);
 
@@ -318,8 +321,9 @@ typedef struct kp_lm kp_lm;
 
 /*
  * Compiles the batched solver for graph `g` (copied) on runtime `rt`: one work-group per
- * problem, the same algorithm as kp_lm_solve_host, J^T J and J^T r summed in a fixed order
- * (no float atomics: the same bits whatever the work-group size), Cholesky in local memory.
+ * problem, the same algorithm as kp_lm_solve_host, J^T r summed and J factored (Householder QR
+ * in place in global scratch, its dot products in fixed slices) in a fixed order (no float
+ * atomics: the same bits whatever the work-group size), the damped step in local memory.
  * Registered like kp_residual_create's kernel, as "solve.lm<key>_f64" (or _f32). At most 32
  * parameters. Errors: as kp_residual_create.
  */
