@@ -342,7 +342,7 @@ kp_status kp__lm_check(const kp_expr_graph *g, const kp_lm_options *opt, const k
     return KP_OK;
 }
 
-kp_status kp_lm_summary(const kp_lm_batch *b, char *out, size_t size)
+static kp_status write_summary(const kp_lm_batch *b, char *out, size_t size)
 {
     if (!b || !b->status || !out || size == 0)
         return kp__solve_fail(KP_ERR_INVALID_ARG, "kp_lm_summary: NULL batch, status or out");
@@ -367,7 +367,12 @@ kp_status kp_lm_summary(const kp_lm_batch *b, char *out, size_t size)
     return KP_OK;
 }
 
-kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_lm_batch *b)
+kp_status kp_lm_summary(const kp_lm_batch *b, char *out, size_t size)
+{
+    return kp__solve_report(NULL, write_summary(b, out, size));
+}
+
+static kp_status solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_lm_batch *b)
 {
     kp_status st = kp__lm_check(g, opt, b, "kp_lm_solve_host");
     if (st != KP_OK)
@@ -413,4 +418,9 @@ kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_
     b->seconds[0] = b->seconds[2] = 0;
     b->seconds[1] = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     return KP_OK;
+}
+
+kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_lm_batch *b)
+{
+    return kp__solve_report(NULL, solve_host(g, opt, b));
 }

@@ -62,7 +62,7 @@ static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
     kp_expr_graph *g = graph("b1 b2 b3 b4", "y x", rat43);
     kp_residual *res;
     if (kp_residual_create(b->rt, g, prec, &res) != KP_OK)
-        die("rat43", kp_solve_last_error());
+        die("rat43", kp_last_error(b->rt));
     const int f32 = kp_residual_precision(res) == KP_PRECISION_F32;
     const size_t e = f32 ? 4 : 8, un = (size_t)n;
     double *data = malloc(un * 2 * sizeof *data), *r = malloc(un * sizeof *r),
@@ -172,7 +172,7 @@ static void bench_edges(kpb *b, int level, kp_precision prec)
     kp_expr_graph *g = graph("ax ay az bx by bz", "L", "norm3(bx - ax, by - ay, bz - az) - L");
     kp_residual *res;
     if (kp_residual_create(b->rt, g, prec, &res) != KP_OK)
-        die("edges", kp_solve_last_error());
+        die("edges", kp_last_error(b->rt));
     const int f32 = kp_residual_precision(res) == KP_PRECISION_F32;
     const size_t e = f32 ? 4 : 8, n = (size_t)m.n_edges, P = (size_t)m.n_vertices * 3;
     double *L = malloc(n * sizeof *L), *r = malloc(n * sizeof *r), *J = malloc(n * 6 * sizeof *J);
@@ -288,7 +288,7 @@ static void bench_gauss2d(kpb *b, size_t B, kp_precision prec)
     kp_expr_graph *g = graph("a x0 y0 s c", "u v z", gauss2d);
     kp_lm *lm;
     if (kp_lm_create(b->rt, g, prec, &lm) != KP_OK)
-        die("gauss2d", kp_solve_last_error());
+        die("gauss2d", kp_last_error(b->rt));
     const int f32 = kp_lm_precision(lm) == KP_PRECISION_F32;
     const size_t e = f32 ? 4 : 8, n = B * POINTS;
     double *data = malloc(n * 3 * sizeof *data), *truth = malloc(B * GP * sizeof *truth),

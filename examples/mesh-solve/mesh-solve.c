@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     }
     kp_lm_sparse *lm;
     if ((st = kp_lm_sparse_create(rt, g, prec, &lm)) != KP_OK) {
-        fprintf(stderr, "%s: %s\n", program, kp_solve_last_error());
+        fprintf(stderr, "%s: %s\n", program, kp_last_error(rt));
         return 1;
     }
     printf("%s: level %d: %lld vertices (%zu parameters), %zu edges (%zu residuals) on %s, %s "
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
         .struct_size = sizeof pb, .n_instances = n, .data = data, .index = index, .n_x = P, .x = x};
     kp_lm_sparse_report rep = {.struct_size = sizeof rep};
     if ((st = kp_lm_sparse_solve(lm, &so, &pb, &rep)) != KP_OK) {
-        fprintf(stderr, "%s: %s\n", program, kp_solve_last_error());
+        fprintf(stderr, "%s: %s\n", program, kp_last_error(rt));
         return 1;
     }
     if (pr.csv)
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
         kp_lm_sparse_report hrep = {.struct_size = sizeof hrep};
         const double t0 = example_now();
         if (kp_lm_sparse_solve_host(g, &so, &pb, &hrep) != KP_OK) {
-            fprintf(stderr, "%s: %s\n", program, kp_solve_last_error());
+            fprintf(stderr, "%s: %s\n", program, kp_last_error(NULL));
             return 1;
         }
         host_s = example_now() - t0;

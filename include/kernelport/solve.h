@@ -173,9 +173,17 @@ KP_API kp_status kp_expr_graph_eval(const kp_expr_graph *g, const double *data,
 /* Residuals compiled to kernels                                                              */
 /* ------------------------------------------------------------------------------------------ */
 
-/* The message of the last failing kp_residual_* or kp_lm_* call on this thread ("" when none):
- * the solve layer's own checks, or the runtime's message (kp_last_error) of a failed launch,
- * copied. Valid until the next failing call on this thread. */
+/*
+ * Errors: every fallible kp_residual_* and kp_lm_* call reports like the core, its message in
+ * kp_last_error(rt) for the runtime it works on (the one given to *_create, or the one its handle
+ * was made with), or kp_last_error(NULL) for the calls without one (kp_lm_solve_host,
+ * kp_lm_sparse_solve_host, kp_lm_summary). The graph builders keep theirs in the graph
+ * (kp_expr_graph_error).
+ *
+ * kp_solve_last_error: the same message as that kp_last_error, for the last failing solve call on
+ * this thread ("" when none); kept for the 0.2 API, an alias: new code reads kp_last_error. Valid
+ * until the next failing solve call on this thread.
+ */
 KP_API const char *kp_solve_last_error(void);
 
 typedef enum kp_precision {
@@ -200,7 +208,7 @@ typedef struct kp_residual kp_residual;
  * The generated code's host reference keeps a copy of the graph for as long as the process
  * lives (one per distinct graph), since the runtime may call it until it is destroyed.
  * Errors: KP_ERR_INVALID_ARG (an invalid graph, no outputs), KP_ERR_UNSUPPORTED (f64 asked on a
- * device without cl_khr_fp64), kp_kernel_register's. Message in kp_solve_last_error().
+ * device without cl_khr_fp64), kp_kernel_register's. Message in kp_last_error(rt).
  */
 KP_API kp_status kp_residual_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
                                     kp_residual **out);
@@ -229,7 +237,7 @@ KP_API const char *kp_residual_source(const kp_residual *res);
  * instance whose index lies outside [0, P), its slot and the index (that instance's outputs are
  * left unwritten), or with
  * KP_ERR_VERIFY naming the first instance whose r or jac is NaN or infinite. Errors also those
- * of kp_kernel_launch. Message in kp_solve_last_error().
+ * of kp_kernel_launch. Message in kp_last_error(rt).
  */
 KP_API kp_status kp_residual_evaluate(kp_residual *res, int64_t n, kp_tensor data, kp_tensor index,
                                       kp_tensor params, kp_tensor r, kp_tensor jac);
@@ -306,7 +314,7 @@ typedef struct kp_lm_batch {
  * predicted reduction, a step is still taken while the steps contract (docs/solve.md); robust
  * losses by the first-order (IRLS) correction. Every trial point is evaluated with its Jacobian,
  * and `iterations` counts those evaluations. Errors: KP_ERR_INVALID_ARG (an invalid graph, more
- * than 32 parameters, bad rows; message in kp_solve_last_error). A problem that does not converge
+ * than 32 parameters, bad rows; message in kp_last_error(NULL)). A problem that does not converge
  * is a status, not an error (kp_lm_summary explains them). `opt` may be NULL for defaults.
  */
 KP_API kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt,
@@ -401,7 +409,7 @@ typedef struct kp_lm_sparse_report {
  * a CG breakdown (p.Ap <= 0) before the first step is treated as a failed factorization (a
  * later one keeps the step so far). `opt` may be NULL.
  * Errors: KP_ERR_INVALID_ARG (an invalid graph, NULL arrays, an index outside [0, P): the message,
- * in kp_solve_last_error, names the instance and slot), KP_ERR_OUT_OF_MEMORY.
+ * in kp_last_error(NULL), names the instance and slot), KP_ERR_OUT_OF_MEMORY.
  */
 KP_API kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
                                          const kp_lm_sparse_problem *problem,
@@ -427,7 +435,7 @@ KP_API kp_precision kp_lm_sparse_precision(const kp_lm_sparse *lm);
  * the decisions: a few reads per CG iteration). Same bits on every run on a device; close to,
  * not equal to, the host reference's. report->seconds: evaluation, normal equations, CG, the
  * rest (uploads included). Errors: as kp_lm_sparse_solve_host; the launches' (message in
- * kp_solve_last_error).
+ * kp_last_error(rt)).
  */
 KP_API kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
                                     const kp_lm_sparse_problem *problem,

@@ -150,7 +150,7 @@ static void test_bad_input(void **state)
         .struct_size = sizeof pb, .n_instances = 2, .data = L, .index = index, .n_x = 6, .x = x};
     kp_lm_sparse_report rep = {.struct_size = sizeof rep};
     assert_int_equal(kp_lm_sparse_solve(lm, NULL, &pb, &rep), KP_ERR_INVALID_ARG);
-    assert_string_equal(kp_solve_last_error(),
+    assert_string_equal(kp_last_error(rt),
                         "kp_lm_sparse_solve: instance 1: parameter slot 5 (bz) has index -1, "
                         "outside [0, 6)");
     /* Zero-length edges: the derivative of the norm is NaN there, so the start is refused. */
