@@ -242,7 +242,8 @@ static void lm_scaling(const lm_options *o, __local const real *d, __local real 
         D[j] = d[j] < o->min_diag ? o->min_diag : d[j] > (real)1e32 ? (real)1e32 : d[j];
 }
 
-/* The trial point becomes the current one, with its factors. */
+/* The trial point becomes the current one, with its factors (R's upper triangle: the lower one
+ * is never written). */
 static void lm_take(const lm_options *o, __local lm_state *st, real cost_t, __local real *x,
                     __local const real *xt, __local real *g, __local const real *gt,
                     __local real *d, __local const real *dt, __local real *D, __local real *qtr,
@@ -254,8 +255,9 @@ static void lm_take(const lm_options *o, __local lm_state *st, real cost_t, __lo
         d[j] = dt[j];
         qtr[j] = qtrt[j];
     }
-    for (int j = 0; j < KP_NS * KP_NS; j++)
-        R[j] = Rt[j];
+    for (int i = 0; i < KP_NS; i++)
+        for (int j = i; j < KP_NS; j++)
+            R[i * KP_NS + j] = Rt[i * KP_NS + j];
     st->cost = cost_t;
     lm_scaling(o, d, D);
 }
@@ -264,7 +266,7 @@ static void lm_take(const lm_options *o, __local lm_state *st, real cost_t, __lo
  * settled(), which says why: a step the cost cannot judge is taken when the next step from the
  * trial point, with its own factors and the same damping, is at most half as long in D's norm),
  * or refuse it; then stop, or set the next trial point. lm_damped_step has one call site, for
- * the probe and the step alike: PoCL 3.1 gave run-to-run differences when it was inlined twice. */
+ * the probe and the step alike, so the kernel inlines it once. */
 static void lm_step(const lm_options *o, __local lm_state *st, real cost_t, __local real *x,
                     __local real *xt, __local real *h, __local real *ht, __local real *g,
                     __local const real *gt, __local real *d, __local const real *dt,
@@ -403,9 +405,8 @@ void solve_lm(
     barrier(CLK_LOCAL_MEM_FENCE);
     /* One phase per pass, one barrier after each: evaluate xt, sum, the QR's three phases per
      * column, then work-item 0 takes the decisions. Every work-item steps through the phases
-     * alike and reads the exit from local memory after the barrier, so all leave at the same
-     * pass; the barrier stands in the loop alone, never in a nested one (PoCL's work-group
-     * compiler gave run-to-run differences with barriers in a loop inside this one). */
+     * alike and reads the exit from local memory after the decisions' barrier, so all leave at
+     * the same pass; the barrier stands in the loop alone, never in a nested one. */
     int phase = LM_DECIDE, k = 0;
     for (;;) {
         if (phase == LM_QR_UPDATE && k + 1 < KP_NS) {
@@ -432,7 +433,10 @@ void solve_lm(
         else if (lid == 0)
             lm_step(&o, &st, cost_t, x, xt, h, ht, g, gt, d, dt, D, Dt, qtr, qtrt, R, Rt, W);
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-        if (st.done)
+        /* Read only after the decisions' barrier: work-item 0 writes st again no sooner than the
+         * next decisions, 3 S + 2 barriers on (read after every barrier, the flag raced with
+         * the write in the pass that follows the QR's last: Oclgrind's report). */
+        if (phase == LM_DECIDE && st.done)
             break;
     }
     for (int j = lid; j < KP_NS; j += WG)
