@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The host reference of Levenberg-Marquardt in double (the algorithm solve/lm.cl runs per
- * work-group): normal equations, scaled damping, Nielsen's update, Ceres-style stopping. */
+ * work-group): steps from a QR of J (MINPACK's way), scaled damping, Nielsen's update,
+ * Ceres-style stopping. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,8 @@ const char *kp_lm_status_name(kp_lm_status s)
     return (unsigned)s < KP_LM_STATUS_COUNT ? names[s] : "unknown";
 }
 
-/* One problem's state: the normal equations at x and their right-hand side. */
+/* One problem's state at x: the triangular factor R of its weighted Jacobian (J = Q R), Q^T r,
+ * J^T r and the diagonal of J^T J. */
 typedef struct lm_state {
     const kp_expr_graph *g;
     const kp_lm_options *opt;
@@ -39,7 +41,8 @@ typedef struct lm_state {
     int32_t m;          /* its instances */
     uint32_t S, O, D;
     double *scratch, *r, *J; /* the interpreter's scratch; one instance's outputs */
-    double A[MAX_PARAMS * MAX_PARAMS], g_[MAX_PARAMS], diag[MAX_PARAMS];
+    double *a;               /* [m O, S + 1]: the weighted rows of J and r, factored in place */
+    double R[MAX_PARAMS * MAX_PARAMS], qtr[MAX_PARAMS], g_[MAX_PARAMS], d[MAX_PARAMS];
 } lm_state;
 
 void kp__lm_loss(const kp_lm_options *opt, double s, double *rho, double *rho1)
@@ -62,16 +65,46 @@ void kp__lm_loss(const kp_lm_options *opt, double s, double *rho, double *rho1)
     }
 }
 
-/* The cost at x and, when `normal`, J^T J and J^T r (both weighted by the loss), summed over
- * instances in order. Returns the cost (NaN or infinite when some residual is). */
+/* Householder QR of the rows [J | r] (n of them) in place: R and Q^T r's first S entries. Each
+ * reflection's dot products run over the rows in order. Rows past n (fewer residuals than
+ * parameters) leave zero rows of R. */
+static void householder(double *a, size_t n, uint32_t S, double *R, double *qtr)
+{
+    const size_t w = S + 1;
+    memset(R, 0, (size_t)S * S * sizeof *R);
+    for (uint32_t k = 0; k < S; k++) {
+        if (k >= n) {
+            qtr[k] = 0;
+            continue;
+        }
+        const double alpha = a[k * w + k];
+        double sigma = 0;
+        for (size_t i = k + 1; i < n; i++)
+            sigma += a[i * w + k] * a[i * w + k];
+        const double beta = sigma == 0 ? alpha : -copysign(sqrt(alpha * alpha + sigma), alpha);
+        for (uint32_t j = k + 1; sigma != 0 && j <= S; j++) {
+            double dj = 0;
+            for (size_t i = k + 1; i < n; i++)
+                dj += a[i * w + k] * a[i * w + j];
+            const double f = ((alpha - beta) * a[k * w + j] + dj) / (beta * (beta - alpha));
+            a[k * w + j] -= f * (alpha - beta);
+            for (size_t i = k + 1; i < n; i++)
+                a[i * w + j] -= f * a[i * w + k];
+        }
+        R[k * S + k] = beta;
+        for (uint32_t j = k + 1; j < S; j++)
+            R[k * S + j] = a[k * w + j];
+        qtr[k] = a[k * w + S];
+    }
+}
+
+/* The cost at x and, when `normal`, R and Q^T r of the weighted [J | r], J^T r and the diagonal
+ * of J^T J (the last two summed over instances in order). Returns the cost (NaN or infinite when
+ * some residual is). */
 static double evaluate(lm_state *st, const double *x, int normal)
 {
-    const uint32_t S = st->S, O = st->O;
+    const uint32_t S = st->S, O = st->O, w = S + 1;
     double cost = 0;
-    if (normal) {
-        memset(st->A, 0, sizeof st->A);
-        memset(st->g_, 0, sizeof st->g_);
-    }
     for (int32_t i = 0; i < st->m; i++) {
         kp__expr_eval(st->g, st->data + (size_t)i * st->D, x, st->r, normal ? st->J : NULL,
                       st->scratch);
@@ -81,67 +114,118 @@ static double evaluate(lm_state *st, const double *x, int normal)
             cost += rho;
             if (!normal)
                 continue;
-            const double w = sqrt(rho1), ro = w * st->r[o];
-            const double *Jo = st->J + (size_t)o * S;
-            for (uint32_t a = 0; a < S; a++) {
-                st->g_[a] += w * Jo[a] * ro;
-                for (uint32_t b = 0; b <= a; b++)
-                    st->A[a * S + b] += (w * Jo[a]) * (w * Jo[b]);
-            }
+            const double wt = sqrt(rho1);
+            double *row = st->a + ((size_t)i * O + o) * w;
+            for (uint32_t s = 0; s < S; s++)
+                row[s] = wt * st->J[(size_t)o * S + s];
+            row[S] = wt * st->r[o];
         }
     }
-    /* A NaN or infinite derivative shows in the gradient; the cost carries it then, so that one
-     * test catches both. */
-    for (uint32_t a = 0; normal && a < S; a++)
-        if (!isfinite(st->g_[a]))
+    if (!normal)
+        return 0.5 * cost;
+    const size_t n = (size_t)st->m * O;
+    for (uint32_t j = 0; j < S; j++) {
+        double gj = 0, dj = 0;
+        for (size_t i = 0; i < n; i++) {
+            gj += st->a[i * w + j] * st->a[i * w + S];
+            dj += st->a[i * w + j] * st->a[i * w + j];
+        }
+        st->g_[j] = gj, st->d[j] = dj;
+        /* A NaN or infinite derivative shows in the gradient; the cost carries it then, so that
+         * one test catches both. */
+        if (!isfinite(gj))
             cost = NAN;
+    }
+    if (isfinite(cost))
+        householder(st->a, n, S, st->R, st->qtr);
     return 0.5 * cost;
 }
 
-/* Cholesky of the S x S lower triangle of M in place; the failing column, or -1. */
-static int cholesky(double *M, uint32_t S)
+/* The damped step: h minimizing |R h + Q^T r|^2 + mu |D^(1/2) h|^2, by Givens rotations that
+ * fold the rows sqrt(mu D_j) e_j into a copy of R (MINPACK's qrsolv, without pivoting), so the
+ * step is as accurate as J's conditioning allows rather than J^T J's. 0 when the damped system
+ * is singular. */
+static int damped_step(const lm_state *st, const double *D, double mu, double *h)
 {
+    const uint32_t S = st->S;
+    double W[MAX_PARAMS * MAX_PARAMS], z[MAX_PARAMS], row[MAX_PARAMS];
+    memcpy(W, st->R, (size_t)S * S * sizeof *W);
+    memcpy(z, st->qtr, S * sizeof *z);
     for (uint32_t j = 0; j < S; j++) {
-        double d = M[j * S + j];
-        for (uint32_t k = 0; k < j; k++)
-            d -= M[j * S + k] * M[j * S + k];
-        if (!(d > 0) || !isfinite(d))
-            return (int)j;
-        d = sqrt(d);
-        M[j * S + j] = d;
-        for (uint32_t i = j + 1; i < S; i++) {
-            double v = M[i * S + j];
-            for (uint32_t k = 0; k < j; k++)
-                v -= M[i * S + k] * M[j * S + k];
-            M[i * S + j] = v / d;
+        const double s = sqrt(mu * D[j]);
+        if (s == 0)
+            continue;
+        memset(row, 0, S * sizeof *row);
+        row[j] = s;
+        double zr = 0;
+        for (uint32_t k = j; k < S; k++) {
+            if (row[k] == 0)
+                continue;
+            double c, sn;
+            if (fabs(W[k * S + k]) < fabs(row[k])) {
+                const double t = W[k * S + k] / row[k];
+                sn = 1 / sqrt(1 + t * t), c = sn * t;
+            } else {
+                const double t = row[k] / W[k * S + k];
+                c = 1 / sqrt(1 + t * t), sn = c * t;
+            }
+            W[k * S + k] = c * W[k * S + k] + sn * row[k];
+            const double zk = c * z[k] + sn * zr;
+            zr = c * zr - sn * z[k];
+            z[k] = zk;
+            for (uint32_t i = k + 1; i < S; i++) {
+                const double wi = c * W[k * S + i] + sn * row[i];
+                row[i] = c * row[i] - sn * W[k * S + i];
+                W[k * S + i] = wi;
+            }
         }
     }
-    return -1;
-}
-
-/* Solves L L^T h = -g. */
-static void solve(const double *L, const double *g, double *h, uint32_t S)
-{
-    for (uint32_t i = 0; i < S; i++) {
-        double v = -g[i];
-        for (uint32_t k = 0; k < i; k++)
-            v -= L[i * S + k] * h[k];
-        h[i] = v / L[i * S + i];
-    }
     for (uint32_t i = S; i-- > 0;) {
-        double v = h[i];
+        if (!(W[i * S + i] != 0) || !isfinite(W[i * S + i]))
+            return 0;
+        double v = -z[i];
         for (uint32_t k = i + 1; k < S; k++)
-            v -= L[k * S + i] * h[k];
-        h[i] = v / L[i * S + i];
+            v -= W[i * S + k] * h[k];
+        h[i] = v / W[i * S + i];
     }
+    for (uint32_t i = 0; i < S; i++)
+        if (!isfinite(h[i]))
+            return 0;
+    return 1;
 }
 
-static void scaling(lm_state *st)
+static void scaling(const lm_state *st, double *D)
 {
     for (uint32_t j = 0; j < st->S; j++) {
-        double d = st->A[j * st->S + j];
-        st->diag[j] = d < st->opt->min_diagonal ? st->opt->min_diagonal : d > 1e32 ? 1e32 : d;
+        const double d = st->d[j];
+        D[j] = d < st->opt->min_diagonal ? st->opt->min_diagonal : d > 1e32 ? 1e32 : d;
     }
+}
+
+/* Whether a step that the cost cannot judge is taken anyway. Near a close fit the cost carries
+ * rounding of the order of eps |r| |model| per residual, far above eps * cost, and the model's
+ * predicted reduction sinks below it while the steps, from the QR factors, are still accurate to
+ * J's conditioning: the ratio test then refuses good steps and the estimate stops digits short of
+ * the minimum, by an amount that depends on the device's rounding (exp, contraction). A step is
+ * taken when the model predicts, and the cost shows, a change below sqrt(eps) of the cost, and
+ * the next step from the trial point (its own factors, the same damping) is at most half as long
+ * (in D's norm): the iteration is contracting, as Gauss-Newton does at a minimum. A step that
+ * does not contract is refused as before, so the damping grows until the step tolerance stops. */
+static int settled(const lm_state *trial, const double *D, const double *h, double mu, double cost,
+                   double cost_new, double pred)
+{
+    const double tol = 1.4901161193847656e-08; /* sqrt(DBL_EPSILON) */
+    if (!(pred > 0) || 0.5 * pred > tol * cost || cost_new - cost > tol * cost)
+        return 0;
+    double Dn[MAX_PARAMS], hn[MAX_PARAMS], a = 0, b = 0;
+    scaling(trial, Dn);
+    if (!damped_step(trial, Dn, mu, hn))
+        return 0;
+    for (uint32_t j = 0; j < trial->S; j++) {
+        a += Dn[j] * hn[j] * hn[j];
+        b += D[j] * h[j] * h[j];
+    }
+    return 4 * a <= b;
 }
 
 /* Solves one problem from x; its status, iterations in *iters, cost in *cost_out. */
@@ -149,7 +233,7 @@ static kp_lm_status lm_one(lm_state *st, double *x, int32_t *iters, double *cost
 {
     const kp_lm_options *opt = st->opt;
     const uint32_t S = st->S;
-    double M[MAX_PARAMS * MAX_PARAMS], h[MAX_PARAMS], xn[MAX_PARAMS];
+    double D[MAX_PARAMS], h[MAX_PARAMS], xn[MAX_PARAMS];
     double cost = evaluate(st, x, 1);
     int32_t it = 1;
     kp_lm_status status = KP_LM_MAX_ITERATIONS;
@@ -157,7 +241,7 @@ static kp_lm_status lm_one(lm_state *st, double *x, int32_t *iters, double *cost
         *iters = it, *cost_out = cost;
         return KP_LM_NONFINITE;
     }
-    scaling(st);
+    scaling(st, D);
     /* The damping mu * diag(J^T J) is relative to each parameter's own curvature (Marquardt's
      * scaling), so mu starts at a plain number: Ceres's 1 / initial trust radius. */
     double mu = opt->initial_damping, nu = 2;
@@ -171,10 +255,7 @@ static kp_lm_status lm_one(lm_state *st, double *x, int32_t *iters, double *cost
         }
         if ((uint32_t)it >= opt->max_iterations)
             break;
-        for (uint32_t a = 0; a < S; a++)
-            for (uint32_t b = 0; b <= a; b++)
-                M[a * S + b] = st->A[a * S + b] + (a == b ? mu * st->diag[a] : 0);
-        if (cholesky(M, S) >= 0) {
+        if (!damped_step(st, D, mu, h)) {
             mu *= nu, nu *= 2;
             if (!(mu <= 1e32)) {
                 status = KP_LM_SINGULAR;
@@ -182,39 +263,50 @@ static kp_lm_status lm_one(lm_state *st, double *x, int32_t *iters, double *cost
             }
             continue;
         }
-        solve(M, st->g_, h, S);
+        /* The model's reduction |J h|^2 + 2 mu h^T D h (twice the predicted drop in cost), a sum
+         * of squares: no cancellation however small the step. */
         double hn = 0, xn2 = 0, pred = 0;
-        for (uint32_t j = 0; j < S; j++) {
-            hn += h[j] * h[j], xn2 += x[j] * x[j];
-            pred += h[j] * (mu * st->diag[j] * h[j] - st->g_[j]);
-            xn[j] = x[j] + h[j];
+        for (uint32_t i = 0; i < S; i++) {
+            double rh = 0;
+            for (uint32_t k = i; k < S; k++)
+                rh += st->R[i * S + k] * h[k];
+            pred += rh * rh + 2 * mu * D[i] * h[i] * h[i];
+            hn += h[i] * h[i], xn2 += x[i] * x[i];
+            xn[i] = x[i] + h[i];
         }
         if (sqrt(hn) <= opt->step_tolerance * (sqrt(xn2) + opt->step_tolerance)) {
             status = KP_LM_STEP;
             break;
         }
-        /* The trial point's normal equations are kept only if the step is accepted. */
-        double A[MAX_PARAMS * MAX_PARAMS], g[MAX_PARAMS];
-        memcpy(A, st->A, sizeof A);
+        /* The trial point's factorization is kept only if the step is accepted. */
+        double R[MAX_PARAMS * MAX_PARAMS], qtr[MAX_PARAMS], g[MAX_PARAMS], d[MAX_PARAMS];
+        memcpy(R, st->R, sizeof R);
+        memcpy(qtr, st->qtr, sizeof qtr);
         memcpy(g, st->g_, sizeof g);
+        memcpy(d, st->d, sizeof d);
         const double cost_new = evaluate(st, xn, 1);
         it++;
         const double rho = (cost - cost_new) / (0.5 * pred);
-        if (isfinite(cost_new) && pred > 0 && rho > 0) {
+        const int better = isfinite(cost_new) && pred > 0 && rho > 0;
+        if (better || (isfinite(cost_new) && settled(st, D, h, mu, cost, cost_new, pred))) {
             memcpy(x, xn, S * sizeof *x);
             const double drop = cost - cost_new;
             cost = cost_new;
-            scaling(st);
-            if (drop <= opt->function_tolerance * (cost + drop)) {
+            scaling(st, D);
+            if (better && drop <= opt->function_tolerance * (cost + drop)) {
                 status = KP_LM_FUNCTION;
                 break;
             }
-            const double t = 2 * rho - 1;
-            mu *= fmax(1.0 / 3, 1 - t * t * t);
-            nu = 2;
+            if (better) {
+                const double t = 2 * rho - 1;
+                mu *= fmax(1.0 / 3, 1 - t * t * t);
+                nu = 2;
+            }
         } else {
-            memcpy(st->A, A, sizeof A);
+            memcpy(st->R, R, sizeof R);
+            memcpy(st->qtr, qtr, sizeof qtr);
             memcpy(st->g_, g, sizeof g);
+            memcpy(st->d, d, sizeof d);
             mu *= nu, nu *= 2;
         }
     }
@@ -250,7 +342,7 @@ kp_status kp__lm_check(const kp_expr_graph *g, const kp_lm_options *opt, const k
     return KP_OK;
 }
 
-kp_status kp_lm_summary(const kp_lm_batch *b, char *out, size_t size)
+static kp_status write_summary(const kp_lm_batch *b, char *out, size_t size)
 {
     if (!b || !b->status || !out || size == 0)
         return kp__solve_fail(KP_ERR_INVALID_ARG, "kp_lm_summary: NULL batch, status or out");
@@ -264,7 +356,7 @@ kp_status kp_lm_summary(const kp_lm_batch *b, char *out, size_t size)
                                    counts[0] + counts[1] + counts[2], b->n_problems);
     static const char *const why[KP_LM_STATUS_COUNT] = {
         [KP_LM_MAX_ITERATIONS] = "not converged within max_iterations",
-        [KP_LM_SINGULAR] = "the damped normal equations could not be factored (a parameter "
+        [KP_LM_SINGULAR] = "the damped system stayed singular (a parameter "
                            "without effect on the residuals, or wildly different scales)",
         [KP_LM_NONFINITE] = "a residual or derivative is NaN or infinite at the starting point"};
     for (int s = KP_LM_MAX_ITERATIONS; s < KP_LM_STATUS_COUNT && used < size; s++)
@@ -275,7 +367,12 @@ kp_status kp_lm_summary(const kp_lm_batch *b, char *out, size_t size)
     return KP_OK;
 }
 
-kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_lm_batch *b)
+kp_status kp_lm_summary(const kp_lm_batch *b, char *out, size_t size)
+{
+    return kp__solve_report(NULL, write_summary(b, out, size));
+}
+
+static kp_status solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_lm_batch *b)
 {
     kp_status st = kp__lm_check(g, opt, b, "kp_lm_solve_host");
     if (st != KP_OK)
@@ -294,6 +391,14 @@ kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_
         return kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_solve_host: out of host memory");
     s.r = s.scratch + (size_t)(top + 1) * (1 + s.S);
     s.J = s.r + s.O;
+    int32_t most = 0;
+    for (size_t p = 0; p < b->n_problems; p++)
+        most = b->rows[p + 1] - b->rows[p] > most ? b->rows[p + 1] - b->rows[p] : most;
+    s.a = malloc(((size_t)most * s.O * (s.S + 1) + 1) * sizeof *s.a);
+    if (!s.a) {
+        free(s.scratch);
+        return kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_solve_host: out of host memory");
+    }
     for (size_t p = 0; p < b->n_problems; p++) {
         s.data = b->data ? b->data + (size_t)b->rows[p] * s.D : NULL;
         s.m = b->rows[p + 1] - b->rows[p];
@@ -307,9 +412,15 @@ kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_
         if (b->status)
             b->status[p] = ls;
     }
+    free(s.a);
     free(s.scratch);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     b->seconds[0] = b->seconds[2] = 0;
     b->seconds[1] = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     return KP_OK;
+}
+
+kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt, kp_lm_batch *b)
+{
+    return kp__solve_report(NULL, solve_host(g, opt, b));
 }

@@ -354,8 +354,8 @@ int kp__lm_sparse_transpose(const int32_t *index, size_t n, size_t S, size_t P, 
     return 1;
 }
 
-kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
-                                  const kp_lm_sparse_problem *pb, kp_lm_sparse_report *rep)
+static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
+                                   const kp_lm_sparse_problem *pb, kp_lm_sparse_report *rep)
 {
     kp_status st = kp__lm_sparse_check(g, opt, pb, rep, "kp_lm_sparse_solve_host");
     if (st != KP_OK)
@@ -453,4 +453,10 @@ kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_opt
     rep->seconds[3] = now() - t_start - sp.seconds[0] - sp.seconds[1] - sp.seconds[2];
     sparse_free(&sp);
     return KP_OK;
+}
+
+kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
+                                  const kp_lm_sparse_problem *pb, kp_lm_sparse_report *rep)
+{
+    return kp__solve_report(NULL, solve_sparse_host(g, opt, pb, rep));
 }

@@ -21,8 +21,8 @@ struct kp_lm_sparse {
     int f32;
 };
 
-kp_status kp_lm_sparse_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
-                              kp_lm_sparse **out)
+static kp_status create_sparse(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
+                               kp_lm_sparse **out)
 {
     if (out)
         *out = NULL;
@@ -43,6 +43,12 @@ kp_status kp_lm_sparse_create(kp_runtime *rt, const kp_expr_graph *g, kp_precisi
     }
     *out = lm;
     return KP_OK;
+}
+
+kp_status kp_lm_sparse_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
+                              kp_lm_sparse **out)
+{
+    return kp__solve_report(rt, create_sparse(rt, g, precision, out));
 }
 
 void kp_lm_sparse_destroy(kp_lm_sparse *lm)
@@ -306,8 +312,8 @@ static void release(dev *v)
     free(v->host_g);
 }
 
-kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
-                             const kp_lm_sparse_problem *pb, kp_lm_sparse_report *rep)
+static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
+                            const kp_lm_sparse_problem *pb, kp_lm_sparse_report *rep)
 {
     if (!lm)
         return kp__solve_fail(KP_ERR_INVALID_ARG, "kp_lm_sparse_solve: NULL solver");
@@ -464,4 +470,10 @@ kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
     rep->seconds[3] = now() - t_start - v.seconds[0] - v.seconds[1] - v.seconds[2];
     release(&v);
     return v.st;
+}
+
+kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
+                             const kp_lm_sparse_problem *pb, kp_lm_sparse_report *rep)
+{
+    return kp__solve_report(lm ? lm->rt : NULL, run_sparse(lm, opt, pb, rep));
 }

@@ -61,12 +61,12 @@ static const kp__compiled *user(kp_launch *l)
     return kp_host_api_get()->kernel_user(l);
 }
 
-/* Bytes of local memory the kernel declares: x, xt, g, gt, diag, h; A, At, M; a cost and the
- * state (3 reals, 3 ints). */
+/* Bytes of local memory the kernel declares: x, xt, h, ht, g, gt, d, dt, D, Dt, qtr, qtrt; rowk,
+ * coef and the 8 slices of part (S + 1 each); R, Rt, W; a cost and the state (5 reals, 4 ints). */
 static size_t local_bytes(const kp__compiled *c)
 {
     const size_t S = c->graph->n_params, e = c->f32 ? 4 : 8;
-    return e * (6 * S + 3 * S * S + 4) + 3 * 4;
+    return e * (12 * S + 10 * (S + 1) + 3 * S * S + 6) + 4 * 4;
 }
 
 static kp_status check(const kp_call *call, kp_launch *l)
@@ -269,7 +269,8 @@ static void tolerance(const kp_call *call, double *atol, double *rtol)
     *rtol = c->f32 ? 1e-2 : 1e-7;
 }
 
-kp_status kp_lm_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision, kp_lm **out)
+static kp_status create_lm(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
+                           kp_lm **out)
 {
     if (out)
         *out = NULL;
@@ -374,6 +375,11 @@ kp_status kp_lm_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision prec
     return KP_OK;
 }
 
+kp_status kp_lm_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision, kp_lm **out)
+{
+    return kp__solve_report(rt, create_lm(rt, g, precision, out));
+}
+
 void kp_lm_destroy(kp_lm *lm)
 {
     free(lm);
@@ -430,7 +436,7 @@ static kp_status download(kp_runtime *rt, kp_buffer *buf, double *dst, size_t n,
     return st;
 }
 
-kp_status kp_lm_solve(kp_lm *lm, const kp_lm_options *opt, kp_lm_batch *b)
+static kp_status run_lm(kp_lm *lm, const kp_lm_options *opt, kp_lm_batch *b)
 {
     if (!lm)
         return kp__solve_fail(KP_ERR_INVALID_ARG, "kp_lm_solve: NULL solver");
@@ -502,4 +508,9 @@ kp_status kp_lm_solve(kp_lm *lm, const kp_lm_options *opt, kp_lm_batch *b)
     if (st == KP_ERR_OUT_OF_MEMORY && !*kp_last_error(rt))
         return kp__solve_fail(st, "kp_lm_solve: out of host memory");
     return st == KP_OK ? KP_OK : kp__solve_fail(st, "kp_lm_solve: %s", kp_last_error(rt));
+}
+
+kp_status kp_lm_solve(kp_lm *lm, const kp_lm_options *opt, kp_lm_batch *b)
+{
+    return kp__solve_report(lm ? lm->rt : NULL, run_lm(lm, opt, b));
 }

@@ -273,8 +273,8 @@ static void cost(const kp_call *call, kp_cost *out)
                       4.0 * g->n_params);
 }
 
-kp_status kp_residual_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
-                             kp_residual **out)
+static kp_status create_residual(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
+                                 kp_residual **out)
 {
     if (out)
         *out = NULL;
@@ -378,6 +378,12 @@ kp_status kp_residual_create(kp_runtime *rt, const kp_expr_graph *g, kp_precisio
     return KP_OK;
 }
 
+kp_status kp_residual_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
+                             kp_residual **out)
+{
+    return kp__solve_report(rt, create_residual(rt, g, precision, out));
+}
+
 void kp_residual_destroy(kp_residual *res)
 {
     if (!res)
@@ -406,8 +412,8 @@ const char *kp_residual_source(const kp_residual *res)
     return res ? res->compiled->source : NULL;
 }
 
-kp_status kp_residual_evaluate(kp_residual *res, int64_t n, kp_tensor data, kp_tensor index,
-                               kp_tensor params, kp_tensor r, kp_tensor jac)
+static kp_status evaluate_residual(kp_residual *res, int64_t n, kp_tensor data, kp_tensor index,
+                                   kp_tensor params, kp_tensor r, kp_tensor jac)
 {
     if (!res)
         return kp__solve_fail(KP_ERR_INVALID_ARG, "kp_residual_evaluate: NULL residual");
@@ -458,4 +464,11 @@ kp_status kp_residual_evaluate(kp_residual *res, int64_t n, kp_tensor data, kp_t
                               "is NaN or infinite (the first such instance)",
                               flags[1]);
     return KP_OK;
+}
+
+kp_status kp_residual_evaluate(kp_residual *res, int64_t n, kp_tensor data, kp_tensor index,
+                               kp_tensor params, kp_tensor r, kp_tensor jac)
+{
+    return kp__solve_report(res ? res->rt : NULL,
+                            evaluate_residual(res, n, data, index, params, r, jac));
 }

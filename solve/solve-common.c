@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* What the solve layer's kernels share: the process-wide store of compiled graphs, precision
- * resolution, registration and the thread-local message. */
+ * resolution, registration, and the message of a failure: built in a thread-local buffer (the
+ * internal calls have no runtime at hand), then recorded by each public call as its runtime's
+ * kp_last_error. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,11 @@ static _Thread_local char message[2048];
 const char *kp_solve_last_error(void)
 {
     return message;
+}
+
+kp_status kp__solve_report(const kp_runtime *rt, kp_status st)
+{
+    return st == KP_OK ? KP_OK : kp_last_error_set(rt, st, "%s", message);
 }
 
 kp_status kp__solve_fail(kp_status st, const char *fmt, ...)

@@ -103,6 +103,10 @@ kp_status kp__compiled_get(const char *name, const kp_expr_graph *g, int f32, kp
 /* The solve layer's thread-local message (kp_solve_last_error): sets it and returns st. */
 kp_status kp__solve_fail(kp_status st, const char *fmt, ...) KP_PRINTF(2, 3);
 
+/* Every public solve call returns through this: a failure's message (kp__solve_fail's) becomes
+ * kp_last_error(rt) too (rt NULL for the host-only calls). Returns st. */
+kp_status kp__solve_report(const kp_runtime *rt, kp_status st);
+
 /* Resolves `precision` on rt's device to f64 or f32; KP_ERR_UNSUPPORTED for f64 without
  * cl_khr_fp64. */
 kp_status kp__solve_precision(kp_runtime *rt, kp_precision precision, kp_precision *out);

@@ -127,7 +127,7 @@ static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
     kp_expr_graph *g = graph("b1 b2 b3 b4", "y x", rat43);
     kp_residual *res;
     if (kp_residual_create(b->rt, g, prec, &res) != KP_OK)
-        die("rat43", kp_solve_last_error());
+        die("rat43", kp_last_error(b->rt));
     const int f32 = kp_residual_precision(res) == KP_PRECISION_F32;
     const size_t e = f32 ? 4 : 8, un = (size_t)n;
     double *data = malloc(un * 2 * sizeof *data), *r = malloc(un * sizeof *r),
@@ -248,7 +248,7 @@ static void bench_edges(kpb *b, int level, kp_precision prec)
     kp_expr_graph *g = graph("ax ay az bx by bz", "L", "norm3(bx - ax, by - ay, bz - az) - L");
     kp_residual *res;
     if (kp_residual_create(b->rt, g, prec, &res) != KP_OK)
-        die("edges", kp_solve_last_error());
+        die("edges", kp_last_error(b->rt));
     const int f32 = kp_residual_precision(res) == KP_PRECISION_F32;
     const size_t e = f32 ? 4 : 8, n = (size_t)m.n_edges, P = (size_t)m.n_vertices * 3;
     double *L = malloc(n * sizeof *L), *r = malloc(n * sizeof *r), *J = malloc(n * 6 * sizeof *J);
@@ -451,7 +451,7 @@ static void bench_gauss2d(kpb *b, size_t B, kp_precision prec)
     kp_expr_graph *g = graph("a x0 y0 s c", "u v z", gauss2d);
     kp_lm *lm;
     if (kp_lm_create(b->rt, g, prec, &lm) != KP_OK)
-        die("gauss2d", kp_solve_last_error());
+        die("gauss2d", kp_last_error(b->rt));
     const int f32 = kp_lm_precision(lm) == KP_PRECISION_F32;
     const size_t e = f32 ? 4 : 8, n = B * POINTS;
     double *data = malloc(n * 3 * sizeof *data), *truth = malloc(B * GP * sizeof *truth),
@@ -590,7 +590,7 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     enum { MAX_IT = 50 };
     const double ftol = 1e-10;
     mesh_problem mp, warm;
-    if (mesh_problem_make(level, 0.1, &mp) != 0 || mesh_problem_make(1, 0.1, &warm) != 0)
+    if (mesh_problem_make(level, 0.1, 0.66, &mp) != 0 || mesh_problem_make(1, 0.1, 0.66, &warm) != 0)
         die("mesh", "out of host memory");
     kp_expr_graph *g = graph("ax ay az bx by bz", "L w", MESH_RESIDUAL);
     kp_lm_sparse *lm;
@@ -605,6 +605,7 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     so.lm.max_iterations = MAX_IT;
     so.lm.function_tolerance = ftol;
     so.block_size = 3;
+    so.max_cg_iterations = mesh_problem_max_cg(level);
     so.progress = count_step;
     so.user = &steps;
     kp_lm_sparse_report rep = {.struct_size = sizeof rep};

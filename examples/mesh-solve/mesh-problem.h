@@ -26,8 +26,13 @@ typedef struct mesh_problem {
     int32_t *index; /* [n, 6] the coordinates of the edge's two vertices in x */
 } mesh_problem;
 
-/* 0 on success; -1 when memory runs out or level is outside 0..10. Free with mesh_problem_free. */
-int mesh_problem_make(int level, double smooth, mesh_problem *p);
+/* The problem at `level`, smoothness weight `smooth`, vertices started up to `jitter` mean edge
+ * lengths off the sphere along their radius (mesh-solve's default 0.66). 0 on success; -1 when
+ * memory runs out or level is outside 0..10. Free with mesh_problem_free. */
+int mesh_problem_make(int level, double smooth, double jitter, mesh_problem *p);
 void mesh_problem_free(mesh_problem *p);
+/* CG iterations a step for `level`: 200 up to level 4, doubled per level above (the system's
+ * condition number grows about 4x a level, CG's iterations about 2x). */
+unsigned mesh_problem_max_cg(int level);
 
 #endif

@@ -173,9 +173,17 @@ KP_API kp_status kp_expr_graph_eval(const kp_expr_graph *g, const double *data,
 /* Residuals compiled to kernels                                                              */
 /* ------------------------------------------------------------------------------------------ */
 
-/* The message of the last failing kp_residual_* or kp_lm_* call on this thread ("" when none):
- * the solve layer's own checks, or the runtime's message (kp_last_error) of a failed launch,
- * copied. Valid until the next failing call on this thread. */
+/*
+ * Errors: every fallible kp_residual_* and kp_lm_* call reports like the core, its message in
+ * kp_last_error(rt) for the runtime it works on (the one given to *_create, or the one its handle
+ * was made with), or kp_last_error(NULL) for the calls without one (kp_lm_solve_host,
+ * kp_lm_sparse_solve_host, kp_lm_summary). The graph builders keep theirs in the graph
+ * (kp_expr_graph_error).
+ *
+ * kp_solve_last_error: the same message as that kp_last_error, for the last failing solve call on
+ * this thread ("" when none); kept for the 0.2 API, an alias: new code reads kp_last_error. Valid
+ * until the next failing solve call on this thread.
+ */
 KP_API const char *kp_solve_last_error(void);
 
 typedef enum kp_precision {
@@ -200,7 +208,7 @@ typedef struct kp_residual kp_residual;
  * The generated code's host reference keeps a copy of the graph for as long as the process
  * lives (one per distinct graph), since the runtime may call it until it is destroyed.
  * Errors: KP_ERR_INVALID_ARG (an invalid graph, no outputs), KP_ERR_UNSUPPORTED (f64 asked on a
- * device without cl_khr_fp64), kp_kernel_register's. Message in kp_solve_last_error().
+ * device without cl_khr_fp64), kp_kernel_register's. Message in kp_last_error(rt).
  */
 KP_API kp_status kp_residual_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
                                     kp_residual **out);
@@ -229,7 +237,7 @@ KP_API const char *kp_residual_source(const kp_residual *res);
  * instance whose index lies outside [0, P), its slot and the index (that instance's outputs are
  * left unwritten), or with
  * KP_ERR_VERIFY naming the first instance whose r or jac is NaN or infinite. Errors also those
- * of kp_kernel_launch. Message in kp_solve_last_error().
+ * of kp_kernel_launch. Message in kp_last_error(rt).
  */
 KP_API kp_status kp_residual_evaluate(kp_residual *res, int64_t n, kp_tensor data, kp_tensor index,
                                       kp_tensor params, kp_tensor r, kp_tensor jac);
@@ -266,7 +274,7 @@ typedef enum kp_lm_status {
     KP_LM_STEP = 1,       /* converged: step tolerance */
     KP_LM_FUNCTION = 2,   /* converged: function tolerance */
     KP_LM_MAX_ITERATIONS, /* not converged in max_iterations */
-    KP_LM_SINGULAR,       /* the damped normal equations could not be factored */
+    KP_LM_SINGULAR,       /* the damped system stayed singular up to mu = 1e32 */
     KP_LM_NONFINITE,      /* at the starting point a residual or a derivative (as it shows in
                              J^T r) is NaN or infinite; later points where one is are refused
                              like points that raise the cost */
@@ -298,19 +306,22 @@ typedef struct kp_lm_batch {
 } kp_lm_batch;
 
 /*
- * The host reference solver, in double: for each problem in turn, Levenberg-Marquardt on the
- * normal equations (J^T J + mu D) h = -J^T r with D = diag(J^T J) clamped, Cholesky, Nielsen's
- * damping update, stopping on gradient, step and cost (kp_lm_options), robust losses by the
- * first-order (IRLS) correction. Every trial point is evaluated with its Jacobian, and
- * `iterations` counts those evaluations. Errors: KP_ERR_INVALID_ARG (an invalid graph, more than
- * 32 parameters, bad rows; message in kp_solve_last_error). A problem that does not converge is
- * a status, not an error (kp_lm_summary explains them). `opt` may be NULL for defaults.
+ * The host reference solver, in double: for each problem in turn, Levenberg-Marquardt with the
+ * step h minimizing |J h + r|^2 + mu h^T D h, D = diag(J^T J) clamped, from a Householder QR of J
+ * (J^T J is never formed, so the step is as accurate as J's conditioning allows) and Givens
+ * rotations for the damping (MINPACK's way), Nielsen's damping update, stopping on gradient, step
+ * and cost (kp_lm_options); near a close fit, where the cost's rounding hides the model's
+ * predicted reduction, a step is still taken while the steps contract (docs/solve.md); robust
+ * losses by the first-order (IRLS) correction. Every trial point is evaluated with its Jacobian,
+ * and `iterations` counts those evaluations. Errors: KP_ERR_INVALID_ARG (an invalid graph, more
+ * than 32 parameters, bad rows; message in kp_last_error(NULL)). A problem that does not converge
+ * is a status, not an error (kp_lm_summary explains them). `opt` may be NULL for defaults.
  */
 KP_API kp_status kp_lm_solve_host(const kp_expr_graph *g, const kp_lm_options *opt,
                                   kp_lm_batch *batch);
 
 /* One paragraph on a solved batch's statuses: "13 of 14 converged; 1 singular (first: problem
- * 3): the damped normal equations could not be factored (...)", into out (truncated to size).
+ * 3): the damped system stayed singular (...)", into out (truncated to size).
  * Errors: KP_ERR_INVALID_ARG (NULL batch, status or out). */
 KP_API kp_status kp_lm_summary(const kp_lm_batch *batch, char *out, size_t size);
 
@@ -318,8 +329,9 @@ typedef struct kp_lm kp_lm;
 
 /*
  * Compiles the batched solver for graph `g` (copied) on runtime `rt`: one work-group per
- * problem, the same algorithm as kp_lm_solve_host, J^T J and J^T r summed in a fixed order
- * (no float atomics: the same bits whatever the work-group size), Cholesky in local memory.
+ * problem, the same algorithm as kp_lm_solve_host, J^T r summed and J factored (Householder QR
+ * in place in global scratch, its dot products in fixed slices) in a fixed order (no float
+ * atomics: the same bits whatever the work-group size), the damped step in local memory.
  * Registered like kp_residual_create's kernel, as "solve.lm<key>_f64" (or _f32). At most 32
  * parameters. Errors: as kp_residual_create.
  */
@@ -397,7 +409,7 @@ typedef struct kp_lm_sparse_report {
  * a CG breakdown (p.Ap <= 0) before the first step is treated as a failed factorization (a
  * later one keeps the step so far). `opt` may be NULL.
  * Errors: KP_ERR_INVALID_ARG (an invalid graph, NULL arrays, an index outside [0, P): the message,
- * in kp_solve_last_error, names the instance and slot), KP_ERR_OUT_OF_MEMORY.
+ * in kp_last_error(NULL), names the instance and slot), KP_ERR_OUT_OF_MEMORY.
  */
 KP_API kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
                                          const kp_lm_sparse_problem *problem,
@@ -423,7 +435,7 @@ KP_API kp_precision kp_lm_sparse_precision(const kp_lm_sparse *lm);
  * the decisions: a few reads per CG iteration). Same bits on every run on a device; close to,
  * not equal to, the host reference's. report->seconds: evaluation, normal equations, CG, the
  * rest (uploads included). Errors: as kp_lm_sparse_solve_host; the launches' (message in
- * kp_solve_last_error).
+ * kp_last_error(rt)).
  */
 KP_API kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
                                     const kp_lm_sparse_problem *problem,

@@ -15,7 +15,11 @@
 # one call's 560 s (Ceres's sparse Cholesky at level 7 alone may take its 120 s twice over): run
 # KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh. Without .gpu-ceres (or
 # a Ceres on the machine) bench-solve runs without Ceres and says so.
-# What to read: NIST digits per problem on the GPU (test-solve-lm prints them); bench-solve's
+# KP_SOLVE_PARTS=meshsolve runs examples/mesh-solve at levels 4-7 and, at 6 and 7, from the start
+# and CG cap before #27's fix (the before/after of time to convergence).
+# What to read: NIST digits per problem on the GPU (test-solve-lm prints them; #27's fix: every
+# one >= 7, Lanczos3 was 6.7 and 6.4 on the H200 before), test-solve-lm-stress's fewest and mean
+# digits per model over 48 perturbed starts (device and host columns; it fails below 7); bench-solve's
 # "vs peer" column, against Ceres: the rat43 and edges rows' instances/s and ns_per_residual
 # beside ceres_ns_per_residual (#27: GPU >= 5x torch.func, compared in peer-solve's table), the
 # gauss2d rows' fits/s (target >= 10^7 fits/s at 10^6 fits) beside ceres_fits_per_s and SciPy's;
@@ -56,9 +60,11 @@ grep -E "bench-solve:" "$res/configure.log"
 bench=("${ceres_env[@]}" build-gpu/bin/bench-solve --threads "$cores")
 
 if want tests; then
-  step "nvidia: test-solve, test-solve-lm, test-solve-expr, test-solve-nist"
-  (cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 240)" ctest -R 'test-solve' \
-    --output-on-failure -V) 2>&1 | grep -E '^[0-9]+: (Misra|Chwir|Lancz|Gauss|DanW|Kirby|Hahn|Nelson|MGH|mean|largest)|tests passed|Failed|FAIL|ERROR' | head -80
+  step "nvidia: test-solve, test-solve-lm, test-solve-lm-stress, test-solve-expr, test-solve-nist"
+  (cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 300)" ctest -R 'test-solve' \
+    --output-on-failure -V) 2>&1 |
+    grep -E '^[0-9]+: (problem|Misra|Chwir|Lancz|Gauss|DanW|Kirby|Hahn|Nelson|MGH|mean|largest|mesh)|tests passed|Failed|FAIL|ERROR' |
+    head -120
 fi
 
 if want bench; then
@@ -91,5 +97,27 @@ if want pocl; then
   step "pocl (this machine's $cores cores) against Ceres on the same cores: bench-solve --quick"
   timeout "$(cap 200)" "${bench[@]}" --device pocl --quick --precision f64 \
     --parts rat43,edges,gauss2d,mesh --json "$res/bench-solve-pocl.json" | tail -24
+fi
+
+if want meshsolve; then
+  for level in 4 5 6 7; do
+    step "nvidia: mesh-solve --level $level"
+    host=""
+    [[ $level == 4 ]] && host=--host
+    # shellcheck disable=SC2086 # host is empty or one option
+    timeout "$(cap 150)" build-gpu/bin/mesh-solve --device nvidia --level $level \
+      --max-iterations 30 $host --csv "$res/mesh-$level.csv" --json "$res/mesh-$level.json" |
+      tail -6
+  done
+  # The start and CG cap before #27's fix (5% of the radius: 2.65 and 5.29 mean edge lengths at
+  # levels 6 and 7; 200 CG iterations a step), for the before/after of time to convergence.
+  for level in 6 7; do
+    jitter=2.65
+    [[ $level == 7 ]] && jitter=5.29
+    step "nvidia: mesh-solve --level $level, the old start (--jitter $jitter --max-cg 200)"
+    timeout "$(cap 150)" build-gpu/bin/mesh-solve --device nvidia --level $level \
+      --max-iterations 30 --jitter $jitter --max-cg 200 --json "$res/mesh-$level-old.json" |
+      tail -3
+  done
 fi
 kp_pack

@@ -252,8 +252,26 @@ static void test_singular_and_nonfinite_statuses(void **state)
     /* Bad rows are refused before anything runs. */
     rows[2] = 4;
     assert_int_equal(kp_lm_solve(lm, &o, &b), KP_ERR_INVALID_ARG);
+    assert_non_null(strstr(kp_last_error(rt), "rows must not decrease: rows[2] = 4 < rows[1] = 8"));
+    assert_int_equal(kp_lm_solve_host(g, &o, &b), KP_ERR_INVALID_ARG);
     assert_non_null(
-        strstr(kp_solve_last_error(), "rows must not decrease: rows[2] = 4 < rows[1] = 8"));
+        strstr(kp_last_error(NULL), "rows must not decrease: rows[2] = 4 < rows[1] = 8"));
+    /* More than 32 parameters: kp_lm_create's message is the runtime's last error too. */
+    kp_expr_graph *big;
+    assert_int_equal(kp_expr_graph_create(&big), KP_OK);
+    char names[40 * 5] = "", sum[40 * 6] = "";
+    for (int i = 0; i < 33; i++) {
+        snprintf(names + strlen(names), 8, "p%d ", i);
+        snprintf(sum + strlen(sum), 8, "%sp%d", i ? "+" : "", i);
+    }
+    assert_int_equal(kp_expr_declare(big, 1, names), KP_OK);
+    assert_int_equal(kp_expr_parse(big, sum), KP_OK);
+    kp_lm *none = NULL;
+    assert_int_equal(kp_lm_create(rt, big, KP_PRECISION_AUTO, &none), KP_ERR_INVALID_ARG);
+    assert_null(none);
+    assert_non_null(strstr(kp_last_error(rt), "1 to 32 parameters (it has 33)"));
+    assert_string_equal(kp_solve_last_error(), kp_last_error(rt));
+    kp_expr_graph_destroy(big);
     kp_lm_destroy(lm);
     kp_expr_graph_destroy(g);
 }
