@@ -8,7 +8,7 @@
 # on two (batch 128 per rank: the scaling; batch 64 per rank: the same global batch), and PyTorch
 # on one GPU and with DDP on two.
 #   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-mpi.sh
-#   device run:  kind nvidia-h100-x2, carry [".gpu"], command: bash scripts/gpu/mpi.sh
+#   device run:  kind nvidia-h100-x2, carry [".gpu", ".gpu-mpi"], command: bash scripts/gpu/mpi.sh
 # What to read: bench-allreduce's "of limit" column (issue target: >= 80% of the staging limit),
 # its MPI-alone column (the exchange over shared memory, paid on top of the copies: this first
 # version does not pipeline copies and exchange), NCCL's bus bandwidth for context, and the CNN's
@@ -34,8 +34,8 @@ for impl in ${KP_MPI:-openmpi mpich}; do
   echo "MPI: $impl's launcher failed to start 2 ranks here"
 done
 if [[ -z $mpirun ]]; then
-  echo "no working MPI here: stage Open MPI and MPICH into .gpu with scripts/gpu/stage-mpi.sh" \
-    "and carry .gpu"
+  echo "no working MPI here: stage Open MPI and MPICH into .gpu-mpi with" \
+    "scripts/gpu/stage-mpi.sh and carry .gpu-mpi"
   exit 1
 fi
 # PMIx's shared-memory store (gds ds21) is a known source of launcher crashes; the hash store

@@ -14,9 +14,10 @@
 #            cap prints N, shortened so that a step ends 20 s before the deadline (kp_begin's time
 #            plus SECONDS); every long step runs under `timeout "$(cap N)"`, so that results are
 #            still packed and brought back before the device tool stops the command at 600 s.
-# kp_setup   installs the carried packages as .gpu/setup.sh does (keeping /lib a symlink), registers
-#            NVIDIA's OpenCL driver next to PoCL, prints the OpenCL platforms and the GPU, and sets
-#            the caches (XDG_CACHE_HOME, POCL_CACHE_DIR under /tmp) and KP_LOG=warn.
+# kp_setup   installs the carried packages (.gpu and .gpu-mpi) as .gpu/setup.sh does (keeping /lib
+#            a symlink), registers NVIDIA's OpenCL driver next to PoCL, prints the OpenCL platforms
+#            and the GPU, and sets the caches (XDG_CACHE_HOME, POCL_CACHE_DIR under /tmp) and
+#            KP_LOG=warn.
 # kp_build SOURCE BUILD LOG
 #            a Release build of SOURCE into BUILD without the tests, its output in LOG; on a
 #            failure prints LOG's last 40 lines and exits 1.
@@ -60,7 +61,8 @@ kp_setup() {
     # ships files under /lib (libnl-3-200 does), and the linker then loses libc.so.6 (the two-GPU
     # host's CMake check failed so).
     local deb
-    for deb in .gpu/*.deb; do
+    for deb in .gpu/*.deb .gpu-mpi/*.deb; do
+      [[ -f $deb ]] || continue
       dpkg-deb --fsys-tarfile "$deb" | tar -x --keep-directory-symlink -C /
     done
     ldconfig
