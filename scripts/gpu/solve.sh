@@ -42,7 +42,12 @@ if compgen -G ".gpu-ceres/*.deb" >/dev/null; then
   for n in libblas.so libblas.so.3 liblapack.so liblapack.so.3; do ln -sf "atlas/$n" "$lib/$n"; done
   # CeresTargets.cmake names ATLAS's libraries by their absolute paths under /usr.
   sed -i "s|/usr/lib/x86_64-linux-gnu/|$lib/|g" "$lib/cmake/Ceres/CeresTargets.cmake"
-  ceres=(-DKP_WITH_CERES=ON -DCMAKE_PREFIX_PATH="$prefix/usr")
+  # The machine's compiler (/opt/gcc) may report no multiarch directory: named, so that the
+  # prefix's lib/x86_64-linux-gnu is searched; Ceres's dependencies' packages named outright.
+  ceres=(-DKP_WITH_CERES=ON -DCMAKE_PREFIX_PATH="$prefix/usr"
+         -DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu -Dglog_DIR="$lib/cmake/glog"
+         -Dgflags_DIR="$lib/cmake/gflags" -DEigen3_DIR="$prefix/usr/share/eigen3/cmake"
+         --debug-find-pkg=glog,gflags)
   ceres_env=(env LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 elif compgen -G "/usr/lib/*/cmake/Ceres/CeresConfig.cmake" >/dev/null; then
   ceres=(-DKP_WITH_CERES=ON)
@@ -57,6 +62,9 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=ON 
   >"$res/configure.log" 2>&1 && cmake --build build-gpu -- -j"$cores" >"$res/build.log" 2>&1 ||
   { tail -40 "$res/configure.log" "$res/build.log"; exit 1; }
 grep -E "bench-solve:" "$res/configure.log"
+# Why Ceres was not found (the first GPU run: "Missing required Ceres dependency: glog").
+grep -q "Ceres was not found" "$res/configure.log" &&
+  grep -iE "glog|gflags|unwind|Ceres" "$res/configure.log" | grep -v "^    /" | head -40
 bench=("${ceres_env[@]}" build-gpu/bin/bench-solve --threads "$cores")
 
 if want tests; then
