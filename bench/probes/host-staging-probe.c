@@ -102,8 +102,7 @@ int main(int argc, char **argv)
         cl_device_id ds[8];
         cl_uint nd = 0;
         cl_device_type type = platform_index >= 0 ? CL_DEVICE_TYPE_ALL : CL_DEVICE_TYPE_GPU;
-        if (clGetDeviceIDs(platforms[i], type, 8, ds, &nd) == CL_SUCCESS &&
-            device_index < (int)nd)
+        if (clGetDeviceIDs(platforms[i], type, 8, ds, &nd) == CL_SUCCESS && device_index < (int)nd)
             device = ds[device_index];
     }
     if (!device)

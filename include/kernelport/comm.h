@@ -41,9 +41,22 @@ extern "C" {
  */
 typedef struct kp_comm kp_comm;
 
+/*
+ * kp_comm_options.flags: the transport of the device collectives (docs/comm.md). With neither,
+ * the environment's KP_COMM_TRANSPORT ("staged", "shared" or "auto") decides, else the choice is
+ * automatic: node-shared memory where every rank of the communicator is on one node and the device
+ * is not a CPU, host staging otherwise. Every rank must ask for the same.
+ *   KP_COMM_STAGED  host staging through pinned memory and MPI messages (any ranks, any device).
+ *   KP_COMM_SHARED  one shared-memory segment on the node that every rank's device copies to and
+ *                   from by DMA, the sums on the device: no CPU copy of the data. kp_comm_create
+ *                   fails with KP_ERR_UNSUPPORTED, giving the reason, where it cannot be set up.
+ */
+#define KP_COMM_STAGED (1u << 0)
+#define KP_COMM_SHARED (1u << 1)
+
 typedef struct kp_comm_options {
     uint32_t struct_size; /* set by kp_comm_options_default; 0: this first layout */
-    uint32_t flags;       /* none yet: 0 */
+    uint32_t flags;       /* 0, KP_COMM_STAGED or KP_COMM_SHARED */
     /* The longest a collective waits for the other ranks, in seconds. It counts from the moment
      * this rank enters the collective, so it must cover the other ranks' lag: a first step that
      * compiles kernels on a slow device can lag by minutes. 0: KP_COMM_TIMEOUT from the
@@ -59,8 +72,9 @@ KP_API kp_comm_options kp_comm_options_default(void);
  * Collective: every rank of `comm` calls it. The communicator duplicates `comm`, so its messages
  * never meet the application's, and sets MPI_ERRORS_RETURN on the duplicate. `rt` is borrowed and
  * must outlive the communicator; `options` may be NULL. Errors: KP_ERR_INVALID_ARG (NULL
- * arguments, MPI not initialised), KP_ERR_OUT_OF_MEMORY, KP_ERR_IO (an MPI call failed; the
- * message has MPI's error string).
+ * arguments, MPI not initialised, ranks that ask for different transports), KP_ERR_OUT_OF_MEMORY,
+ * KP_ERR_IO (an MPI call failed; the message has MPI's error string), KP_ERR_UNSUPPORTED
+ * (KP_COMM_SHARED where it cannot be set up).
  */
 KP_API kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *options,
                                 kp_comm **out);
@@ -72,6 +86,12 @@ KP_API void kp_comm_destroy(kp_comm *c);
 /* This process's rank and the number of ranks; -1 for NULL. */
 KP_API int kp_comm_rank(const kp_comm *c);
 KP_API int kp_comm_size(const kp_comm *c);
+
+/* The transport of the device collectives, "staged" or "shared" (NULL for NULL), and in *why (may
+ * be NULL) why it was chosen: what asked for it, or what ruled the shared segment out ("the
+ * device is a CPU", "rank 1: the driver refused CL_MEM_USE_HOST_PTR ..."). Host memory
+ * (kp_comm_allreduce_host) and buckets always go through MPI messages. */
+KP_API const char *kp_comm_transport(const kp_comm *c, const char **why);
 
 typedef enum kp_comm_op {
     KP_COMM_SUM = 0,

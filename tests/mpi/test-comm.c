@@ -254,13 +254,74 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static kp_comm *open_comm(kp_runtime *rt, double timeout_s)
+static kp_comm *open_comm_flags(kp_runtime *rt, double timeout_s, uint32_t flags)
 {
     kp_comm_options o = kp_comm_options_default();
     o.timeout_s = timeout_s;
+    o.flags = flags;
     kp_comm *c = NULL;
     CHECK_OK(rt, kp_comm_create(rt, MPI_COMM_WORLD, &o, &c));
     return c;
+}
+
+static kp_comm *open_comm(kp_runtime *rt, double timeout_s)
+{
+    return open_comm_flags(rt, timeout_s, 0);
+}
+
+/* The two transports on the same inputs: the same bits, whatever the size, offset or op, as the
+ * segment grows (each size larger than the last) and after it has (a small one again). */
+static void test_transports_agree(kp_runtime *rt, kp_comm *shared, kp_comm *staged)
+{
+    static const size_t sizes[] = {7, 1031, 40009, 3};
+    for (int t = 0; t < 4; t++) {
+        const size_t n = sizes[t], at = (size_t)t * 5 + 1, total = n + at + 2;
+        const kp_comm_op op = t % 2 ? KP_COMM_MEAN : KP_COMM_SUM;
+        float *host = malloc(total * sizeof *host), *other = malloc(total * sizeof *other);
+        kp_buffer *a = NULL, *b = NULL;
+        if (!host || !other)
+            fail("out of memory");
+        for (size_t i = 0; i < total; i++)
+            host[i] = i < at || i >= at + n ? -7.0f : value(30 + t, rank, i - at);
+        CHECK_OK(rt, kp_buffer_create(rt, total * sizeof *host, &a));
+        CHECK_OK(rt, kp_buffer_create(rt, total * sizeof *host, &b));
+        CHECK_OK(rt, kp_buffer_write(rt, a, 0, total * sizeof *host, host));
+        CHECK_OK(rt, kp_buffer_write(rt, b, 0, total * sizeof *host, host));
+        CHECK_OK(rt, kp_comm_allreduce(shared, a, at, n, op));
+        CHECK_OK(rt, kp_comm_allreduce(staged, b, at, n, op));
+        CHECK_OK(rt, kp_buffer_read(rt, a, 0, total * sizeof *host, host));
+        CHECK_OK(rt, kp_buffer_read(rt, b, 0, total * sizeof *host, other));
+        if (memcmp(host, other, total * sizeof *host) != 0)
+            fail("the shared and staged transports differ on %zu floats at %zu", n, at);
+        for (size_t i = 0; i < total; i++)
+            if (i < at || i >= at + n ? host[i] != -7.0f : host[i] != expected(30 + t, i - at, op))
+                fail("transports, %zu floats at %zu: element %zu is %.9g", n, at, i,
+                     (double)host[i]);
+        kp_buffer_destroy(rt, a);
+        kp_buffer_destroy(rt, b);
+        free(host);
+        free(other);
+    }
+}
+
+/* Ranks that ask for different transports all fail, naming both; a transport by name is
+ * reported as such. */
+static void test_transport_choice(kp_runtime *rt)
+{
+    kp_comm_options o = kp_comm_options_default();
+    o.flags = rank == 0 ? KP_COMM_SHARED : KP_COMM_STAGED;
+    kp_comm *c = NULL;
+    if (kp_comm_create(rt, MPI_COMM_WORLD, &o, &c) != KP_ERR_INVALID_ARG || c ||
+        !strstr(kp_last_error(rt), "different transports"))
+        fail("ranks asking for different transports: %s", kp_last_error(rt));
+    o.flags = KP_COMM_SHARED | KP_COMM_STAGED;
+    if (kp_comm_create(rt, MPI_COMM_WORLD, &o, &c) != KP_ERR_INVALID_ARG)
+        fail("both transports at once were not refused");
+    c = open_comm_flags(rt, 60, KP_COMM_STAGED);
+    const char *why = NULL;
+    if (strcmp(kp_comm_transport(c, &why), "staged") != 0 || !strstr(why, "asks for"))
+        fail("KP_COMM_STAGED: transport %s (%s)", kp_comm_transport(c, NULL), why);
+    kp_comm_destroy(c);
 }
 
 static void test_failures(kp_runtime *rt)
@@ -332,15 +393,35 @@ int main(int argc, char **argv)
     const char *devices[] = {first, "host"};
     for (int d = 0; d < 2; d++) {
         kp_runtime *rt = open_runtime(devices[d]);
-        kp_comm *c = open_comm(rt, 120);
-        if (kp_comm_rank(c) != rank || kp_comm_size(c) != size)
-            fail("kp_comm_rank/size: %d/%d", kp_comm_rank(c), kp_comm_size(c));
-        test_allreduce(rt, c);
-        test_tensor_host_broadcast_barrier(rt, c);
-        test_buckets(rt, c);
-        kp_comm_destroy(c);
-        if (d == 0)
+        /* The OpenCL device runs every test on both transports, the shared one by name (PoCL's
+         * CPU would get host staging); the host device has host staging alone. */
+        for (int shared = d == 0; shared >= 0; shared--) {
+            kp_comm *c = open_comm_flags(rt, 120,
+                                         shared   ? KP_COMM_SHARED
+                                         : d == 0 ? KP_COMM_STAGED
+                                                  : 0);
+            const char *why = NULL, *transport = kp_comm_transport(c, &why);
+            if (strcmp(transport, shared ? "shared" : "staged") != 0 || !why || !*why)
+                fail("transport %s (%s), expected %s", transport, why,
+                     shared ? "shared" : "staged");
+            if (rank == 0)
+                printf("test-comm: %s: transport %s: %s\n", devices[d], transport, why);
+            if (kp_comm_rank(c) != rank || kp_comm_size(c) != size)
+                fail("kp_comm_rank/size: %d/%d", kp_comm_rank(c), kp_comm_size(c));
+            test_allreduce(rt, c);
+            test_tensor_host_broadcast_barrier(rt, c);
+            test_buckets(rt, c);
+            kp_comm_destroy(c);
+        }
+        if (d == 0) {
+            kp_comm *shared = open_comm_flags(rt, 120, KP_COMM_SHARED),
+                    *staged = open_comm_flags(rt, 120, KP_COMM_STAGED);
+            test_transports_agree(rt, shared, staged);
+            kp_comm_destroy(shared);
+            kp_comm_destroy(staged);
+            test_transport_choice(rt);
             test_failures(rt);
+        }
         kp_runtime_destroy(rt);
         if (rank == 0)
             printf("test-comm: %d ranks on %s: passed\n", size, devices[d]);
