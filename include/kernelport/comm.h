@@ -14,15 +14,20 @@ extern "C" {
 
 /*
  * A communicator of Kernelport runtimes, one per MPI rank (docs/comm.md). Collectives move the
- * data through host memory: the device range is read into a staging area (pinned, from an
- * OpenCL buffer allocated in host memory and mapped once, where the runtime is OpenCL's), sent
- * with MPI's non-blocking point-to-point calls and written back.
+ * data through host memory, by one of two transports (KP_COMM_STAGED, KP_COMM_SHARED below).
+ * Host staging: the device range is read into a staging area (pinned, from an OpenCL buffer
+ * allocated in host memory and mapped once, where the runtime is OpenCL's), sent with MPI's
+ * non-blocking point-to-point calls and written back. Node-shared: where every rank is on one node,
+ * the devices copy to and from one shared-memory segment by DMA and each rank's device adds its
+ * slice; MPI only carries the synchronisation.
  *
  * Determinism. An all-reduce splits the range into one slice per rank; the owner of a slice
  * receives every rank's copy of it and adds them in rank order, ((x_0 + x_1) + x_2) + ..., in
  * f32, then sends the result to every rank. Every rank ends with the same bits, and the same
- * inputs on the same number of ranks give the same bits on every run. (MPI_Allreduce promises
- * neither: the standard only recommends it.) MEAN divides the sum by the number of ranks.
+ * inputs on the same number of ranks give the same bits on every run, on either transport (the
+ * shared one adds on the device only where its f32 has subnormals and a correctly rounded
+ * division). (MPI_Allreduce promises neither: the standard only recommends it.) MEAN divides the
+ * sum by the number of ranks.
  *
  * Failures never hang. Every wait has a deadline (kp_comm_options.timeout_s); a rank that fails
  * inside a collective (a timeout, a device read that fails, a mismatched call) sends the reason
@@ -102,8 +107,9 @@ typedef enum kp_comm_op {
  * All-reduces `count` f32 elements of `buf` starting at element `offset` in place: every rank
  * ends with the sum (or mean) over the ranks, in the order the header above describes. Blocking:
  * it reads after the runtime's earlier work, and the result is in the buffer when it returns.
- * Ranges above 2^20 floats move in pieces of 2^20, each exchanged while the device copies the
- * others (the same bits).
+ * With host staging, ranges above 2^20 floats move in pieces of 2^20, each exchanged while the
+ * device copies the others (the same bits); the shared transport copies each rank's part in one
+ * go, its segment growing to the largest range so far (a collective step of the call).
  * Errors: KP_ERR_INVALID_ARG (a range outside the buffer, a buffer of another runtime, an op
  * that is not a kp_comm_op, a call that differs from the other ranks', a graph this thread
  * records on the runtime), KP_ERR_IO (a timeout, an MPI failure, another rank's failure: the

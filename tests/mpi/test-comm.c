@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The collectives of comm.h under mpirun (tests/mpi/run.sh starts 2 and 3 ranks), on PoCL and on
- * the host device: all-reduce sums and means on odd sizes against the host's sum in rank order,
- * bit for bit (one size in pieces); kp_comm_buckets_plan's cuts; a tensor view; the host variant;
- * broadcast; barrier; buckets of an arena of odd segments over two rounds with device work queued
- * between them; calls that differ between ranks; a rank that gives up; a rank that never comes
- * (timeout). Every rank checks; the first failed check aborts the job. */
+/* The collectives of comm.h under mpirun (tests/mpi/run.sh starts 2 and 3 ranks), on PoCL (on
+ * both transports, the node-shared one by name) and on the host device: all-reduce sums and means
+ * on odd sizes against the host's sum in rank order, bit for bit (one size in pieces); the two
+ * transports against each other as the shared segment grows; kp_comm_buckets_plan's cuts; a tensor
+ * view; the host variant; broadcast; barrier; buckets of an arena of odd segments over two rounds
+ * with device work queued between them; ranks that ask for different transports; calls that differ
+ * between ranks; a rank that gives up; a rank that never comes (timeout). Every rank checks; the
+ * first failed check aborts the job. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
