@@ -50,10 +50,10 @@ struct kp_comm {
     /* OpenCL interop (NULL on the host device). */
     cl_context context;
     cl_command_queue queue;
-    comm_host staging;       /* the blocking collectives' copy of the range */
-    comm_host slices;        /* the other ranks' copies of this rank's slice */
-    int shared;              /* the device collectives use the node-shared transport */
-    char why[FAILURE_BYTES]; /* why this transport (kp_comm_transport) */
+    comm_host staging;            /* the blocking collectives' copy of the range */
+    comm_host slices;             /* the other ranks' copies of this rank's slice */
+    int shared;                   /* the device collectives use the node-shared transport */
+    char why[FAILURE_BYTES + 32]; /* why this transport (kp_comm_transport) */
     comm_shared shm;
 };
 

@@ -248,9 +248,7 @@ kp_status comm_shared_open(kp_comm *c, uint32_t flags)
     for (int r = 0; st == KP_OK && r < p; r++)
         if (modes[r] == MODE_INVALID)
             st = comm_fail(c, KP_ERR_INVALID_ARG, fn,
-                           "KP_COMM_TRANSPORT is \"%s\" on rank %d: expected staged, shared or "
-                           "auto",
-                           r == c->rank ? getenv("KP_COMM_TRANSPORT") : "?", r);
+                           "rank %d's KP_COMM_TRANSPORT is not staged, shared or auto", r);
         else if (modes[r] != mode)
             st = comm_fail(c, KP_ERR_INVALID_ARG, fn,
                            "the ranks ask for different transports: rank %d for %s, rank %d for "

@@ -324,6 +324,18 @@ static void test_transport_choice(kp_runtime *rt)
     if (strcmp(kp_comm_transport(c, &why), "staged") != 0 || !strstr(why, "asks for"))
         fail("KP_COMM_STAGED: transport %s (%s)", kp_comm_transport(c, NULL), why);
     kp_comm_destroy(c);
+    /* The environment decides without a flag; a value that is no transport fails every rank. */
+    setenv("KP_COMM_TRANSPORT", rank == 0 ? "bogus" : "staged", 1);
+    o.flags = 0;
+    if (kp_comm_create(rt, MPI_COMM_WORLD, &o, &c) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "rank 0's KP_COMM_TRANSPORT"))
+        fail("KP_COMM_TRANSPORT=bogus on rank 0: %s", kp_last_error(rt));
+    setenv("KP_COMM_TRANSPORT", "staged", 1);
+    c = open_comm(rt, 60);
+    if (strcmp(kp_comm_transport(c, &why), "staged") != 0 || !strstr(why, "KP_COMM_TRANSPORT"))
+        fail("KP_COMM_TRANSPORT=staged: transport %s (%s)", kp_comm_transport(c, NULL), why);
+    kp_comm_destroy(c);
+    unsetenv("KP_COMM_TRANSPORT");
 }
 
 static void test_failures(kp_runtime *rt)
