@@ -101,6 +101,15 @@ kp_status comm_allreduce_floats(kp_comm *c, const char *fn, float *data, size_t 
     return st == KP_OK ? exchange_floats(c, fn, data, count, op) : st;
 }
 
+kp_status comm_allreduce_shared(kp_comm *c, const char *fn, kp_buffer *buf, size_t offset,
+                                size_t count, kp_comm_op op)
+{
+    /* The queue is in order: the segment's copies follow the work queued on the buffer. */
+    kp_status st = comm_agree(c, fn, call_kind(op), count, 0);
+    return st == KP_OK ? comm_shared_allreduce(c, fn, kp_buffer_cl_mem(buf), offset, count, op)
+                       : st;
+}
+
 static kp_status check_op(kp_comm *c, const char *fn, kp_comm_op op)
 {
     return op == KP_COMM_SUM || op == KP_COMM_MEAN
@@ -189,12 +198,8 @@ kp_status kp_comm_allreduce(kp_comm *c, kp_buffer *buf, size_t offset, size_t co
     const size_t bytes = count * sizeof(float);
     if (st == KP_OK)
         st = comm_check_range(c, fn, buf, offset * sizeof(float), bytes);
-    if (st == KP_OK && c->shared && c->queue) {
-        /* The queue is in order: the segment's copies follow the work queued on the buffer. */
-        st = comm_agree(c, fn, call_kind(op), count, 0);
-        return st == KP_OK ? comm_shared_allreduce(c, fn, kp_buffer_cl_mem(buf), offset, count, op)
-                           : st;
-    }
+    if (st == KP_OK && c->shared && c->queue)
+        return comm_allreduce_shared(c, fn, buf, offset, count, op);
     if (st == KP_OK)
         st = comm_host_reserve(c, &c->staging, bytes ? bytes : 1);
     if (st != KP_OK)

@@ -98,6 +98,11 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
 kp_status comm_shared_broadcast(kp_comm *c, const char *fn, cl_mem mem, size_t offset, size_t bytes,
                                 int root);
 
+/* The shared transport's all-reduce of a checked range of buf, agreed with the other ranks first
+ * (c->shared, on an OpenCL runtime). */
+kp_status comm_allreduce_shared(kp_comm *c, const char *fn, kp_buffer *buf, size_t offset,
+                                size_t count, kp_comm_op op);
+
 /* Grows h to at least `bytes` (its contents are lost). */
 kp_status comm_host_reserve(kp_comm *c, comm_host *h, size_t bytes);
 void comm_host_release(kp_comm *c, comm_host *h);

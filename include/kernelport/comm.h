@@ -95,7 +95,7 @@ KP_API int kp_comm_size(const kp_comm *c);
 /* The transport of the device collectives, "staged" or "shared" (NULL for NULL), and in *why (may
  * be NULL) why it was chosen: what asked for it, or what ruled the shared segment out ("the
  * device is a CPU", "rank 1: the driver refused CL_MEM_USE_HOST_PTR ..."). Host memory
- * (kp_comm_allreduce_host) and buckets always go through MPI messages. */
+ * (kp_comm_allreduce_host) always goes through MPI messages. */
 KP_API const char *kp_comm_transport(const kp_comm *c, const char **why);
 
 typedef enum kp_comm_op {
@@ -184,9 +184,10 @@ KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_com
  * after finishing the all-reduce of the bucket started before (wait for its read, exchange it
  * over MPI while the device runs what was enqueued after that read, enqueue the write back).
  * So MPI traffic for one bucket overlaps the device work enqueued between this call and the next.
- * On the host device the bucket is all-reduced at once. Buckets are started in index order,
- * 0 first, each once per round. Errors: KP_ERR_INVALID_ARG (an index out of order), those of
- * kp_comm_allreduce.
+ * On the host device, and on the shared transport (whose copies the device makes on the same
+ * in-order queue: nothing is left to overlap), the bucket is all-reduced at once, blocking. Buckets
+ * are started in index order, 0 first, each once per round. Errors: KP_ERR_INVALID_ARG (an index
+ * out of order), those of kp_comm_allreduce.
  */
 KP_API kp_status kp_comm_buckets_start(kp_comm_buckets *b, size_t index);
 
