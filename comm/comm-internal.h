@@ -8,7 +8,7 @@
 #include "kernelport/comm.h"
 
 /* Tags of the duplicate communicator's messages. */
-enum { TAG_FAILURE = 1, TAG_CALL, TAG_SLICE, TAG_RESULT, TAG_BROADCAST, TAG_SYNC };
+enum { TAG_FAILURE = 1, TAG_CALL, TAG_SLICE, TAG_RESULT, TAG_BROADCAST, TAG_SYNC, TAG_FREE };
 
 /* The longest reason a failure notice carries, terminator included. */
 #define FAILURE_BYTES 256
@@ -89,7 +89,7 @@ size_t comm_slice_begin(size_t count, int p, int r);
  * c->why, setting up the segment when shared. Fails where the ranks ask for different ones or
  * KP_COMM_SHARED cannot be had. */
 kp_status comm_shared_open(kp_comm *c, uint32_t flags);
-/* Frees the segment (collective) unless the communicator is broken. */
+/* Frees the segment (collective) where every rank answers within the deadline, else leaves it. */
 void comm_shared_close(kp_comm *c);
 /* The shared transport's all-reduce of `count` floats of `mem` from element `offset`, and
  * broadcast of `bytes` from byte `offset`, for a call the ranks agreed on. Blocking. */

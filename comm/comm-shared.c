@@ -211,26 +211,6 @@ static void close_device(kp_comm *c)
     s->rows = NULL, s->sum = NULL, s->program = NULL, s->rows_bytes = 0;
 }
 
-void comm_shared_close(kp_comm *c)
-{
-    comm_shared *s = &c->shm;
-    if (c->queue)
-        clFinish(c->queue);
-    /* After a failure a peer may be gone: MPI_Win_free synchronises, so the window is left to
-     * the job's end (docs/comm.md: end the job). */
-    if (c->broken && s->segment) {
-        clEnqueueUnmapMemObject(c->queue, s->segment, s->base, 0, NULL, NULL);
-        clFinish(c->queue);
-        clReleaseMemObject(s->segment);
-        s->segment = NULL;
-    } else if (!c->broken) {
-        segment_free(c);
-    }
-    close_device(c);
-    if (s->node != MPI_COMM_NULL)
-        MPI_Comm_free(&s->node);
-}
-
 kp_status comm_shared_open(kp_comm *c, uint32_t flags)
 {
     static const char fn[] = "kp_comm_create";
@@ -352,7 +332,7 @@ static kp_status reserve(kp_comm *c, const char *fn, size_t bytes, size_t rows_b
 /* Every rank's copies to the segment are done before any rank reads them: a message with every
  * other rank between two MPI_Win_syncs (MPI's rule for shared windows), waited for with the
  * deadline and the failure channel. */
-static kp_status node_sync(kp_comm *c, const char *fn)
+static kp_status node_sync(kp_comm *c, const char *fn, int tag)
 {
     const int p = c->size;
     MPI_Request *reqs = malloc(2 * (size_t)p * sizeof *reqs);
@@ -365,10 +345,10 @@ static kp_status node_sync(kp_comm *c, const char *fn)
     for (int r = 0; st == KP_OK && r < p; r++) {
         if (r == c->rank)
             continue;
-        int rc = MPI_Irecv(none, 0, MPI_BYTE, r, TAG_SYNC, c->comm, &reqs[n]);
+        int rc = MPI_Irecv(none, 0, MPI_BYTE, r, tag, c->comm, &reqs[n]);
         if (rc == MPI_SUCCESS) {
             peers[n++] = r;
-            rc = MPI_Isend(none, 0, MPI_BYTE, r, TAG_SYNC, c->comm, &reqs[n]);
+            rc = MPI_Isend(none, 0, MPI_BYTE, r, tag, c->comm, &reqs[n]);
         }
         if (rc == MPI_SUCCESS)
             peers[n++] = r;
@@ -382,6 +362,30 @@ static kp_status node_sync(kp_comm *c, const char *fn)
     free(reqs);
     free(peers);
     return st;
+}
+
+void comm_shared_close(kp_comm *c)
+{
+    comm_shared *s = &c->shm;
+    if (c->queue)
+        clFinish(c->queue);
+    /* MPI_Win_free synchronises, and after a failure a peer may be gone or may skip it: the
+     * window is freed only once every rank has answered within the deadline, else left to the
+     * job's end (docs/comm.md: end the job). */
+    if (s->win != MPI_WIN_NULL &&
+        (c->broken || node_sync(c, "kp_comm_destroy", TAG_FREE) != KP_OK)) {
+        if (s->segment) {
+            clEnqueueUnmapMemObject(c->queue, s->segment, s->base, 0, NULL, NULL);
+            clFinish(c->queue);
+            clReleaseMemObject(s->segment);
+        }
+        s->segment = NULL;
+        s->win = MPI_WIN_NULL;
+    }
+    segment_free(c);
+    close_device(c);
+    if (s->node != MPI_COMM_NULL)
+        MPI_Comm_free(&s->node);
 }
 
 /* Elements [from, to) of the range at element `offset` of mem into (write 0) or from (write 1)
@@ -430,7 +434,7 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
         err = copy_range(c, mem, 0, offset, e, count, own);
     if ((err = finish(c, err)) != CL_SUCCESS)
         return device_failure(c, fn, "copying the range into the segment", err);
-    if ((st = node_sync(c, fn)) != KP_OK)
+    if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
         return st;
     comm_shared *s = &c->shm;
     const size_t row = n * sizeof(float);
@@ -459,7 +463,7 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
         err = copy_range(c, mem, 0, offset, b, e, own);
     if ((err = finish(c, err)) != CL_SUCCESS)
         return device_failure(c, fn, "summing this rank's slice", err);
-    if ((st = node_sync(c, fn)) != KP_OK)
+    if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
         return st;
     for (int r = 0; r < p && err == CL_SUCCESS; r++)
         if (r != me)
@@ -483,7 +487,7 @@ kp_status comm_shared_broadcast(kp_comm *c, const char *fn, cl_mem mem, size_t o
         (err = finish(c, clEnqueueReadBuffer(c->queue, mem, CL_FALSE, offset, bytes, part(c, root),
                                              0, NULL, NULL))) != CL_SUCCESS)
         return device_failure(c, fn, "copying the range into the segment", err);
-    if ((st = node_sync(c, fn)) != KP_OK)
+    if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
         return st;
     if (c->rank != root &&
         (err = finish(c, clEnqueueWriteBuffer(c->queue, mem, CL_FALSE, offset, bytes, part(c, root),

@@ -225,11 +225,12 @@ void kp_comm_destroy(kp_comm *c)
     if (!c)
         return;
     kp_finish(c->rt);
+    /* Before the failure channel closes: freeing the segment waits for the other ranks. */
+    comm_shared_close(c);
     if (c->failure_req != MPI_REQUEST_NULL) {
         MPI_Cancel(&c->failure_req);
         MPI_Wait(&c->failure_req, MPI_STATUS_IGNORE);
     }
-    comm_shared_close(c);
     comm_host_release(c, &c->staging);
     comm_host_release(c, &c->slices);
     if (c->comm != MPI_COMM_NULL)
