@@ -85,7 +85,8 @@ KP_API kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_opt
                                 kp_comm **out);
 
 /* Frees the duplicate communicator and the staging memory (collective: MPI_Comm_free), after the
- * runtime's queued work. NULL is a no-op. */
+ * runtime's queued work; the shared transport's segment only after every rank answered within
+ * the timeout (else it is left to the job's end: a failed rank may be gone). NULL is a no-op. */
 KP_API void kp_comm_destroy(kp_comm *c);
 
 /* This process's rank and the number of ranks; -1 for NULL. */
