@@ -5,8 +5,9 @@
  * transports against each other as the shared segment grows; kp_comm_buckets_plan's cuts; a tensor
  * view; the host variant; broadcast; barrier; buckets of an arena of odd segments over two rounds
  * with device work queued between them; ranks that ask for different transports; calls that differ
- * between ranks; a rank that gives up; a rank that never comes (timeout). Every rank checks; the
- * first failed check aborts the job. */
+ * between ranks; a rank that gives up; a rank whose device copy into the shared segment fails
+ * (tests/cl-faults.c); a rank that never comes (timeout). Every rank checks; the first failed
+ * check aborts the job. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cl-faults.h"
 #include "kernelport/comm.h"
 #include "kernelport/ops/optim.h"
 
@@ -346,7 +348,8 @@ static void test_failures(kp_runtime *rt)
     /* The last two on the shared transport: a failed one must not hang in kp_comm_destroy (the
      * window's free synchronises) whether every rank failed or rank 0, late, did not. */
     kp_comm *mismatched = open_comm(rt, 60), *gives_up = open_comm_flags(rt, 60, KP_COMM_SHARED),
-            *late = open_comm_flags(rt, 1, KP_COMM_SHARED);
+            *late = open_comm_flags(rt, 1, KP_COMM_SHARED),
+            *copy_fails = open_comm_flags(rt, 60, KP_COMM_SHARED);
     /* Different calls: every rank fails naming both, and the communicator stays failed. */
     kp_comm *c = mismatched;
     float v[7] = {0};
@@ -373,6 +376,33 @@ static void test_failures(kp_runtime *rt)
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
+    /* The last rank's first device copy of a shared all-reduce fails: the others, past their
+     * own copies and waiting in the segment's sync, fail naming it. Once with every buffer and
+     * the segment allocated, so that the copy is the first OpenCL call the all-reduce makes. */
+    enum { N = 1000 };
+    kp_buffer *buf = NULL;
+    CHECK_OK(rt, kp_buffer_create(rt, N * sizeof(float), &buf));
+    const float one = 1;
+    CHECK_OK(rt, kp_buffer_fill(rt, buf, 0, N * sizeof(float), &one, sizeof one));
+    CHECK_OK(rt, kp_comm_allreduce(copy_fails, buf, 0, N, KP_COMM_SUM));
+    if (rank == size - 1)
+        cl_faults_arm(1);
+    const double t1 = now();
+    st = kp_comm_allreduce(copy_fails, buf, 0, N, KP_COMM_SUM);
+    cl_faults_disarm();
+    char want[96];
+    if (rank == size - 1)
+        snprintf(want, sizeof want, "copying the range into the segment failed");
+    else
+        snprintf(want, sizeof want, "rank %d failed: kp_comm_allreduce: rank %d: copying", size - 1,
+                 size - 1);
+    if (st == KP_OK || !strstr(kp_last_error(rt), want))
+        fail("a device copy that fails: %s: %s", kp_status_name(st), kp_last_error(rt));
+    if (now() - t1 > 30)
+        fail("a device copy that failed was noticed after %.1f s", now() - t1);
+    kp_buffer_destroy(rt, buf);
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Rank 0 never comes to a barrier: the others time out after a second, naming it. */
     c = late;
     if (rank != 0) {
@@ -384,6 +414,7 @@ static void test_failures(kp_runtime *rt)
     kp_comm_destroy(mismatched);
     kp_comm_destroy(gives_up);
     kp_comm_destroy(late);
+    kp_comm_destroy(copy_fails);
 }
 
 int main(int argc, char **argv)
