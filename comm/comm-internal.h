@@ -32,7 +32,7 @@ typedef struct comm_shared {
     cl_device_id device; /* the runtime's */
     cl_program program;
     cl_kernel sum;
-    cl_mem rows; /* device scratch: each rank's copy of this rank's slice, one per row */
+    cl_mem rows; /* device scratch: the other ranks' copies of this rank's slice, a row each */
     size_t rows_bytes;
 } comm_shared;
 

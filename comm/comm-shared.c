@@ -18,19 +18,20 @@ enum { MODE_AUTO, MODE_STAGED, MODE_SHARED, MODE_INVALID = -1 };
 /* The sum kernel's work-group size, fixed (PoCL compiles once per size). */
 #define GROUP ((size_t)64)
 
-/* Adds rank r's copy of the slice, row r of `rows`, in rank order: ((x_0 + x_1) + x_2) + ...,
- * the host path's additions exactly. The division needs -cl-fp32-correctly-rounded-divide-sqrt to
- * give the host's bits. */
+/* Adds the ranks' copies of the slice in rank order, ((x_0 + x_1) + x_2) + ..., the host path's
+ * additions exactly: this rank's (`me`) from its buffer, rank r's from row r (r < me) or r - 1 of
+ * `rows`. The division needs -cl-fp32-correctly-rounded-divide-sqrt to give the host's bits. */
 static const char sum_source[] =
-    "__kernel void kp_comm_sum(__global const float *rows, ulong n, uint p, __global float *out,\n"
-    "                          ulong at, float ranks, uint mean)\n"
+    "__kernel void kp_comm_sum(__global const float *rows, ulong n, uint p, uint me,\n"
+    "                          __global float *out, ulong at, float ranks, uint mean)\n"
     "{\n"
     "    const ulong i = get_global_id(0);\n"
     "    if (i >= n)\n"
     "        return;\n"
-    "    float acc = rows[i];\n"
+    "    const float own = out[at + i];\n"
+    "    float acc = me == 0 ? own : rows[i];\n"
     "    for (uint r = 1; r < p; r++)\n"
-    "        acc = acc + rows[r * n + i];\n"
+    "        acc = acc + (r == me ? own : rows[(r < me ? r : r - 1) * n + i]);\n"
     "    out[at + i] = mean ? acc / ranks : acc;\n"
     "}\n";
 
@@ -412,8 +413,8 @@ static cl_int finish(kp_comm *c, cl_int err)
 /*
  * Rank r's part holds a copy of the range laid out as in the buffer. (1) Each rank copies its
  * range but its own slice into its part; (2) for its slice, each rank copies the other ranks'
- * copies from their parts and its own from its buffer into the rows on the device, sums them
- * there in rank order and copies the result into its part; (3) each rank copies the other
+ * copies from their parts into the rows on the device, sums them with its own in rank order into
+ * its buffer and copies the result into its part; (3) each rank copies the other
  * slices' results from their owners' parts. A sync separates the steps. The next collective's
  * comm_agree keeps a rank from overwriting its part while another still copies from it.
  */
@@ -425,7 +426,7 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
         return KP_OK;
     const size_t b = comm_slice_begin(count, p, me), e = comm_slice_begin(count, p, me + 1),
                  n = e - b, most = comm_slice_begin(count, p, 1) + 1;
-    kp_status st = reserve(c, fn, count * sizeof(float), (size_t)p * most * sizeof(float));
+    kp_status st = reserve(c, fn, count * sizeof(float), (size_t)(p - 1) * most * sizeof(float));
     if (st != KP_OK)
         return st;
     char *own = part(c, me);
@@ -439,22 +440,23 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
     comm_shared *s = &c->shm;
     const size_t row = n * sizeof(float);
     for (int r = 0; n && r < p && err == CL_SUCCESS; r++)
-        err = r == me ? clEnqueueCopyBuffer(c->queue, mem, s->rows, (offset + b) * sizeof(float),
-                                            (size_t)r * row, row, 0, NULL, NULL)
-                      : clEnqueueWriteBuffer(c->queue, s->rows, CL_FALSE, (size_t)r * row, row,
-                                             part(c, r) + b * sizeof(float), 0, NULL, NULL);
+        if (r != me)
+            err = clEnqueueWriteBuffer(c->queue, s->rows, CL_FALSE,
+                                       (size_t)(r < me ? r : r - 1) * row, row,
+                                       part(c, r) + b * sizeof(float), 0, NULL, NULL);
     if (n && err == CL_SUCCESS) {
         const cl_ulong n64 = n, at = offset + b;
-        const cl_uint ranks = (cl_uint)p, mean = op == KP_COMM_MEAN;
+        const cl_uint ranks = (cl_uint)p, mine = (cl_uint)me, mean = op == KP_COMM_MEAN;
         const float scale = (float)p;
         const size_t global = round_up(n, GROUP), local = GROUP;
         cl_int a = clSetKernelArg(s->sum, 0, sizeof s->rows, &s->rows);
         a |= clSetKernelArg(s->sum, 1, sizeof n64, &n64);
         a |= clSetKernelArg(s->sum, 2, sizeof ranks, &ranks);
-        a |= clSetKernelArg(s->sum, 3, sizeof mem, &mem);
-        a |= clSetKernelArg(s->sum, 4, sizeof at, &at);
-        a |= clSetKernelArg(s->sum, 5, sizeof scale, &scale);
-        a |= clSetKernelArg(s->sum, 6, sizeof mean, &mean);
+        a |= clSetKernelArg(s->sum, 3, sizeof mine, &mine);
+        a |= clSetKernelArg(s->sum, 4, sizeof mem, &mem);
+        a |= clSetKernelArg(s->sum, 5, sizeof at, &at);
+        a |= clSetKernelArg(s->sum, 6, sizeof scale, &scale);
+        a |= clSetKernelArg(s->sum, 7, sizeof mean, &mean);
         err = a != CL_SUCCESS ? CL_INVALID_KERNEL_ARGS
                               : clEnqueueNDRangeKernel(c->queue, s->sum, 1, NULL, &global, &local,
                                                        0, NULL, NULL);
