@@ -8,8 +8,7 @@
 
 #include "comm-internal.h"
 
-/* Slice r of `count` elements over p ranks: [begin, end). */
-static size_t slice_begin(size_t count, int p, int r)
+size_t comm_slice_begin(size_t count, int p, int r)
 {
     return (size_t)((unsigned __int128)count * (unsigned)r / (unsigned)p);
 }
@@ -40,12 +39,13 @@ static kp_status exchange_floats(kp_comm *c, const char *fn, float *data, size_t
     kp_status st = KP_OK;
     if (p == 1 || count == 0)
         return st;
-    const size_t most = slice_begin(count, p, 1) + 1;
+    const size_t most = comm_slice_begin(count, p, 1) + 1;
     if (most > INT_MAX)
         return comm_fail(c, KP_ERR_INVALID_ARG, fn,
                          "%zu floats over %d ranks: a slice of more than %d floats", count, p,
                          INT_MAX);
-    const size_t mine = slice_begin(count, p, me), n_mine = slice_begin(count, p, me + 1) - mine;
+    const size_t mine = comm_slice_begin(count, p, me),
+                 n_mine = comm_slice_begin(count, p, me + 1) - mine;
     st = comm_host_reserve(c, &c->slices, (size_t)(p - 1) * (n_mine ? n_mine : 1) * sizeof(float));
     MPI_Request *reqs = st == KP_OK ? malloc(2 * (size_t)p * sizeof *reqs) : NULL;
     int *peers = st == KP_OK ? calloc(2 * (size_t)p, sizeof *peers) : NULL;
@@ -57,7 +57,7 @@ static kp_status exchange_floats(kp_comm *c, const char *fn, float *data, size_t
     for (int r = 0; st == KP_OK && r < p; r++) {
         if (r == me)
             continue;
-        const size_t b = slice_begin(count, p, r), e = slice_begin(count, p, r + 1);
+        const size_t b = comm_slice_begin(count, p, r), e = comm_slice_begin(count, p, r + 1);
         st = exchange(c, fn, r, TAG_SLICE, slices + (size_t)(r < me ? r : r - 1) * n_mine, n_mine,
                       data + b, e - b, reqs, peers, &n);
     }
@@ -79,7 +79,7 @@ static kp_status exchange_floats(kp_comm *c, const char *fn, float *data, size_t
     for (int r = 0; st == KP_OK && r < p; r++) {
         if (r == me)
             continue;
-        const size_t b = slice_begin(count, p, r), e = slice_begin(count, p, r + 1);
+        const size_t b = comm_slice_begin(count, p, r), e = comm_slice_begin(count, p, r + 1);
         st = exchange(c, fn, r, TAG_RESULT, data + b, e - b, data + mine, n_mine, reqs, peers, &n);
     }
     if (st == KP_OK)
@@ -99,6 +99,15 @@ kp_status comm_allreduce_floats(kp_comm *c, const char *fn, float *data, size_t 
 {
     kp_status st = comm_agree(c, fn, call_kind(op), count, 0);
     return st == KP_OK ? exchange_floats(c, fn, data, count, op) : st;
+}
+
+kp_status comm_allreduce_shared(kp_comm *c, const char *fn, kp_buffer *buf, size_t offset,
+                                size_t count, kp_comm_op op)
+{
+    /* The queue is in order: the segment's copies follow the work queued on the buffer. */
+    kp_status st = comm_agree(c, fn, call_kind(op), count, 0);
+    return st == KP_OK ? comm_shared_allreduce(c, fn, kp_buffer_cl_mem(buf), offset, count, op)
+                       : st;
 }
 
 static kp_status check_op(kp_comm *c, const char *fn, kp_comm_op op)
@@ -189,6 +198,8 @@ kp_status kp_comm_allreduce(kp_comm *c, kp_buffer *buf, size_t offset, size_t co
     const size_t bytes = count * sizeof(float);
     if (st == KP_OK)
         st = comm_check_range(c, fn, buf, offset * sizeof(float), bytes);
+    if (st == KP_OK && c->shared && c->queue)
+        return comm_allreduce_shared(c, fn, buf, offset, count, op);
     if (st == KP_OK)
         st = comm_host_reserve(c, &c->staging, bytes ? bytes : 1);
     if (st != KP_OK)
@@ -261,10 +272,12 @@ kp_status kp_comm_broadcast(kp_comm *c, kp_buffer *buf, size_t offset, size_t by
                        INT_MAX);
     if (st == KP_OK)
         st = comm_check_range(c, fn, buf, offset, bytes);
-    if (st == KP_OK)
+    if (st == KP_OK && !(c->shared && c->queue))
         st = comm_host_reserve(c, &c->staging, bytes ? bytes : 1);
     if (st == KP_OK)
         st = comm_agree(c, fn, CALL_BROADCAST, bytes, root);
+    if (st == KP_OK && c->shared && c->queue)
+        return comm_shared_broadcast(c, fn, kp_buffer_cl_mem(buf), offset, bytes, root);
     if (st != KP_OK || c->size == 1 || bytes == 0)
         return st;
     char *data = c->staging.ptr;

@@ -8,7 +8,7 @@
 #include "kernelport/comm.h"
 
 /* Tags of the duplicate communicator's messages. */
-enum { TAG_FAILURE = 1, TAG_CALL, TAG_SLICE, TAG_RESULT, TAG_BROADCAST };
+enum { TAG_FAILURE = 1, TAG_CALL, TAG_SLICE, TAG_RESULT, TAG_BROADCAST, TAG_SYNC, TAG_FREE };
 
 /* The longest reason a failure notice carries, terminator included. */
 #define FAILURE_BYTES 256
@@ -20,6 +20,21 @@ typedef struct comm_host {
     size_t bytes;
     cl_mem pinned; /* NULL when malloc'ed */
 } comm_host;
+
+/* The node-shared transport (comm-shared.c): one shared-memory segment of the node, part r
+ * rank r's, that every rank's device reads and writes by DMA. */
+typedef struct comm_shared {
+    MPI_Comm node;       /* c->comm's ranks in the same order, over shared memory */
+    MPI_Win win;         /* the segment, locked for the window's life (MPI_Win_sync) */
+    char *base;          /* part 0, the segment's start, in this process */
+    size_t part;         /* bytes of each part, a multiple of 4096 */
+    cl_mem segment;      /* CL_MEM_USE_HOST_PTR over every part, mapped for its life */
+    cl_device_id device; /* the runtime's */
+    cl_program program;
+    cl_kernel sum;
+    cl_mem rows; /* device scratch: the other ranks' copies of this rank's slice, a row each */
+    size_t rows_bytes;
+} comm_shared;
 
 struct kp_comm {
     kp_runtime *rt;
@@ -35,8 +50,11 @@ struct kp_comm {
     /* OpenCL interop (NULL on the host device). */
     cl_context context;
     cl_command_queue queue;
-    comm_host staging; /* the blocking collectives' copy of the range */
-    comm_host slices;  /* the other ranks' copies of this rank's slice */
+    comm_host staging;            /* the blocking collectives' copy of the range */
+    comm_host slices;             /* the other ranks' copies of this rank's slice */
+    int shared;                   /* the device collectives use the node-shared transport */
+    char why[FAILURE_BYTES + 32]; /* why this transport (kp_comm_transport) */
+    comm_shared shm;
 };
 
 /* What a collective is, exchanged before its data so that mismatched calls fail clearly. */
@@ -63,6 +81,27 @@ kp_status comm_agree(kp_comm *c, const char *fn, int kind, uint64_t count, int r
 /* The all-reduce of `count` floats of host memory `data`, in place. */
 kp_status comm_allreduce_floats(kp_comm *c, const char *fn, float *data, size_t count,
                                 kp_comm_op op);
+
+/* Slice r of `count` elements over p ranks begins at this element; slice p ends the range. */
+size_t comm_slice_begin(size_t count, int p, int r);
+
+/* Chooses the transport (collective over c->comm; flags are kp_comm_options'): sets c->shared and
+ * c->why, setting up the segment when shared. Fails where the ranks ask for different ones or
+ * KP_COMM_SHARED cannot be had. */
+kp_status comm_shared_open(kp_comm *c, uint32_t flags);
+/* Frees the segment (collective) where every rank answers within the deadline, else leaves it. */
+void comm_shared_close(kp_comm *c);
+/* The shared transport's all-reduce of `count` floats of `mem` from element `offset`, and
+ * broadcast of `bytes` from byte `offset`, for a call the ranks agreed on. Blocking. */
+kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t offset, size_t count,
+                                kp_comm_op op);
+kp_status comm_shared_broadcast(kp_comm *c, const char *fn, cl_mem mem, size_t offset, size_t bytes,
+                                int root);
+
+/* The shared transport's all-reduce of a checked range of buf, agreed with the other ranks first
+ * (c->shared, on an OpenCL runtime). */
+kp_status comm_allreduce_shared(kp_comm *c, const char *fn, kp_buffer *buf, size_t offset,
+                                size_t count, kp_comm_op op);
 
 /* Grows h to at least `bytes` (its contents are lost). */
 kp_status comm_host_reserve(kp_comm *c, comm_host *h, size_t bytes);

@@ -171,10 +171,12 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
                                      options->struct_size, sizeof o);
         o = *options;
     }
-    if (o.flags || !(o.timeout_s >= 0))
+    if ((o.flags & ~(KP_COMM_STAGED | KP_COMM_SHARED)) ||
+        o.flags == (KP_COMM_STAGED | KP_COMM_SHARED) || !(o.timeout_s >= 0))
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                                 "%s: unknown flags 0x%x or a negative timeout", fn,
-                                 (unsigned)o.flags);
+                                 "%s: unknown flags 0x%x (or both transports) or a negative "
+                                 "timeout",
+                                 fn, (unsigned)o.flags);
     int inited = 0, finalized = 0;
     MPI_Initialized(&inited);
     MPI_Finalized(&finalized);
@@ -190,6 +192,8 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
     c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_timeout();
     c->comm = MPI_COMM_NULL;
     c->failure_req = MPI_REQUEST_NULL;
+    c->shm.node = MPI_COMM_NULL;
+    c->shm.win = MPI_WIN_NULL;
     int rc = MPI_Comm_dup(comm, &c->comm);
     kp_status st = rc == MPI_SUCCESS ? KP_OK : comm_mpi_fail(c, fn, "MPI_Comm_dup", rc);
     if (st == KP_OK && (rc = MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
@@ -206,6 +210,8 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
     if (st == KP_OK &&
         kp_runtime_opencl(rt, (void **)&c->context, (void **)&c->queue, NULL) != KP_OK)
         c->context = NULL, c->queue = NULL;
+    if (st == KP_OK)
+        st = comm_shared_open(c, o.flags);
     if (st != KP_OK) {
         kp_comm_destroy(c);
         return st;
@@ -219,6 +225,8 @@ void kp_comm_destroy(kp_comm *c)
     if (!c)
         return;
     kp_finish(c->rt);
+    /* Before the failure channel closes: freeing the segment waits for the other ranks. */
+    comm_shared_close(c);
     if (c->failure_req != MPI_REQUEST_NULL) {
         MPI_Cancel(&c->failure_req);
         MPI_Wait(&c->failure_req, MPI_STATUS_IGNORE);
@@ -239,6 +247,13 @@ int kp_comm_rank(const kp_comm *c)
 int kp_comm_size(const kp_comm *c)
 {
     return c ? c->size : -1;
+}
+
+const char *kp_comm_transport(const kp_comm *c, const char **why)
+{
+    if (why)
+        *why = c ? c->why : NULL;
+    return !c ? NULL : c->shared ? "shared" : "staged";
 }
 
 kp_status kp_comm_fail(kp_comm *c, const char *reason)

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench-allreduce (issue #29): kp_comm_allreduce of device buffers from 1 MB to 256 MB under
- * mpirun, against the host-staging limit measured in the same run (each rank's device-to-host
- * read and host-to-device write of the buffer into pinned memory, the two copies every staged
- * all-reduce makes) and the MPI exchange alone (kp_comm_allreduce_host). Bus bandwidth as NCCL's
- * tests define it: size / time x 2 (P - 1) / P. Rank 0 prints a table and writes JSON.
- *   mpirun -np 2 build/bin/bench-allreduce --device 'gpu:%r' --json allreduce.json */
+ * mpirun, on each transport (host staging, and the node-shared segment where it can be set up),
+ * against the host-staging limit measured in the same run (each rank's device-to-host read and
+ * host-to-device write of the buffer into pinned memory, the two copies every staged all-reduce
+ * makes) and the MPI exchange alone (kp_comm_allreduce_host). Bus bandwidth as NCCL's tests define
+ * it: size / time x 2 (P - 1) / P. The transports alternate repetition by repetition. Rank 0 prints
+ * a table and writes JSON.
+ *   mpirun -np 2 build/bin/bench-allreduce --device 'gpu:%r' --json allreduce.json
+ *   [--transport staged|shared|both (default)] */
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,7 @@ int main(int argc, char **argv)
     const char *device = NULL, *json_path = NULL;
     double min_mb = 1, max_mb = 256;
     int reps = 10;
+    const char *transport = "both";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device = argv[++i];
@@ -62,6 +66,8 @@ int main(int argc, char **argv)
             max_mb = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--transport") && i + 1 < argc)
+            transport = argv[++i];
         else {
             if (rank == 0)
                 fprintf(stderr, "usage: mpirun -np N bench-allreduce [--device SPEC (%%r: the "
@@ -71,7 +77,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (reps < 1 || min_mb <= 0 || max_mb < min_mb) {
+    const int want_staged = strcmp(transport, "shared") != 0,
+              want_shared = strcmp(transport, "staged") != 0;
+    if (reps < 1 || min_mb <= 0 || max_mb < min_mb || (!want_staged && !want_shared) ||
+        (strcmp(transport, "both") && strcmp(transport, "staged") && strcmp(transport, "shared"))) {
         MPI_Finalize();
         return 2;
     }
@@ -95,9 +104,19 @@ int main(int argc, char **argv)
         die(NULL, "kp_runtime_create", st);
     kp_device_info dev = {.struct_size = sizeof dev};
     kp_runtime_device(rt, &dev, NULL);
-    kp_comm *c = NULL;
-    if ((st = kp_comm_create(rt, MPI_COMM_WORLD, NULL, &c)) != KP_OK)
+    /* comms[0]: host staging (also the MPI-alone row's); comms[1]: the shared segment, where
+     * it can be set up (kp_comm_create fails on every rank, with the reason, where not). */
+    kp_comm *comms[2] = {NULL, NULL};
+    const char *names[2] = {"staged", "shared"};
+    char no_shared[512] = "not asked for";
+    kp_comm_options co = kp_comm_options_default();
+    co.flags = KP_COMM_STAGED;
+    if ((st = kp_comm_create(rt, MPI_COMM_WORLD, &co, &comms[0])) != KP_OK)
         die(rt, "kp_comm_create", st);
+    co.flags = KP_COMM_SHARED;
+    if (want_shared && kp_comm_create(rt, MPI_COMM_WORLD, &co, &comms[1]) != KP_OK)
+        snprintf(no_shared, sizeof no_shared, "%s", kp_last_error(rt));
+    kp_comm *c = comms[0];
     void *ctx = NULL, *queue = NULL;
     const int cl = kp_runtime_opencl(rt, &ctx, &queue, NULL) == KP_OK;
     const size_t most = (size_t)(max_mb * 1048576.0);
@@ -123,29 +142,34 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("bench-allreduce: %d ranks, device %s, staging %s, median of %d (slowest rank)\n",
                size, dev.name, is_pinned ? "pinned" : "pageable", reps);
-        printf("%10s %12s %10s %12s %12s %12s %10s %12s\n", "MB", "all-reduce", "bus GB/s",
-               "read GB/s", "write GB/s", "limit GB/s", "of limit", "MPI alone");
+        printf("shared transport: %s\n", comms[1] ? "yes" : no_shared);
+        printf("%10s %10s %12s %10s %12s %12s %12s %10s %12s\n", "MB", "transport", "all-reduce",
+               "bus GB/s", "read GB/s", "write GB/s", "limit GB/s", "of limit", "MPI alone");
     }
     if (json)
         fprintf(json,
                 "{\"benchmark\": \"bench-allreduce\", \"ranks\": %d, \"device\": \"%s\", "
-                "\"pinned\": %d, \"sizes\": [",
-                size, dev.name, is_pinned);
-    double *t = malloc((size_t)reps * sizeof *t);
+                "\"pinned\": %d, \"shared\": %d, \"sizes\": [",
+                size, dev.name, is_pinned, comms[1] != NULL);
+    double *t = malloc(3 * (size_t)reps * sizeof *t), *tk[2] = {t + reps, t + 2 * (size_t)reps};
     int first = 1;
     for (double mb = min_mb; mb <= max_mb * 1.0001; mb *= 2) {
         const size_t bytes = (size_t)(mb * 1048576.0) / 4 * 4, count = bytes / 4;
-        /* One untimed round of each: the staging grows to this size first. */
-        if ((st = kp_comm_allreduce(c, buf, 0, count, KP_COMM_MEAN)) != KP_OK)
-            die(rt, "kp_comm_allreduce", st);
-        for (int r = 0; r < reps; r++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            const double t0 = now();
-            if ((st = kp_comm_allreduce(c, buf, 0, count, KP_COMM_MEAN)) != KP_OK)
+        /* One untimed round on each transport: the staging and the segment grow to this size. */
+        for (int k = 0; k < 2; k++)
+            if (comms[k] && (k || want_staged) &&
+                (st = kp_comm_allreduce(comms[k], buf, 0, count, KP_COMM_MEAN)) != KP_OK)
                 die(rt, "kp_comm_allreduce", st);
-            t[r] = now() - t0;
-        }
-        const double t_all = median_of_slowest(t, reps);
+        for (int r = 0; r < reps; r++)
+            for (int k = 0; k < 2; k++) {
+                if (!comms[k] || (!k && !want_staged))
+                    continue;
+                MPI_Barrier(MPI_COMM_WORLD);
+                const double t0 = now();
+                if ((st = kp_comm_allreduce(comms[k], buf, 0, count, KP_COMM_MEAN)) != KP_OK)
+                    die(rt, "kp_comm_allreduce", st);
+                tk[k][r] = now() - t0;
+            }
         double tr[2];
         for (int which = 0; which < 2; which++) {
             for (int r = 0; r < reps; r++) {
@@ -168,20 +192,26 @@ int main(int argc, char **argv)
                 die(rt, "kp_comm_allreduce_host", st);
             t[r] = now() - t0;
         }
-        const double t_mpi = median_of_slowest(t, reps);
-        const double busbw = bus * (double)bytes / t_all / 1e9,
+        const double t_mpi = median_of_slowest(t, reps),
                      limit = bus * (double)bytes / (tr[0] + tr[1]) / 1e9;
-        if (rank == 0)
-            printf("%10.0f %10.3f ms %10.2f %12.2f %12.2f %12.2f %9.1f%% %9.3f ms\n", mb,
-                   1e3 * t_all, busbw, (double)bytes / tr[0] / 1e9, (double)bytes / tr[1] / 1e9,
-                   limit, 100 * busbw / limit, 1e3 * t_mpi);
-        if (json)
-            fprintf(json,
-                    "%s\n  {\"bytes\": %zu, \"allreduce_s\": %.9g, \"bus_gbs\": %.6g, "
-                    "\"read_s\": %.9g, \"write_s\": %.9g, \"staging_limit_bus_gbs\": %.6g, "
-                    "\"mpi_host_s\": %.9g}",
-                    first ? "" : ",", bytes, t_all, busbw, tr[0], tr[1], limit, t_mpi);
-        first = 0;
+        for (int k = 0; k < 2; k++) {
+            if (!comms[k] || (!k && !want_staged))
+                continue;
+            const double t_all = median_of_slowest(tk[k], reps),
+                         busbw = bus * (double)bytes / t_all / 1e9;
+            if (rank == 0)
+                printf("%10.0f %10s %10.3f ms %10.2f %12.2f %12.2f %12.2f %9.1f%% %9.3f ms\n", mb,
+                       names[k], 1e3 * t_all, busbw, (double)bytes / tr[0] / 1e9,
+                       (double)bytes / tr[1] / 1e9, limit, 100 * busbw / limit, 1e3 * t_mpi);
+            if (json)
+                fprintf(json,
+                        "%s\n  {\"bytes\": %zu, \"transport\": \"%s\", \"allreduce_s\": %.9g, "
+                        "\"bus_gbs\": %.6g, \"read_s\": %.9g, \"write_s\": %.9g, "
+                        "\"staging_limit_bus_gbs\": %.6g, \"mpi_host_s\": %.9g}",
+                        first ? "" : ",", bytes, names[k], t_all, busbw, tr[0], tr[1], limit,
+                        t_mpi);
+            first = 0;
+        }
     }
     if (json) {
         fprintf(json, "\n]}\n");
@@ -196,7 +226,8 @@ int main(int argc, char **argv)
         free(host);
     }
     kp_buffer_destroy(rt, buf);
-    kp_comm_destroy(c);
+    kp_comm_destroy(comms[1]);
+    kp_comm_destroy(comms[0]);
     kp_runtime_destroy(rt);
     MPI_Finalize();
     return 0;

@@ -6,7 +6,8 @@
 # 15). Measured on PoCL: largest differences about 3e-6 (summation order), while one rank trained
 # with batch 8 instead of 16 lands 1.3e-2 away. Then two ranks that disagree (one has fewer
 # images, so it ends its epoch a step early and averages its loss while the other all-reduces a
-# bucket) must both stop with the message naming the two calls, not hang. Usage:
+# bucket) must both stop with the message naming the two calls, not hang. The 2 ranks use host
+# staging, the 3 the node-shared transport (by name: PoCL's CPU would get host staging). Usage:
 # data-parallel-test.sh PROGRAM STATE_DIR RUN_SH MPIEXEC (RUN_SH: tests/mpi/run.sh).
 set -eu
 prog=$1
@@ -16,12 +17,14 @@ mpiexec=$4
 mkdir -p "$dir"
 for ranks in 2 3; do
   per=$((ranks == 2 ? 8 : 5))
+  transport=$([ $ranks = 2 ] && echo staged || echo shared)
   images=$((ranks * per * 8))
   "$prog" --train-limit $images --test-limit 100 --epochs 1 --batch $((ranks * per)) \
     --save "$dir/single-$ranks.kpw" >"$dir/single-$ranks.txt"
-  bash "$run" "$mpiexec" $ranks "$prog" --train-limit $images --test-limit 100 --epochs 1 \
-    --batch $per --check-replicas --compare "$dir/single-$ranks.kpw" --max-difference 1e-4 \
-    | tee "$dir/parallel-$ranks.txt"
+  KP_COMM_TRANSPORT=$transport bash "$run" "$mpiexec" $ranks "$prog" --train-limit $images \
+    --test-limit 100 --epochs 1 --batch $per --check-replicas --compare "$dir/single-$ranks.kpw" \
+    --max-difference 1e-4 | tee "$dir/parallel-$ranks.txt"
+  grep -q "collectives: $transport transport" "$dir/parallel-$ranks.txt"
   grep -q "replicas: every rank held the same parameters after each of the 8 steps" \
     "$dir/parallel-$ranks.txt"
   grep -q "difference from" "$dir/parallel-$ranks.txt"

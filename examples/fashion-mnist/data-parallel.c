@@ -76,6 +76,9 @@ kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m)
     if (!d->mpi)
         return KP_OK;
     kp_status st = kp_comm_create(rt, MPI_COMM_WORLD, NULL, &d->comm);
+    const char *why = "", *transport = st == KP_OK ? kp_comm_transport(d->comm, &why) : NULL;
+    if (transport && d->rank == 0)
+        printf("collectives: %s transport (%s)\n", transport, why);
     kp_buffer *params = cnn_param_arena(m);
     if (st == KP_OK)
         st = kp_comm_broadcast(d->comm, params, 0, kp_buffer_size(params), 0);

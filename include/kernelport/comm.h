@@ -14,15 +14,20 @@ extern "C" {
 
 /*
  * A communicator of Kernelport runtimes, one per MPI rank (docs/comm.md). Collectives move the
- * data through host memory: the device range is read into a staging area (pinned, from an
- * OpenCL buffer allocated in host memory and mapped once, where the runtime is OpenCL's), sent
- * with MPI's non-blocking point-to-point calls and written back.
+ * data through host memory, by one of two transports (KP_COMM_STAGED, KP_COMM_SHARED below).
+ * Host staging: the device range is read into a staging area (pinned, from an OpenCL buffer
+ * allocated in host memory and mapped once, where the runtime is OpenCL's), sent with MPI's
+ * non-blocking point-to-point calls and written back. Node-shared: where every rank is on one node,
+ * the devices copy to and from one shared-memory segment by DMA and each rank's device adds its
+ * slice; MPI only carries the synchronisation.
  *
  * Determinism. An all-reduce splits the range into one slice per rank; the owner of a slice
  * receives every rank's copy of it and adds them in rank order, ((x_0 + x_1) + x_2) + ..., in
  * f32, then sends the result to every rank. Every rank ends with the same bits, and the same
- * inputs on the same number of ranks give the same bits on every run. (MPI_Allreduce promises
- * neither: the standard only recommends it.) MEAN divides the sum by the number of ranks.
+ * inputs on the same number of ranks give the same bits on every run, on either transport (the
+ * shared one adds on the device only where its f32 has subnormals and a correctly rounded
+ * division). (MPI_Allreduce promises neither: the standard only recommends it.) MEAN divides the
+ * sum by the number of ranks.
  *
  * Failures never hang. Every wait has a deadline (kp_comm_options.timeout_s); a rank that fails
  * inside a collective (a timeout, a device read that fails, a mismatched call) sends the reason
@@ -41,9 +46,22 @@ extern "C" {
  */
 typedef struct kp_comm kp_comm;
 
+/*
+ * kp_comm_options.flags: the transport of the device collectives (docs/comm.md). With neither,
+ * the environment's KP_COMM_TRANSPORT ("staged", "shared" or "auto") decides, else the choice is
+ * automatic: node-shared memory where every rank of the communicator is on one node and the device
+ * is not a CPU, host staging otherwise. Every rank must ask for the same.
+ *   KP_COMM_STAGED  host staging through pinned memory and MPI messages (any ranks, any device).
+ *   KP_COMM_SHARED  one shared-memory segment on the node that every rank's device copies to and
+ *                   from by DMA, the sums on the device: no CPU copy of the data. kp_comm_create
+ *                   fails with KP_ERR_UNSUPPORTED, giving the reason, where it cannot be set up.
+ */
+#define KP_COMM_STAGED (1u << 0)
+#define KP_COMM_SHARED (1u << 1)
+
 typedef struct kp_comm_options {
     uint32_t struct_size; /* set by kp_comm_options_default; 0: this first layout */
-    uint32_t flags;       /* none yet: 0 */
+    uint32_t flags;       /* 0, KP_COMM_STAGED or KP_COMM_SHARED */
     /* The longest a collective waits for the other ranks, in seconds. It counts from the moment
      * this rank enters the collective, so it must cover the other ranks' lag: a first step that
      * compiles kernels on a slow device can lag by minutes. 0: KP_COMM_TIMEOUT from the
@@ -59,19 +77,27 @@ KP_API kp_comm_options kp_comm_options_default(void);
  * Collective: every rank of `comm` calls it. The communicator duplicates `comm`, so its messages
  * never meet the application's, and sets MPI_ERRORS_RETURN on the duplicate. `rt` is borrowed and
  * must outlive the communicator; `options` may be NULL. Errors: KP_ERR_INVALID_ARG (NULL
- * arguments, MPI not initialised), KP_ERR_OUT_OF_MEMORY, KP_ERR_IO (an MPI call failed; the
- * message has MPI's error string).
+ * arguments, MPI not initialised, ranks that ask for different transports), KP_ERR_OUT_OF_MEMORY,
+ * KP_ERR_IO (an MPI call failed; the message has MPI's error string), KP_ERR_UNSUPPORTED
+ * (KP_COMM_SHARED where it cannot be set up).
  */
 KP_API kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *options,
                                 kp_comm **out);
 
 /* Frees the duplicate communicator and the staging memory (collective: MPI_Comm_free), after the
- * runtime's queued work. NULL is a no-op. */
+ * runtime's queued work; the shared transport's segment only after every rank answered within
+ * the timeout (else it is left to the job's end: a failed rank may be gone). NULL is a no-op. */
 KP_API void kp_comm_destroy(kp_comm *c);
 
 /* This process's rank and the number of ranks; -1 for NULL. */
 KP_API int kp_comm_rank(const kp_comm *c);
 KP_API int kp_comm_size(const kp_comm *c);
+
+/* The transport of the device collectives, "staged" or "shared" (NULL for NULL), and in *why (may
+ * be NULL) why it was chosen: what asked for it, or what ruled the shared segment out ("the
+ * device is a CPU", "rank 1: the driver refused CL_MEM_USE_HOST_PTR ..."). Host memory
+ * (kp_comm_allreduce_host) always goes through MPI messages. */
+KP_API const char *kp_comm_transport(const kp_comm *c, const char **why);
 
 typedef enum kp_comm_op {
     KP_COMM_SUM = 0,
@@ -82,8 +108,9 @@ typedef enum kp_comm_op {
  * All-reduces `count` f32 elements of `buf` starting at element `offset` in place: every rank
  * ends with the sum (or mean) over the ranks, in the order the header above describes. Blocking:
  * it reads after the runtime's earlier work, and the result is in the buffer when it returns.
- * Ranges above 2^20 floats move in pieces of 2^20, each exchanged while the device copies the
- * others (the same bits).
+ * With host staging, ranges above 2^20 floats move in pieces of 2^20, each exchanged while the
+ * device copies the others (the same bits); the shared transport copies each rank's part in one
+ * go, its segment growing to the largest range so far (a collective step of the call).
  * Errors: KP_ERR_INVALID_ARG (a range outside the buffer, a buffer of another runtime, an op
  * that is not a kp_comm_op, a call that differs from the other ranks', a graph this thread
  * records on the runtime), KP_ERR_IO (a timeout, an MPI failure, another rank's failure: the
@@ -158,9 +185,10 @@ KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_com
  * after finishing the all-reduce of the bucket started before (wait for its read, exchange it
  * over MPI while the device runs what was enqueued after that read, enqueue the write back).
  * So MPI traffic for one bucket overlaps the device work enqueued between this call and the next.
- * On the host device the bucket is all-reduced at once. Buckets are started in index order,
- * 0 first, each once per round. Errors: KP_ERR_INVALID_ARG (an index out of order), those of
- * kp_comm_allreduce.
+ * On the host device, and on the shared transport (whose copies the device makes on the same
+ * in-order queue: nothing is left to overlap), the bucket is all-reduced at once, blocking. Buckets
+ * are started in index order, 0 first, each once per round. Errors: KP_ERR_INVALID_ARG (an index
+ * out of order), those of kp_comm_allreduce.
  */
 KP_API kp_status kp_comm_buckets_start(kp_comm_buckets *b, size_t index);
 

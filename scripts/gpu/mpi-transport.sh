@@ -3,8 +3,14 @@
 # Which transport MPICH uses between two ranks of the two-GPU host, and what it costs, in one call
 # of the device tool: MPICH's configuration (mpichversion), then bench-allreduce (2 ranks, one GPU
 # each, 1-64 MB) under each environment given, e.g. "UCX_TLS=sm,self" (Debian's MPICH is ch4:ucx).
+<<<<<<< HEAD
 # The "MPI alone" column is the exchange without the device copies.
 #   device run:  kind nvidia-h100-x2, carry [".gpu", ".gpu-mpi"],
+=======
+# The "MPI alone" column is the exchange without the device copies. Host staging only (the
+# node-shared transport sends no data through MPI: scripts/gpu/mpi-shared.sh).
+#   device run:  kind nvidia-h100-x2, carry [".gpu"],
+>>>>>>> h-shm
 #                command: bash scripts/gpu/mpi-transport.sh "" "UCX_TLS=sm,self" ...
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
@@ -23,6 +29,6 @@ for setting in "$@"; do
   step "bench-allreduce with '${setting}'"
   # shellcheck disable=SC2086 # setting is empty or NAME=VALUE words
   env $setting timeout "$(cap 90)" bash tests/mpi/run.sh "$mpirun" 2 build-gpu/bin/bench-allreduce \
-    --device 'gpu:%r' --max-mb 64 --reps 5 | tail -8
+    --device 'gpu:%r' --max-mb 64 --reps 5 --transport staged | tail -8
 done
 kp_pack

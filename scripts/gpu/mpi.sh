@@ -9,9 +9,11 @@
 # on one GPU and with DDP on two.
 #   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-mpi.sh
 #   device run:  kind nvidia-h100-x2, carry [".gpu", ".gpu-mpi"], command: bash scripts/gpu/mpi.sh
-# What to read: bench-allreduce's "of limit" column (issue target: >= 80% of the staging limit),
-# its MPI-alone column (the exchange over shared memory, paid on top of the copies: this first
-# version does not pipeline copies and exchange), NCCL's bus bandwidth for context, and the CNN's
+# What to read: test-comm's "transport shared" line and "passed" (the node-shared transport on the
+# GPUs, bit for bit against the host sum and against host staging); bench-allreduce's "shared
+# transport: yes" (else the reason it fell back) and its "of limit" column on the shared rows (issue
+# target: >= 80% of the staging limit) against the staged rows, its MPI-alone column (the staged
+# exchange over shared memory), NCCL's bus bandwidth for context, and the CNN's
 # samples/s: scaling efficiency = (2 GPUs at batch 128 per rank) / (2 x 1 GPU at batch 128)
 # (target >= 85%), against DDP's.
 # shellcheck source=preamble.sh
@@ -60,7 +62,7 @@ step "two runtimes in one process, gpu:0 and gpu:1 (test-runtimes)"
 
 step "collectives on 2 ranks, one GPU each (test-comm-np2, KP_TEST_DEVICE=gpu:%r)"
 (cd build-gpu && KP_TEST_DEVICE='gpu:%r' timeout "$(cap 120)" \
-  ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -6
+  ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -10
 
 step "bench-allreduce: 2 ranks, gpu:0 and gpu:1"
 timeout "$(cap 180)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The collectives of comm.h under mpirun (tests/mpi/run.sh starts 2 and 3 ranks), on PoCL and on
- * the host device: all-reduce sums and means on odd sizes against the host's sum in rank order,
- * bit for bit (one size in pieces); kp_comm_buckets_plan's cuts; a tensor view; the host variant;
- * broadcast; barrier; buckets of an arena of odd segments over two rounds with device work queued
- * between them; calls that differ between ranks; a rank that gives up; a rank that never comes
- * (timeout). Every rank checks; the first failed check aborts the job. */
+/* The collectives of comm.h under mpirun (tests/mpi/run.sh starts 2 and 3 ranks), on PoCL (on
+ * both transports, the node-shared one by name) and on the host device: all-reduce sums and means
+ * on odd sizes against the host's sum in rank order, bit for bit (one size in pieces); the two
+ * transports against each other as the shared segment grows; kp_comm_buckets_plan's cuts; a tensor
+ * view; the host variant; broadcast; barrier; buckets of an arena of odd segments over two rounds
+ * with device work queued between them; ranks that ask for different transports; calls that differ
+ * between ranks; a rank that gives up; a rank whose device copy into the shared segment fails
+ * (tests/cl-faults.c); a rank that never comes (timeout). Every rank checks; the first failed
+ * check aborts the job. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cl-faults.h"
 #include "kernelport/comm.h"
 #include "kernelport/ops/optim.h"
 
@@ -254,13 +258,86 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static kp_comm *open_comm(kp_runtime *rt, double timeout_s)
+static kp_comm *open_comm_flags(kp_runtime *rt, double timeout_s, uint32_t flags)
 {
     kp_comm_options o = kp_comm_options_default();
     o.timeout_s = timeout_s;
+    o.flags = flags;
     kp_comm *c = NULL;
     CHECK_OK(rt, kp_comm_create(rt, MPI_COMM_WORLD, &o, &c));
     return c;
+}
+
+static kp_comm *open_comm(kp_runtime *rt, double timeout_s)
+{
+    return open_comm_flags(rt, timeout_s, 0);
+}
+
+/* The two transports on the same inputs: the same bits, whatever the size, offset or op, as the
+ * segment grows (each size larger than the last) and after it has (a small one again). */
+static void test_transports_agree(kp_runtime *rt, kp_comm *shared, kp_comm *staged)
+{
+    static const size_t sizes[] = {7, 1031, 40009, 3};
+    for (int t = 0; t < 4; t++) {
+        const size_t n = sizes[t], at = (size_t)t * 5 + 1, total = n + at + 2;
+        const kp_comm_op op = t % 2 ? KP_COMM_MEAN : KP_COMM_SUM;
+        float *host = malloc(total * sizeof *host), *other = malloc(total * sizeof *other);
+        kp_buffer *a = NULL, *b = NULL;
+        if (!host || !other)
+            fail("out of memory");
+        for (size_t i = 0; i < total; i++)
+            host[i] = i < at || i >= at + n ? -7.0f : value(30 + t, rank, i - at);
+        CHECK_OK(rt, kp_buffer_create(rt, total * sizeof *host, &a));
+        CHECK_OK(rt, kp_buffer_create(rt, total * sizeof *host, &b));
+        CHECK_OK(rt, kp_buffer_write(rt, a, 0, total * sizeof *host, host));
+        CHECK_OK(rt, kp_buffer_write(rt, b, 0, total * sizeof *host, host));
+        CHECK_OK(rt, kp_comm_allreduce(shared, a, at, n, op));
+        CHECK_OK(rt, kp_comm_allreduce(staged, b, at, n, op));
+        CHECK_OK(rt, kp_buffer_read(rt, a, 0, total * sizeof *host, host));
+        CHECK_OK(rt, kp_buffer_read(rt, b, 0, total * sizeof *host, other));
+        if (memcmp(host, other, total * sizeof *host) != 0)
+            fail("the shared and staged transports differ on %zu floats at %zu", n, at);
+        for (size_t i = 0; i < total; i++)
+            if (i < at || i >= at + n ? host[i] != -7.0f : host[i] != expected(30 + t, i - at, op))
+                fail("transports, %zu floats at %zu: element %zu is %.9g", n, at, i,
+                     (double)host[i]);
+        kp_buffer_destroy(rt, a);
+        kp_buffer_destroy(rt, b);
+        free(host);
+        free(other);
+    }
+}
+
+/* Ranks that ask for different transports all fail, naming both; a transport by name is
+ * reported as such. */
+static void test_transport_choice(kp_runtime *rt)
+{
+    kp_comm_options o = kp_comm_options_default();
+    o.flags = rank == 0 ? KP_COMM_SHARED : KP_COMM_STAGED;
+    kp_comm *c = NULL;
+    if (kp_comm_create(rt, MPI_COMM_WORLD, &o, &c) != KP_ERR_INVALID_ARG || c ||
+        !strstr(kp_last_error(rt), "different transports"))
+        fail("ranks asking for different transports: %s", kp_last_error(rt));
+    o.flags = KP_COMM_SHARED | KP_COMM_STAGED;
+    if (kp_comm_create(rt, MPI_COMM_WORLD, &o, &c) != KP_ERR_INVALID_ARG)
+        fail("both transports at once were not refused");
+    c = open_comm_flags(rt, 60, KP_COMM_STAGED);
+    const char *why = NULL;
+    if (strcmp(kp_comm_transport(c, &why), "staged") != 0 || !strstr(why, "asks for"))
+        fail("KP_COMM_STAGED: transport %s (%s)", kp_comm_transport(c, NULL), why);
+    kp_comm_destroy(c);
+    /* The environment decides without a flag; a value that is no transport fails every rank. */
+    setenv("KP_COMM_TRANSPORT", rank == 0 ? "bogus" : "staged", 1);
+    o.flags = 0;
+    if (kp_comm_create(rt, MPI_COMM_WORLD, &o, &c) != KP_ERR_INVALID_ARG ||
+        !strstr(kp_last_error(rt), "rank 0's KP_COMM_TRANSPORT"))
+        fail("KP_COMM_TRANSPORT=bogus on rank 0: %s", kp_last_error(rt));
+    setenv("KP_COMM_TRANSPORT", "staged", 1);
+    c = open_comm(rt, 60);
+    if (strcmp(kp_comm_transport(c, &why), "staged") != 0 || !strstr(why, "KP_COMM_TRANSPORT"))
+        fail("KP_COMM_TRANSPORT=staged: transport %s (%s)", kp_comm_transport(c, NULL), why);
+    kp_comm_destroy(c);
+    unsetenv("KP_COMM_TRANSPORT");
 }
 
 static void test_failures(kp_runtime *rt)
@@ -268,8 +345,11 @@ static void test_failures(kp_runtime *rt)
     /* Every communicator is made before the first failure: a failed one leaves messages behind
      * that were never received, and MPICH gives a communicator made after one is freed the same
      * context, where they would arrive (docs/comm.md: after a failure, end the job). */
-    kp_comm *mismatched = open_comm(rt, 60), *gives_up = open_comm(rt, 60),
-            *late = open_comm(rt, 1);
+    /* The last two on the shared transport: a failed one must not hang in kp_comm_destroy (the
+     * window's free synchronises) whether every rank failed or rank 0, late, did not. */
+    kp_comm *mismatched = open_comm(rt, 60), *gives_up = open_comm_flags(rt, 60, KP_COMM_SHARED),
+            *late = open_comm_flags(rt, 1, KP_COMM_SHARED),
+            *copy_fails = open_comm_flags(rt, 60, KP_COMM_SHARED);
     /* Different calls: every rank fails naming both, and the communicator stays failed. */
     kp_comm *c = mismatched;
     float v[7] = {0};
@@ -296,6 +376,33 @@ static void test_failures(kp_runtime *rt)
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
+    /* The last rank's first device copy of a shared all-reduce fails: the others, past their
+     * own copies and waiting in the segment's sync, fail naming it. Once with every buffer and
+     * the segment allocated, so that the copy is the first OpenCL call the all-reduce makes. */
+    enum { N = 1000 };
+    kp_buffer *buf = NULL;
+    CHECK_OK(rt, kp_buffer_create(rt, N * sizeof(float), &buf));
+    const float one = 1;
+    CHECK_OK(rt, kp_buffer_fill(rt, buf, 0, N * sizeof(float), &one, sizeof one));
+    CHECK_OK(rt, kp_comm_allreduce(copy_fails, buf, 0, N, KP_COMM_SUM));
+    if (rank == size - 1)
+        cl_faults_arm(1);
+    const double t1 = now();
+    st = kp_comm_allreduce(copy_fails, buf, 0, N, KP_COMM_SUM);
+    cl_faults_disarm();
+    char want[96];
+    if (rank == size - 1)
+        snprintf(want, sizeof want, "copying the range into the segment failed");
+    else
+        snprintf(want, sizeof want, "rank %d failed: kp_comm_allreduce: rank %d: copying", size - 1,
+                 size - 1);
+    if (st == KP_OK || !strstr(kp_last_error(rt), want))
+        fail("a device copy that fails: %s: %s", kp_status_name(st), kp_last_error(rt));
+    if (now() - t1 > 30)
+        fail("a device copy that failed was noticed after %.1f s", now() - t1);
+    kp_buffer_destroy(rt, buf);
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Rank 0 never comes to a barrier: the others time out after a second, naming it. */
     c = late;
     if (rank != 0) {
@@ -307,6 +414,7 @@ static void test_failures(kp_runtime *rt)
     kp_comm_destroy(mismatched);
     kp_comm_destroy(gives_up);
     kp_comm_destroy(late);
+    kp_comm_destroy(copy_fails);
 }
 
 int main(int argc, char **argv)
@@ -332,15 +440,35 @@ int main(int argc, char **argv)
     const char *devices[] = {first, "host"};
     for (int d = 0; d < 2; d++) {
         kp_runtime *rt = open_runtime(devices[d]);
-        kp_comm *c = open_comm(rt, 120);
-        if (kp_comm_rank(c) != rank || kp_comm_size(c) != size)
-            fail("kp_comm_rank/size: %d/%d", kp_comm_rank(c), kp_comm_size(c));
-        test_allreduce(rt, c);
-        test_tensor_host_broadcast_barrier(rt, c);
-        test_buckets(rt, c);
-        kp_comm_destroy(c);
-        if (d == 0)
+        /* The OpenCL device runs every test on both transports, the shared one by name (PoCL's
+         * CPU would get host staging); the host device has host staging alone. */
+        for (int shared = d == 0; shared >= 0; shared--) {
+            kp_comm *c = open_comm_flags(rt, 120,
+                                         shared   ? KP_COMM_SHARED
+                                         : d == 0 ? KP_COMM_STAGED
+                                                  : 0);
+            const char *why = NULL, *transport = kp_comm_transport(c, &why);
+            if (strcmp(transport, shared ? "shared" : "staged") != 0 || !why || !*why)
+                fail("transport %s (%s), expected %s", transport, why,
+                     shared ? "shared" : "staged");
+            if (rank == 0)
+                printf("test-comm: %s: transport %s: %s\n", devices[d], transport, why);
+            if (kp_comm_rank(c) != rank || kp_comm_size(c) != size)
+                fail("kp_comm_rank/size: %d/%d", kp_comm_rank(c), kp_comm_size(c));
+            test_allreduce(rt, c);
+            test_tensor_host_broadcast_barrier(rt, c);
+            test_buckets(rt, c);
+            kp_comm_destroy(c);
+        }
+        if (d == 0) {
+            kp_comm *shared = open_comm_flags(rt, 120, KP_COMM_SHARED),
+                    *staged = open_comm_flags(rt, 120, KP_COMM_STAGED);
+            test_transports_agree(rt, shared, staged);
+            kp_comm_destroy(shared);
+            kp_comm_destroy(staged);
+            test_transport_choice(rt);
             test_failures(rt);
+        }
         kp_runtime_destroy(rt);
         if (rank == 0)
             printf("test-comm: %d ranks on %s: passed\n", size, devices[d]);

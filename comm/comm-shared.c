@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node-shared transport: where every rank is on one node, the device collectives meet in one
+ * shared-memory segment (MPI_Win_allocate_shared, part r rank r's) that every rank's device reads
+ * and writes by DMA, pinned through an OpenCL buffer over the whole segment, and the sums run on
+ * the device. No CPU copies or adds the data: one core moves host memory at 5-8 GB/s, the DMA
+ * engines at tens (docs/comm.md). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm-internal.h"
+
+enum { MODE_AUTO, MODE_STAGED, MODE_SHARED, MODE_INVALID = -1 };
+
+/* Parts are whole pages: what pinning wants, and DMA never shares a page between two ranks. */
+#define PAGE ((size_t)4096)
+/* The sum kernel's work-group size, fixed (PoCL compiles once per size). */
+#define GROUP ((size_t)64)
+
+/* Adds the ranks' copies of the slice in rank order, ((x_0 + x_1) + x_2) + ..., the host path's
+ * additions exactly: this rank's (`me`) from its buffer, rank r's from row r (r < me) or r - 1 of
+ * `rows`. The division needs -cl-fp32-correctly-rounded-divide-sqrt to give the host's bits. */
+static const char sum_source[] =
+    "__kernel void kp_comm_sum(__global const float *rows, ulong n, uint p, uint me,\n"
+    "                          __global float *out, ulong at, float ranks, uint mean)\n"
+    "{\n"
+    "    const ulong i = get_global_id(0);\n"
+    "    if (i >= n)\n"
+    "        return;\n"
+    "    const float own = out[at + i];\n"
+    "    float acc = me == 0 ? own : rows[i];\n"
+    "    for (uint r = 1; r < p; r++)\n"
+    "        acc = acc + (r == me ? own : rows[(r < me ? r : r - 1) * n + i]);\n"
+    "    out[at + i] = mean ? acc / ranks : acc;\n"
+    "}\n";
+
+static const char *mode_name(int mode)
+{
+    return mode == MODE_STAGED ? "staged" : mode == MODE_SHARED ? "shared" : "auto";
+}
+
+static int env_mode(void)
+{
+    const char *v = getenv("KP_COMM_TRANSPORT");
+    if (!v || !*v || !strcmp(v, "auto"))
+        return MODE_AUTO;
+    return !strcmp(v, "staged") ? MODE_STAGED : !strcmp(v, "shared") ? MODE_SHARED : MODE_INVALID;
+}
+
+static size_t round_up(size_t n, size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+static char *part(kp_comm *c, int r)
+{
+    return c->shm.base + (size_t)r * c->shm.part;
+}
+
+/* What rules the shared transport out on this device, into `no` (FAILURE_BYTES), else builds
+ * the sum kernel. `automatic`: the transport was not asked for by name. */
+static void check_device(kp_comm *c, int automatic, char *no)
+{
+    comm_shared *s = &c->shm;
+    cl_device_type type = 0;
+    cl_device_fp_config fp = 0;
+    if (kp_runtime_opencl(c->rt, NULL, NULL, (void **)&s->device) != KP_OK ||
+        clGetDeviceInfo(s->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(s->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) !=
+            CL_SUCCESS) {
+        snprintf(no, FAILURE_BYTES, "the device's type and f32 support could not be read");
+        return;
+    }
+    if (automatic && (type & CL_DEVICE_TYPE_CPU)) {
+        snprintf(no, FAILURE_BYTES,
+                 "the device is a CPU (its copies are the CPU's: the segment saves nothing)");
+        return;
+    }
+    if (!(fp & CL_FP_DENORM) || !(fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)) {
+        snprintf(no, FAILURE_BYTES,
+                 "the device's f32 arithmetic lacks subnormals or a correctly rounded division: "
+                 "its sums would differ from the host's in the last bits");
+        return;
+    }
+    const char *src = sum_source;
+    cl_int err = CL_SUCCESS;
+    s->program = clCreateProgramWithSource(c->context, 1, &src, NULL, &err);
+    if (s->program)
+        err = clBuildProgram(s->program, 1, &s->device, "-cl-fp32-correctly-rounded-divide-sqrt",
+                             NULL, NULL);
+    if (err == CL_SUCCESS)
+        s->sum = clCreateKernel(s->program, "kp_comm_sum", &err);
+    if (err != CL_SUCCESS)
+        snprintf(no, FAILURE_BYTES, "building the sum kernel failed: OpenCL error %d", (int)err);
+}
+
+/* Every rank learns whether some rank could not go on (its reason in `no`, FAILURE_BYTES, or
+ * ""): *all_ok, and the first such rank's reason in `no`, "rank R: ...". */
+static kp_status agree_ok(kp_comm *c, const char *fn, char *no, int *all_ok)
+{
+    int mine = *no ? c->rank : c->size, first = c->size;
+    int rc = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->comm);
+    if (rc != MPI_SUCCESS)
+        return comm_mpi_fail(c, fn, "MPI_Allreduce", rc);
+    *all_ok = first == c->size;
+    if (*all_ok)
+        return KP_OK;
+    char text[FAILURE_BYTES];
+    if (first == c->rank)
+        snprintf(text, sizeof text, "rank %d: %s", c->rank, no);
+    rc = MPI_Bcast(text, FAILURE_BYTES, MPI_CHAR, first, c->comm);
+    if (rc != MPI_SUCCESS)
+        return comm_mpi_fail(c, fn, "MPI_Bcast", rc);
+    text[FAILURE_BYTES - 1] = '\0';
+    memcpy(no, text, FAILURE_BYTES);
+    return KP_OK;
+}
+
+static void segment_free(kp_comm *c)
+{
+    comm_shared *s = &c->shm;
+    if (s->segment) {
+        clEnqueueUnmapMemObject(c->queue, s->segment, s->base, 0, NULL, NULL);
+        clFinish(c->queue);
+        clReleaseMemObject(s->segment);
+        s->segment = NULL;
+    }
+    if (s->win != MPI_WIN_NULL) {
+        MPI_Win_unlock_all(s->win);
+        MPI_Win_free(&s->win);
+    }
+    s->base = NULL;
+    s->part = 0;
+}
+
+/* Allocates the segment with parts of `bytes` (collective over the node) and the OpenCL buffer
+ * over it: an MPI failure is returned, what this rank's driver refuses goes to `no`
+ * (FAILURE_BYTES). Rank 0 allocates the whole segment, so that it is contiguous whatever MPI's
+ * layout, with room to start it at an aligned address (MPI's shared windows need not be: Open
+ * MPI's start past a header). */
+static kp_status segment_alloc(kp_comm *c, const char *fn, size_t bytes, char *no)
+{
+    comm_shared *s = &c->shm;
+    cl_uint bits = 0;
+    clGetDeviceInfo(s->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL);
+    /* Every rank computes the same size: the alignment is the larger of a page and any rank's. */
+    unsigned long align = bits / 8 > PAGE ? bits / 8 : PAGE;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, &align, 1, MPI_UNSIGNED_LONG, MPI_MAX, s->node);
+    const size_t total = (size_t)c->size * bytes;
+    char *mine = NULL, *base = NULL;
+    MPI_Aint size0 = 0;
+    int unit = 0;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Win_allocate_shared((MPI_Aint)(c->rank == 0 ? total + align : 0), 1, MPI_INFO_NULL,
+                                     s->node, &mine, &s->win);
+    if (rc != MPI_SUCCESS)
+        return comm_mpi_fail(c, fn, "MPI_Win_allocate_shared", rc);
+    MPI_Win_set_errhandler(s->win, MPI_ERRORS_RETURN);
+    /* A passive epoch for the window's life: MPI_Win_sync orders this rank's accesses. */
+    if ((rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win)) == MPI_SUCCESS)
+        rc = MPI_Win_shared_query(s->win, 0, &size0, &unit, &base);
+    if (rc != MPI_SUCCESS) {
+        MPI_Win_free(&s->win);
+        return comm_mpi_fail(c, fn, "MPI_Win_lock_all/MPI_Win_shared_query", rc);
+    }
+    s->base = base + (align - (uintptr_t)base % align) % align;
+    s->part = bytes;
+    /* Each rank touches its part first, so that its pages lie on the rank's own memory node
+     * (its device's, where the rank is bound near it): the pinning below would place them all. */
+    memset(part(c, c->rank), 0, bytes);
+    MPI_Win_sync(s->win);
+    if ((rc = MPI_Barrier(s->node)) != MPI_SUCCESS)
+        return comm_mpi_fail(c, fn, "MPI_Barrier", rc);
+    cl_int err = CL_SUCCESS;
+    s->segment =
+        clCreateBuffer(c->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, total, s->base, &err);
+    void *mapped =
+        s->segment ? clEnqueueMapBuffer(c->queue, s->segment, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE,
+                                        0, total, 0, NULL, NULL, &err)
+                   : NULL;
+    if (!mapped) {
+        snprintf(no, FAILURE_BYTES,
+                 "the driver refused CL_MEM_USE_HOST_PTR over the %zu-byte segment: OpenCL error "
+                 "%d",
+                 total, (int)err);
+        if (s->segment)
+            clReleaseMemObject(s->segment);
+        s->segment = NULL;
+    } else if (mapped != s->base) {
+        /* The copies below name the segment by its address: a driver that maps elsewhere would
+         * copy through memory the other ranks never see. */
+        snprintf(no, FAILURE_BYTES, "the driver maps the segment at %p, not at %p", mapped,
+                 (void *)s->base);
+        clEnqueueUnmapMemObject(c->queue, s->segment, mapped, 0, NULL, NULL);
+        clFinish(c->queue);
+        clReleaseMemObject(s->segment);
+        s->segment = NULL;
+    }
+    return KP_OK;
+}
+
+static void close_device(kp_comm *c)
+{
+    comm_shared *s = &c->shm;
+    if (s->rows)
+        clReleaseMemObject(s->rows);
+    if (s->sum)
+        clReleaseKernel(s->sum);
+    if (s->program)
+        clReleaseProgram(s->program);
+    s->rows = NULL, s->sum = NULL, s->program = NULL, s->rows_bytes = 0;
+}
+
+kp_status comm_shared_open(kp_comm *c, uint32_t flags)
+{
+    static const char fn[] = "kp_comm_create";
+    comm_shared *s = &c->shm;
+    const int p = c->size;
+    const char *asker = flags ? "kp_comm_options.flags" : "KP_COMM_TRANSPORT";
+    const int mode = flags & KP_COMM_SHARED   ? MODE_SHARED
+                     : flags & KP_COMM_STAGED ? MODE_STAGED
+                                              : env_mode();
+    int *modes = malloc((size_t)p * sizeof *modes);
+    if (!modes)
+        return comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    int rc = MPI_Allgather(&mode, 1, MPI_INT, modes, 1, MPI_INT, c->comm);
+    kp_status st = rc == MPI_SUCCESS ? KP_OK : comm_mpi_fail(c, fn, "MPI_Allgather", rc);
+    for (int r = 0; st == KP_OK && r < p; r++)
+        if (modes[r] == MODE_INVALID)
+            st = comm_fail(c, KP_ERR_INVALID_ARG, fn,
+                           "rank %d's KP_COMM_TRANSPORT is not staged, shared or auto", r);
+        else if (modes[r] != mode)
+            st = comm_fail(c, KP_ERR_INVALID_ARG, fn,
+                           "the ranks ask for different transports: rank %d for %s, rank %d for "
+                           "%s (kp_comm_options.flags or KP_COMM_TRANSPORT)",
+                           c->rank, mode_name(mode), r, mode_name(modes[r]));
+    free(modes);
+    if (st != KP_OK)
+        return st;
+    if (mode == MODE_STAGED) {
+        snprintf(c->why, sizeof c->why, "%s asks for host staging", asker);
+        return KP_OK;
+    }
+    if (mode == MODE_AUTO && p == 1) {
+        snprintf(c->why, sizeof c->why, "one rank: nothing moves");
+        return KP_OK;
+    }
+    /* What rules the segment out on this rank; every rank takes the collective steps whatever
+     * its own answer, and all go the same way. */
+    char no[FAILURE_BYTES] = "";
+    if (!c->context)
+        snprintf(no, sizeof no, "the runtime has no OpenCL device (the host device)");
+    else
+        check_device(c, mode == MODE_AUTO, no);
+    rc = MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &s->node);
+    if (rc != MPI_SUCCESS)
+        return comm_mpi_fail(c, fn, "MPI_Comm_split_type", rc);
+    int on_node = 0;
+    MPI_Comm_size(s->node, &on_node);
+    if (!*no && on_node != p)
+        snprintf(no, sizeof no, "the %d ranks span several nodes (%d on this one)", p, on_node);
+    int ok = 0;
+    if ((st = agree_ok(c, fn, no, &ok)) != KP_OK)
+        return st;
+    if (ok) {
+        if ((st = segment_alloc(c, fn, PAGE, no)) != KP_OK)
+            return st;
+        if ((st = agree_ok(c, fn, no, &ok)) != KP_OK)
+            return st;
+    }
+    if (!ok) {
+        segment_free(c);
+        close_device(c);
+        MPI_Comm_free(&s->node);
+        if (mode == MODE_SHARED)
+            return comm_fail(c, KP_ERR_UNSUPPORTED, fn,
+                             "the shared transport (%s) cannot be set up: %s", asker, no);
+        snprintf(c->why, sizeof c->why, "host staging: %s", no);
+        return KP_OK;
+    }
+    c->shared = 1;
+    if (mode == MODE_SHARED)
+        snprintf(c->why, sizeof c->why, "%s asks for the shared segment", asker);
+    else
+        snprintf(c->why, sizeof c->why, "the %d ranks share a node, and the device is no CPU", p);
+    return KP_OK;
+}
+
+/* An OpenCL failure on this rank's side: the others are told. */
+static kp_status device_failure(kp_comm *c, const char *fn, const char *what, cl_int err)
+{
+    comm_fail(c, KP_ERR_CL, fn, "rank %d: %s failed: OpenCL error %d", c->rank, what, (int)err);
+    return comm_break(c, KP_ERR_CL);
+}
+
+/* Grows the segment's parts to `bytes` (collective: every rank agreed on the call) and the
+ * device rows to `rows_bytes`. */
+static kp_status reserve(kp_comm *c, const char *fn, size_t bytes, size_t rows_bytes)
+{
+    comm_shared *s = &c->shm;
+    bytes = round_up(bytes, PAGE);
+    if (bytes > s->part) {
+        segment_free(c);
+        char no[FAILURE_BYTES] = "";
+        kp_status st = segment_alloc(c, fn, bytes, no);
+        if (st != KP_OK)
+            return comm_break(c, st);
+        if (*no) {
+            comm_fail(c, KP_ERR_CL, fn,
+                      "rank %d: growing the shared segment to %zu bytes a rank: %s", c->rank, bytes,
+                      no);
+            return comm_break(c, KP_ERR_CL);
+        }
+    }
+    if (rows_bytes > s->rows_bytes) {
+        if (s->rows)
+            clReleaseMemObject(s->rows);
+        s->rows_bytes = 0;
+        cl_int err = CL_SUCCESS;
+        s->rows = clCreateBuffer(c->context, CL_MEM_READ_WRITE, rows_bytes, NULL, &err);
+        if (!s->rows) {
+            comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn,
+                      "rank %d: %zu bytes of device memory for the slices: OpenCL error %d",
+                      c->rank, rows_bytes, (int)err);
+            return comm_break(c, KP_ERR_OUT_OF_MEMORY);
+        }
+        s->rows_bytes = rows_bytes;
+    }
+    return KP_OK;
+}
+
+/* Every rank's copies to the segment are done before any rank reads them: a message with every
+ * other rank between two MPI_Win_syncs (MPI's rule for shared windows), waited for with the
+ * deadline and the failure channel. */
+static kp_status node_sync(kp_comm *c, const char *fn, int tag)
+{
+    const int p = c->size;
+    MPI_Request *reqs = malloc(2 * (size_t)p * sizeof *reqs);
+    int *peers = calloc(2 * (size_t)p, sizeof *peers);
+    kp_status st =
+        reqs && peers ? KP_OK : comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    char none[1];
+    int n = 0;
+    MPI_Win_sync(c->shm.win);
+    for (int r = 0; st == KP_OK && r < p; r++) {
+        if (r == c->rank)
+            continue;
+        int rc = MPI_Irecv(none, 0, MPI_BYTE, r, tag, c->comm, &reqs[n]);
+        if (rc == MPI_SUCCESS) {
+            peers[n++] = r;
+            rc = MPI_Isend(none, 0, MPI_BYTE, r, tag, c->comm, &reqs[n]);
+        }
+        if (rc == MPI_SUCCESS)
+            peers[n++] = r;
+        else
+            st = comm_break(c, comm_mpi_fail(c, fn, "MPI_Isend/MPI_Irecv", rc));
+    }
+    if (st == KP_OK)
+        st = comm_wait(c, fn, reqs, peers, n);
+    if (st == KP_OK)
+        MPI_Win_sync(c->shm.win);
+    free(reqs);
+    free(peers);
+    return st;
+}
+
+void comm_shared_close(kp_comm *c)
+{
+    comm_shared *s = &c->shm;
+    if (c->queue)
+        clFinish(c->queue);
+    /* MPI_Win_free synchronises, and after a failure a peer may be gone or may skip it: the
+     * window is freed only once every rank has answered within the deadline, else left to the
+     * job's end (docs/comm.md: end the job). */
+    if (s->win != MPI_WIN_NULL &&
+        (c->broken || node_sync(c, "kp_comm_destroy", TAG_FREE) != KP_OK)) {
+        if (s->segment) {
+            clEnqueueUnmapMemObject(c->queue, s->segment, s->base, 0, NULL, NULL);
+            clFinish(c->queue);
+            clReleaseMemObject(s->segment);
+        }
+        s->segment = NULL;
+        s->win = MPI_WIN_NULL;
+    }
+    segment_free(c);
+    close_device(c);
+    if (s->node != MPI_COMM_NULL)
+        MPI_Comm_free(&s->node);
+}
+
+/* Elements [from, to) of the range at element `offset` of mem into (write 0) or from (write 1)
+ * host memory laid out like the range. */
+static cl_int copy_range(kp_comm *c, cl_mem mem, int write, size_t offset, size_t from, size_t to,
+                         char *host)
+{
+    if (to <= from)
+        return CL_SUCCESS;
+    const size_t at = (offset + from) * sizeof(float), bytes = (to - from) * sizeof(float);
+    char *h = host + from * sizeof(float);
+    return write ? clEnqueueWriteBuffer(c->queue, mem, CL_FALSE, at, bytes, h, 0, NULL, NULL)
+                 : clEnqueueReadBuffer(c->queue, mem, CL_FALSE, at, bytes, h, 0, NULL, NULL);
+}
+
+/* The transfers enqueued since the last sync are done (the segment must not be read or reused
+ * before), whatever failed. */
+static cl_int finish(kp_comm *c, cl_int err)
+{
+    const cl_int done = clFinish(c->queue);
+    return err != CL_SUCCESS ? err : done;
+}
+
+/*
+ * Rank r's part holds a copy of the range laid out as in the buffer. (1) Each rank copies its
+ * range but its own slice into its part; (2) for its slice, each rank copies the other ranks'
+ * copies from their parts into the rows on the device, sums them with its own in rank order into
+ * its buffer and copies the result into its part; (3) each rank copies the other
+ * slices' results from their owners' parts. A sync separates the steps. The next collective's
+ * comm_agree keeps a rank from overwriting its part while another still copies from it.
+ */
+kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t offset, size_t count,
+                                kp_comm_op op)
+{
+    const int p = c->size, me = c->rank;
+    if (p == 1 || count == 0)
+        return KP_OK;
+    const size_t b = comm_slice_begin(count, p, me), e = comm_slice_begin(count, p, me + 1),
+                 n = e - b, most = comm_slice_begin(count, p, 1) + 1;
+    kp_status st = reserve(c, fn, count * sizeof(float), (size_t)(p - 1) * most * sizeof(float));
+    if (st != KP_OK)
+        return st;
+    char *own = part(c, me);
+    cl_int err = copy_range(c, mem, 0, offset, 0, b, own);
+    if (err == CL_SUCCESS)
+        err = copy_range(c, mem, 0, offset, e, count, own);
+    if ((err = finish(c, err)) != CL_SUCCESS)
+        return device_failure(c, fn, "copying the range into the segment", err);
+    if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
+        return st;
+    comm_shared *s = &c->shm;
+    const size_t row = n * sizeof(float);
+    for (int r = 0; n && r < p && err == CL_SUCCESS; r++)
+        if (r != me)
+            err = clEnqueueWriteBuffer(c->queue, s->rows, CL_FALSE,
+                                       (size_t)(r < me ? r : r - 1) * row, row,
+                                       part(c, r) + b * sizeof(float), 0, NULL, NULL);
+    if (n && err == CL_SUCCESS) {
+        const cl_ulong n64 = n, at = offset + b;
+        const cl_uint ranks = (cl_uint)p, mine = (cl_uint)me, mean = op == KP_COMM_MEAN;
+        const float scale = (float)p;
+        const size_t global = round_up(n, GROUP), local = GROUP;
+        cl_int a = clSetKernelArg(s->sum, 0, sizeof s->rows, &s->rows);
+        a |= clSetKernelArg(s->sum, 1, sizeof n64, &n64);
+        a |= clSetKernelArg(s->sum, 2, sizeof ranks, &ranks);
+        a |= clSetKernelArg(s->sum, 3, sizeof mine, &mine);
+        a |= clSetKernelArg(s->sum, 4, sizeof mem, &mem);
+        a |= clSetKernelArg(s->sum, 5, sizeof at, &at);
+        a |= clSetKernelArg(s->sum, 6, sizeof scale, &scale);
+        a |= clSetKernelArg(s->sum, 7, sizeof mean, &mean);
+        err = a != CL_SUCCESS ? CL_INVALID_KERNEL_ARGS
+                              : clEnqueueNDRangeKernel(c->queue, s->sum, 1, NULL, &global, &local,
+                                                       0, NULL, NULL);
+    }
+    if (err == CL_SUCCESS)
+        err = copy_range(c, mem, 0, offset, b, e, own);
+    if ((err = finish(c, err)) != CL_SUCCESS)
+        return device_failure(c, fn, "summing this rank's slice", err);
+    if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
+        return st;
+    for (int r = 0; r < p && err == CL_SUCCESS; r++)
+        if (r != me)
+            err = copy_range(c, mem, 1, offset, comm_slice_begin(count, p, r),
+                             comm_slice_begin(count, p, r + 1), part(c, r));
+    if ((err = finish(c, err)) != CL_SUCCESS)
+        return device_failure(c, fn, "copying the other slices from the segment", err);
+    return KP_OK;
+}
+
+kp_status comm_shared_broadcast(kp_comm *c, const char *fn, cl_mem mem, size_t offset, size_t bytes,
+                                int root)
+{
+    if (c->size == 1 || bytes == 0)
+        return KP_OK;
+    kp_status st = reserve(c, fn, bytes, 0);
+    if (st != KP_OK)
+        return st;
+    cl_int err = CL_SUCCESS;
+    if (c->rank == root &&
+        (err = finish(c, clEnqueueReadBuffer(c->queue, mem, CL_FALSE, offset, bytes, part(c, root),
+                                             0, NULL, NULL))) != CL_SUCCESS)
+        return device_failure(c, fn, "copying the range into the segment", err);
+    if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
+        return st;
+    if (c->rank != root &&
+        (err = finish(c, clEnqueueWriteBuffer(c->queue, mem, CL_FALSE, offset, bytes, part(c, root),
+                                              0, NULL, NULL))) != CL_SUCCESS)
+        return device_failure(c, fn, "copying the root's range from the segment", err);
+    return KP_OK;
+}
