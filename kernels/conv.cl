@@ -565,6 +565,38 @@ void conv_bias_grad(const int N, const int per, const int L, const int OW,
         part[sl * get_global_size(1) + k] = sums[0];
 }
 
+/* The same sums for CPUs: one work-item per (image n, channel k) plane puts its sum in
+ * part[n K + k], which conv_split_sum adds over the images in order. A work-item sums a run of
+ * L values in eight lanes where the plane is contiguous (PoCL vectorises neither the strided loop
+ * of each work-item above nor its tree of barriers). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_bias_grad_rows(const int K, const int planes, const int OH, const int OW,
+                         __global const float *dy, const kp_view4 dv, __global float *part)
+{
+    const int i = get_global_id(0);
+    if (i >= planes)
+        return;
+    const int n = i / K, k = i - n * K;
+    __global const float *p = dy + kp_offset(dv) + n * kp_stride(dv, 0) + k * kp_stride(dv, 1);
+    float s = 0.0f;
+    if (kp_stride(dv, 3) == 1 && kp_stride(dv, 2) == OW) {
+        const int L = OH * OW;
+        float8 acc = (float8)(0.0f);
+        int l = 0;
+        for (; l + 8 <= L; l += 8)
+            acc += vload8(0, p + l);
+        const float4 h = acc.lo + acc.hi;
+        s = (h.s0 + h.s1) + (h.s2 + h.s3);
+        for (; l < L; l++)
+            s += p[l];
+    } else {
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++)
+                s += p[oh * kp_stride(dv, 2) + ow * kp_stride(dv, 3)];
+    }
+    part[i] = s;
+}
+
 /* y[n0 + n][k][...] += bias[k] over planes of L contiguous values: the bias of conv.conv2d's
  * products where they write y directly (conv-forward.c, CPUs). One work-item per (image,
  * channel) plane of a chunk of `rows` / K images, a run of L values each: PoCL pays per
@@ -752,3 +784,81 @@ void conv_maxpool_backward_rows(const int16 g, __global const float *dy, const k
     }
 }
 
+
+/*
+ * The common 2 x 2 window of stride 2 (no padding, no dilation) on rows of unit stride, for CPUs:
+ * one work-item per output row (n, c, oh) reads the two input rows under it and keeps each
+ * window's running maximum in registers (conv_maxpool_rows keeps it in y, which may alias x,
+ * so every tap is a load and a store). The taps in the same order and the same test: the same
+ * results bit for bit.
+ */
+inline void pool_take(const float v, const int at, float *best, int *where)
+{
+    if (v > *best || (isnan(v) && !isnan(*best))) {
+        *best = v;
+        *where = at;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_maxpool2_rows(const int16 g, __global const float *x, const kp_view4 xv,
+                        __global float *y, const kp_view4 yv, __global int *idx, const kp_view4 jv,
+                        const int has_idx)
+{
+    const int i = get_global_id(0), n = get_global_id(1);
+    if (i >= GC * GOH)
+        return;
+    const int c = i / GOH, oh = i % GOH, h = 2 * oh;
+    __global float *yr =
+        y + kp_offset(yv) + n * kp_stride(yv, 0) + c * kp_stride(yv, 1) + oh * kp_stride(yv, 2);
+    __global int *jr =
+        idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1) + oh * kp_stride(jv, 2);
+    __global const float *r0 =
+        x + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1) + h * kp_stride(xv, 2);
+    __global const float *r1 = r0 + kp_stride(xv, 2);
+    for (int ow = 0; ow < GOW; ow++) {
+        const int w = 2 * ow, base = h * GW + w;
+        float best = r0[w];
+        int at = base;
+        pool_take(r0[w + 1], base + 1, &best, &at);
+        pool_take(r1[w], base + GW, &best, &at);
+        pool_take(r1[w + 1], base + GW + 1, &best, &at);
+        yr[ow] = best;
+        if (has_idx)
+            jr[ow] = at;
+    }
+}
+
+/* Its backward, where no two windows overlap: the work-item of output row (n, c, oh) writes
+ * input rows 2 oh and 2 oh + 1, each element the dy of its window where the index names it (0 +
+ * dy, as the gather's sum from 0 gives), else 0; the last one also zeroes the rows and columns no
+ * window covers (odd H or W). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_maxpool2_backward_rows(const int16 g, __global const float *dy, const kp_view4 dv,
+                                 __global const int *idx, const kp_view4 jv, __global float *dx,
+                                 const kp_view4 xv)
+{
+    const int i = get_global_id(0), n = get_global_id(1);
+    if (i >= GC * GOH)
+        return;
+    const int c = i / GOH, oh = i % GOH, h = 2 * oh;
+    __global const float *dr =
+        dy + kp_offset(dv) + n * kp_stride(dv, 0) + c * kp_stride(dv, 1) + oh * kp_stride(dv, 2);
+    __global const int *jr =
+        idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1) + oh * kp_stride(jv, 2);
+    __global float *plane = dx + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1);
+    __global float *r0 = plane + h * kp_stride(xv, 2), *r1 = r0 + kp_stride(xv, 2);
+    for (int ow = 0; ow < GOW; ow++) {
+        const int w = 2 * ow, base = h * GW + w, j = jr[ow];
+        const float d = dr[ow];
+        r0[w] = 0.0f + (j == base ? d : 0.0f);
+        r0[w + 1] = 0.0f + (j == base + 1 ? d : 0.0f);
+        r1[w] = 0.0f + (j == base + GW ? d : 0.0f);
+        r1[w + 1] = 0.0f + (j == base + GW + 1 ? d : 0.0f);
+    }
+    for (int w = 2 * GOW; w < GW; w++)
+        r0[w] = r1[w] = 0.0f;
+    for (int hh = 2 * GOH; oh == GOH - 1 && hh < GH; hh++)
+        for (int w = 0; w < GW; w++)
+            plane[hh * kp_stride(xv, 2) + w] = 0.0f;
+}

@@ -634,6 +634,11 @@ static void test_verify(void **state)
     verify_kernel(rt, "conv.im2col");
     verify_kernel(rt, "conv.col2im");
     set_im2col(rt, 0);
+    /* The bias gradient's other shape: a work-group per channel and slice (GPUs). */
+    kp_kernel *bias = find(rt, "conv.conv2d_backward_bias");
+    assert_int_equal(kp_kernel_tunable_set(rt, bias, "ROWS", 2), KP_OK);
+    verify_kernel(rt, "conv.conv2d_backward_bias");
+    assert_int_equal(kp_kernel_tuning_reset(rt, bias), KP_OK);
     const char *kinds[] = {"auto", "tiled", "blas"};
     for (size_t i = 0; i < 3; i++) {
         set_gemm(rt, kinds[i]);
