@@ -295,6 +295,29 @@ void conv_pack(const int K, const int L, const int OW, __global const float *dy,
     t[k * ldt + n * L + l] = dy[kp_at4(dv, n, k, oh, ow)];
 }
 
+/* conv_pack for CPUs: one work-item per (image, channel) plane copies its L values into row k
+ * of t, in a loop the compiler vectorises where the plane is contiguous (the element kernel pays
+ * PoCL's cost per work-group for every 64 values, and a division per value). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_pack_rows(const int K, const int planes, const int OH, const int OW,
+                    __global const float *dy, const kp_view4 dv, __global float *t, const int ldt)
+{
+    const int i = get_global_id(0);
+    if (i >= planes)
+        return;
+    const int n = i / K, k = i - n * K, L = OH * OW;
+    __global const float *p = dy + kp_offset(dv) + n * kp_stride(dv, 0) + k * kp_stride(dv, 1);
+    __global float *q = t + k * ldt + n * L;
+    if (kp_stride(dv, 3) == 1 && kp_stride(dv, 2) == OW) {
+        for (int l = 0; l < L; l++)
+            q[l] = p[l];
+    } else {
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++)
+                q[oh * OW + ow] = p[oh * kp_stride(dv, 2) + ow * kp_stride(dv, 3)];
+    }
+}
+
 /*
  * C = A B + beta C on strided matrices (element (i, j) at kp_at2(v, i, j); beta 0 ignores C),
  * one work-item per four columns of a row of C. The plugin's fallback when blas.gemm is not
@@ -805,27 +828,28 @@ void conv_maxpool2_rows(const int16 g, __global const float *x, const kp_view4 x
                         __global float *y, const kp_view4 yv, __global int *idx, const kp_view4 jv,
                         const int has_idx)
 {
-    const int i = get_global_id(0), n = get_global_id(1);
-    if (i >= GC * GOH)
+    const int c = get_global_id(0), n = get_global_id(1);
+    if (c >= GC)
         return;
-    const int c = i / GOH, oh = i % GOH, h = 2 * oh;
-    __global float *yr =
-        y + kp_offset(yv) + n * kp_stride(yv, 0) + c * kp_stride(yv, 1) + oh * kp_stride(yv, 2);
-    __global int *jr =
-        idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1) + oh * kp_stride(jv, 2);
-    __global const float *r0 =
-        x + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1) + h * kp_stride(xv, 2);
-    __global const float *r1 = r0 + kp_stride(xv, 2);
-    for (int ow = 0; ow < GOW; ow++) {
-        const int w = 2 * ow, base = h * GW + w;
-        float best = r0[w];
-        int at = base;
-        pool_take(r0[w + 1], base + 1, &best, &at);
-        pool_take(r1[w], base + GW, &best, &at);
-        pool_take(r1[w + 1], base + GW + 1, &best, &at);
-        yr[ow] = best;
-        if (has_idx)
-            jr[ow] = at;
+    __global float *yp = y + kp_offset(yv) + n * kp_stride(yv, 0) + c * kp_stride(yv, 1);
+    __global int *jp = idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1);
+    __global const float *xp = x + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1);
+    for (int oh = 0; oh < GOH; oh++) {
+        const int h = 2 * oh;
+        __global const float *r0 = xp + h * kp_stride(xv, 2), *r1 = r0 + kp_stride(xv, 2);
+        __global float *yr = yp + oh * kp_stride(yv, 2);
+        __global int *jr = jp + oh * kp_stride(jv, 2);
+        for (int ow = 0; ow < GOW; ow++) {
+            const int w = 2 * ow, base = h * GW + w;
+            float best = r0[w];
+            int at = base;
+            pool_take(r0[w + 1], base + 1, &best, &at);
+            pool_take(r1[w], base + GW, &best, &at);
+            pool_take(r1[w + 1], base + GW + 1, &best, &at);
+            yr[ow] = best;
+            if (has_idx)
+                jr[ow] = at;
+        }
     }
 }
 
@@ -838,27 +862,29 @@ void conv_maxpool2_backward_rows(const int16 g, __global const float *dy, const 
                                  __global const int *idx, const kp_view4 jv, __global float *dx,
                                  const kp_view4 xv)
 {
-    const int i = get_global_id(0), n = get_global_id(1);
-    if (i >= GC * GOH)
+    const int c = get_global_id(0), n = get_global_id(1);
+    if (c >= GC)
         return;
-    const int c = i / GOH, oh = i % GOH, h = 2 * oh;
-    __global const float *dr =
-        dy + kp_offset(dv) + n * kp_stride(dv, 0) + c * kp_stride(dv, 1) + oh * kp_stride(dv, 2);
-    __global const int *jr =
-        idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1) + oh * kp_stride(jv, 2);
+    __global const float *dp = dy + kp_offset(dv) + n * kp_stride(dv, 0) + c * kp_stride(dv, 1);
+    __global const int *jp = idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1);
     __global float *plane = dx + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1);
-    __global float *r0 = plane + h * kp_stride(xv, 2), *r1 = r0 + kp_stride(xv, 2);
-    for (int ow = 0; ow < GOW; ow++) {
-        const int w = 2 * ow, base = h * GW + w, j = jr[ow];
-        const float d = dr[ow];
-        r0[w] = 0.0f + (j == base ? d : 0.0f);
-        r0[w + 1] = 0.0f + (j == base + 1 ? d : 0.0f);
-        r1[w] = 0.0f + (j == base + GW ? d : 0.0f);
-        r1[w + 1] = 0.0f + (j == base + GW + 1 ? d : 0.0f);
+    for (int oh = 0; oh < GOH; oh++) {
+        const int h = 2 * oh;
+        __global const float *dr = dp + oh * kp_stride(dv, 2);
+        __global const int *jr = jp + oh * kp_stride(jv, 2);
+        __global float *r0 = plane + h * kp_stride(xv, 2), *r1 = r0 + kp_stride(xv, 2);
+        for (int ow = 0; ow < GOW; ow++) {
+            const int w = 2 * ow, base = h * GW + w, j = jr[ow];
+            const float d = dr[ow];
+            r0[w] = 0.0f + (j == base ? d : 0.0f);
+            r0[w + 1] = 0.0f + (j == base + 1 ? d : 0.0f);
+            r1[w] = 0.0f + (j == base + GW ? d : 0.0f);
+            r1[w + 1] = 0.0f + (j == base + GW + 1 ? d : 0.0f);
+        }
+        for (int w = 2 * GOW; w < GW; w++)
+            r0[w] = r1[w] = 0.0f;
     }
-    for (int w = 2 * GOW; w < GW; w++)
-        r0[w] = r1[w] = 0.0f;
-    for (int hh = 2 * GOH; oh == GOH - 1 && hh < GH; hh++)
+    for (int h = 2 * GOH; h < GH; h++)
         for (int w = 0; w < GW; w++)
-            plane[hh * kp_stride(xv, 2) + w] = 0.0f;
+            plane[h * kp_stride(xv, 2) + w] = 0.0f;
 }

@@ -116,6 +116,8 @@ static kp_status pool_enqueue(const kp_call *call, kp_launch *l)
     /* Without indices the kernel is handed y and never touches it through them. */
     kp_clargs_tensor(&a, idx, 4);
     kp_clargs_int(&a, has_idx);
+    if (two)
+        return conv_clargs_run(&a, g.C, g.N);
     if (rows)
         return conv_clargs_run(&a, g.C * g.OH, g.N);
     return conv_clargs_run(&a, g.OH * g.OW, g.N * g.C);
@@ -137,7 +139,7 @@ static kp_status back_enqueue(const kp_call *call, kp_launch *l)
     kp_clargs_tensor(&a, idx, 4);
     kp_clargs_tensor(&a, dx, 4);
     if (two)
-        return conv_clargs_run(&a, g.C * g.OH, g.N);
+        return conv_clargs_run(&a, g.C, g.N);
     if (rows)
         return conv_clargs_run(&a, g.C * g.H, g.N);
     return conv_clargs_run(&a, g.H * g.W, g.N * g.C);
