@@ -295,6 +295,30 @@ void conv_pack(const int K, const int L, const int OW, __global const float *dy,
     t[k * ldt + n * L + l] = dy[kp_at4(dv, n, k, oh, ow)];
 }
 
+/* conv_unpack for CPUs: one work-item per (image, channel) plane of y, a run of L values from row
+ * k of t plus the bias, vectorisable where the plane is contiguous. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_unpack_rows(const int K, const int planes, const int OH, const int OW,
+                      __global const float *t, const int ldt, __global const float *bias,
+                      const kp_view1 bv, const int has_bias, __global float *y, const kp_view4 yv)
+{
+    const int i = get_global_id(0);
+    if (i >= planes)
+        return;
+    const int n = i / K, k = i - n * K, L = OH * OW;
+    const float b = has_bias ? bias[kp_at1(bv, k)] : 0.0f;
+    __global const float *q = t + k * ldt + n * L;
+    __global float *p = y + kp_offset(yv) + n * kp_stride(yv, 0) + k * kp_stride(yv, 1);
+    if (kp_stride(yv, 3) == 1 && kp_stride(yv, 2) == OW) {
+        for (int l = 0; l < L; l++)
+            p[l] = q[l] + b;
+    } else {
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++)
+                p[oh * kp_stride(yv, 2) + ow * kp_stride(yv, 3)] = q[oh * OW + ow] + b;
+    }
+}
+
 /* conv_pack for CPUs: one work-item per (image, channel) plane copies its L values into row k
  * of t, in a loop the compiler vectorises where the plane is contiguous (the element kernel pays
  * PoCL's cost per work-group for every 64 values, and a division per value). */
