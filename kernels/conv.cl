@@ -158,6 +158,29 @@ void conv_im2col_rows(const int16 g, __global const float *im, const kp_view4 iv
     const int step = GSW * kp_stride(iv, 3);
     __global const float *plane = im + kp_offset(iv) + n * kp_stride(iv, 0) + c * kp_stride(iv, 1);
     __global float *cb = col + kp_offset(cv) + n * kp_stride(cv, 0) + r * kp_stride(cv, 1);
+    if (GSH == 1 && GSW == 1 && GOW == GW && kp_stride(iv, 3) == 1 && kp_stride(iv, 2) == GW &&
+        kp_stride(cv, 2) == 1) {
+        /* Stride 1 and OW = W (3x3, padding 1): the row is the plane shifted by (hs, w0), so
+         * one contiguous copy moves every row inside the image (each output p reads p + shift,
+         * clamped to the plane), zeroes fill the rows in the padding, then the columns that
+         * wrapped into a neighbouring row. */
+        const int hs = kh * GDH - GPH, shift = hs * GW + w0, L = GOH * GOW;
+        const int p0 = clamp(-hs, 0, GOH) * GW, p1 = clamp(GH - hs, p0 / GW, GOH) * GW;
+        const int q0 = clamp(-shift, p0, p1), q1 = clamp(GH * GW - shift, q0, p1);
+        for (int p = 0; p < q0; p++)
+            cb[p] = 0.0f;
+        for (int p = q0; p < q1; p++)
+            cb[p] = plane[p + shift];
+        for (int p = q1; p < L; p++)
+            cb[p] = 0.0f;
+        for (int p = p0; p < p1; p += GW) {
+            for (int ow = 0; ow < lo_in; ow++)
+                cb[p + ow] = 0.0f;
+            for (int ow = hi_in; ow < GOW; ow++)
+                cb[p + ow] = 0.0f;
+        }
+        return;
+    }
     for (int oh = 0; oh < GOH; oh++) {
         const int h = oh * GSH - GPH + kh * GDH, pad = h < 0 || h >= GH;
         const int lo = pad ? 0 : lo_in, hi = pad ? 0 : hi_in;
