@@ -158,6 +158,29 @@ void conv_im2col_rows(const int16 g, __global const float *im, const kp_view4 iv
     const int step = GSW * kp_stride(iv, 3);
     __global const float *plane = im + kp_offset(iv) + n * kp_stride(iv, 0) + c * kp_stride(iv, 1);
     __global float *cb = col + kp_offset(cv) + n * kp_stride(cv, 0) + r * kp_stride(cv, 1);
+    if (GSH == 1 && GSW == 1 && GOW == GW && kp_stride(iv, 3) == 1 && kp_stride(iv, 2) == GW &&
+        kp_stride(cv, 2) == 1) {
+        /* Stride 1 and OW = W (3x3, padding 1): the row is the plane shifted by (hs, w0), so
+         * one contiguous copy moves every row inside the image (each output p reads p + shift,
+         * clamped to the plane), zeroes fill the rows in the padding, then the columns that
+         * wrapped into a neighbouring row. */
+        const int hs = kh * GDH - GPH, shift = hs * GW + w0, L = GOH * GOW;
+        const int p0 = clamp(-hs, 0, GOH) * GW, p1 = clamp(GH - hs, p0 / GW, GOH) * GW;
+        const int q0 = clamp(-shift, p0, p1), q1 = clamp(GH * GW - shift, q0, p1);
+        for (int p = 0; p < q0; p++)
+            cb[p] = 0.0f;
+        for (int p = q0; p < q1; p++)
+            cb[p] = plane[p + shift];
+        for (int p = q1; p < L; p++)
+            cb[p] = 0.0f;
+        for (int p = p0; p < p1; p += GW) {
+            for (int ow = 0; ow < lo_in; ow++)
+                cb[p + ow] = 0.0f;
+            for (int ow = hi_in; ow < GOW; ow++)
+                cb[p + ow] = 0.0f;
+        }
+        return;
+    }
     for (int oh = 0; oh < GOH; oh++) {
         const int h = oh * GSH - GPH + kh * GDH, pad = h < 0 || h >= GH;
         const int lo = pad ? 0 : lo_in, hi = pad ? 0 : hi_in;
@@ -293,6 +316,53 @@ void conv_pack(const int K, const int L, const int OW, __global const float *dy,
         return;
     const int n = nk / K, k = nk % K, oh = quot(l, OW, 1.0f / (float)OW), ow = l - oh * OW;
     t[k * ldt + n * L + l] = dy[kp_at4(dv, n, k, oh, ow)];
+}
+
+/* conv_unpack for CPUs: one work-item per (image, channel) plane of y, a run of L values from row
+ * k of t plus the bias, vectorisable where the plane is contiguous. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_unpack_rows(const int K, const int planes, const int OH, const int OW,
+                      __global const float *t, const int ldt, __global const float *bias,
+                      const kp_view1 bv, const int has_bias, __global float *y, const kp_view4 yv)
+{
+    const int i = get_global_id(0);
+    if (i >= planes)
+        return;
+    const int n = i / K, k = i - n * K, L = OH * OW;
+    const float b = has_bias ? bias[kp_at1(bv, k)] : 0.0f;
+    __global const float *q = t + k * ldt + n * L;
+    __global float *p = y + kp_offset(yv) + n * kp_stride(yv, 0) + k * kp_stride(yv, 1);
+    if (kp_stride(yv, 3) == 1 && kp_stride(yv, 2) == OW) {
+        for (int l = 0; l < L; l++)
+            p[l] = q[l] + b;
+    } else {
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++)
+                p[oh * kp_stride(yv, 2) + ow * kp_stride(yv, 3)] = q[oh * OW + ow] + b;
+    }
+}
+
+/* conv_pack for CPUs: one work-item per (image, channel) plane copies its L values into row k
+ * of t, in a loop the compiler vectorises where the plane is contiguous (the element kernel pays
+ * PoCL's cost per work-group for every 64 values, and a division per value). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_pack_rows(const int K, const int planes, const int OH, const int OW,
+                    __global const float *dy, const kp_view4 dv, __global float *t, const int ldt)
+{
+    const int i = get_global_id(0);
+    if (i >= planes)
+        return;
+    const int n = i / K, k = i - n * K, L = OH * OW;
+    __global const float *p = dy + kp_offset(dv) + n * kp_stride(dv, 0) + k * kp_stride(dv, 1);
+    __global float *q = t + k * ldt + n * L;
+    if (kp_stride(dv, 3) == 1 && kp_stride(dv, 2) == OW) {
+        for (int l = 0; l < L; l++)
+            q[l] = p[l];
+    } else {
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++)
+                q[oh * OW + ow] = p[oh * kp_stride(dv, 2) + ow * kp_stride(dv, 3)];
+    }
 }
 
 /*
@@ -565,6 +635,38 @@ void conv_bias_grad(const int N, const int per, const int L, const int OW,
         part[sl * get_global_size(1) + k] = sums[0];
 }
 
+/* The same sums for CPUs: one work-item per (image n, channel k) plane puts its sum in
+ * part[n K + k], which conv_split_sum adds over the images in order. A work-item sums a run of
+ * L values in eight lanes where the plane is contiguous (PoCL vectorises neither the strided loop
+ * of each work-item above nor its tree of barriers). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_bias_grad_rows(const int K, const int planes, const int OH, const int OW,
+                         __global const float *dy, const kp_view4 dv, __global float *part)
+{
+    const int i = get_global_id(0);
+    if (i >= planes)
+        return;
+    const int n = i / K, k = i - n * K;
+    __global const float *p = dy + kp_offset(dv) + n * kp_stride(dv, 0) + k * kp_stride(dv, 1);
+    float s = 0.0f;
+    if (kp_stride(dv, 3) == 1 && kp_stride(dv, 2) == OW) {
+        const int L = OH * OW;
+        float8 acc = (float8)(0.0f);
+        int l = 0;
+        for (; l + 8 <= L; l += 8)
+            acc += vload8(0, p + l);
+        const float4 h = acc.lo + acc.hi;
+        s = (h.s0 + h.s1) + (h.s2 + h.s3);
+        for (; l < L; l++)
+            s += p[l];
+    } else {
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++)
+                s += p[oh * kp_stride(dv, 2) + ow * kp_stride(dv, 3)];
+    }
+    part[i] = s;
+}
+
 /* y[n0 + n][k][...] += bias[k] over planes of L contiguous values: the bias of conv.conv2d's
  * products where they write y directly (conv-forward.c, CPUs). One work-item per (image,
  * channel) plane of a chunk of `rows` / K images, a run of L values each: PoCL pays per
@@ -752,3 +854,84 @@ void conv_maxpool_backward_rows(const int16 g, __global const float *dy, const k
     }
 }
 
+
+/*
+ * The common 2 x 2 window of stride 2 (no padding, no dilation) on rows of unit stride, for CPUs:
+ * one work-item per output row (n, c, oh) reads the two input rows under it and keeps each
+ * window's running maximum in registers (conv_maxpool_rows keeps it in y, which may alias x,
+ * so every tap is a load and a store). The taps in the same order and the same test: the same
+ * results bit for bit.
+ */
+inline void pool_take(const float v, const int at, float *best, int *where)
+{
+    if (v > *best || (isnan(v) && !isnan(*best))) {
+        *best = v;
+        *where = at;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_maxpool2_rows(const int16 g, __global const float *x, const kp_view4 xv,
+                        __global float *y, const kp_view4 yv, __global int *idx, const kp_view4 jv,
+                        const int has_idx)
+{
+    const int c = get_global_id(0), n = get_global_id(1);
+    if (c >= GC)
+        return;
+    __global float *yp = y + kp_offset(yv) + n * kp_stride(yv, 0) + c * kp_stride(yv, 1);
+    __global int *jp = idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1);
+    __global const float *xp = x + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1);
+    for (int oh = 0; oh < GOH; oh++) {
+        const int h = 2 * oh;
+        __global const float *r0 = xp + h * kp_stride(xv, 2), *r1 = r0 + kp_stride(xv, 2);
+        __global float *yr = yp + oh * kp_stride(yv, 2);
+        __global int *jr = jp + oh * kp_stride(jv, 2);
+        for (int ow = 0; ow < GOW; ow++) {
+            const int w = 2 * ow, base = h * GW + w;
+            float best = r0[w];
+            int at = base;
+            pool_take(r0[w + 1], base + 1, &best, &at);
+            pool_take(r1[w], base + GW, &best, &at);
+            pool_take(r1[w + 1], base + GW + 1, &best, &at);
+            yr[ow] = best;
+            if (has_idx)
+                jr[ow] = at;
+        }
+    }
+}
+
+/* Its backward, where no two windows overlap: the work-item of output row (n, c, oh) writes
+ * input rows 2 oh and 2 oh + 1, each element the dy of its window where the index names it (0 +
+ * dy, as the gather's sum from 0 gives), else 0; the last one also zeroes the rows and columns no
+ * window covers (odd H or W). */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void conv_maxpool2_backward_rows(const int16 g, __global const float *dy, const kp_view4 dv,
+                                 __global const int *idx, const kp_view4 jv, __global float *dx,
+                                 const kp_view4 xv)
+{
+    const int c = get_global_id(0), n = get_global_id(1);
+    if (c >= GC)
+        return;
+    __global const float *dp = dy + kp_offset(dv) + n * kp_stride(dv, 0) + c * kp_stride(dv, 1);
+    __global const int *jp = idx + kp_offset(jv) + n * kp_stride(jv, 0) + c * kp_stride(jv, 1);
+    __global float *plane = dx + kp_offset(xv) + n * kp_stride(xv, 0) + c * kp_stride(xv, 1);
+    for (int oh = 0; oh < GOH; oh++) {
+        const int h = 2 * oh;
+        __global const float *dr = dp + oh * kp_stride(dv, 2);
+        __global const int *jr = jp + oh * kp_stride(jv, 2);
+        __global float *r0 = plane + h * kp_stride(xv, 2), *r1 = r0 + kp_stride(xv, 2);
+        for (int ow = 0; ow < GOW; ow++) {
+            const int w = 2 * ow, base = h * GW + w, j = jr[ow];
+            const float d = dr[ow];
+            r0[w] = 0.0f + (j == base ? d : 0.0f);
+            r0[w + 1] = 0.0f + (j == base + 1 ? d : 0.0f);
+            r1[w] = 0.0f + (j == base + GW ? d : 0.0f);
+            r1[w + 1] = 0.0f + (j == base + GW + 1 ? d : 0.0f);
+        }
+        for (int w = 2 * GOW; w < GW; w++)
+            r0[w] = r1[w] = 0.0f;
+    }
+    for (int h = 2 * GOH; h < GH; h++)
+        for (int w = 0; w < GW; w++)
+            plane[h * kp_stride(xv, 2) + w] = 0.0f;
+}

@@ -41,17 +41,17 @@ enum {
     A_DH,
     A_DH2,
     A_DP2,
-    A_DA2,
+    A_DP2R,
     A_DA2R,
     A_DP1,
-    A_DA1,
+    A_DP1R,
     A_DA1R,
     N_ACTS
 };
 static const int64_t act_numel[N_ACTS] = {CNN_PIXELS, C1 *S1 *S1, C1 *S2 *S2,  C2 *S2 *S2,
                                           FLAT,       HID,        CNN_CLASSES, CNN_CLASSES,
-                                          HID,        HID,        FLAT,        C2 *S2 *S2,
-                                          C2 *S2 *S2, C1 *S2 *S2, C1 *S1 *S1,  C1 *S1 *S1};
+                                          HID,        HID,        FLAT,        FLAT,
+                                          C2 *S2 *S2, C1 *S2 *S2, C1 *S2 *S2,  C1 *S1 *S1};
 
 struct cnn {
     kp_runtime *rt;
@@ -149,29 +149,30 @@ static kp_status pool_backward(cnn *m, kp_tensor dy, kp_tensor idx, kp_tensor dx
 }
 
 /* The forward of the first n images, to the logits; ReLUs in place (their backward reads the
- * output, whose sign is the input's). */
+ * output, whose sign is the input's). Each conv's ReLU runs after its pool, on a quarter of the
+ * values: max-pool and ReLU commute (ReLU is monotone), and the gradients are the same too (a
+ * window's index differs only where its maximum is <= 0, whose gradient is 0 either way). */
 static kp_status forward(cnn *m, int64_t n)
 {
     kp_runtime *rt = m->rt;
     kp_buffer **a = m->act;
     const kp_tensor a1 = nchw(a[A_A1], KP_F32, n, C1, S1, S1),
-                    a2 = nchw(a[A_A2], KP_F32, n, C2, S2, S2), h = rows(a[A_H], n, HID),
+                    a2 = nchw(a[A_A2], KP_F32, n, C2, S2, S2),
+                    p1 = nchw(a[A_P1], KP_F32, n, C1, S2, S2),
+                    p2 = nchw(a[A_P2], KP_F32, n, C2, S3, S3), h = rows(a[A_H], n, HID),
                     logits = rows(a[A_LOGITS], n, CNN_CLASSES);
     kp_status st = conv(m, nchw(a[A_X], KP_F32, n, 1, S1, S1), param_view(m, m->param, W1),
                         param_view(m, m->param, B1), a1);
     if (st == KP_OK)
-        st = kp_relu(rt, a1, a1);
+        st = pool(m, a1, p1, nchw(m->idx1, KP_I32, n, C1, S2, S2));
     if (st == KP_OK)
-        st =
-            pool(m, a1, nchw(a[A_P1], KP_F32, n, C1, S2, S2), nchw(m->idx1, KP_I32, n, C1, S2, S2));
+        st = kp_relu(rt, p1, p1);
     if (st == KP_OK)
-        st = conv(m, nchw(a[A_P1], KP_F32, n, C1, S2, S2), param_view(m, m->param, W2),
-                  param_view(m, m->param, B2), a2);
+        st = conv(m, p1, param_view(m, m->param, W2), param_view(m, m->param, B2), a2);
     if (st == KP_OK)
-        st = kp_relu(rt, a2, a2);
+        st = pool(m, a2, p2, nchw(m->idx2, KP_I32, n, C2, S3, S3));
     if (st == KP_OK)
-        st =
-            pool(m, a2, nchw(a[A_P2], KP_F32, n, C2, S3, S3), nchw(m->idx2, KP_I32, n, C2, S3, S3));
+        st = kp_relu(rt, p2, p2);
     if (st == KP_OK)
         st = gemm(m, rows(a[A_P2], n, FLAT), param_view(m, m->param, W3), h);
     if (st == KP_OK)
@@ -216,10 +217,8 @@ kp_status cnn_step_part(cnn *m, int part)
                     dh = rows(a[A_DH], n, HID), dh2 = rows(a[A_DH2], n, HID),
                     p2 = rows(a[A_P2], n, FLAT), x = nchw(a[A_X], KP_F32, n, 1, S1, S1),
                     p1 = nchw(a[A_P1], KP_F32, n, C1, S2, S2),
-                    da2 = nchw(a[A_DA2], KP_F32, n, C2, S2, S2),
                     da2r = nchw(a[A_DA2R], KP_F32, n, C2, S2, S2),
                     dp1 = nchw(a[A_DP1], KP_F32, n, C1, S2, S2),
-                    da1 = nchw(a[A_DA1], KP_F32, n, C1, S1, S1),
                     da1r = nchw(a[A_DA1R], KP_F32, n, C1, S1, S1);
     kp_status st = KP_OK;
     if (part == 0) {
@@ -247,21 +246,21 @@ kp_status cnn_step_part(cnn *m, int part)
         if (st == KP_OK)
             st = gemm(m, dh2, transposed(param_view(m, m->param, W3)), rows(a[A_DP2], n, FLAT));
     } else if (part == 2) {
-        /* pool2, relu2, conv2 */
-        st = pool_backward(m, nchw(a[A_DP2], KP_F32, n, C2, S3, S3),
-                           nchw(m->idx2, KP_I32, n, C2, S3, S3), da2);
+        /* relu2 (on the pooled values: forward), pool2, conv2 */
+        const kp_tensor dp2r = nchw(a[A_DP2R], KP_F32, n, C2, S3, S3);
+        st = kp_tensor_unary_backward(rt, "relu", nchw(a[A_DP2], KP_F32, n, C2, S3, S3),
+                                      nchw(a[A_P2], KP_F32, n, C2, S3, S3), dp2r);
         if (st == KP_OK)
-            st = kp_tensor_unary_backward(rt, "relu", da2, nchw(a[A_A2], KP_F32, n, C2, S2, S2),
-                                          da2r);
+            st = pool_backward(m, dp2r, nchw(m->idx2, KP_I32, n, C2, S3, S3), da2r);
         if (st == KP_OK)
             st = conv_backward(m, p1, param_view(m, m->param, W2), da2r, param_view(m, m->grad, W2),
                                param_view(m, m->grad, B2), &dp1);
     } else if (part == 3) {
-        /* pool1, relu1, conv1 (no gradient for the images) */
-        st = pool_backward(m, dp1, nchw(m->idx1, KP_I32, n, C1, S2, S2), da1);
+        /* relu1, pool1, conv1 (no gradient for the images) */
+        const kp_tensor dp1r = nchw(a[A_DP1R], KP_F32, n, C1, S2, S2);
+        st = kp_tensor_unary_backward(rt, "relu", dp1, p1, dp1r);
         if (st == KP_OK)
-            st = kp_tensor_unary_backward(rt, "relu", da1, nchw(a[A_A1], KP_F32, n, C1, S1, S1),
-                                          da1r);
+            st = pool_backward(m, dp1r, nchw(m->idx1, KP_I32, n, C1, S2, S2), da1r);
         if (st == KP_OK)
             st = conv_backward(m, x, param_view(m, m->param, W1), da1r, param_view(m, m->grad, W1),
                                param_view(m, m->grad, B1), NULL);

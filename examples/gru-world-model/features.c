@@ -56,7 +56,8 @@ static kp_status enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *h = &call->args[0].tensor, *f = &call->args[1].tensor;
     size_t wg = (size_t)host->tunable(l, "WG"), n = (size_t)h->shape[0];
-    size_t global = (n + wg - 1) / wg * wg;
+    size_t lanes = (size_t)host->tunable(l, "LANES"), items = (n + lanes - 1) / lanes;
+    size_t global = (items + wg - 1) / wg * wg;
     kp_clargs a = kp_clargs_begin(host, l, "wm_features", NULL);
     kp_clargs_int(&a, (int32_t)n);
     kp_clargs_int(&a, (int32_t)h->shape[1]);
@@ -89,6 +90,17 @@ static kp_status reference(const kp_call *call, kp_launch *l)
     return KP_OK;
 }
 
+/* LANES auto: 16 on CPUs (one AVX-512 vector of histories per work-item), 1 elsewhere. */
+static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
+{
+    if (index != 1 || value != 0)
+        return NULL;
+    const kp_device_info *d = host->device(l);
+    int cpu = d && d->type == KP_DEVICE_CPU;
+    *resolved = cpu ? 16 : 1;
+    return cpu ? "16 on CPUs" : "1 off CPUs";
+}
+
 kp_status features_register(kp_runtime *rt, kp_kernel **out)
 {
     static const kp_param_desc params[] = {
@@ -103,25 +115,34 @@ kp_status features_register(kp_runtime *rt, kp_kernel **out)
          .dtypes = KP_DT(KP_F32),
          .doc = "[N, 64] the features"},
     };
-    static const int64_t allowed[] = {32, 64, 128, 256};
-    static const kp_tunable_desc wg = {.name = "WG",
-                                       .default_value = 64,
-                                       .allowed = allowed,
-                                       .n_allowed = 4,
-                                       .flags = KP_TUNABLE_WORKGROUP};
+    static const int64_t allowed[] = {32, 64, 128, 256}, lanes[] = {0, 1, 4, 8, 16};
+    static const kp_tunable_desc tunables[] = {
+        {.name = "WG",
+         .default_value = 64,
+         .allowed = allowed,
+         .n_allowed = 4,
+         .flags = KP_TUNABLE_WORKGROUP},
+        {.name = "LANES",
+         .default_value = 0,
+         .allowed = lanes,
+         .n_allowed = 5,
+         .doc = "histories per work-item, one per vector lane: 1, 4, 8, 16, or 0 (auto: 16 on "
+                "CPUs, 1 elsewhere)"},
+    };
     static const kp_kernel_desc desc = {.struct_size = sizeof(kp_kernel_desc),
                                         .name = "wm.features",
                                         .summary = "the 64 features of each loss history",
                                         .params = params,
                                         .n_params = 2,
-                                        .tunables = &wg,
-                                        .n_tunables = 1,
+                                        .tunables = tunables,
+                                        .n_tunables = 2,
                                         .source = kp_kernel_wm_features_cl,
                                         .source_name = "wm-features.cl",
                                         .entry = "wm_features",
                                         .check = check,
                                         .enqueue = enqueue,
-                                        .reference = reference};
+                                        .reference = reference,
+                                        .resolve = resolve};
     host = kp_host_api_get();
     if (kp_kernel_find(rt, desc.name, out) == KP_OK)
         return KP_OK;
@@ -133,6 +154,38 @@ kp_status features_encode(kp_runtime *rt, kp_kernel *k, kp_tensor hist, kp_tenso
 {
     kp_arg args[] = {kp_arg_tensor("hist", hist), kp_arg_tensor("features", features)};
     return kp_kernel_launch(rt, k, args, 2, event);
+}
+
+kp_status features_check_views(kp_runtime *rt, kp_kernel *k, kp_buffer *hist, kp_buffer *out,
+                               int64_t n, int w, const float *v, int l, double *worst)
+{
+    static const int64_t counts[] = {1, 13, 1021, 21}, strides[] = {1, 1, 1, 2};
+    float *got = malloc((size_t)(n * FEATURES) * sizeof *got);
+    kp_status st = got ? KP_OK : KP_ERR_OUT_OF_MEMORY;
+    *worst = 0;
+    for (int c = 0; st == KP_OK && c < 4; c++) {
+        const int64_t m = counts[c] < n ? counts[c] : n;
+        kp_tensor hv = kp_tensor_transpose(kp_tensor_2d(hist, KP_F32, w, n), 0, 1);
+        hv.shape[0] = m;
+        hv.strides[0] = strides[c];
+        if ((m - 1) * strides[c] >= n)
+            continue;
+        kp_tensor fv = kp_tensor_transpose(kp_tensor_2d(out, KP_F32, FEATURES, n), 0, 1);
+        fv.shape[0] = m;
+        st = features_encode(rt, k, hv, fv, NULL);
+        if (st == KP_OK)
+            st = kp_buffer_read(rt, out, 0, (size_t)(n * FEATURES) * sizeof *got, got);
+        for (int64_t i = 0; st == KP_OK && i < m; i++) {
+            double ref[FEATURES];
+            features_reference(v + i * strides[c] * l, w, ref);
+            for (int j = 0; j < FEATURES; j++) {
+                const double err = fabs(got[j * n + i] - ref[j]) / (1 + fabs(ref[j]));
+                *worst = err <= *worst ? *worst : isnan(err) ? INFINITY : err;
+            }
+        }
+    }
+    free(got);
+    return st;
 }
 
 /* One window's seven values, and its slope for the curvature feature. */

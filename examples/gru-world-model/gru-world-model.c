@@ -377,6 +377,19 @@ int main(int argc, char **argv)
                 features_names[worst_j], worst);
         goto done;
     }
+    double worst_views = 0;
+    st = features_check_views(rt, encoder, hist, feat, N, W, v, L, &worst_views);
+    if (st != KP_OK) {
+        example_fail(PROGRAM, rt, st, "encoding views of the histories");
+        goto done;
+    }
+    if (!(worst_views <= 1e-3)) {
+        fprintf(stderr,
+                "gru-world-model: views of the histories: features differ from the host "
+                "reference by %.3g\n",
+                worst_views);
+        goto done;
+    }
 
     if (o.save_data && !save_data(o.save_data, N, W, L, v, fdev))
         goto done;

@@ -211,14 +211,21 @@ static kp_status split_product(kp_launch *l, const kp_tensor *a, const kp_tensor
     return split_sum(l, slices, part, c, beta);
 }
 
+/* On CPUs (OpenBLAS's threads, not a GPU's cores, to fill) only outputs this small split: the
+ * Fashion-MNIST CNN's first layer (288 weights) took 0.3-0.6x the time of one product split, its
+ * second (18432) 1.1-1.4x (PoCL, 2-core EPYC, batch 128, four alternations, 2026-11-26). */
+#define SPLIT_MAX_WEIGHTS_CPU 4096
+
 /* dw_g (+)= t_g col_g^T: split over the positions where SPLIT_K allows and the output is small,
  * else one product. */
 static kp_status weight_product(kp_launch *l, const kp_tensor *a, const kp_tensor *b,
                                 const kp_tensor *c, double beta)
 {
     int64_t ks = conv_host->tunable_index(l, CONV_TUNE_SPLIT_K);
+    const kp_device_info *d = conv_host->device(l);
+    int64_t most = d && d->type == KP_DEVICE_CPU ? SPLIT_MAX_WEIGHTS_CPU : SPLIT_MAX_WEIGHTS;
     if (ks > 0 && !conv_gemm_is_tiled(l) && a->shape[1] >= 2 * ks &&
-        c->shape[0] * c->shape[1] <= SPLIT_MAX_WEIGHTS) {
+        c->shape[0] * c->shape[1] <= most) {
         kp_status st = split_product(l, a, b, c, beta, ks);
         if (st != KP_ERR_NOT_FOUND)
             return st;
@@ -306,26 +313,39 @@ static kp_status bias_check(const kp_call *call, kp_launch *l)
 }
 
 /* Slices of images of about 4096 positions each (at least one image), a fixed function of the
- * shape, then their sum in slice order. */
+ * shape, then their sum in slice order; with the row kernels (CPUs), a slice per image, each
+ * plane summed by one work-item (conv_bias_grad_rows). */
 static kp_status bias_enqueue(const kp_call *call, kp_launch *l)
 {
     const kp_tensor *dy = &call->args[BWB_DY].tensor, *db = &call->args[BWB_DB].tensor;
     int64_t N = dy->shape[0], K = dy->shape[1], L = dy->shape[2] * dy->shape[3];
-    int64_t per = 4096 / L > 1 ? 4096 / L : 1, slices = (N + per - 1) / per;
+    int rows = conv_row_kernels(l);
+    int64_t per = rows ? 1 : 4096 / L > 1 ? 4096 / L : 1, slices = (N + per - 1) / per;
     kp_buffer *part;
     kp_status st = conv_host->scratch(l, 0, (size_t)(slices * K) * sizeof(float), &part);
     if (st != KP_OK)
         return st;
-    kp_clargs a = kp_clargs_begin(conv_host, l, "conv_bias_grad", NULL);
-    kp_clargs_int(&a, (int)N);
-    kp_clargs_int(&a, (int)per);
-    kp_clargs_int(&a, (int)L);
-    kp_clargs_int(&a, (int)dy->shape[3]);
-    kp_clargs_tensor(&a, dy, 4);
-    kp_clargs_buffer(&a, part);
-    size_t wg = (size_t)conv_host->tunable_index(l, CONV_TUNE_WG);
-    size_t global[3] = {wg, (size_t)K, (size_t)slices}, local[3] = {wg, 1, 1};
-    st = kp_clargs_enqueue(&a, 3, global, local);
+    kp_clargs a =
+        kp_clargs_begin(conv_host, l, rows ? "conv_bias_grad_rows" : "conv_bias_grad", NULL);
+    if (rows) {
+        kp_clargs_int(&a, (int)K);
+        kp_clargs_int(&a, (int)(N * K));
+        kp_clargs_int(&a, (int)dy->shape[2]);
+        kp_clargs_int(&a, (int)dy->shape[3]);
+        kp_clargs_tensor(&a, dy, 4);
+        kp_clargs_buffer(&a, part);
+        st = conv_clargs_run(&a, N * K, 1);
+    } else {
+        kp_clargs_int(&a, (int)N);
+        kp_clargs_int(&a, (int)per);
+        kp_clargs_int(&a, (int)L);
+        kp_clargs_int(&a, (int)dy->shape[3]);
+        kp_clargs_tensor(&a, dy, 4);
+        kp_clargs_buffer(&a, part);
+        size_t wg = (size_t)conv_host->tunable_index(l, CONV_TUNE_WG);
+        size_t global[3] = {wg, (size_t)K, (size_t)slices}, local[3] = {wg, 1, 1};
+        st = kp_clargs_enqueue(&a, 3, global, local);
+    }
     /* db [K] as the column [K, 1] conv_split_sum writes. */
     kp_tensor column = *db;
     column.rank = 2;
@@ -421,7 +441,7 @@ const kp_kernel_desc conv_backward_bias_desc = {
     .params = bias_params,
     .n_params = BWB_N,
     .tunables = conv_tunables,
-    .n_tunables = 1,
+    .n_tunables = 2,
     .source = kp_kernel_conv_cl,
     .source_name = "conv.cl",
     .entry = "conv_bias_grad",

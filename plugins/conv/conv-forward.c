@@ -70,14 +70,22 @@ static kp_status forward_check(const kp_call *call, kp_launch *l)
 
 /* Whether a chunk's products write y's images in place (direct_products): on CPU devices with
  * blas.gemm's products (there, OpenBLAS in the queue) where y's planes are rows of one matrix
- * per image. The output pass over [K, images L] (a work-group per 64 positions of each image's
- * channel: on PoCL, which pays per work-group, that pass took most of the 5x5 shape's time) is
- * then skipped, for one product per image, which OpenBLAS runs in one command, and a bias pass
- * over whole planes where there is a bias. */
-static int direct_output(kp_launch *l, const kp_tensor *y)
+ * per image, and each output sums fewer than DIRECT_MAX_TERMS products (a 1x1 convolution's
+ * always qualifies). Then the output pass over [K, images L] is skipped, for one product per
+ * image, which OpenBLAS runs in one command, and a bias pass over whole planes where there is a
+ * bias. Past that, one product over the whole chunk and the output pass (a work-item per plane on
+ * CPUs) win. On PoCL with 2 OpenBLAS threads (2-core EPYC, loaded; kernelport bench, medians of two
+ * runs each), the direct products took 0.47-0.58x the time of the other path on the 5x5 mnist
+ * shape (25 terms), 1.0-1.27x on 56x56 (576), 1.3-1.8x on 28x28 (1152), 1.15-1.23x on the stem
+ * (147); on the Fashion-MNIST CNN's layers (batch 128, best of 20, three runs) 0.4-0.65x on the
+ * first (9 terms) and 1.2-1.35x on the second (288). */
+#define DIRECT_MAX_TERMS 64
+
+static int direct_output(kp_launch *l, const kp_tensor *y, int64_t terms)
 {
     const kp_device_info *d = conv_host->device(l);
-    return d && d->type == KP_DEVICE_CPU && !conv_gemm_is_tiled(l) && conv_plane_matrix(y);
+    return d && d->type == KP_DEVICE_CPU && !conv_gemm_is_tiled(l) && conv_plane_matrix(y) &&
+           terms < DIRECT_MAX_TERMS;
 }
 
 /* y[n0 .. n0 + cur) += bias, one work-item per image plane (conv_add_bias_rows). */
@@ -151,7 +159,8 @@ static kp_status forward_enqueue(const kp_call *call, kp_launch *l)
         return conv_winograd_forward(l, &g, x, w, bias, y);
     int64_t L = g.OH * g.OW, Cg = g.C / g.groups, Kg = g.K / g.groups, R = Cg * g.KH * g.KW;
     int point = conv_is_pointwise(&g) && conv_plane_matrix(x);
-    int direct = direct_output(l, y);
+    /* A 1x1 convolution's per-image products read x in place: no pass to save. */
+    int direct = direct_output(l, y, point ? 0 : R);
     double rows = (double)(point ? 0 : g.C * g.KH * g.KW) + (double)(direct ? 0 : g.K);
     int64_t nb = conv_chunk(l, g.N, 4.0 * rows * (double)L);
     kp_buffer *col = NULL, *t = NULL;

@@ -156,6 +156,18 @@ kp_status conv_unpack_chunk(kp_launch *l, const conv_geom *g, kp_buffer *t, cons
 {
     kp_tensor ys = conv_images(y, n0, nb);
     int64_t L = g->OH * g->OW;
+    if (conv_row_kernels(l)) {
+        kp_clargs a = kp_clargs_begin(conv_host, l, "conv_unpack_rows", NULL);
+        kp_clargs_int(&a, (int)g->K);
+        kp_clargs_int(&a, (int)(nb * g->K));
+        kp_clargs_int(&a, (int)g->OH);
+        kp_clargs_int(&a, (int)g->OW);
+        kp_clargs_buffer(&a, t);
+        kp_clargs_int(&a, (int)(nb * L));
+        conv_clargs_bias(&a, bias, t);
+        kp_clargs_tensor(&a, &ys, 4);
+        return conv_clargs_run(&a, nb * g->K, 1);
+    }
     kp_clargs a = kp_clargs_begin(conv_host, l, "conv_unpack", NULL);
     kp_clargs_int(&a, (int)g->K);
     kp_clargs_int(&a, (int)L);
@@ -172,6 +184,17 @@ kp_status conv_pack_chunk(kp_launch *l, const conv_geom *g, const kp_tensor *dy,
 {
     kp_tensor ds = conv_images(dy, n0, nb);
     int64_t L = g->OH * g->OW;
+    if (conv_row_kernels(l)) {
+        kp_clargs a = kp_clargs_begin(conv_host, l, "conv_pack_rows", NULL);
+        kp_clargs_int(&a, (int)g->K);
+        kp_clargs_int(&a, (int)(nb * g->K));
+        kp_clargs_int(&a, (int)g->OH);
+        kp_clargs_int(&a, (int)g->OW);
+        kp_clargs_tensor(&a, &ds, 4);
+        kp_clargs_buffer(&a, t);
+        kp_clargs_int(&a, (int)(nb * L));
+        return conv_clargs_run(&a, nb * g->K, 1);
+    }
     kp_clargs a = kp_clargs_begin(conv_host, l, "conv_pack", NULL);
     kp_clargs_int(&a, (int)g->K);
     kp_clargs_int(&a, (int)L);

@@ -89,19 +89,35 @@ static kp_status back_check(const kp_call *call, kp_launch *l)
     return check_pool(call, l, MPB_DX, "dx", MPB_DY, "dy", MPB_IDX, MPB_KH, MPB_GEO);
 }
 
+/* Whether the row kernels' 2 x 2, stride-2 shape applies (conv_maxpool2_rows and its backward):
+ * that window, no padding or dilation, and rows of unit stride in the three tensors. */
+static int pool2(const conv_geom *g, const kp_tensor *a, const kp_tensor *b, const kp_tensor *c)
+{
+    return g->KH == 2 && g->KW == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
+           g->dh == 1 && g->dw == 1 && a->strides[3] == 1 && b->strides[3] == 1 &&
+           c->strides[3] == 1;
+}
+
 static kp_status pool_enqueue(const kp_call *call, kp_launch *l)
 {
     conv_geom g = conv_geom_of(call);
     int has_idx = call->args[MP_IDX].present != 0;
-    const kp_tensor *y = &call->args[MP_Y].tensor;
-    int rows = conv_row_kernels(l);
-    kp_clargs a = kp_clargs_begin(conv_host, l, rows ? "conv_maxpool_rows" : "conv_maxpool", NULL);
+    const kp_tensor *x = &call->args[MP_X].tensor, *y = &call->args[MP_Y].tensor;
+    const kp_tensor *idx = has_idx ? &call->args[MP_IDX].tensor : y;
+    int rows = conv_row_kernels(l), two = rows && pool2(&g, x, y, idx);
+    kp_clargs a = kp_clargs_begin(conv_host, l,
+                                  two    ? "conv_maxpool2_rows"
+                                  : rows ? "conv_maxpool_rows"
+                                         : "conv_maxpool",
+                                  NULL);
     conv_clargs_geom(&a, &g);
-    kp_clargs_tensor(&a, &call->args[MP_X].tensor, 4);
+    kp_clargs_tensor(&a, x, 4);
     kp_clargs_tensor(&a, y, 4);
     /* Without indices the kernel is handed y and never touches it through them. */
-    kp_clargs_tensor(&a, has_idx ? &call->args[MP_IDX].tensor : y, 4);
+    kp_clargs_tensor(&a, idx, 4);
     kp_clargs_int(&a, has_idx);
+    if (two)
+        return conv_clargs_run(&a, g.C, g.N);
     if (rows)
         return conv_clargs_run(&a, g.C * g.OH, g.N);
     return conv_clargs_run(&a, g.OH * g.OW, g.N * g.C);
@@ -110,13 +126,20 @@ static kp_status pool_enqueue(const kp_call *call, kp_launch *l)
 static kp_status back_enqueue(const kp_call *call, kp_launch *l)
 {
     conv_geom g = conv_geom_of(call);
-    int rows = conv_row_kernels(l);
-    kp_clargs a = kp_clargs_begin(
-        conv_host, l, rows ? "conv_maxpool_backward_rows" : "conv_maxpool_backward", NULL);
+    const kp_tensor *dy = &call->args[MPB_DY].tensor, *idx = &call->args[MPB_IDX].tensor;
+    const kp_tensor *dx = &call->args[MPB_DX].tensor;
+    int rows = conv_row_kernels(l), two = rows && pool2(&g, dy, idx, dx);
+    kp_clargs a = kp_clargs_begin(conv_host, l,
+                                  two    ? "conv_maxpool2_backward_rows"
+                                  : rows ? "conv_maxpool_backward_rows"
+                                         : "conv_maxpool_backward",
+                                  NULL);
     conv_clargs_geom(&a, &g);
-    kp_clargs_tensor(&a, &call->args[MPB_DY].tensor, 4);
-    kp_clargs_tensor(&a, &call->args[MPB_IDX].tensor, 4);
-    kp_clargs_tensor(&a, &call->args[MPB_DX].tensor, 4);
+    kp_clargs_tensor(&a, dy, 4);
+    kp_clargs_tensor(&a, idx, 4);
+    kp_clargs_tensor(&a, dx, 4);
+    if (two)
+        return conv_clargs_run(&a, g.C, g.N);
     if (rows)
         return conv_clargs_run(&a, g.C * g.H, g.N);
     return conv_clargs_run(&a, g.H * g.W, g.N * g.C);
@@ -140,10 +163,10 @@ static void back_cost(const kp_call *call, kp_cost *out)
     out->bytes = 4.0 * (2.0 * outputs + (double)g.N * (double)g.C * (double)(g.H * g.W));
 }
 
-static const char *const verify_sizes[] = {"one",     "prime", "ties",  "overlap",
-                                           "dilated", "views", "noidx", NULL};
-static const char *const back_verify_sizes[] = {"one",     "prime", "ties", "overlap",
-                                                "dilated", "views", NULL};
+static const char *const verify_sizes[] = {"one",   "prime", "ties",  "overlap", "dilated",
+                                           "views", "noidx", "halve", NULL};
+static const char *const back_verify_sizes[] = {"one",     "prime", "ties",  "overlap",
+                                                "dilated", "views", "halve", NULL};
 static const char *const bench_sizes[] = {"resnet", "vgg", NULL};
 
 const kp_kernel_desc conv_maxpool_desc = {

@@ -228,6 +228,8 @@ static const conv_case pool_cases[] = {
     {"dilated", 2, 2, 11, 10, 0, 3, 2, 1, 2, 1, 1, 2, 3, 1, 1, 0},
     {"views", 3, 4, 7, 9, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},
     {"noidx", 2, 3, 7, 6, 0, 2, 3, 1, 2, 1, 1, 1, 1, 1, 0, 0},
+    /* The row kernels' 2 x 2, stride-2 shape: odd H and W leave a row and a column uncovered. */
+    {"halve", 3, 5, 9, 11, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, 0, 0},
     {"resnet", 64, 64, 112, 112, 0, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 0},
     {"vgg", 32, 128, 56, 56, 0, 2, 2, 2, 2, 0, 0, 1, 1, 1, 0, 0},
 };

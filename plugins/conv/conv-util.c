@@ -28,9 +28,12 @@ const kp_tunable_desc conv_tunables[CONV_N_TUNABLES] = {
                         .max = 3,
                         .choices = shapes,
                         .flags = KP_TUNABLE_NO_DEFINE,
-                        .doc = "the kernels of im2col, col2im and the pools: rows (a work-item "
-                               "per row, in vectorisable runs: CPUs), elements (a work-item per "
-                               "value), tiles (im2col only, the others take elements: a "
+                        .doc = "the kernels of im2col, col2im, the pools, the bias gradient "
+                               "and the gradients' input pass of dy: rows (a work-item per row, "
+                               "or per plane, in vectorisable runs: CPUs), elements (a work-item "
+                               "per "
+                               "value; the bias gradient a work-group per channel and slice of "
+                               "images), tiles (im2col only, the others take elements: a "
                                "work-group per block of output rows, its input rows staged in "
                                "local memory; elements where one row's would not fit in 16 "
                                "KiB, or half the device's local memory: decided per call, by "

@@ -119,13 +119,16 @@ static size_t window_args(const geo *g, kp_arg *args, size_t n, int groups)
 /* ---- im2col and col2im ----------------------------------------------------------------------- */
 
 /* N C H W, (K), KH KW, stride, pad, dilation: 1x1, non-square, strided, padded, dilated, a kernel
- * as large as the padded input, more positions than a work-group, and a stride-2 row of 21 outputs
- * (the row kernel's vector runs of eight, and a tail). */
+ * as large as the padded input, more positions than a work-group, a stride-2 row of 21 outputs
+ * (the row kernel's vector runs of eight, and a tail), and two with OW = W at stride 1 (the row
+ * kernel's shifted-plane copy): dilated, and padded past the kernel's reach (whole rows of
+ * padding). */
 static const geo windows[] = {
     {2, 3, 5, 4, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1},   {3, 2, 7, 9, 0, 3, 2, 2, 1, 1, 0, 1, 2, 1},
     {1, 4, 6, 5, 0, 2, 3, 1, 2, 0, 2, 2, 1, 1},   {2, 1, 4, 5, 0, 6, 5, 1, 1, 1, 0, 1, 1, 1},
     {1, 2, 9, 70, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1},  {5, 3, 8, 8, 0, 5, 5, 3, 3, 2, 2, 1, 1, 1},
     {2, 2, 11, 10, 0, 3, 3, 1, 2, 2, 1, 3, 2, 1}, {2, 3, 9, 41, 0, 3, 7, 2, 2, 1, 3, 1, 1, 1},
+    {2, 3, 6, 9, 0, 3, 3, 1, 1, 2, 2, 2, 2, 1},   {1, 2, 5, 6, 0, 3, 5, 1, 1, 3, 2, 1, 1, 1},
 };
 
 /* ROWS for conv.im2col and conv.col2im: 1 their row kernels, 2 their element kernels, 3 im2col's
@@ -634,6 +637,11 @@ static void test_verify(void **state)
     verify_kernel(rt, "conv.im2col");
     verify_kernel(rt, "conv.col2im");
     set_im2col(rt, 0);
+    /* The bias gradient's other shape: a work-group per channel and slice (GPUs). */
+    kp_kernel *bias = find(rt, "conv.conv2d_backward_bias");
+    assert_int_equal(kp_kernel_tunable_set(rt, bias, "ROWS", 2), KP_OK);
+    verify_kernel(rt, "conv.conv2d_backward_bias");
+    assert_int_equal(kp_kernel_tuning_reset(rt, bias), KP_OK);
     const char *kinds[] = {"auto", "tiled", "blas"};
     for (size_t i = 0; i < 3; i++) {
         set_gemm(rt, kinds[i]);
