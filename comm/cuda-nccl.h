@@ -161,6 +161,8 @@ typedef struct kp_cuda_api {
     cu_result (*CtxPushCurrent)(cu_context);
     cu_result (*CtxPopCurrent)(cu_context *);
     cu_result (*StreamQuery)(cu_stream);
+    cu_result (*StreamDestroy)(cu_stream);
+    cu_result (*DevicePrimaryCtxRelease)(cu_device);
 } kp_cuda_api;
 
 /* ---- NCCL, as nccl.h declares it (2.x) ---- */
@@ -281,7 +283,9 @@ _Static_assert(sizeof(nccl_unique_id) == sizeof(ncclUniqueId), "ncclUniqueId");
     X(WaitExternalSemaphoresAsync, "cuWaitExternalSemaphoresAsync", 0)                             \
     X(CtxPushCurrent, "cuCtxPushCurrent_v2", 0)                                                    \
     X(CtxPopCurrent, "cuCtxPopCurrent_v2", 0)                                                      \
-    X(StreamQuery, "cuStreamQuery", 0)
+    X(StreamQuery, "cuStreamQuery", 0)                                                             \
+    X(StreamDestroy, "cuStreamDestroy_v2", 0)                                                      \
+    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", 0)
 
 #define KP_NCCL_SYMBOLS(X)                                                                         \
     X(GetVersion, "ncclGetVersion", 0)                                                             \
