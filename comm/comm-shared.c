@@ -261,7 +261,7 @@ kp_status comm_shared_open(kp_comm *c, uint32_t flags)
             "every rank has NCCL and a GPU whose OpenCL imports CUDA memory; buffers not made "
             "by kp_comm_buffer_create, and broadcasts: %s",
             other);
-    else if (mode == MODE_AUTO)
+    else if (mode == MODE_AUTO && !strstr(other, nccl_no))
         comm_text(c->why, sizeof c->why, "%s (not NCCL: %s)", other, nccl_no);
     return KP_OK;
 }

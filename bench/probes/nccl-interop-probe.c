@@ -94,6 +94,12 @@ static int abi_check(void)
         {"cuImportExternalSemaphore", STR(cuImportExternalSemaphore)},
         {"cuSignalExternalSemaphoresAsync", STR(cuSignalExternalSemaphoresAsync)},
         {"cuWaitExternalSemaphoresAsync", STR(cuWaitExternalSemaphoresAsync)},
+        /* The NCCL transport's (comm/comm-nccl.c). */
+        {"cuCtxPushCurrent_v2", STR(cuCtxPushCurrent)},
+        {"cuCtxPopCurrent_v2", STR(cuCtxPopCurrent)},
+        {"cuStreamQuery", STR(cuStreamQuery)},
+        {"cuStreamDestroy_v2", STR(cuStreamDestroy)},
+        {"cuDevicePrimaryCtxRelease_v2", STR(cuDevicePrimaryCtxRelease)},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)

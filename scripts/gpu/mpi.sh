@@ -72,6 +72,9 @@ step "collectives on 2 ranks, one GPU each (test-comm-np2, KP_TEST_DEVICE=gpu:%r
 (cd build-gpu && KP_TEST_DEVICE='gpu:%r' timeout "$(cap 120)" \
   ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -10
 
+step "the NCCL transport's CUDA and NCCL declarations against the venv's cuda.h and nccl.h"
+kp_cuda_abi_build build-gpu/nccl-interop-probe-abi "$res/abi-build.log" || true
+
 step "collectives on 2 ranks with the NCCL transport required (KP_COMM_TRANSPORT=nccl)"
 (cd build-gpu && KP_TEST_DEVICE='gpu:%r' KP_COMM_TRANSPORT=nccl timeout "$(cap 120)" \
   ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -12
