@@ -19,12 +19,14 @@ extern "C" {
  * allocated in host memory and mapped once, where the runtime is OpenCL's), sent with MPI's
  * non-blocking point-to-point calls and written back. Node-shared: where every rank is on one node,
  * the devices copy to and from one shared-memory segment by DMA and each rank's device adds its
- * slice; MPI only carries the synchronisation.
+ * slice; MPI only carries the synchronisation. A third transport, NCCL (KP_COMM_NCCL), all-reduces
+ * the buffers of kp_comm_buffer_create GPU to GPU, with no host copy, where every rank has an
+ * NVIDIA GPU; its sums are in NCCL's order, not the rank order below (kp_comm_allreduce).
  *
  * Determinism. An all-reduce splits the range into one slice per rank; the owner of a slice
  * receives every rank's copy of it and adds them in rank order, ((x_0 + x_1) + x_2) + ..., in
  * f32, then sends the result to every rank. Every rank ends with the same bits, and the same
- * inputs on the same number of ranks give the same bits on every run, on either transport (the
+ * inputs on the same number of ranks give the same bits on every run, on both transports (the
  * shared one adds on the device only where its f32 has subnormals and a correctly rounded
  * division). (MPI_Allreduce promises neither: the standard only recommends it.) MEAN divides the
  * sum by the number of ranks.

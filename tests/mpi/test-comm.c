@@ -385,6 +385,14 @@ static void test_nccl(kp_runtime *rt, int required)
             fail("KP_COMM_NCCL without NCCL: %s: %s", kp_status_name(st), kp_last_error(rt));
         if (rank == 0)
             printf("test-comm: KP_COMM_NCCL refused: %s\n", kp_last_error(rt));
+        setenv("KP_COMM_TRANSPORT", "nccl", 1);
+        o.flags = 0;
+        st = kp_comm_create(rt, MPI_COMM_WORLD, &o, &c);
+        unsetenv("KP_COMM_TRANSPORT");
+        if (st != KP_ERR_UNSUPPORTED || c ||
+            !strstr(kp_last_error(rt), "the NCCL transport (KP_COMM_TRANSPORT) cannot be set up"))
+            fail("KP_COMM_TRANSPORT=nccl without NCCL: %s: %s", kp_status_name(st),
+                 kp_last_error(rt));
         c = open_comm(rt, 120);
         transport = kp_comm_transport(c, &why);
         if (!strcmp(transport, "nccl") || (size > 1 && !strstr(why, "(not NCCL: rank ")))
