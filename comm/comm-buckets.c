@@ -105,8 +105,9 @@ kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_comm_range
     *bs = (kp_comm_buckets){.c = c, .buf = buf, .op = op, .b = bs->b, .n = n};
     for (size_t i = 0, at = 0; i < n; at += ranges[i].count, i++)
         bs->b[i] = (bucket){.range = ranges[i], .at = at};
-    /* The shared transport copies between the arena and its segment: no staging. */
-    const size_t staged = c->shared && c->queue ? 1 : total ? total : 1;
+    /* The shared transport copies between the arena and its segment, NCCL reduces the arena
+     * itself: no staging. */
+    const size_t staged = (c->shared && c->queue) || comm_nccl_owns(c, buf) ? 1 : total ? total : 1;
     if ((st = comm_host_reserve(c, &bs->staging, staged * sizeof(float))) != KP_OK) {
         kp_comm_buckets_destroy(bs);
         return st;
@@ -184,6 +185,14 @@ kp_status kp_comm_buckets_start(kp_comm_buckets *bs, size_t index)
                          "bucket %zu started out of order: bucket %zu comes next (of %zu)", index,
                          bs->next, bs->n);
     bucket *b = &bs->b[index];
+    if (comm_nccl_owns(c, bs->buf)) {
+        /* NCCL takes the memory from OpenCL once the bucket's producers are done: nothing is
+         * left for the host to overlap, so the bucket is all-reduced now (blocking). */
+        st = comm_allreduce_nccl(c, fn, bs->buf, b->range.offset, b->range.count, bs->op);
+        b->reduced = st == KP_OK;
+        bs->next++;
+        return st;
+    }
     if (c->shared && c->queue) {
         /* The device makes the shared transport's copies on the runtime's in-order queue, after
          * the bucket's producers and before what follows: nothing is left for the host to

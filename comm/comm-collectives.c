@@ -198,6 +198,8 @@ kp_status kp_comm_allreduce(kp_comm *c, kp_buffer *buf, size_t offset, size_t co
     const size_t bytes = count * sizeof(float);
     if (st == KP_OK)
         st = comm_check_range(c, fn, buf, offset * sizeof(float), bytes);
+    if (st == KP_OK && comm_nccl_owns(c, buf))
+        return comm_allreduce_nccl(c, fn, buf, offset, count, op);
     if (st == KP_OK && c->shared && c->queue)
         return comm_allreduce_shared(c, fn, buf, offset, count, op);
     if (st == KP_OK)

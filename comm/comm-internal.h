@@ -50,15 +50,26 @@ struct kp_comm {
     /* OpenCL interop (NULL on the host device). */
     cl_context context;
     cl_command_queue queue;
-    comm_host staging;            /* the blocking collectives' copy of the range */
-    comm_host slices;             /* the other ranks' copies of this rank's slice */
-    int shared;                   /* the device collectives use the node-shared transport */
-    char why[FAILURE_BYTES + 32]; /* why this transport (kp_comm_transport) */
+    comm_host staging;                /* the blocking collectives' copy of the range */
+    comm_host slices;                 /* the other ranks' copies of this rank's slice */
+    int shared;                       /* the device collectives use the node-shared transport */
+    char why[2 * FAILURE_BYTES + 96]; /* why this transport (kp_comm_transport) */
     comm_shared shm;
+    struct comm_nccl *nccl; /* the NCCL transport (comm-nccl.c), or NULL */
 };
 
 /* What a collective is, exchanged before its data so that mismatched calls fail clearly. */
-enum { CALL_ALLREDUCE_SUM, CALL_ALLREDUCE_MEAN, CALL_BROADCAST, CALL_BARRIER };
+enum {
+    CALL_ALLREDUCE_SUM,
+    CALL_ALLREDUCE_MEAN,
+    CALL_BROADCAST,
+    CALL_BARRIER,
+    CALL_NCCL_SUM, /* an all-reduce of a kp_comm_buffer_create buffer through NCCL */
+    CALL_NCCL_MEAN
+};
+
+/* snprintf for messages made of other messages, where cutting the end off is what is wanted. */
+void comm_text(char *dst, size_t size, const char *fmt, ...) KP_PRINTF(3, 4);
 
 /* Fails `fn` on c's runtime with status and a message. */
 kp_status comm_fail(kp_comm *c, kp_status status, const char *fn, const char *fmt, ...)
@@ -74,6 +85,14 @@ kp_status comm_mpi_fail(kp_comm *c, const char *fn, const char *call, int rc);
 /* Waits for n requests (request i exchanges with rank peers[i]) until the deadline, watching for
  * a peer's failure notice. On failure the communicator is broken. */
 kp_status comm_wait(kp_comm *c, const char *fn, MPI_Request *reqs, const int *peers, int n);
+
+/* Whether another rank's failure notice has come: then fails `fn` with it, marks the
+ * communicator unusable (the others heard it too) and returns 1. */
+int comm_peer_failed(kp_comm *c, const char *fn);
+
+/* Every rank learns whether some rank could not go on (its reason in `no`, FAILURE_BYTES, or
+ * ""): *all_ok, and the first such rank's reason in `no`, "rank R: ...". Collective. */
+kp_status comm_agree_ok(kp_comm *c, const char *fn, char *no, int *all_ok);
 
 /* Checks with every rank that they all entered the same collective (kind, count, root). */
 kp_status comm_agree(kp_comm *c, const char *fn, int kind, uint64_t count, int root);
@@ -102,6 +121,17 @@ kp_status comm_shared_broadcast(kp_comm *c, const char *fn, cl_mem mem, size_t o
  * (c->shared, on an OpenCL runtime). */
 kp_status comm_allreduce_shared(kp_comm *c, const char *fn, kp_buffer *buf, size_t offset,
                                 size_t count, kp_comm_op op);
+
+/* Sets up NCCL (collective over c->comm): c->nccl where every rank has it, else NULL and the
+ * first rank's reason in `no` (FAILURE_BYTES). Fails only where MPI does. */
+kp_status comm_nccl_open(kp_comm *c, char *no);
+/* Destroys NCCL's communicator; buffers still alive keep their memory until destroyed. */
+void comm_nccl_close(kp_comm *c);
+/* Whether buf is memory of kp_comm_buffer_create on c's NCCL transport. */
+int comm_nccl_owns(kp_comm *c, const kp_buffer *buf);
+/* NCCL's all-reduce of a checked range of such a buffer, agreed with the other ranks first. */
+kp_status comm_allreduce_nccl(kp_comm *c, const char *fn, kp_buffer *buf, size_t offset,
+                              size_t count, kp_comm_op op);
 
 /* Grows h to at least `bytes` (its contents are lost). */
 kp_status comm_host_reserve(kp_comm *c, comm_host *h, size_t bytes);

@@ -11,7 +11,7 @@
 
 #include "comm-internal.h"
 
-enum { MODE_AUTO, MODE_STAGED, MODE_SHARED, MODE_INVALID = -1 };
+enum { MODE_AUTO, MODE_STAGED, MODE_SHARED, MODE_NCCL, MODE_INVALID = -1 };
 
 /* Parts are whole pages: what pinning wants, and DMA never shares a page between two ranks. */
 #define PAGE ((size_t)4096)
@@ -37,7 +37,10 @@ static const char sum_source[] =
 
 static const char *mode_name(int mode)
 {
-    return mode == MODE_STAGED ? "staged" : mode == MODE_SHARED ? "shared" : "auto";
+    return mode == MODE_STAGED   ? "staged"
+           : mode == MODE_SHARED ? "shared"
+           : mode == MODE_NCCL   ? "nccl"
+                                 : "auto";
 }
 
 static int env_mode(void)
@@ -45,7 +48,10 @@ static int env_mode(void)
     const char *v = getenv("KP_COMM_TRANSPORT");
     if (!v || !*v || !strcmp(v, "auto"))
         return MODE_AUTO;
-    return !strcmp(v, "staged") ? MODE_STAGED : !strcmp(v, "shared") ? MODE_SHARED : MODE_INVALID;
+    return !strcmp(v, "staged")   ? MODE_STAGED
+           : !strcmp(v, "shared") ? MODE_SHARED
+           : !strcmp(v, "nccl")   ? MODE_NCCL
+                                  : MODE_INVALID;
 }
 
 static size_t round_up(size_t n, size_t to)
@@ -93,28 +99,6 @@ static void check_device(kp_comm *c, int automatic, char *no)
         s->sum = clCreateKernel(s->program, "kp_comm_sum", &err);
     if (err != CL_SUCCESS)
         snprintf(no, FAILURE_BYTES, "building the sum kernel failed: OpenCL error %d", (int)err);
-}
-
-/* Every rank learns whether some rank could not go on (its reason in `no`, FAILURE_BYTES, or
- * ""): *all_ok, and the first such rank's reason in `no`, "rank R: ...". */
-static kp_status agree_ok(kp_comm *c, const char *fn, char *no, int *all_ok)
-{
-    int mine = *no ? c->rank : c->size, first = c->size;
-    int rc = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->comm);
-    if (rc != MPI_SUCCESS)
-        return comm_mpi_fail(c, fn, "MPI_Allreduce", rc);
-    *all_ok = first == c->size;
-    if (*all_ok)
-        return KP_OK;
-    char text[FAILURE_BYTES];
-    if (first == c->rank)
-        snprintf(text, sizeof text, "rank %d: %s", c->rank, no);
-    rc = MPI_Bcast(text, FAILURE_BYTES, MPI_CHAR, first, c->comm);
-    if (rc != MPI_SUCCESS)
-        return comm_mpi_fail(c, fn, "MPI_Bcast", rc);
-    text[FAILURE_BYTES - 1] = '\0';
-    memcpy(no, text, FAILURE_BYTES);
-    return KP_OK;
 }
 
 static void segment_free(kp_comm *c)
@@ -212,14 +196,16 @@ static void close_device(kp_comm *c)
     s->rows = NULL, s->sum = NULL, s->program = NULL, s->rows_bytes = 0;
 }
 
+static kp_status choose_shared(kp_comm *c, int mode, const char *asker);
+
 kp_status comm_shared_open(kp_comm *c, uint32_t flags)
 {
     static const char fn[] = "kp_comm_create";
-    comm_shared *s = &c->shm;
     const int p = c->size;
     const char *asker = flags ? "kp_comm_options.flags" : "KP_COMM_TRANSPORT";
     const int mode = flags & KP_COMM_SHARED   ? MODE_SHARED
                      : flags & KP_COMM_STAGED ? MODE_STAGED
+                     : flags & KP_COMM_NCCL   ? MODE_NCCL
                                               : env_mode();
     int *modes = malloc((size_t)p * sizeof *modes);
     if (!modes)
@@ -229,7 +215,7 @@ kp_status comm_shared_open(kp_comm *c, uint32_t flags)
     for (int r = 0; st == KP_OK && r < p; r++)
         if (modes[r] == MODE_INVALID)
             st = comm_fail(c, KP_ERR_INVALID_ARG, fn,
-                           "rank %d's KP_COMM_TRANSPORT is not staged, shared or auto", r);
+                           "rank %d's KP_COMM_TRANSPORT is not staged, shared, nccl or auto", r);
         else if (modes[r] != mode)
             st = comm_fail(c, KP_ERR_INVALID_ARG, fn,
                            "the ranks ask for different transports: rank %d for %s, rank %d for "
@@ -246,6 +232,48 @@ kp_status comm_shared_open(kp_comm *c, uint32_t flags)
         snprintf(c->why, sizeof c->why, "one rank: nothing moves");
         return KP_OK;
     }
+    /* NCCL first, where it may be had: it takes kp_comm_buffer_create's buffers only, so the
+     * other buffers' transport is chosen below as in the automatic mode. */
+    char nccl_no[FAILURE_BYTES] = "";
+    if (mode == MODE_NCCL || mode == MODE_AUTO) {
+        if ((st = comm_nccl_open(c, nccl_no)) != KP_OK)
+            return st;
+        if (!c->nccl && mode == MODE_NCCL)
+            return comm_fail(c, KP_ERR_UNSUPPORTED, fn,
+                             "the NCCL transport (%s) cannot be set up: %s", asker, nccl_no);
+    }
+    if (mode == MODE_NCCL && p == 1) {
+        snprintf(c->why, sizeof c->why, "%s asks for NCCL (one rank: nothing moves)", asker);
+        return KP_OK;
+    }
+    st = choose_shared(c, mode == MODE_SHARED ? MODE_SHARED : MODE_AUTO, asker);
+    if (st != KP_OK)
+        return st;
+    char other[sizeof c->why];
+    comm_text(other, sizeof other, "%s", c->why);
+    if (c->nccl && mode == MODE_NCCL)
+        comm_text(c->why, sizeof c->why,
+                  "%s asks for NCCL; buffers not made by kp_comm_buffer_create, and broadcasts: %s",
+                  asker, other);
+    else if (c->nccl)
+        comm_text(
+            c->why, sizeof c->why,
+            "every rank has NCCL and a GPU whose OpenCL imports CUDA memory; buffers not made "
+            "by kp_comm_buffer_create, and broadcasts: %s",
+            other);
+    else if (mode == MODE_AUTO && !strstr(other, nccl_no))
+        comm_text(c->why, sizeof c->why, "%s (not NCCL: %s)", other, nccl_no);
+    return KP_OK;
+}
+
+/* The node-shared segment or host staging: `mode` MODE_SHARED (asked for by `asker`) or
+ * MODE_AUTO. Sets c->shared and c->why. */
+static kp_status choose_shared(kp_comm *c, int mode, const char *asker)
+{
+    static const char fn[] = "kp_comm_create";
+    comm_shared *s = &c->shm;
+    const int p = c->size;
+    kp_status st = KP_OK;
     /* What rules the segment out on this rank; every rank takes the collective steps whatever
      * its own answer, and all go the same way. */
     char no[FAILURE_BYTES] = "";
@@ -253,7 +281,7 @@ kp_status comm_shared_open(kp_comm *c, uint32_t flags)
         snprintf(no, sizeof no, "the runtime has no OpenCL device (the host device)");
     else
         check_device(c, mode == MODE_AUTO, no);
-    rc = MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &s->node);
+    int rc = MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &s->node);
     if (rc != MPI_SUCCESS)
         return comm_mpi_fail(c, fn, "MPI_Comm_split_type", rc);
     int on_node = 0;
@@ -261,12 +289,12 @@ kp_status comm_shared_open(kp_comm *c, uint32_t flags)
     if (!*no && on_node != p)
         snprintf(no, sizeof no, "the %d ranks span several nodes (%d on this one)", p, on_node);
     int ok = 0;
-    if ((st = agree_ok(c, fn, no, &ok)) != KP_OK)
+    if ((st = comm_agree_ok(c, fn, no, &ok)) != KP_OK)
         return st;
     if (ok) {
         if ((st = segment_alloc(c, fn, PAGE, no)) != KP_OK)
             return st;
-        if ((st = agree_ok(c, fn, no, &ok)) != KP_OK)
+        if ((st = comm_agree_ok(c, fn, no, &ok)) != KP_OK)
             return st;
     }
     if (!ok) {

@@ -40,6 +40,42 @@ static void abandon(MPI_Request *reqs, int n)
         }
 }
 
+int comm_peer_failed(kp_comm *c, const char *fn)
+{
+    int noticed = 0;
+    MPI_Status status;
+    /* A null request tests as complete: the channel is closed, not a notice. */
+    int rc = c->failure_req == MPI_REQUEST_NULL ? MPI_SUCCESS
+                                                : MPI_Test(&c->failure_req, &noticed, &status);
+    if (rc != MPI_SUCCESS || !noticed)
+        return 0;
+    c->failure_text[FAILURE_BYTES - 1] = '\0';
+    comm_fail(c, KP_ERR_IO, fn, "rank %d failed: %s", status.MPI_SOURCE, c->failure_text);
+    /* Already told by the failing rank: the others heard it too. */
+    c->broken = strdup(kp_last_error(c->rt));
+    return 1;
+}
+
+kp_status comm_agree_ok(kp_comm *c, const char *fn, char *no, int *all_ok)
+{
+    int mine = *no ? c->rank : c->size, first = c->size;
+    int rc = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->comm);
+    if (rc != MPI_SUCCESS)
+        return comm_mpi_fail(c, fn, "MPI_Allreduce", rc);
+    *all_ok = first == c->size;
+    if (*all_ok)
+        return KP_OK;
+    char text[FAILURE_BYTES];
+    if (first == c->rank)
+        snprintf(text, sizeof text, "rank %d: %s", c->rank, no);
+    rc = MPI_Bcast(text, FAILURE_BYTES, MPI_CHAR, first, c->comm);
+    if (rc != MPI_SUCCESS)
+        return comm_mpi_fail(c, fn, "MPI_Bcast", rc);
+    text[FAILURE_BYTES - 1] = '\0';
+    memcpy(no, text, FAILURE_BYTES);
+    return KP_OK;
+}
+
 kp_status comm_wait(kp_comm *c, const char *fn, MPI_Request *reqs, const int *peers, int n)
 {
     const double start = now(), deadline = start + c->timeout_s;
@@ -58,16 +94,7 @@ kp_status comm_wait(kp_comm *c, const char *fn, MPI_Request *reqs, const int *pe
         }
         if (done)
             return KP_OK;
-        int noticed = 0;
-        MPI_Status status;
-        /* A null request tests as complete: the channel is closed, not a notice. */
-        rc = c->failure_req == MPI_REQUEST_NULL ? MPI_SUCCESS
-                                                : MPI_Test(&c->failure_req, &noticed, &status);
-        if (rc == MPI_SUCCESS && noticed) {
-            c->failure_text[FAILURE_BYTES - 1] = '\0';
-            comm_fail(c, KP_ERR_IO, fn, "rank %d failed: %s", status.MPI_SOURCE, c->failure_text);
-            /* Already told by the failing rank: the others heard it too. */
-            c->broken = strdup(kp_last_error(c->rt));
+        if (comm_peer_failed(c, fn)) {
             abandon(reqs, n);
             return KP_ERR_IO;
         }
@@ -100,6 +127,10 @@ static const char *call_name(int kind)
         return "broadcast";
     case CALL_BARRIER:
         return "barrier";
+    case CALL_NCCL_SUM:
+        return "all-reduce (sum) of a kp_comm_buffer_create buffer, through NCCL,";
+    case CALL_NCCL_MEAN:
+        return "all-reduce (mean) of a kp_comm_buffer_create buffer, through NCCL,";
     default:
         return "an unknown collective";
     }

@@ -14,6 +14,14 @@ kp_comm_options kp_comm_options_default(void)
     return (kp_comm_options){.struct_size = sizeof(kp_comm_options)};
 }
 
+void comm_text(char *dst, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, size, fmt, ap);
+    va_end(ap);
+}
+
 kp_status comm_fail(kp_comm *c, kp_status status, const char *fn, const char *fmt, ...)
 {
     char text[1024];
@@ -171,10 +179,10 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
                                      options->struct_size, sizeof o);
         o = *options;
     }
-    if ((o.flags & ~(KP_COMM_STAGED | KP_COMM_SHARED)) ||
-        o.flags == (KP_COMM_STAGED | KP_COMM_SHARED) || !(o.timeout_s >= 0))
+    const uint32_t transports = KP_COMM_STAGED | KP_COMM_SHARED | KP_COMM_NCCL;
+    if ((o.flags & ~transports) || (o.flags & (o.flags - 1)) || !(o.timeout_s >= 0))
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                                 "%s: unknown flags 0x%x (or both transports) or a negative "
+                                 "%s: unknown flags 0x%x (or several transports) or a negative "
                                  "timeout",
                                  fn, (unsigned)o.flags);
     int inited = 0, finalized = 0;
@@ -227,6 +235,7 @@ void kp_comm_destroy(kp_comm *c)
     kp_finish(c->rt);
     /* Before the failure channel closes: freeing the segment waits for the other ranks. */
     comm_shared_close(c);
+    comm_nccl_close(c);
     if (c->failure_req != MPI_REQUEST_NULL) {
         MPI_Cancel(&c->failure_req);
         MPI_Wait(&c->failure_req, MPI_STATUS_IGNORE);
@@ -253,7 +262,7 @@ const char *kp_comm_transport(const kp_comm *c, const char **why)
 {
     if (why)
         *why = c ? c->why : NULL;
-    return !c ? NULL : c->shared ? "shared" : "staged";
+    return !c ? NULL : c->nccl ? "nccl" : c->shared ? "shared" : "staged";
 }
 
 kp_status kp_comm_fail(kp_comm *c, const char *reason)

@@ -155,6 +155,10 @@ struct kp__backend_ops {
      * NULL. A buffer with *host set has no raw handle for plugins. */
     kp_status (*buffer_alloc)(kp__backend *b, size_t size, void **mem, void **host);
     void (*buffer_release)(kp__backend *b, void *mem);
+    /* Takes a reference on `handle`, memory the application made in the backend's context, as a
+     * buffer of `size` bytes (at most the handle's): *mem as buffer_alloc's. (optional: NULL
+     * where the backend has no raw handles) */
+    kp_status (*buffer_wrap)(kp__backend *b, void *handle, size_t size, void **mem);
     /* Blocking copies between host memory and a buffer, and commands on the queue. */
     kp_status (*buffer_write)(kp__backend *b, void *mem, size_t off, size_t n, const void *src);
     kp_status (*buffer_read)(kp__backend *b, void *mem, size_t off, size_t n, void *dst);

@@ -77,6 +77,34 @@ kp_status kp_buffer_create(kp_runtime *rt, size_t bytes, kp_buffer **out)
     return KP_OK;
 }
 
+kp_status kp_buffer_wrap(kp_runtime *rt, void *cl_mem, size_t bytes, kp_buffer **out)
+{
+    if (!out)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_buffer_wrap: out is NULL");
+    *out = NULL;
+    if (!rt)
+        return kp__fail(NULL, KP_ERR_INVALID_ARG, "kp_buffer_wrap: runtime is NULL");
+    if (!cl_mem || bytes == 0)
+        return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_buffer_wrap: cl_mem is NULL or size is 0");
+    if (!rt->ops->buffer_wrap)
+        return kp__fail(rt, KP_ERR_UNSUPPORTED,
+                        "kp_buffer_wrap: the %s backend has no OpenCL memory to wrap",
+                        rt->ops->name);
+    kp_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "kp_buffer_wrap: out of host memory");
+    b->rt = rt;
+    b->size = bytes;
+    kp_status st = rt->ops->buffer_wrap(rt->backend, cl_mem, bytes, &b->mem);
+    if (st != KP_OK) {
+        free(b);
+        return st;
+    }
+    link_buffer(rt, b);
+    *out = b;
+    return KP_OK;
+}
+
 kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out)
 {
     kp_buffer *b = calloc(1, sizeof *b);

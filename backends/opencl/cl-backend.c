@@ -23,6 +23,30 @@ static void buffer_release(kp__backend *b, void *mem)
         clReleaseMemObject(mem);
 }
 
+static kp_status buffer_wrap(kp__backend *b, void *handle, size_t size, void **mem)
+{
+    cl_context context = NULL;
+    size_t have = 0;
+    cl_int err = clGetMemObjectInfo(handle, CL_MEM_CONTEXT, sizeof context, &context, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetMemObjectInfo(handle, CL_MEM_SIZE, sizeof have, &have, NULL);
+    if (err != CL_SUCCESS)
+        return kp__cl_fail(&b->sink, err, "clGetMemObjectInfo",
+                           "kp_buffer_wrap: the handle is not a cl_mem");
+    if (context != b->context)
+        return kp__sink_fail(&b->sink, KP_ERR_INVALID_ARG,
+                             "kp_buffer_wrap: the cl_mem belongs to another OpenCL context than "
+                             "the runtime's (kp_runtime_opencl gives it)");
+    if (size > have)
+        return kp__sink_fail(&b->sink, KP_ERR_INVALID_ARG,
+                             "kp_buffer_wrap: %zu bytes asked of a cl_mem of %zu bytes", size,
+                             have);
+    if ((err = clRetainMemObject(handle)) != CL_SUCCESS)
+        return kp__cl_fail(&b->sink, err, "clRetainMemObject", "kp_buffer_wrap");
+    *mem = handle;
+    return KP_OK;
+}
+
 static kp_status buffer_write(kp__backend *b, void *mem, size_t off, size_t n, const void *src)
 {
     cl_int err = clEnqueueWriteBuffer(b->queue, mem, CL_TRUE, off, n, src, 0, NULL, NULL);
@@ -149,6 +173,7 @@ const kp__backend_ops kp__opencl_backend = {
     .close = close_backend,
     .buffer_alloc = buffer_alloc,
     .buffer_release = buffer_release,
+    .buffer_wrap = buffer_wrap,
     .buffer_write = buffer_write,
     .buffer_read = buffer_read,
     .buffer_copy = buffer_copy,

@@ -32,9 +32,10 @@
  *      reported apart and does not change steps 1-3's verdict.
  *
  * No CUDA or NCCL headers are needed: libcuda.so.1 and libnccl.so.2 are opened with dlopen and
- * the few types below are declared from cuda.h and nccl.h. Built with -DKP_PROBE_CHECK_ABI and
- * those headers on the include path, the program first checks those declarations against them
- * (scripts/gpu/nccl-interop.sh does so where PyTorch's wheels ship the headers).
+ * the few types they need are declared from cuda.h and nccl.h in comm/cuda-nccl.h. Built with
+ * -DKP_CUDA_NCCL_CHECK_ABI and those headers on the include path, the program first checks those
+ * declarations against them (scripts/gpu/nccl-interop.sh does so where PyTorch's wheels ship the
+ * headers).
  *
  * libnccl.so.2 is looked for in this order: --nccl PATH; the dynamic loader's search path
  * (LD_LIBRARY_PATH, ld.so.cache); the NVIDIA pip wheel inside $VIRTUAL_ENV, /opt/torch/.venv,
@@ -62,216 +63,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Renamed from CL_DEVICE_HANDLE_LIST_KHR (same value) in cl_khr_external_memory 0.9.2; Debian's
- * 2023.02 headers have only the old name. */
-#ifndef CL_MEM_DEVICE_HANDLE_LIST_KHR
-#define CL_MEM_DEVICE_HANDLE_LIST_KHR 0x2051
-#define CL_MEM_DEVICE_HANDLE_LIST_END_KHR 0
-#endif
+#include "cuda-nccl.h"
 
-/* ---- CUDA driver API, as cuda.h declares it (CUDA 12.x; 64-bit Linux) ---- */
-typedef int cu_result; /* CUresult; CUDA_SUCCESS is 0 */
-typedef int cu_device; /* CUdevice */
-typedef struct cu_ctx_st *cu_context;
-typedef struct cu_stream_st *cu_stream;   /* CUstream, which is also NCCL's cudaStream_t */
-typedef unsigned long long cu_ptr;        /* CUdeviceptr */
-typedef unsigned long long cu_mem_handle; /* CUmemGenericAllocationHandle */
-struct cu_location {
-    int type, id;
-};                              /* CUmemLocation */
-struct cu_alloc_prop {          /* CUmemAllocationProp */
-    int type;                   /* CUmemAllocationType */
-    int requested_handle_types; /* CUmemAllocationHandleType */
-    struct cu_location location;
-    void *win32_handle_meta_data;
-    struct {
-        unsigned char compression_type, gpu_direct_rdma_capable;
-        unsigned short usage;
-        unsigned char reserved[4];
-    } alloc_flags;
-};
-struct cu_access_desc { /* CUmemAccessDesc */
-    struct cu_location location;
-    int flags; /* CUmemAccess_flags */
-};
-struct cu_uuid {
-    char bytes[16];
-};                                          /* CUuuid */
-typedef struct cu_ext_sema_st *cu_ext_sema; /* CUexternalSemaphore */
-struct cu_ext_sema_desc {                   /* CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC */
-    int type;                               /* CUexternalSemaphoreHandleType */
-    union {
-        int fd;
-        struct {
-            void *handle;
-            const void *name;
-        } win32;
-        const void *nv_sci_sync_obj;
-    } handle;
-    unsigned int flags;
-    unsigned int reserved[16];
-};
-struct cu_ext_sema_signal { /* CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS */
-    struct {
-        struct {
-            unsigned long long value;
-        } fence;
-        union {
-            void *fence;
-            unsigned long long reserved;
-        } nv_sci_sync;
-        struct {
-            unsigned long long key;
-        } keyed_mutex;
-        unsigned int reserved[12];
-    } params;
-    unsigned int flags;
-    unsigned int reserved[16];
-};
-struct cu_ext_sema_wait { /* CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS */
-    struct {
-        struct {
-            unsigned long long value;
-        } fence;
-        union {
-            void *fence;
-            unsigned long long reserved;
-        } nv_sci_sync;
-        struct {
-            unsigned long long key;
-            unsigned int timeout_ms;
-        } keyed_mutex;
-        unsigned int reserved[10];
-    } params;
-    unsigned int flags;
-    unsigned int reserved[16];
-};
+static kp_cuda_api cu;
+static kp_nccl_api nccl;
 
-enum {
-    K_CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
-    K_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
-    K_CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
-    K_CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
-    K_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,
-    K_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 0x1,
-    K_CU_STREAM_NON_BLOCKING = 0x1,
-    K_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
-    K_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
-    K_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
-    K_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
-    K_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
-    K_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124,
-    K_CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD = 1,
-};
-
-/* The exported symbol names are the ones cuda.h's macros map the API names to (cuMemsetD32 is
- * cuMemsetD32_v2, ...): the unversioned symbols are the old 32-bit-pointer entry points. */
-static struct {
-    cu_result (*Init)(unsigned int);
-    cu_result (*DriverGetVersion)(int *);
-    cu_result (*GetErrorName)(cu_result, const char **);
-    cu_result (*DeviceGetCount)(int *);
-    cu_result (*DeviceGet)(cu_device *, int);
-    cu_result (*DeviceGetName)(char *, int, cu_device);
-    cu_result (*DeviceGetUuid)(struct cu_uuid *, cu_device);
-    cu_result (*DeviceGetAttribute)(int *, int, cu_device);
-    cu_result (*DevicePrimaryCtxRetain)(cu_context *, cu_device);
-    cu_result (*CtxSetCurrent)(cu_context);
-    cu_result (*CtxSynchronize)(void);
-    cu_result (*MemGetAllocationGranularity)(size_t *, const struct cu_alloc_prop *, int);
-    cu_result (*MemCreate)(cu_mem_handle *, size_t, const struct cu_alloc_prop *,
-                           unsigned long long);
-    cu_result (*MemRelease)(cu_mem_handle);
-    cu_result (*MemAddressReserve)(cu_ptr *, size_t, size_t, cu_ptr, unsigned long long);
-    cu_result (*MemAddressFree)(cu_ptr, size_t);
-    cu_result (*MemMap)(cu_ptr, size_t, size_t, cu_mem_handle, unsigned long long);
-    cu_result (*MemUnmap)(cu_ptr, size_t);
-    cu_result (*MemSetAccess)(cu_ptr, size_t, const struct cu_access_desc *, size_t);
-    cu_result (*MemExportToShareableHandle)(void *, cu_mem_handle, int, unsigned long long);
-    cu_result (*MemGetHandleForAddressRange)(void *, cu_ptr, size_t, int, unsigned long long);
-    cu_result (*MemsetD32)(cu_ptr, unsigned int, size_t);
-    cu_result (*MemcpyDtoH)(void *, cu_ptr, size_t);
-    cu_result (*StreamCreate)(cu_stream *, unsigned int);
-    cu_result (*StreamSynchronize)(cu_stream);
-    cu_result (*ImportExternalSemaphore)(cu_ext_sema *, const struct cu_ext_sema_desc *);
-    cu_result (*SignalExternalSemaphoresAsync)(const cu_ext_sema *,
-                                               const struct cu_ext_sema_signal *, unsigned int,
-                                               cu_stream);
-    cu_result (*WaitExternalSemaphoresAsync)(const cu_ext_sema *, const struct cu_ext_sema_wait *,
-                                             unsigned int, cu_stream);
-} cu;
-
-/* ---- NCCL, as nccl.h declares it (2.x) ---- */
-typedef int nccl_result; /* ncclResult_t; ncclSuccess is 0 */
-typedef struct nccl_comm_st *nccl_comm;
-enum { K_NCCL_FLOAT32 = 7, K_NCCL_SUM = 0 };
-static struct {
-    nccl_result (*GetVersion)(int *);
-    const char *(*GetErrorString)(nccl_result);
-    nccl_result (*CommInitAll)(nccl_comm *, int, const int *);
-    nccl_result (*CommDestroy)(nccl_comm);
-    nccl_result (*GroupStart)(void);
-    nccl_result (*GroupEnd)(void);
-    nccl_result (*AllReduce)(const void *, void *, size_t, int, int, nccl_comm, cu_stream);
-} nccl;
-
-#ifdef KP_PROBE_CHECK_ABI
-#include <cuda.h>
-#include <nccl.h>
-#define SAME_LAYOUT(ours, theirs, field_ours, field_theirs)                                        \
-    _Static_assert(offsetof(ours, field_ours) == offsetof(theirs, field_theirs),                   \
-                   #ours "." #field_ours " is not where cuda.h puts " #field_theirs)
-_Static_assert(sizeof(struct cu_alloc_prop) == sizeof(CUmemAllocationProp), "CUmemAllocationProp");
-SAME_LAYOUT(struct cu_alloc_prop, CUmemAllocationProp, requested_handle_types,
-            requestedHandleTypes);
-SAME_LAYOUT(struct cu_alloc_prop, CUmemAllocationProp, location, location);
-SAME_LAYOUT(struct cu_alloc_prop, CUmemAllocationProp, location.id, location.id);
-SAME_LAYOUT(struct cu_alloc_prop, CUmemAllocationProp, win32_handle_meta_data, win32HandleMetaData);
-SAME_LAYOUT(struct cu_alloc_prop, CUmemAllocationProp, alloc_flags, allocFlags);
-SAME_LAYOUT(struct cu_alloc_prop, CUmemAllocationProp, alloc_flags.usage, allocFlags.usage);
-_Static_assert(sizeof(struct cu_access_desc) == sizeof(CUmemAccessDesc), "CUmemAccessDesc");
-SAME_LAYOUT(struct cu_access_desc, CUmemAccessDesc, flags, flags);
-_Static_assert(sizeof(struct cu_ext_sema_desc) == sizeof(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC),
-               "CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC");
-SAME_LAYOUT(struct cu_ext_sema_desc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, handle.fd, handle.fd);
-SAME_LAYOUT(struct cu_ext_sema_desc, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, flags, flags);
-_Static_assert(sizeof(struct cu_ext_sema_signal) == sizeof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS),
-               "CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS");
-SAME_LAYOUT(struct cu_ext_sema_signal, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, flags, flags);
-_Static_assert(sizeof(struct cu_ext_sema_wait) == sizeof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS),
-               "CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS");
-SAME_LAYOUT(struct cu_ext_sema_wait, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags, flags);
-_Static_assert(sizeof(struct cu_uuid) == sizeof(CUuuid), "CUuuid");
-_Static_assert(sizeof(cu_ptr) == sizeof(CUdeviceptr), "CUdeviceptr");
-_Static_assert(sizeof(cu_mem_handle) == sizeof(CUmemGenericAllocationHandle), "handle");
-_Static_assert(sizeof(cu_result) == sizeof(CUresult), "CUresult");
-_Static_assert(sizeof(int) == sizeof(CUmemAllocationHandleType), "CUmemAllocationHandleType");
-_Static_assert(sizeof(int) == sizeof(CUmemRangeHandleType), "CUmemRangeHandleType");
-_Static_assert(sizeof(int) == sizeof(CUdevice_attribute), "CUdevice_attribute");
-_Static_assert(sizeof(int) == sizeof(ncclDataType_t), "ncclDataType_t");
-_Static_assert(sizeof(int) == sizeof(ncclRedOp_t), "ncclRedOp_t");
-#define SAME_VALUE(ours, theirs) _Static_assert((int)(ours) == (int)(theirs), #theirs)
-SAME_VALUE(K_CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ALLOCATION_TYPE_PINNED);
-SAME_VALUE(K_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-SAME_VALUE(K_CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE);
-SAME_VALUE(K_CU_MEM_ACCESS_FLAGS_PROT_READWRITE, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-SAME_VALUE(K_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
-SAME_VALUE(K_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD);
-SAME_VALUE(K_CU_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
-SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
-SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
-SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
-SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-           CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
-SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-           CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
-SAME_VALUE(K_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
-SAME_VALUE(K_CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
-           CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
-SAME_VALUE(K_NCCL_FLOAT32, ncclFloat32);
-SAME_VALUE(K_NCCL_SUM, ncclSum);
-SAME_VALUE(0, CUDA_SUCCESS);
-SAME_VALUE(0, ncclSuccess);
+#ifdef KP_CUDA_NCCL_CHECK_ABI
 #define STR_(x) #x
 #define STR(x) STR_(x)
 /* The symbols the probe loads against those cuda.h's macros make of the API names. */
@@ -297,6 +94,12 @@ static int abi_check(void)
         {"cuImportExternalSemaphore", STR(cuImportExternalSemaphore)},
         {"cuSignalExternalSemaphoresAsync", STR(cuSignalExternalSemaphoresAsync)},
         {"cuWaitExternalSemaphoresAsync", STR(cuWaitExternalSemaphoresAsync)},
+        /* The NCCL transport's (comm/comm-nccl.c). */
+        {"cuCtxPushCurrent_v2", STR(cuCtxPushCurrent)},
+        {"cuCtxPopCurrent_v2", STR(cuCtxPopCurrent)},
+        {"cuStreamQuery", STR(cuStreamQuery)},
+        {"cuStreamDestroy_v2", STR(cuStreamDestroy)},
+        {"cuDevicePrimaryCtxRelease_v2", STR(cuDevicePrimaryCtxRelease)},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
@@ -411,20 +214,6 @@ static double median(double *t, int n)
     qsort(t, (size_t)n, sizeof t[0], cmp);
     return t[n / 2];
 }
-
-/* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
-static int load_sym(void *lib, const char *name, void *slot, size_t size, int optional)
-{
-    void *p = dlsym(lib, name);
-    if (!p) {
-        if (!optional)
-            printf("    missing symbol %s\n", name);
-        return optional ? 0 : -1;
-    }
-    memcpy(slot, &p, size);
-    return 0;
-}
-#define LOAD(lib, fp, name, optional) load_sym(lib, name, (void *)&(fp), sizeof(fp), optional)
 
 static int has_ext(const char *exts, const char *name)
 {
@@ -556,41 +345,9 @@ static int match_cuda(struct gpu *g, int n)
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib)
         return stop(1, EXIT_NOT_HERE, "libcuda.so.1 does not load: %s", dlerror());
-    int bad = 0;
-    bad |= LOAD(lib, cu.Init, "cuInit", 0);
-    bad |= LOAD(lib, cu.DriverGetVersion, "cuDriverGetVersion", 0);
-    bad |= LOAD(lib, cu.GetErrorName, "cuGetErrorName", 0);
-    bad |= LOAD(lib, cu.DeviceGetCount, "cuDeviceGetCount", 0);
-    bad |= LOAD(lib, cu.DeviceGet, "cuDeviceGet", 0);
-    bad |= LOAD(lib, cu.DeviceGetName, "cuDeviceGetName", 0);
-    /* cuDeviceGetUuid_v2 (CUDA 11.4+) gives NVML's UUID also under MIG; older drivers have the
-     * first version only. */
-    LOAD(lib, cu.DeviceGetUuid, "cuDeviceGetUuid_v2", 1);
-    if (!cu.DeviceGetUuid)
-        bad |= LOAD(lib, cu.DeviceGetUuid, "cuDeviceGetUuid", 0);
-    bad |= LOAD(lib, cu.DeviceGetAttribute, "cuDeviceGetAttribute", 0);
-    bad |= LOAD(lib, cu.DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 0);
-    bad |= LOAD(lib, cu.CtxSetCurrent, "cuCtxSetCurrent", 0);
-    bad |= LOAD(lib, cu.CtxSynchronize, "cuCtxSynchronize", 0);
-    bad |= LOAD(lib, cu.MemGetAllocationGranularity, "cuMemGetAllocationGranularity", 0);
-    bad |= LOAD(lib, cu.MemCreate, "cuMemCreate", 0);
-    bad |= LOAD(lib, cu.MemRelease, "cuMemRelease", 0);
-    bad |= LOAD(lib, cu.MemAddressReserve, "cuMemAddressReserve", 0);
-    bad |= LOAD(lib, cu.MemAddressFree, "cuMemAddressFree", 0);
-    bad |= LOAD(lib, cu.MemMap, "cuMemMap", 0);
-    bad |= LOAD(lib, cu.MemUnmap, "cuMemUnmap", 0);
-    bad |= LOAD(lib, cu.MemSetAccess, "cuMemSetAccess", 0);
-    bad |= LOAD(lib, cu.MemExportToShareableHandle, "cuMemExportToShareableHandle", 0);
-    bad |= LOAD(lib, cu.MemGetHandleForAddressRange, "cuMemGetHandleForAddressRange", 1);
-    bad |= LOAD(lib, cu.MemsetD32, "cuMemsetD32_v2", 0);
-    bad |= LOAD(lib, cu.MemcpyDtoH, "cuMemcpyDtoH_v2", 0);
-    bad |= LOAD(lib, cu.StreamCreate, "cuStreamCreate", 0);
-    bad |= LOAD(lib, cu.StreamSynchronize, "cuStreamSynchronize", 0);
-    bad |= LOAD(lib, cu.ImportExternalSemaphore, "cuImportExternalSemaphore", 0);
-    bad |= LOAD(lib, cu.SignalExternalSemaphoresAsync, "cuSignalExternalSemaphoresAsync", 0);
-    bad |= LOAD(lib, cu.WaitExternalSemaphoresAsync, "cuWaitExternalSemaphoresAsync", 0);
-    if (bad)
-        return stop(1, EXIT_NOT_HERE, "libcuda.so.1 lacks a symbol the probe needs (above)");
+    const char *missing = NULL;
+    if (kp_cuda_load(lib, &cu, &missing))
+        return stop(1, EXIT_NOT_HERE, "libcuda.so.1 lacks %s, which the probe needs", missing);
     cu_result r = cu.Init(0);
     if (r)
         return stop(1, EXIT_NOT_HERE, "cuInit failed: %s (%d)", cu_err(r), r);
@@ -903,46 +660,6 @@ static int step_import(struct gpu *g, int n, size_t bytes, struct variant_result
     }
     return stop(2, EXIT_FAILED, "no import variant was coherent both ways on both GPUs: %s",
                 v[0][0].note[0] ? v[0][0].note : v[1][0].note);
-}
-
-static void *open_nccl(const char *given, char *used, size_t used_size)
-{
-    void *lib = NULL;
-    if (given) {
-        snprintf(used, used_size, "%s", given);
-        if (!(lib = dlopen(given, RTLD_NOW | RTLD_LOCAL)))
-            printf("[3] --nccl %s does not load: %s\n", given, dlerror());
-        return lib;
-    }
-    if ((lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL))) {
-        snprintf(used, used_size, "libnccl.so.2 (the dynamic loader's search path)");
-        return lib;
-    }
-    const char *venv = getenv("VIRTUAL_ENV");
-    char pattern[4][512];
-    int np = 0;
-    if (venv && *venv)
-        snprintf(pattern[np++], sizeof pattern[0],
-                 "%s/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2", venv);
-    snprintf(pattern[np++], sizeof pattern[0],
-             "/opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2");
-    snprintf(pattern[np++], sizeof pattern[0],
-             "/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2");
-    snprintf(pattern[np++], sizeof pattern[0],
-             "/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2");
-    for (int k = 0; k < np && !lib; k++) {
-        glob_t gl;
-        if (glob(pattern[k], 0, NULL, &gl) == 0) {
-            for (size_t j = 0; j < gl.gl_pathc && !lib; j++) {
-                if ((lib = dlopen(gl.gl_pathv[j], RTLD_NOW | RTLD_LOCAL)))
-                    snprintf(used, used_size, "%s", gl.gl_pathv[j]);
-                else
-                    printf("[3] %s does not load: %s\n", gl.gl_pathv[j], dlerror());
-            }
-        }
-        globfree(&gl);
-    }
-    return lib;
 }
 
 /* Both GPUs' OpenCL queues finished. */
@@ -1393,27 +1110,15 @@ static void write_json(FILE *f, const struct probe *p)
 /* Step 3: NCCL over the first two GPUs, every size up to max_mb. */
 static void step_allreduce(struct probe *p, const char *nccl_arg, double max_mb, int reps)
 {
-    void *lib = open_nccl(nccl_arg, p->nccl_path, sizeof p->nccl_path);
+    char why[600];
+    void *lib = kp_nccl_open(nccl_arg, p->nccl_path, why, sizeof why);
     if (!lib) {
-        if (nccl_arg)
-            stop(3, EXIT_NOT_HERE, "--nccl %s does not load (above)", nccl_arg);
-        else
-            stop(3, EXIT_NOT_HERE,
-                 "libnccl.so.2 not found (give --nccl PATH; searched the loader's path and the "
-                 "NVIDIA pip wheel in $VIRTUAL_ENV, /opt/torch/.venv, /usr/local/lib/python3*, "
-                 "/usr/lib/python3)");
+        stop(3, EXIT_NOT_HERE, "%s (give --nccl PATH)", why);
         return;
     }
-    int bad = 0;
-    bad |= LOAD(lib, nccl.GetVersion, "ncclGetVersion", 0);
-    bad |= LOAD(lib, nccl.GetErrorString, "ncclGetErrorString", 0);
-    bad |= LOAD(lib, nccl.CommInitAll, "ncclCommInitAll", 0);
-    bad |= LOAD(lib, nccl.CommDestroy, "ncclCommDestroy", 0);
-    bad |= LOAD(lib, nccl.GroupStart, "ncclGroupStart", 0);
-    bad |= LOAD(lib, nccl.GroupEnd, "ncclGroupEnd", 0);
-    bad |= LOAD(lib, nccl.AllReduce, "ncclAllReduce", 0);
-    if (bad) {
-        stop(3, EXIT_NOT_HERE, "%s lacks an NCCL symbol (above)", p->nccl_path);
+    const char *missing = NULL;
+    if (kp_nccl_load(lib, &nccl, &missing)) {
+        stop(3, EXIT_NOT_HERE, "%s lacks %s", p->nccl_path, missing);
         return;
     }
     nccl.GetVersion(&p->nccl_version);
@@ -1550,7 +1255,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-#ifdef KP_PROBE_CHECK_ABI
+#ifdef KP_CUDA_NCCL_CHECK_ABI
     if (abi_check())
         return EXIT_FAILED;
 #endif

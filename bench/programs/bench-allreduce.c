@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench-allreduce (issue #29): kp_comm_allreduce of device buffers from 1 MB to 256 MB under
- * mpirun, on each transport (host staging, and the node-shared segment where it can be set up),
+ * mpirun, on each transport (host staging; the node-shared segment and NCCL, on a buffer of
+ * kp_comm_buffer_create, where they can be set up),
  * against the host-staging limit measured in the same run (each rank's device-to-host read and
  * host-to-device write of the buffer into pinned memory, the two copies every staged all-reduce
  * makes) and the MPI exchange alone (kp_comm_allreduce_host). Bus bandwidth as NCCL's tests define
  * it: size / time x 2 (P - 1) / P. The transports alternate repetition by repetition. Rank 0 prints
  * a table and writes JSON.
  *   mpirun -np 2 build/bin/bench-allreduce --device 'gpu:%r' --json allreduce.json
- *   [--transport staged|shared|both (default)] */
+ *   [--transport staged|shared|nccl|both (staged and shared)|all (default)] */
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
     const char *device = NULL, *json_path = NULL;
     double min_mb = 1, max_mb = 256;
     int reps = 10;
-    const char *transport = "both";
+    const char *transport = "all";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device = argv[++i];
@@ -72,15 +73,17 @@ int main(int argc, char **argv)
             if (rank == 0)
                 fprintf(stderr, "usage: mpirun -np N bench-allreduce [--device SPEC (%%r: the "
                                 "rank on its node)] [--min-mb 1] [--max-mb 256] [--reps 10] "
-                                "[--json FILE]\n");
+                                "[--transport staged|shared|nccl|both|all] [--json FILE]\n");
             MPI_Finalize();
             return 2;
         }
     }
-    const int want_staged = strcmp(transport, "shared") != 0,
-              want_shared = strcmp(transport, "staged") != 0;
-    if (reps < 1 || min_mb <= 0 || max_mb < min_mb || (!want_staged && !want_shared) ||
-        (strcmp(transport, "both") && strcmp(transport, "staged") && strcmp(transport, "shared"))) {
+    const char *names[3] = {"staged", "shared", "nccl"};
+    const int all = !strcmp(transport, "all"), both = !strcmp(transport, "both");
+    int want[3], wanted = 0;
+    for (int k = 0; k < 3; k++)
+        wanted += want[k] = all || (both && k < 2) || !strcmp(transport, names[k]);
+    if (reps < 1 || min_mb <= 0 || max_mb < min_mb || !wanted) {
         MPI_Finalize();
         return 2;
     }
@@ -104,25 +107,33 @@ int main(int argc, char **argv)
         die(NULL, "kp_runtime_create", st);
     kp_device_info dev = {.struct_size = sizeof dev};
     kp_runtime_device(rt, &dev, NULL);
-    /* comms[0]: host staging (also the MPI-alone row's); comms[1]: the shared segment, where
-     * it can be set up (kp_comm_create fails on every rank, with the reason, where not). */
-    kp_comm *comms[2] = {NULL, NULL};
-    const char *names[2] = {"staged", "shared"};
-    char no_shared[512] = "not asked for";
+    /* comms[0]: host staging (also the MPI-alone row's); comms[1]: the shared segment; comms[2]:
+     * NCCL; each where it can be set up (kp_comm_create fails on every rank, with the reason,
+     * where not). */
+    kp_comm *comms[3] = {NULL, NULL, NULL};
+    char no[3][512] = {"", "not asked for", "not asked for"};
+    const uint32_t flags[3] = {KP_COMM_STAGED, KP_COMM_SHARED, KP_COMM_NCCL};
     kp_comm_options co = kp_comm_options_default();
-    co.flags = KP_COMM_STAGED;
-    if ((st = kp_comm_create(rt, MPI_COMM_WORLD, &co, &comms[0])) != KP_OK)
-        die(rt, "kp_comm_create", st);
-    co.flags = KP_COMM_SHARED;
-    if (want_shared && kp_comm_create(rt, MPI_COMM_WORLD, &co, &comms[1]) != KP_OK)
-        snprintf(no_shared, sizeof no_shared, "%s", kp_last_error(rt));
+    for (int k = 0; k < 3; k++) {
+        co.flags = flags[k];
+        if ((k == 0 || want[k]) &&
+            (st = kp_comm_create(rt, MPI_COMM_WORLD, &co, &comms[k])) != KP_OK) {
+            if (k == 0)
+                die(rt, "kp_comm_create", st);
+            snprintf(no[k], sizeof no[k], "%s", kp_last_error(rt));
+        }
+    }
     kp_comm *c = comms[0];
     void *ctx = NULL, *queue = NULL;
     const int cl = kp_runtime_opencl(rt, &ctx, &queue, NULL) == KP_OK;
     const size_t most = (size_t)(max_mb * 1048576.0);
-    kp_buffer *buf = NULL;
+    /* NCCL reduces only memory of kp_comm_buffer_create: its own buffer. */
+    kp_buffer *buf = NULL, *bufs[3];
     if ((st = kp_buffer_create(rt, most, &buf)) != KP_OK)
         die(rt, "kp_buffer_create", st);
+    bufs[0] = bufs[1] = bufs[2] = buf;
+    if (comms[2] && (st = kp_comm_buffer_create(comms[2], most, &bufs[2])) != KP_OK)
+        die(rt, "kp_comm_buffer_create", st);
     /* Pinned host memory, as the comm library stages through. */
     cl_mem pinned = NULL;
     float *host = NULL;
@@ -135,38 +146,42 @@ int main(int argc, char **argv)
         die(rt, "host memory", KP_ERR_OUT_OF_MEMORY);
     for (size_t i = 0; i < most / 4; i++)
         host[i] = (float)(i % 1000) * 1e-3f;
-    if ((st = kp_buffer_write(rt, buf, 0, most, host)) != KP_OK)
-        die(rt, "kp_buffer_write", st);
+    for (int k = 0; k < 3; k++)
+        if ((k == 0 || bufs[k] != buf) &&
+            (st = kp_buffer_write(rt, bufs[k], 0, most, host)) != KP_OK)
+            die(rt, "kp_buffer_write", st);
     FILE *json = rank == 0 && json_path ? fopen(json_path, "w") : NULL;
     const double bus = 2.0 * (size - 1) / size;
     if (rank == 0) {
         printf("bench-allreduce: %d ranks, device %s, staging %s, median of %d (slowest rank)\n",
                size, dev.name, is_pinned ? "pinned" : "pageable", reps);
-        printf("shared transport: %s\n", comms[1] ? "yes" : no_shared);
+        printf("shared transport: %s\n", comms[1] ? "yes" : no[1]);
+        printf("nccl transport: %s\n", comms[2] ? "yes" : no[2]);
         printf("%10s %10s %12s %10s %12s %12s %12s %10s %12s\n", "MB", "transport", "all-reduce",
                "bus GB/s", "read GB/s", "write GB/s", "limit GB/s", "of limit", "MPI alone");
     }
     if (json)
         fprintf(json,
                 "{\"benchmark\": \"bench-allreduce\", \"ranks\": %d, \"device\": \"%s\", "
-                "\"pinned\": %d, \"shared\": %d, \"sizes\": [",
-                size, dev.name, is_pinned, comms[1] != NULL);
-    double *t = malloc(3 * (size_t)reps * sizeof *t), *tk[2] = {t + reps, t + 2 * (size_t)reps};
+                "\"pinned\": %d, \"shared\": %d, \"nccl\": %d, \"sizes\": [",
+                size, dev.name, is_pinned, comms[1] != NULL, comms[2] != NULL);
+    double *t = malloc(4 * (size_t)reps * sizeof *t),
+           *tk[3] = {t + reps, t + 2 * (size_t)reps, t + 3 * (size_t)reps};
     int first = 1;
     for (double mb = min_mb; mb <= max_mb * 1.0001; mb *= 2) {
         const size_t bytes = (size_t)(mb * 1048576.0) / 4 * 4, count = bytes / 4;
         /* One untimed round on each transport: the staging and the segment grow to this size. */
-        for (int k = 0; k < 2; k++)
-            if (comms[k] && (k || want_staged) &&
-                (st = kp_comm_allreduce(comms[k], buf, 0, count, KP_COMM_MEAN)) != KP_OK)
+        for (int k = 0; k < 3; k++)
+            if (comms[k] && want[k] &&
+                (st = kp_comm_allreduce(comms[k], bufs[k], 0, count, KP_COMM_MEAN)) != KP_OK)
                 die(rt, "kp_comm_allreduce", st);
         for (int r = 0; r < reps; r++)
-            for (int k = 0; k < 2; k++) {
-                if (!comms[k] || (!k && !want_staged))
+            for (int k = 0; k < 3; k++) {
+                if (!comms[k] || !want[k])
                     continue;
                 MPI_Barrier(MPI_COMM_WORLD);
                 const double t0 = now();
-                if ((st = kp_comm_allreduce(comms[k], buf, 0, count, KP_COMM_MEAN)) != KP_OK)
+                if ((st = kp_comm_allreduce(comms[k], bufs[k], 0, count, KP_COMM_MEAN)) != KP_OK)
                     die(rt, "kp_comm_allreduce", st);
                 tk[k][r] = now() - t0;
             }
@@ -194,8 +209,8 @@ int main(int argc, char **argv)
         }
         const double t_mpi = median_of_slowest(t, reps),
                      limit = bus * (double)bytes / (tr[0] + tr[1]) / 1e9;
-        for (int k = 0; k < 2; k++) {
-            if (!comms[k] || (!k && !want_staged))
+        for (int k = 0; k < 3; k++) {
+            if (!comms[k] || !want[k])
                 continue;
             const double t_all = median_of_slowest(tk[k], reps),
                          busbw = bus * (double)bytes / t_all / 1e9;
@@ -225,7 +240,10 @@ int main(int argc, char **argv)
     } else {
         free(host);
     }
+    if (bufs[2] != buf)
+        kp_buffer_destroy(rt, bufs[2]);
     kp_buffer_destroy(rt, buf);
+    kp_comm_destroy(comms[2]);
     kp_comm_destroy(comms[1]);
     kp_comm_destroy(comms[0]);
     kp_runtime_destroy(rt);

@@ -590,7 +590,8 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     enum { MAX_IT = 50 };
     const double ftol = 1e-10;
     mesh_problem mp, warm;
-    if (mesh_problem_make(level, 0.1, 0.66, &mp) != 0 || mesh_problem_make(1, 0.1, 0.66, &warm) != 0)
+    if (mesh_problem_make(level, 0.1, 0.66, &mp) != 0 ||
+        mesh_problem_make(1, 0.1, 0.66, &warm) != 0)
         die("mesh", "out of host memory");
     kp_expr_graph *g = graph("ax ay az bx by bz", "L w", MESH_RESIDUAL);
     kp_lm_sparse *lm;

@@ -203,6 +203,24 @@ kp_buffer *cnn_grad_arena(const cnn *m)
     return m->grad;
 }
 
+kp_status cnn_use_grad_arena(cnn *m, kp_buffer *grad)
+{
+    const float zero = 0;
+    const size_t bytes = (size_t)m->arena_len * sizeof(float);
+    kp_status st = kp_buffer_size(grad) < bytes
+                       ? kp_last_error_set(m->rt, KP_ERR_INVALID_ARG,
+                                           "cnn_use_grad_arena: %zu bytes, the arena has %zu",
+                                           kp_buffer_size(grad), bytes)
+                       : kp_buffer_fill(m->rt, grad, 0, bytes, &zero, sizeof zero);
+    if (st != KP_OK) {
+        kp_buffer_destroy(m->rt, grad);
+        return st;
+    }
+    kp_buffer_destroy(m->rt, m->grad);
+    m->grad = grad;
+    return KP_OK;
+}
+
 kp_buffer *cnn_param_arena(const cnn *m)
 {
     return m->param;

@@ -41,6 +41,10 @@ kp_status cnn_record_parts(cnn *m, kp_graph **parts, kp_graph **optimizer);
 /* The range, in elements of the gradient arena, whose gradients part `part` completes. */
 void cnn_bucket(const cnn *m, int part, int64_t *offset, int64_t *count);
 kp_buffer *cnn_grad_arena(const cnn *m);
+/* Replaces the gradient arena with `grad` (the caller's allocation, at least the arena's size;
+ * the model owns it from here, on success or not), zeroed, before anything is recorded: a
+ * data-parallel run's arena that the collectives all-reduce in place (kp_comm_buffer_create). */
+kp_status cnn_use_grad_arena(cnn *m, kp_buffer *grad);
 /* The parameter arena's bytes (same on every rank of a data-parallel run: the check that the
  * replicas agree reads them). */
 kp_buffer *cnn_param_arena(const cnn *m);

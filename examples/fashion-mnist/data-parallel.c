@@ -79,6 +79,13 @@ kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m)
     const char *why = "", *transport = st == KP_OK ? kp_comm_transport(d->comm, &why) : NULL;
     if (transport && d->rank == 0)
         printf("collectives: %s transport (%s)\n", transport, why);
+    /* The gradients in memory the communicator all-reduces in place: on the NCCL transport CUDA
+     * memory imported into OpenCL, elsewhere an ordinary buffer. */
+    kp_buffer *grad = NULL;
+    if (st == KP_OK)
+        st = kp_comm_buffer_create(d->comm, kp_buffer_size(cnn_grad_arena(m)), &grad);
+    if (st == KP_OK)
+        st = cnn_use_grad_arena(m, grad);
     kp_buffer *params = cnn_param_arena(m);
     if (st == KP_OK)
         st = kp_comm_broadcast(d->comm, params, 0, kp_buffer_size(params), 0);

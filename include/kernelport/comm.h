@@ -19,12 +19,14 @@ extern "C" {
  * allocated in host memory and mapped once, where the runtime is OpenCL's), sent with MPI's
  * non-blocking point-to-point calls and written back. Node-shared: where every rank is on one node,
  * the devices copy to and from one shared-memory segment by DMA and each rank's device adds its
- * slice; MPI only carries the synchronisation.
+ * slice; MPI only carries the synchronisation. A third transport, NCCL (KP_COMM_NCCL), all-reduces
+ * the buffers of kp_comm_buffer_create GPU to GPU, with no host copy, where every rank has an
+ * NVIDIA GPU; its sums are in NCCL's order, not the rank order below (kp_comm_allreduce).
  *
  * Determinism. An all-reduce splits the range into one slice per rank; the owner of a slice
  * receives every rank's copy of it and adds them in rank order, ((x_0 + x_1) + x_2) + ..., in
  * f32, then sends the result to every rank. Every rank ends with the same bits, and the same
- * inputs on the same number of ranks give the same bits on every run, on either transport (the
+ * inputs on the same number of ranks give the same bits on every run, on both transports (the
  * shared one adds on the device only where its f32 has subnormals and a correctly rounded
  * division). (MPI_Allreduce promises neither: the standard only recommends it.) MEAN divides the
  * sum by the number of ranks.
@@ -47,21 +49,29 @@ extern "C" {
 typedef struct kp_comm kp_comm;
 
 /*
- * kp_comm_options.flags: the transport of the device collectives (docs/comm.md). With neither,
- * the environment's KP_COMM_TRANSPORT ("staged", "shared" or "auto") decides, else the choice is
- * automatic: node-shared memory where every rank of the communicator is on one node and the device
- * is not a CPU, host staging otherwise. Every rank must ask for the same.
- *   KP_COMM_STAGED  host staging through pinned memory and MPI messages (any ranks, any device).
- *   KP_COMM_SHARED  one shared-memory segment on the node that every rank's device copies to and
- *                   from by DMA, the sums on the device: no CPU copy of the data. kp_comm_create
- *                   fails with KP_ERR_UNSUPPORTED, giving the reason, where it cannot be set up.
+ * kp_comm_options.flags: the transport of the device collectives (docs/comm.md). With none, the
+ * environment's KP_COMM_TRANSPORT ("staged", "shared", "nccl" or "auto") decides, else the choice
+ * is automatic: node-shared memory where every rank of the communicator is on one node and the
+ * device is not a CPU, host staging otherwise. Every rank must ask for the same. KP_COMM_STAGED
+ * host staging through pinned memory and MPI messages (any ranks, any device). KP_COMM_SHARED  one
+ * shared-memory segment on the node that every rank's device copies to and from by DMA, the sums on
+ * the device: no CPU copy of the data. kp_comm_create fails with KP_ERR_UNSUPPORTED, giving the
+ * reason, where it cannot be set up. KP_COMM_NCCL    NCCL, GPU to GPU, for the buffers of
+ * kp_comm_buffer_create (CUDA memory that the device's OpenCL imports): one rank per NVIDIA GPU,
+ * libcuda.so.1 and libnccl.so.2 found at run time (KP_NCCL: the library's path; else the loader's
+ * path; else PyTorch's NVIDIA wheel, docs/comm.md). Other buffers and broadcasts take the transport
+ * the automatic choice below would. kp_comm_create fails with KP_ERR_UNSUPPORTED, giving the
+ * reason, where it cannot be set up. KP_COMM_TRANSPORT=nccl asks for it too. The automatic choice
+ * takes NCCL where every rank has it (for kp_comm_buffer_create's buffers, with the choice above
+ * for the rest) and says why not otherwise (kp_comm_transport).
  */
 #define KP_COMM_STAGED (1u << 0)
 #define KP_COMM_SHARED (1u << 1)
+#define KP_COMM_NCCL (1u << 2)
 
 typedef struct kp_comm_options {
     uint32_t struct_size; /* set by kp_comm_options_default; 0: this first layout */
-    uint32_t flags;       /* 0, KP_COMM_STAGED or KP_COMM_SHARED */
+    uint32_t flags;       /* 0, KP_COMM_STAGED, KP_COMM_SHARED or KP_COMM_NCCL */
     /* The longest a collective waits for the other ranks, in seconds. It counts from the moment
      * this rank enters the collective, so it must cover the other ranks' lag: a first step that
      * compiles kernels on a slow device can lag by minutes. 0: KP_COMM_TIMEOUT from the
@@ -93,11 +103,26 @@ KP_API void kp_comm_destroy(kp_comm *c);
 KP_API int kp_comm_rank(const kp_comm *c);
 KP_API int kp_comm_size(const kp_comm *c);
 
-/* The transport of the device collectives, "staged" or "shared" (NULL for NULL), and in *why (may
- * be NULL) why it was chosen: what asked for it, or what ruled the shared segment out ("the
- * device is a CPU", "rank 1: the driver refused CL_MEM_USE_HOST_PTR ..."). Host memory
- * (kp_comm_allreduce_host) always goes through MPI messages. */
+/* The transport of the device collectives, "staged", "shared" or "nccl" (NULL for NULL), and in
+ * *why (may be NULL) why it was chosen: what asked for it, or what ruled the others out ("the
+ * device is a CPU", "rank 1: the driver refused CL_MEM_USE_HOST_PTR ...", "not NCCL: rank 0:
+ * libcuda.so.1 does not load ..."); with "nccl", also the transport of the other buffers. Host
+ * memory (kp_comm_allreduce_host) always goes through MPI messages. */
 KP_API const char *kp_comm_transport(const kp_comm *c, const char **why);
+
+/*
+ * Allocates `bytes` (> 0) of device memory that the communicator all-reduces in place: on the NCCL
+ * transport, memory CUDA allocates on this rank's GPU (cuMemCreate, exportable as a file
+ * descriptor) and the runtime's OpenCL imports (cl_khr_external_memory_opaque_fd); on the others,
+ * a plain kp_buffer_create. Either way an ordinary buffer of the runtime: kernels, copies and
+ * kp_buffer_destroy as any other (never clReleaseMemObject). OpenCL owns the memory between
+ * all-reduces (acquired), NCCL only inside kp_comm_allreduce. The CUDA allocation is freed when
+ * OpenCL deletes the import (kp_buffer_destroy or kp_runtime_destroy, after the queued work),
+ * also where the communicator is gone by then. Local: no MPI call. Errors: KP_ERR_INVALID_ARG,
+ * KP_ERR_OUT_OF_MEMORY, KP_ERR_CL (CUDA's allocation or OpenCL's import failed: the message names
+ * the call), those of kp_buffer_create.
+ */
+KP_API kp_status kp_comm_buffer_create(kp_comm *c, size_t bytes, kp_buffer **out);
 
 typedef enum kp_comm_op {
     KP_COMM_SUM = 0,
@@ -110,7 +135,13 @@ typedef enum kp_comm_op {
  * it reads after the runtime's earlier work, and the result is in the buffer when it returns.
  * With host staging, ranges above 2^20 floats move in pieces of 2^20, each exchanged while the
  * device copies the others (the same bits); the shared transport copies each rank's part in one
- * go, its segment growing to the largest range so far (a collective step of the call).
+ * go, its segment growing to the largest range so far (a collective step of the call). On the
+ * NCCL transport, a buffer of kp_comm_buffer_create goes to NCCL in place (OpenCL finishes its
+ * work and releases it, ncclAllReduce sums, the stream is waited for within the timeout, OpenCL
+ * acquires it back; MEAN divides the sum on the device); every rank must pass such a buffer
+ * (else every rank fails naming both calls), and the sums are in NCCL's order, not rank order
+ * (the same bits on every rank; at two ranks a + b, the same as the other transports'). Any
+ * other buffer takes the other transport (kp_comm_transport's why names it) for that call.
  * Errors: KP_ERR_INVALID_ARG (a range outside the buffer, a buffer of another runtime, an op
  * that is not a kp_comm_op, a call that differs from the other ranks', a graph this thread
  * records on the runtime), KP_ERR_IO (a timeout, an MPI failure, another rank's failure: the

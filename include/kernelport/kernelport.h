@@ -321,6 +321,19 @@ KP_API kp_status kp_runtime_opencl(kp_runtime *rt, void **context, void **queue,
  */
 KP_API kp_status kp_buffer_create(kp_runtime *rt, size_t bytes, kp_buffer **out);
 
+/*
+ * Wraps memory the application made as a buffer: `cl_mem`, a cl_mem of the runtime's OpenCL
+ * context (kp_runtime_opencl), its first `bytes` (> 0, at most its size). The buffer takes a
+ * reference of its own (clRetainMemObject): the caller may release its own at once, and
+ * kp_buffer_destroy (or kp_runtime_destroy) drops the buffer's. Memory imported from another API
+ * (cl_khr_external_memory) is wrapped the same way; acquiring and releasing it around the other
+ * API's use stays the caller's job. *out as kp_buffer_create's. Errors: KP_ERR_INVALID_ARG (NULL
+ * or 0 arguments, a cl_mem of another context, more bytes than it has), KP_ERR_UNSUPPORTED (the
+ * host device), KP_ERR_CL (a handle OpenCL does not know as a cl_mem), KP_ERR_OUT_OF_MEMORY.
+ * Thread-safe.
+ */
+KP_API kp_status kp_buffer_wrap(kp_runtime *rt, void *cl_mem, size_t bytes, kp_buffer **out);
+
 /* Releases a buffer after the work queued on it. NULL is a no-op. A buffer of another runtime is
  * left to it: the call logs an error and sets kp_last_error(rt). */
 KP_API void kp_buffer_destroy(kp_runtime *rt, kp_buffer *buf);

@@ -88,10 +88,12 @@ static kp_status check(const kp_call *call, kp_launch *l)
                                 "out: %lld words are not whole rows of %lld words",
                                 (long long)out->shape[1], (long long)wpr);
     const int64_t rows = out->shape[1] / wpr;
+    /* The last row named, clamped: a hostile first_row near INT64_MAX must not overflow. */
+    const int64_t last = first > INT64_MAX - (rows - 1) ? INT64_MAX : first + (rows - 1);
     if (first < 0 || first > R - rows)
         return logic_host->fail(l, KP_ERR_INVALID_ARG,
                                 "first_row: rows %lld .. %lld are not within the grids' %lld rows",
-                                (long long)first, (long long)(first + rows - 1), (long long)R);
+                                (long long)first, (long long)last, (long long)R);
     if (v[PP_BOUNDARY].i != 0 && v[PP_BOUNDARY].i != 1)
         return logic_host->fail(l, KP_ERR_INVALID_ARG,
                                 "boundary: %lld is not 0 (periodic) or 1 (zero)",

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Issue #29 on a machine with two GPUs, in one call of the device tool: two runtimes in one
-# process, one per GPU (test-runtimes); the collectives on 2 ranks, one GPU each (test-comm);
-# bench-allreduce (kp_comm_allreduce of 1-256 MB against the host-staging limit measured in the
-# same run: pinned read + write of the buffer) and torch.distributed's NCCL all-reduce of the same
-# sizes (peer-allreduce.py); the Fashion-MNIST CNN for KP_MPI_EPOCHS epochs (default 3) on one GPU,
-# on two (batch 128 per rank: the scaling; batch 64 per rank: the same global batch), and PyTorch
-# on one GPU and with DDP on two.
+# process, one per GPU (test-runtimes); the collectives on 2 ranks, one GPU each (test-comm), then
+# again with the NCCL transport required (KP_COMM_TRANSPORT=nccl); bench-allreduce (kp_comm_allreduce
+# of 1-256 MB on the staged, shared and NCCL transports against the host-staging limit measured in
+# the same run: pinned read + write of the buffer) and torch.distributed's NCCL all-reduce of the
+# same sizes (peer-allreduce.py); the Fashion-MNIST CNN for KP_MPI_EPOCHS epochs (default 3) on one
+# GPU, on two with the shared transport (batch 128 per rank: the scaling; batch 64 per rank: the
+# same global batch) and with NCCL (batch 128 per rank, and 64 with the replicas checked), and
+# PyTorch on one GPU and with DDP on two.
 #   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-mpi.sh
 #   device run:  kind nvidia-h100-x2, carry [".gpu", ".gpu-mpi"], command: bash scripts/gpu/mpi.sh
 # What to read: test-comm's "transport shared" line and "passed" (the node-shared transport on the
@@ -15,7 +17,13 @@
 # target: >= 80% of the staging limit) against the staged rows, its MPI-alone column (the staged
 # exchange over shared memory), NCCL's bus bandwidth for context, and the CNN's
 # samples/s: scaling efficiency = (2 GPUs at batch 128 per rank) / (2 x 1 GPU at batch 128)
-# (target >= 85%), against DDP's.
+# (target >= 85%), against DDP's. The NCCL transport (#29, kp_comm_buffer_create's memory): the
+# test-comm run under KP_COMM_TRANSPORT=nccl must print "transport nccl: ..." and "passed" (else
+# its message says which step failed: import, hand-off, NCCL); bench-allreduce's "nccl transport:
+# yes" and its nccl rows' bus GB/s against the shared rows, the staging limit and
+# torch.distributed's (the probe's NCCL alone reached 291.5 GB/s at 256 MB); the CNN's
+# "collectives: nccl transport" line, its samples/s against the shared transport's, and
+# --check-replicas passing (the replicas' bits agree at 2 ranks).
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
 kp_begin mpi /tmp/kp-mpi-out results
@@ -64,7 +72,14 @@ step "collectives on 2 ranks, one GPU each (test-comm-np2, KP_TEST_DEVICE=gpu:%r
 (cd build-gpu && KP_TEST_DEVICE='gpu:%r' timeout "$(cap 120)" \
   ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -10
 
-step "bench-allreduce: 2 ranks, gpu:0 and gpu:1"
+step "the NCCL transport's CUDA and NCCL declarations against the venv's cuda.h and nccl.h"
+kp_cuda_abi_build build-gpu/nccl-interop-probe-abi "$res/abi-build.log" || true
+
+step "collectives on 2 ranks with the NCCL transport required (KP_COMM_TRANSPORT=nccl)"
+(cd build-gpu && KP_TEST_DEVICE='gpu:%r' KP_COMM_TRANSPORT=nccl timeout "$(cap 120)" \
+  ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -12
+
+step "bench-allreduce: 2 ranks, gpu:0 and gpu:1, staged, shared and nccl"
 timeout "$(cap 180)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
   --json "$res/bench-allreduce.json"
 
@@ -76,14 +91,25 @@ PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 -m torch.distributed.run --nproc
 step "fashion-mnist: 1 GPU, batch 128, $epochs epochs"
 timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:0 --epochs "$epochs" --batch 128 \
   --csv "$res/cnn-1gpu.csv" | tail -"$((epochs + 1))"
+# The automatic choice would take NCCL where it works: the shared rows name their transport.
 for per in 128 64; do
-  step "fashion-mnist: 2 GPUs, batch $per per rank, $epochs epochs"
-  timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist --device 'gpu:%r' \
-    --epochs "$epochs" --batch "$per" --csv "$res/cnn-2gpu-b$per.csv" | tail -"$((epochs + 1))"
+  step "fashion-mnist: 2 GPUs, shared transport, batch $per per rank, $epochs epochs"
+  KP_COMM_TRANSPORT=shared timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
+    --device 'gpu:%r' --epochs "$epochs" --batch "$per" --csv "$res/cnn-2gpu-b$per.csv" |
+    tail -"$((epochs + 1))"
 done
-step "fashion-mnist: 2 GPUs, batch 64 per rank, replicas checked after every step (1 epoch)"
-timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs 1 \
-  --batch 64 --check-replicas | tail -2
+step "fashion-mnist: 2 GPUs, shared transport, batch 64 per rank, replicas checked (1 epoch)"
+KP_COMM_TRANSPORT=shared timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
+  --device 'gpu:%r' --epochs 1 --batch 64 --check-replicas | tail -2
+step "fashion-mnist: 2 GPUs, NCCL transport, batch 128 per rank, $epochs epochs"
+KP_COMM_TRANSPORT=nccl timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
+  --device 'gpu:%r' --epochs "$epochs" --batch 128 --csv "$res/cnn-2gpu-nccl-b128.csv" \
+  >"$res/cnn-2gpu-nccl.log" 2>&1 || echo "the NCCL run failed (exit $?)"
+grep -E '^collectives:' "$res/cnn-2gpu-nccl.log" || true
+tail -"$((epochs + 1))" "$res/cnn-2gpu-nccl.log"
+step "fashion-mnist: 2 GPUs, NCCL transport, batch 64 per rank, replicas checked (1 epoch)"
+KP_COMM_TRANSPORT=nccl timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
+  --device 'gpu:%r' --epochs 1 --batch 64 --check-replicas | tail -2
 
 step "peer-fashion-mnist: PyTorch on 1 GPU, and DDP on 2 (batch 128 per rank)"
 PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 bench/peers/peer-fashion-mnist.py \

@@ -20,29 +20,8 @@ kp_build_here "$out/build.log"
 probe=build-gpu/bin/nccl-interop-probe
 
 step "ABI check against the venv's cuda.h and nccl.h"
-sites=(/opt/torch/.venv/lib/python3*/site-packages/nvidia)
-# nccl.h includes cuda_runtime.h: the folder that has both it and cuda.h.
-cuda_h=""
-while read -r h; do
-  [[ -f $(dirname "$h")/cuda.h ]] && { cuda_h=$(dirname "$h")/cuda.h; break; }
-done < <(find "${sites[0]}" -name cuda_runtime.h -path '*include*' 2>/dev/null)
-nccl_h=$(find "${sites[0]}" -name nccl.h -path '*include*' 2>/dev/null | head -1)
-if [[ -n $cuda_h && -n $nccl_h ]]; then
-  echo "cuda.h: $cuda_h"
-  echo "nccl.h: $nccl_h"
-  if cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -DKP_PROBE_CHECK_ABI \
-    -isystem "$(dirname "$cuda_h")" -isystem "$(dirname "$nccl_h")" \
-    bench/probes/nccl-interop-probe.c -o build-gpu/nccl-interop-probe-abi -lOpenCL -ldl \
-    >"$out/abi-build.log" 2>&1; then
-    probe=build-gpu/nccl-interop-probe-abi
-  else
-    echo "the ABI-checked build failed (a declaration differs from the headers, or the headers" \
-      "do not compile as C); running the unchecked build:"
-    tail -20 "$out/abi-build.log"
-  fi
-else
-  echo "no cuda.h and nccl.h under ${sites[0]}: running the unchecked build"
-fi
+kp_cuda_abi_build build-gpu/nccl-interop-probe-abi "$out/abi-build.log" &&
+  probe=build-gpu/nccl-interop-probe-abi || echo "running the unchecked build"
 
 step "nccl-interop-probe"
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}

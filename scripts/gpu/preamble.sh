@@ -89,6 +89,34 @@ kp_build_here() { # LOG
   kp=build-gpu/bin/kernelport
 }
 
+# Builds bench/probes/nccl-interop-probe into OUTPUT with -DKP_CUDA_NCCL_CHECK_ABI against the
+# cuda.h and nccl.h of PyTorch's NVIDIA wheels (/opt/torch/.venv): comm/cuda-nccl.h's layouts and
+# values are checked at compile time (its symbol names when the probe runs). Returns 1, saying
+# why, where the headers are missing or the check fails (the compiler's log in LOG).
+kp_cuda_abi_build() { # OUTPUT LOG
+  local sites=(/opt/torch/.venv/lib/python3*/site-packages/nvidia) cuda_h="" nccl_h="" h
+  # nccl.h includes cuda_runtime.h: the folder that has both it and cuda.h.
+  while read -r h; do
+    [[ -f $(dirname "$h")/cuda.h ]] && { cuda_h=$(dirname "$h")/cuda.h; break; }
+  done < <(find "${sites[0]}" -name cuda_runtime.h -path '*include*' 2>/dev/null)
+  nccl_h=$(find "${sites[0]}" -name nccl.h -path '*include*' 2>/dev/null | head -1)
+  if [[ -z $cuda_h || -z $nccl_h ]]; then
+    echo "no cuda.h and nccl.h under ${sites[0]}"
+    return 1
+  fi
+  echo "cuda.h: $cuda_h"
+  echo "nccl.h: $nccl_h"
+  if ! cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -DKP_CUDA_NCCL_CHECK_ABI \
+    -Icomm -isystem "$(dirname "$cuda_h")" -isystem "$(dirname "$nccl_h")" \
+    bench/probes/nccl-interop-probe.c -o "$1" -lOpenCL -ldl >"$2" 2>&1; then
+    echo "the ABI-checked build failed (a declaration of comm/cuda-nccl.h differs from the" \
+      "headers, or the headers do not compile as C):"
+    tail -20 "$2"
+    return 1
+  fi
+  echo "comm/cuda-nccl.h: layouts and values match cuda.h and nccl.h"
+}
+
 kp_pack() {
   step pack
   tar -C "$out" -czf "$out/results.tar.gz" "$(basename "$res")"

@@ -6,7 +6,8 @@
  * view; the host variant; broadcast; barrier; buckets of an arena of odd segments over two rounds
  * with device work queued between them; ranks that ask for different transports; calls that differ
  * between ranks; a rank that gives up; a rank whose device copy into the shared segment fails
- * (tests/cl-faults.c); a rank that never comes (timeout). Every rank checks; the first failed
+ * (tests/cl-faults.c); a rank that never comes (timeout); the NCCL transport (refused where it
+ * cannot be had, required under KP_COMM_TRANSPORT=nccl). Every rank checks; the first failed
  * check aborts the job. */
 #include <math.h>
 #include <stdarg.h>
@@ -62,11 +63,30 @@ static float expected(int t, size_t i, kp_comm_op op)
     return op == KP_COMM_MEAN ? acc / (float)size : acc;
 }
 
+/* Set while the tests run on the NCCL transport: their buffers come from kp_comm_buffer_create,
+ * and over more than two ranks NCCL's order of the additions may differ from rank order. */
+static kp_comm *nccl_comm;
+
+static void make_buffer(kp_runtime *rt, size_t bytes, kp_buffer **out)
+{
+    if (nccl_comm)
+        CHECK_OK(rt, kp_comm_buffer_create(nccl_comm, bytes, out));
+    else
+        CHECK_OK(rt, kp_buffer_create(rt, bytes, out));
+}
+
 static void expect_bits(const float *got, int t, size_t n, kp_comm_op op, const char *what)
 {
     for (size_t i = 0; i < n; i++) {
         const float want = expected(t, i, op);
-        if (memcmp(&got[i], &want, sizeof want) != 0)
+        if (nccl_comm && size > 2) {
+            float mag = 0;
+            for (int r = 0; r < size; r++)
+                mag += fabsf(value(t, r, i));
+            if (fabsf(got[i] - want) > 1e-6f * mag)
+                fail("%s: element %zu of %zu is %.9g, expected %.9g (NCCL's order)", what, i, n,
+                     (double)got[i], (double)want);
+        } else if (memcmp(&got[i], &want, sizeof want) != 0)
             fail("%s: element %zu of %zu is %.9g, expected %.9g", what, i, n, (double)got[i],
                  (double)want);
     }
@@ -97,7 +117,7 @@ static void test_allreduce(kp_runtime *rt, kp_comm *c)
                 fail("out of memory");
             for (size_t i = 0; i < total; i++)
                 host[i] = i < pad || i >= pad + n ? -7.0f : value(t, rank, i - pad);
-            CHECK_OK(rt, kp_buffer_create(rt, total * sizeof *host, &buf));
+            make_buffer(rt, total * sizeof *host, &buf);
             CHECK_OK(rt, kp_buffer_write(rt, buf, 0, total * sizeof *host, host));
             CHECK_OK(rt, kp_comm_allreduce(c, buf, pad, n, op));
             CHECK_OK(rt, kp_buffer_read(rt, buf, 0, total * sizeof *host, host));
@@ -177,7 +197,7 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
     kp_comm_buckets *b = NULL;
     if (!host)
         fail("out of memory");
-    CHECK_OK(rt, kp_buffer_create(rt, (size_t)len * sizeof *host, &arena));
+    make_buffer(rt, (size_t)len * sizeof *host, &arena);
     CHECK_OK(rt, kp_buffer_create(rt, 1 << 20, &busy));
     CHECK_OK(rt, kp_comm_buckets_create(c, arena, ranges, n, KP_COMM_SUM, &b));
     for (int round = 0; round < 2; round++) {
@@ -340,6 +360,97 @@ static void test_transport_choice(kp_runtime *rt)
     unsetenv("KP_COMM_TRANSPORT");
 }
 
+/*
+ * The NCCL transport. Where it cannot be had (PoCL, CI): asking for it fails every rank with
+ * KP_ERR_UNSUPPORTED and the reason, the automatic choice takes another transport and says why
+ * not NCCL, and kp_comm_buffer_create gives an ordinary buffer. Where it must be had (`required`:
+ * KP_COMM_TRANSPORT=nccl, scripts/gpu/mpi.sh on two GPUs): the all-reduces and buckets on
+ * kp_comm_buffer_create's buffers, plain buffers on the same communicator (the other transport),
+ * a buffer that outlives its communicator, and ranks that pass one kind each.
+ */
+static void test_nccl(kp_runtime *rt, int required)
+{
+    kp_comm_options o = kp_comm_options_default();
+    o.flags = KP_COMM_NCCL;
+    o.timeout_s = 120;
+    kp_comm *c = NULL;
+    const char *why = NULL, *transport = NULL;
+    kp_status st = kp_comm_create(rt, MPI_COMM_WORLD, &o, &c);
+    if (st != KP_OK) {
+        if (required)
+            fail("KP_COMM_TRANSPORT=nccl: %s: %s", kp_status_name(st), kp_last_error(rt));
+        if (st != KP_ERR_UNSUPPORTED || c ||
+            !strstr(kp_last_error(rt),
+                    "the NCCL transport (kp_comm_options.flags) cannot be set up: rank "))
+            fail("KP_COMM_NCCL without NCCL: %s: %s", kp_status_name(st), kp_last_error(rt));
+        if (rank == 0)
+            printf("test-comm: KP_COMM_NCCL refused: %s\n", kp_last_error(rt));
+        setenv("KP_COMM_TRANSPORT", "nccl", 1);
+        o.flags = 0;
+        st = kp_comm_create(rt, MPI_COMM_WORLD, &o, &c);
+        unsetenv("KP_COMM_TRANSPORT");
+        if (st != KP_ERR_UNSUPPORTED || c ||
+            !strstr(kp_last_error(rt), "the NCCL transport (KP_COMM_TRANSPORT) cannot be set up"))
+            fail("KP_COMM_TRANSPORT=nccl without NCCL: %s: %s", kp_status_name(st),
+                 kp_last_error(rt));
+        c = open_comm(rt, 120);
+        transport = kp_comm_transport(c, &why);
+        if (!strcmp(transport, "nccl") || (size > 1 && !strstr(why, "(not NCCL: rank ")))
+            fail("the automatic choice without NCCL: transport %s (%s)", transport, why);
+        enum { N = 5 };
+        float host[N];
+        kp_buffer *buf = NULL;
+        for (size_t i = 0; i < N; i++)
+            host[i] = value(40, rank, i);
+        CHECK_OK(rt, kp_comm_buffer_create(c, sizeof host, &buf));
+        if (kp_buffer_size(buf) != sizeof host)
+            fail("kp_comm_buffer_create: %zu bytes", kp_buffer_size(buf));
+        CHECK_OK(rt, kp_buffer_write(rt, buf, 0, sizeof host, host));
+        CHECK_OK(rt, kp_comm_allreduce(c, buf, 0, N, KP_COMM_SUM));
+        CHECK_OK(rt, kp_buffer_read(rt, buf, 0, sizeof host, host));
+        expect_bits(host, 40, N, KP_COMM_SUM, "all-reduce of a kp_comm_buffer_create buffer");
+        kp_buffer *none = NULL;
+        if (kp_comm_buffer_create(c, 0, &none) != KP_ERR_INVALID_ARG || none)
+            fail("kp_comm_buffer_create of 0 bytes was not refused");
+        kp_buffer_destroy(rt, buf);
+        kp_comm_destroy(c);
+        return;
+    }
+    transport = kp_comm_transport(c, &why);
+    if (strcmp(transport, "nccl") != 0)
+        fail("KP_COMM_NCCL: transport %s (%s)", transport, why);
+    if (rank == 0)
+        printf("test-comm: transport nccl: %s\n", why);
+    nccl_comm = c;
+    test_allreduce(rt, c);
+    test_buckets(rt, c);
+    nccl_comm = NULL;
+    /* Plain buffers on the NCCL communicator take the other transport, in rank order. */
+    test_allreduce(rt, c);
+    test_tensor_host_broadcast_barrier(rt, c);
+    /* A buffer that outlives its communicator keeps its memory until destroyed. */
+    kp_buffer *kept = NULL, *mixed = NULL;
+    CHECK_OK(rt, kp_comm_buffer_create(c, 4096, &kept));
+    /* Rank 0 passes NCCL memory, the others plain buffers: every rank fails naming both. */
+    if (rank == 0)
+        CHECK_OK(rt, kp_comm_buffer_create(c, 64, &mixed));
+    else
+        CHECK_OK(rt, kp_buffer_create(rt, 64, &mixed));
+    st = kp_comm_allreduce(c, mixed, 0, 16, KP_COMM_SUM);
+    if (size > 1 && (st != KP_ERR_INVALID_ARG || !strstr(kp_last_error(rt), "through NCCL")))
+        fail("NCCL memory on one rank, a plain buffer on another: %s: %s", kp_status_name(st),
+             kp_last_error(rt));
+    kp_buffer_destroy(rt, mixed);
+    kp_comm_destroy(c);
+    const float one = 1;
+    float back[4];
+    CHECK_OK(rt, kp_buffer_fill(rt, kept, 0, 4096, &one, sizeof one));
+    CHECK_OK(rt, kp_buffer_read(rt, kept, 4080, sizeof back, back));
+    if (back[3] != 1.0f)
+        fail("a kp_comm_buffer_create buffer after its communicator: %g", (double)back[3]);
+    kp_buffer_destroy(rt, kept);
+}
+
 static void test_failures(kp_runtime *rt)
 {
     /* Every communicator is made before the first failure: a failed one leaves messages behind
@@ -437,6 +548,11 @@ int main(int argc, char **argv)
         first[o] = '\0';
     }
     test_plan();
+    /* KP_COMM_TRANSPORT=nccl (scripts/gpu/mpi.sh) makes the NCCL transport's tests required;
+     * every other communicator here names its transport or expects the automatic choice. */
+    const char *asked = getenv("KP_COMM_TRANSPORT");
+    const int nccl_required = asked && !strcmp(asked, "nccl");
+    unsetenv("KP_COMM_TRANSPORT");
     const char *devices[] = {first, "host"};
     for (int d = 0; d < 2; d++) {
         kp_runtime *rt = open_runtime(devices[d]);
@@ -467,6 +583,7 @@ int main(int argc, char **argv)
             kp_comm_destroy(shared);
             kp_comm_destroy(staged);
             test_transport_choice(rt);
+            test_nccl(rt, nccl_required);
             test_failures(rt);
         }
         kp_runtime_destroy(rt);

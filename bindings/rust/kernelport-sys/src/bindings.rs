@@ -824,6 +824,14 @@ extern "C" {
     ) -> kp_status;
 }
 extern "C" {
+    pub fn kp_buffer_wrap(
+        rt: *mut kp_runtime,
+        cl_mem: *mut ::std::os::raw::c_void,
+        bytes: usize,
+        out: *mut *mut kp_buffer,
+    ) -> kp_status;
+}
+extern "C" {
     pub fn kp_buffer_destroy(rt: *mut kp_runtime, buf: *mut kp_buffer);
 }
 extern "C" {
