@@ -62,8 +62,7 @@ typedef struct kp_comm kp_comm;
  * path; else PyTorch's NVIDIA wheel, docs/comm.md). Other buffers and broadcasts take the transport
  * the automatic choice below would. kp_comm_create fails with KP_ERR_UNSUPPORTED, giving the
  * reason, where it cannot be set up. KP_COMM_TRANSPORT=nccl asks for it too. The automatic choice
- * takes NCCL where every rank has it (for kp_comm_buffer_create's buffers, with the choice above
- * for the rest) and says why not otherwise (kp_comm_transport).
+ * does not take NCCL yet: it has not run on a GPU (docs/comm.md).
  */
 #define KP_COMM_STAGED (1u << 0)
 #define KP_COMM_SHARED (1u << 1)
