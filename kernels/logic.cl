@@ -305,24 +305,14 @@ __kernel void logic_backward_dw_partial(const int N, const int G, const int IN, 
     }
 }
 
-/*
- * dw, stage 2, one work-item per gate: the blocks' sums in block order, then
- * dL/dp_i = S1 M[1][i] + Sa M[a][i] + Sb M[b][i] + Sab M[ab][i] for each op, and the softmax's
- * backward dw_i = p_i (dL/dp_i - sum_j p_j dL/dp_j).
- */
-__kernel void logic_backward_dw_final(const int G, const int nb, __global const float4 *part,
-                                      __global const float *w, const kp_view2 wv,
-                                      __global float *dw, const kp_view2 dwv)
+/* A gate's 16 logits' gradient from its four batch sums S = (sum dy, sum dy a, sum dy b,
+ * sum dy a b): dL/dp_i = S1 M[1][i] + Sa M[a][i] + Sb M[b][i] + Sab M[ab][i] for each op, and the
+ * softmax's backward dw_i = p_i (dL/dp_i - sum_j p_j dL/dp_j). */
+static void gate_dw(float4 S, __global const float *w, __global float *dw)
 {
-    const int g = get_global_id(0);
-    if (g >= G)
-        return;
-    float4 S = (float4)(0.0f);
-    for (int k = 0; k < nb; k++)
-        S += part[g * nb + k];
-    float l[16], m = w[ROW(wv, g)];
+    float l[16], m = w[0];
     for (int i = 0; i < 16; i++) {
-        l[i] = w[ROW(wv, g) + i];
+        l[i] = w[i];
         m = fmax(m, l[i]);
     }
     float sum = 0.0f, dot = 0.0f, gp[16];
@@ -334,7 +324,23 @@ __kernel void logic_backward_dw_final(const int G, const int nb, __global const 
     }
     dot /= sum;
     for (int i = 0; i < 16; i++)
-        dw[ROW(dwv, g) + i] = l[i] / sum * (gp[i] - dot);
+        dw[i] = l[i] / sum * (gp[i] - dot);
+}
+
+/*
+ * dw, stage 2, one work-item per gate: the blocks' sums in block order, then gate_dw.
+ */
+__kernel void logic_backward_dw_final(const int G, const int nb, __global const float4 *part,
+                                      __global const float *w, const kp_view2 wv,
+                                      __global float *dw, const kp_view2 dwv)
+{
+    const int g = get_global_id(0);
+    if (g >= G)
+        return;
+    float4 S = (float4)(0.0f);
+    for (int k = 0; k < nb; k++)
+        S += part[g * nb + k];
+    gate_dw(S, w + ROW(wv, g), dw + ROW(dwv, g));
 }
 
 /* ---- logic.pack / logic.unpack --------------------------------------------------------------- */
@@ -834,7 +840,7 @@ __kernel void logic_ca_step_backward_grid(const int N, const int Cn, const int H
  * parameters (dimension 1): parameter p's gates' rows (gates param_start[p] .. [p + 1] - 1) are
  * summed gate by gate, lane j taking cells j, j + LANES, ...; the lanes' sums meet in local memory
  * after the only barrier and lane 0 adds them in lane order, so every sum is made in one fixed
- * order. Then dL/dp and the softmax's backward as logic_backward_dw_final.
+ * order. Then gate_dw.
  */
 __kernel void logic_ca_dw(const int P, const int G, const int N, __global const float *sums,
                           const kp_view2 smv, __global const int *pstart, const kp_view1 psv,
@@ -860,19 +866,5 @@ __kernel void logic_ca_dw(const int P, const int G, const int N, __global const 
         return;
     for (int j = 1; j < LN; j++)
         S += red[row + j];
-    float l[16], m = w[ROW(wv, p)];
-    for (int i = 0; i < 16; i++) {
-        l[i] = w[ROW(wv, p) + i];
-        m = fmax(m, l[i]);
-    }
-    float sum = 0.0f, dot = 0.0f, gp[16];
-    for (int i = 0; i < 16; i++) {
-        l[i] = exp(l[i] - m);
-        sum += l[i];
-        gp[i] = S.x * MT[0][i] + S.y * MT[1][i] + S.z * MT[2][i] + S.w * MT[3][i];
-        dot += l[i] * gp[i];
-    }
-    dot /= sum;
-    for (int i = 0; i < 16; i++)
-        dw[ROW(dwv, p) + i] = l[i] / sum * (gp[i] - dot);
+    gate_dw(S, w + ROW(wv, p), dw + ROW(dwv, p));
 }
