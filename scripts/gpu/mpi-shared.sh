@@ -14,22 +14,7 @@
 source "$(dirname "$0")/preamble.sh"
 kp_begin mpi-shared /tmp/kp-mpi-shared-out results
 kp_setup
-# MPICH first: Debian's Open MPI launcher crashed in PMIx on the two-GPU host (scripts/gpu/mpi.sh);
-# KP_MPI=openmpi|mpich forces one.
-mpirun="" mpicc=""
-for impl in ${KP_MPI:-mpich openmpi}; do
-  launcher=$(command -v "mpiexec.$impl" || command -v "mpirun.$impl" || true)
-  compiler=$(command -v "mpicc.$impl" || true)
-  [[ -n $launcher && -n $compiler ]] || continue
-  if PMIX_MCA_gds=hash timeout 30 bash tests/mpi/run.sh "$launcher" 2 true; then
-    mpirun=$launcher mpicc=$compiler
-    echo "MPI: $impl ($("$launcher" --version 2>&1 | head -1))"
-    break
-  fi
-  echo "MPI: $impl's launcher failed to start 2 ranks here"
-done
-[[ -n $mpirun ]] || { echo "no working MPI: stage it with scripts/gpu/stage-mpi.sh"; exit 1; }
-export PMIX_MCA_gds=hash OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+kp_mpi
 nvidia-smi topo -m || true
 
 step build

@@ -29,29 +29,7 @@ source "$(dirname "$0")/preamble.sh"
 kp_begin mpi /tmp/kp-mpi-out results
 kp_setup
 epochs=${KP_MPI_EPOCHS:-3}
-# Open MPI first, MPICH where Open MPI's launcher cannot start two ranks here (Debian 12's Open
-# MPI crashed in PMIx on an Ubuntu 24.04 host); KP_MPI=mpich|openmpi forces one.
-mpirun="" mpicc=""
-for impl in ${KP_MPI:-openmpi mpich}; do
-  launcher=$(command -v "mpirun.$impl" || command -v "mpiexec.$impl" || true)
-  compiler=$(command -v "mpicc.$impl" || true)
-  [[ -n $launcher && -n $compiler ]] || continue
-  if PMIX_MCA_gds=hash timeout 30 bash tests/mpi/run.sh "$launcher" 2 true; then
-    mpirun=$launcher mpicc=$compiler
-    echo "MPI: $impl ($("$launcher" --version 2>&1 | head -1))"
-    break
-  fi
-  echo "MPI: $impl's launcher failed to start 2 ranks here"
-done
-if [[ -z $mpirun ]]; then
-  echo "no working MPI here: stage Open MPI and MPICH into .gpu-mpi with" \
-    "scripts/gpu/stage-mpi.sh and carry .gpu-mpi"
-  exit 1
-fi
-# PMIx's shared-memory store (gds ds21) is a known source of launcher crashes; the hash store
-# serves two ranks as well. MPICH ignores it.
-export PMIX_MCA_gds=hash
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+kp_mpi
 nvidia-smi topo -m || true
 
 step build

@@ -25,11 +25,14 @@
 #            step build, kp_build of the working tree into build-gpu, then
 #            kp=build-gpu/bin/kernelport.
 # kp_pack    tars $res into $out/results.tar.gz, removes $res, prints the time taken.
+# kp_mpi     sets $mpirun and $mpicc to the first MPI (KP_MPI, else MPICH then Open MPI: Debian's
+#            Open MPI launcher crashed in PMIx on the Ubuntu two-GPU host) whose launcher starts two
+#            ranks here, and the environment both need; exits 1 where none does.
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # the variables below are read by the drivers
 set -uo pipefail
 # Set by kp_begin and kp_build_here; named here so that each driver reads them as the preamble's.
-top="" out="" res="" started=0 deadline=0 kp=""
+top="" out="" res="" started=0 deadline=0 kp="" mpirun="" mpicc=""
 
 kp_begin() { # NAME DEFAULT_OUT [results]
   top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -122,4 +125,25 @@ kp_pack() {
   tar -C "$out" -czf "$out/results.tar.gz" "$(basename "$res")"
   rm -rf "$res"
   echo "done in $(( $(date +%s) - started )) s"
+}
+
+kp_mpi() {
+  local impl launcher compiler
+  for impl in ${KP_MPI:-mpich openmpi}; do
+    launcher=$(command -v "mpiexec.$impl" || command -v "mpirun.$impl" || true)
+    compiler=$(command -v "mpicc.$impl" || true)
+    [[ -n $launcher && -n $compiler ]] || continue
+    if PMIX_MCA_gds=hash timeout 30 bash tests/mpi/run.sh "$launcher" 2 true; then
+      mpirun=$launcher mpicc=$compiler
+      echo "MPI: $impl ($("$launcher" --version 2>&1 | head -1))"
+      # PMIx's shared-memory store (gds ds21) is a known source of launcher crashes; the hash
+      # store serves two ranks as well. MPICH ignores it and Open MPI's root switches.
+      export PMIX_MCA_gds=hash OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+      return 0
+    fi
+    echo "MPI: $impl's launcher failed to start 2 ranks here"
+  done
+  echo "no working MPI here: stage Open MPI and MPICH into .gpu-mpi with scripts/gpu/stage-mpi.sh" \
+    "and carry .gpu-mpi"
+  exit 1
 }
