@@ -3,7 +3,8 @@
 # The built-in Hopper blas entry before and after 2026-11-26 (#25), side by side in one call of the
 # device tool: bench-blas with today's built-in manifest (one clblast.* set for blas.gemm and
 # blas.gemm_batched, no narrow set) and with the earlier one restored by a manifest (blas.gemm
-# with CLBlast's own XGEMM_MIN_INDIRECT_SIZE and the narrow set tuned at 256 x 6144 x 2048); then
+# with CLBlast's own XGEMM_MIN_INDIRECT_SIZE, blas.gemm_batched with 384, both with the narrow
+# set tuned at 256 x 6144 x 2048); then
 # bench-cnn-layers and the same calls in PyTorch (peer-cnn-layers.py).
 #   device run:  carry [".gpu"], command: bash scripts/gpu/blas-sets.sh  (KP_BLAS_ROUNDS: alternations, 1)
 # shellcheck source=preamble.sh
@@ -19,7 +20,7 @@ tuning:
     kernels:
       blas.gemm: &narrow { clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 0, narrow.max_dim: 256, narrow.Xgemm.GEMMK: 0, narrow.Xgemm.KREG: 1, narrow.Xgemm.KWG: 32, narrow.Xgemm.KWI: 2, narrow.Xgemm.MDIMA: 32, narrow.Xgemm.MDIMC: 32, narrow.Xgemm.MWG: 128, narrow.Xgemm.NDIMB: 8, narrow.Xgemm.NDIMC: 8, narrow.Xgemm.NWG: 32, narrow.Xgemm.SA: 1, narrow.Xgemm.SB: 1, narrow.Xgemm.STRM: 1, narrow.Xgemm.STRN: 0, narrow.Xgemm.VWM: 2, narrow.Xgemm.VWN: 4 }
 YAML
-printf '      blas.gemm_batched: { narrow.max_dim: 256, narrow.Xgemm.GEMMK: 0, narrow.Xgemm.KREG: 1, narrow.Xgemm.KWG: 32, narrow.Xgemm.KWI: 2, narrow.Xgemm.MDIMA: 32, narrow.Xgemm.MDIMC: 32, narrow.Xgemm.MWG: 128, narrow.Xgemm.NDIMB: 8, narrow.Xgemm.NDIMC: 8, narrow.Xgemm.NWG: 32, narrow.Xgemm.SA: 1, narrow.Xgemm.SB: 1, narrow.Xgemm.STRM: 1, narrow.Xgemm.STRN: 0, narrow.Xgemm.VWM: 2, narrow.Xgemm.VWN: 4 }\n' >>"$old"
+printf '      blas.gemm_batched: { clblast.GemmRoutine.XGEMM_MIN_INDIRECT_SIZE: 384, narrow.max_dim: 256, narrow.Xgemm.GEMMK: 0, narrow.Xgemm.KREG: 1, narrow.Xgemm.KWG: 32, narrow.Xgemm.KWI: 2, narrow.Xgemm.MDIMA: 32, narrow.Xgemm.MDIMC: 32, narrow.Xgemm.MWG: 128, narrow.Xgemm.NDIMB: 8, narrow.Xgemm.NDIMC: 8, narrow.Xgemm.NWG: 32, narrow.Xgemm.SA: 1, narrow.Xgemm.SB: 1, narrow.Xgemm.STRM: 1, narrow.Xgemm.STRN: 0, narrow.Xgemm.VWM: 2, narrow.Xgemm.VWN: 4 }\n' >>"$old"
 for round in $(seq 1 "${KP_BLAS_ROUNDS:-1}"); do
   step "bench-blas, today's built-in entry (round $round)"
   timeout "$(cap 100)" build-gpu/bin/bench-blas --device nvidia --json "$res/blas-today-$round.json" |
