@@ -51,8 +51,9 @@ typedef struct kp_comm kp_comm;
 /*
  * kp_comm_options.flags: the transport of the device collectives (docs/comm.md). With none, the
  * environment's KP_COMM_TRANSPORT ("staged", "shared", "nccl" or "auto") decides, else the choice
- * is automatic: node-shared memory where every rank of the communicator is on one node and the
- * device is not a CPU, host staging otherwise. Every rank must ask for the same. KP_COMM_STAGED
+ * is automatic: host staging (the shared transport gave results that differ from host staging's
+ * on two NVIDIA GPUs, a race not found yet: it runs only when asked for). Every rank must ask for
+ * the same. KP_COMM_STAGED
  * host staging through pinned memory and MPI messages (any ranks, any device). KP_COMM_SHARED  one
  * shared-memory segment on the node that every rank's device copies to and from by DMA, the sums on
  * the device: no CPU copy of the data. kp_comm_create fails with KP_ERR_UNSUPPORTED, giving the
@@ -60,9 +61,9 @@ typedef struct kp_comm kp_comm;
  * kp_comm_buffer_create (CUDA memory that the device's OpenCL imports): one rank per NVIDIA GPU,
  * libcuda.so.1 and libnccl.so.2 found at run time (KP_NCCL: the library's path; else the loader's
  * path; else PyTorch's NVIDIA wheel, docs/comm.md). Other buffers and broadcasts take the transport
- * the automatic choice below would. kp_comm_create fails with KP_ERR_UNSUPPORTED, giving the
- * reason, where it cannot be set up. KP_COMM_TRANSPORT=nccl asks for it too. The automatic choice
- * does not take NCCL yet: it has not run on a GPU (docs/comm.md).
+ * the automatic choice would (host staging). kp_comm_create fails with KP_ERR_UNSUPPORTED, giving
+ * the reason, where it cannot be set up. KP_COMM_TRANSPORT=nccl asks for it too. The automatic
+ * choice does not take NCCL: its test hung on two H200s (docs/comm.md).
  */
 #define KP_COMM_STAGED (1u << 0)
 #define KP_COMM_SHARED (1u << 1)
