@@ -51,9 +51,9 @@ typedef struct kp_comm kp_comm;
 /*
  * kp_comm_options.flags: the transport of the device collectives (docs/comm.md). With none, the
  * environment's KP_COMM_TRANSPORT ("staged", "shared", "nccl" or "auto") decides, else the choice
- * is automatic: host staging (the shared transport gave results that differ from host staging's
- * on two NVIDIA GPUs, a race not found yet: it runs only when asked for). Every rank must ask for
- * the same. KP_COMM_STAGED
+ * is automatic: host staging (the shared transport gave results that differed from host staging's
+ * on two NVIDIA GPUs after its segment grew, fixed since but not yet confirmed by a whole test run
+ * there: it runs only when asked for). Every rank must ask for the same. KP_COMM_STAGED
  * host staging through pinned memory and MPI messages (any ranks, any device). KP_COMM_SHARED  one
  * shared-memory segment on the node that every rank's device copies to and from by DMA, the sums on
  * the device: no CPU copy of the data. kp_comm_create fails with KP_ERR_UNSUPPORTED, giving the
