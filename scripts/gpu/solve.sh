@@ -16,10 +16,10 @@
 # one call's 560 s: run KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh
 # (levels 7, 6, 5, 4, each in its own process so that a level cut by the deadline leaves the
 # others' JSON; Ceres gets at most 100, 50, 20 and 10 s a solve, its time a step still counting;
-# KP_MESH_LEVELS picks levels, KP_PEER_SECONDS one budget for all; then Kernelport at levels 6 and
-# 7 with the CG settings before this fix (tolerance 1e-6, 800 and 1600 iterations a step) for the
-# before/after). Without .gpu-ceres (or a Ceres on the machine) bench-solve runs without Ceres and
-# says so.
+# KP_MESH_LEVELS picks levels, KP_PEER_SECONDS one budget for all; then the table; then Kernelport
+# at levels 6 and 7 with the CG settings before this fix (tolerance 1e-6, 800 and 1600 iterations a
+# step) and with the defaults, for the before/after). Without .gpu-ceres (or a Ceres on the
+# machine) bench-solve runs without Ceres and says so.
 # KP_SOLVE_PARTS=meshsolve runs examples/mesh-solve at levels 4-7 with its progress per iteration
 # (largest gradient, CG iterations and where CG stopped).
 # What to read: NIST digits per problem on the GPU (test-solve-lm prints them; #27's fix: every
@@ -28,7 +28,7 @@
 # "vs peer" column, against Ceres: the rat43 and edges rows' instances/s and ns_per_residual
 # beside ceres_ns_per_residual (#27: GPU >= 5x torch.func, compared in peer-solve's table), the
 # gauss2d rows' fits/s (target >= 10^7 fits/s at 10^6 fits) beside ceres_fits_per_s and SciPy's;
-# the mesh table (last in the mesh part): per level Kernelport's steps, CG iterations, whether it
+# the mesh table (after the mesh part's bench-solve runs): per level Kernelport's steps, CG iterations, whether it
 # converged, seconds to convergence and ms a step against Ceres's; target >= 20x Ceres at 10^6
 # residuals (level 7); where the GPU loses, the break-even level; the before/after lines (CG
 # iterations and seconds at levels 6 and 7); PoCL against Ceres on the same cores (target >= 1x on
@@ -105,6 +105,8 @@ if want mesh; then
       --mesh-levels "$level" --peer-seconds "${KP_PEER_SECONDS:-${peer_s[$level]:-60}}" \
       --json "$res/bench-solve-mesh-$level.json" 2>&1 | grep -E '^bench-solve: mesh'
   done
+  step "the mesh table (GPU f64 against Ceres on $cores threads)"
+  python3 scripts/gpu/mesh-table.py "$res"/bench-solve-mesh-*.json
   # Before/after on the GPU: the CG settings before this fix (every step to 1e-6, mesh-solve's
   # 800 and 1600 iterations at levels 6 and 7) against the defaults, in one process each.
   for level in 6 7; do
@@ -115,8 +117,6 @@ if want mesh; then
       timeout "$(cap 120)" build-gpu/bin/mesh-solve --device nvidia "${opts[@]}" | tail -1
     done
   done
-  step "the mesh table (GPU f64 against Ceres on $cores threads)"
-  python3 scripts/gpu/mesh-table.py "$res"/bench-solve-mesh-*.json
 fi
 
 if want pocl; then
