@@ -28,11 +28,11 @@
 # "vs peer" column, against Ceres: the rat43 and edges rows' instances/s and ns_per_residual
 # beside ceres_ns_per_residual (#27: GPU >= 5x torch.func, compared in peer-solve's table), the
 # gauss2d rows' fits/s (target >= 10^7 fits/s at 10^6 fits) beside ceres_fits_per_s and SciPy's;
-# the mesh table (after the mesh part's bench-solve runs): per level Kernelport's steps, CG iterations, whether it
-# converged, seconds to convergence and ms a step against Ceres's; target >= 20x Ceres at 10^6
-# residuals (level 7); where the GPU loses, the break-even level; the before/after lines (CG
-# iterations and seconds at levels 6 and 7); PoCL against Ceres on the same cores (target >= 1x on
-# Rat43).
+# the mesh table (after the mesh part's bench-solve runs): per level Kernelport's steps, CG
+# iterations, whether it converged, seconds to convergence and ms a step against Ceres's; target
+# >= 20x Ceres at 10^6 residuals (level 7); where the GPU loses, the break-even level; the
+# before/after lines (CG iterations and seconds at levels 6 and 7); PoCL against Ceres on the
+# same cores (target >= 1x on Rat43).
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
 kp_begin solve /tmp/kp-solve-out results
