@@ -14,9 +14,16 @@ kp_lm_sparse_options kp_lm_sparse_options_default(void)
 {
     return (kp_lm_sparse_options){.struct_size = sizeof(kp_lm_sparse_options),
                                   .lm = kp_lm_options_default(),
-                                  .max_cg_iterations = 200,
-                                  .cg_tolerance = 1e-6,
+                                  .cg_tolerance = 1e-3,
                                   .block_size = 1};
+}
+
+uint32_t kp__lm_max_cg(const kp_lm_sparse_options *o, size_t P)
+{
+    if (o->max_cg_iterations > 0)
+        return o->max_cg_iterations;
+    const double cap = ceil(4 * sqrt((double)P));
+    return cap < 100 ? 100 : cap > 1e6 ? 1000000 : (uint32_t)cap;
 }
 
 /* The problem's state: the weighted residuals and Jacobian at x (cur) and at the trial point. */
@@ -34,6 +41,7 @@ typedef struct sparse {
     size_t bs;      /* the preconditioner's block size (1: Jacobi) */
     double *blocks; /* [ceil(P / bs), bs, bs]: the diagonal blocks of J^T J */
     double seconds[4];
+    double cg_residual; /* where the last CG stopped: |res| / |g| */
 } sparse;
 
 static double now(void)
@@ -214,9 +222,9 @@ static int normal(sparse *sp)
     return finite;
 }
 
-/* Preconditioned CG on (J^T J + mu D) h = -g from h = 0. Returns the iterations, or -1 when it
- * broke down before taking a step. */
-static int cg(sparse *sp, double mu)
+/* Preconditioned CG on (J^T J + mu D) h = -g from h = 0, to cg_tolerance |g| or max_cg
+ * iterations. Returns the iterations, or -1 when it broke down before taking a step. */
+static int cg(sparse *sp, double mu, uint32_t max_cg)
 {
     const double t0 = now();
     const size_t P = sp->P;
@@ -232,7 +240,8 @@ static int cg(sparse *sp, double mu)
         rz += sp->res[q] * sp->z[q];
     }
     int k = 0;
-    while (k < (int)sp->opt->max_cg_iterations) {
+    sp->cg_residual = 1;
+    while (k < (int)max_cg) {
         jv(sp, sp->p, sp->u);
         jtu(sp, sp->u, sp->q);
         for (size_t q = 0; q < P; q++)
@@ -249,7 +258,8 @@ static int cg(sparse *sp, double mu)
             sp->res[q] -= alpha * sp->q[q];
         }
         k++;
-        if (sqrt(dot(sp->res, sp->res, P)) <= sp->opt->cg_tolerance * gnorm)
+        sp->cg_residual = sqrt(dot(sp->res, sp->res, P)) / gnorm;
+        if (sp->cg_residual <= sp->opt->cg_tolerance)
             break;
         precondition(sp, mu, sp->res, sp->z);
         const double rz_new = dot(sp->res, sp->z, P);
@@ -385,6 +395,7 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
     if (!isfinite(cost) || !normal(&sp))
         status = KP_LM_NONFINITE;
     double mu = o->initial_damping, nu = 2;
+    const uint32_t max_cg = kp__lm_max_cg(sp.opt, sp.P);
     while (status == KP_LM_MAX_ITERATIONS) {
         double gmax = 0;
         for (size_t q = 0; q < sp.P; q++)
@@ -395,9 +406,13 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
         }
         if ((uint32_t)it >= o->max_iterations)
             break;
-        const int k = cg(&sp, mu);
-        kp_lm_sparse_progress pr = {
-            .iteration = it, .cg_iterations = k < 0 ? 0 : k, .cost = cost, .damping = mu};
+        const int k = cg(&sp, mu, max_cg);
+        kp_lm_sparse_progress pr = {.iteration = it,
+                                    .cg_iterations = k < 0 ? 0 : k,
+                                    .cost = cost,
+                                    .damping = mu,
+                                    .gradient_max = gmax,
+                                    .cg_residual = k < 0 ? 1 : sp.cg_residual};
         if (k < 0) {
             mu *= nu, nu *= 2;
             if (!(mu <= 1e32))

@@ -2,7 +2,7 @@
 /* Levenberg-Marquardt on one large sparse problem on the device: kp_lm_sparse_solve_host's
  * algorithm with the residuals from the generated kernel and every vector on the device; the
  * host takes the decisions from dot products it reads back (4096 partial sums each, added in
- * order). */
+ * order; the dot products a decision needs together come back in one read). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include "solve-internal.h"
 
 enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE };
-enum { DOT_PARTS = 4096 };
+enum { DOT_PARTS = 4096, DOT_SLOTS = 2 };
 
 struct kp_lm_sparse {
     kp_runtime *rt;
@@ -121,22 +121,40 @@ static void vec(dev *v, int op, double alpha, double beta, kp_tensor a, kp_tenso
     launch(v, K_VEC, args, 7);
 }
 
-/* a . b over the flattened tensors: 4096 partial sums on the device, added here in order. */
-static double dot(dev *v, kp_tensor a, kp_tensor b)
+/* Enqueues a . b over the flattened tensors: 4096 partial sums into the partials' slot. */
+static void dot_enqueue(dev *v, int slot, kp_tensor a, kp_tensor b)
 {
     const int64_t m = kp_tensor_numel(&a);
     a = kp_tensor_1d(a.buffer, v->dt, m);
     b = kp_tensor_1d(b.buffer, v->dt, m);
-    kp_arg args[] = {kp_arg_tensor("a", a), kp_arg_tensor("b", b),
-                     kp_arg_tensor("partial", kp_tensor_1d(v->partial, v->dt, DOT_PARTS))};
+    kp_tensor part = kp_tensor_1d(v->partial, v->dt, DOT_PARTS);
+    part.offset = (int64_t)slot * DOT_PARTS;
+    kp_arg args[] = {kp_arg_tensor("a", a), kp_arg_tensor("b", b), kp_arg_tensor("partial", part)};
     launch(v, K_DOT, args, 3);
+}
+
+/* Slots 0 .. n-1's dot products in one blocking read, each slot's partials added in order; NaN
+ * after a failure. */
+static void dots_read(dev *v, int n, double *out)
+{
     if (v->st == KP_OK &&
-        (v->st = kp_buffer_read(v->rt, v->partial, 0, DOT_PARTS * v->e, v->host_partial)) != KP_OK)
+        (v->st = kp_buffer_read(v->rt, v->partial, 0, (size_t)n * DOT_PARTS * v->e,
+                                v->host_partial)) != KP_OK)
         kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
-    double s = 0;
-    for (int t = 0; v->st == KP_OK && t < DOT_PARTS; t++)
-        s += v->e == 4 ? ((const float *)v->host_partial)[t] : v->host_partial[t];
-    return v->st == KP_OK ? s : NAN;
+    for (int k = 0; k < n; k++) {
+        double s = 0;
+        for (int t = k * DOT_PARTS; v->st == KP_OK && t < (k + 1) * DOT_PARTS; t++)
+            s += v->e == 4 ? ((const float *)v->host_partial)[t] : v->host_partial[t];
+        out[k] = v->st == KP_OK ? s : NAN;
+    }
+}
+
+static double dot(dev *v, kp_tensor a, kp_tensor b)
+{
+    double s;
+    dot_enqueue(v, 0, a, b);
+    dots_read(v, 1, &s);
+    return s;
 }
 
 static void jv(dev *v, kp_buffer *in, kp_buffer *out)
@@ -235,19 +253,26 @@ static int normal(dev *v)
     return finite;
 }
 
-/* Preconditioned CG from h = 0 (as the host reference); iterations, or -1 on breakdown before a
- * step. */
-static int cg(dev *v, double mu)
+/* Preconditioned CG from h = 0 to cg_tolerance |g| or max_cg iterations (as the host reference;
+ * *rel: |res| / |g| where it stopped); iterations, or -1 on breakdown before a step. Two blocking
+ * reads an iteration: p.q, then |res|^2 and res.z together (z computed before the test, so once
+ * more than the host reference, at the last iteration). */
+static int cg(dev *v, double mu, uint32_t max_cg, double *rel)
 {
     const double t0 = now();
-    const double gnorm = sqrt(dot(v, vecP(v, v->g), vecP(v, v->g)));
     vec(v, 0, 0, 0, vecP(v, v->g), vecP(v, v->g), vecP(v, v->g), vecP(v, v->h));
     vec(v, 0, -1, 0, vecP(v, v->g), vecP(v, v->g), vecP(v, v->g), vecP(v, v->res));
     precondition(v, mu, v->res, v->z);
     vec(v, 0, 1, 0, vecP(v, v->z), vecP(v, v->z), vecP(v, v->z), vecP(v, v->p));
-    double rz = dot(v, vecP(v, v->res), vecP(v, v->z));
+    double two[2];
+    dot_enqueue(v, 0, vecP(v, v->g), vecP(v, v->g));
+    dot_enqueue(v, 1, vecP(v, v->res), vecP(v, v->z));
+    dots_read(v, 2, two);
+    const double gnorm = sqrt(two[0]);
+    double rz = two[1];
     int k = 0;
-    while (v->st == KP_OK && k < (int)v->opt->max_cg_iterations) {
+    *rel = 1;
+    while (v->st == KP_OK && k < (int)max_cg) {
         jv(v, v->p, v->u);
         jtu(v, v->cur, v->u, v->q, 0);
         vec(v, 2, mu, 0, vecP(v, v->q), vecP(v, v->D), vecP(v, v->p), vecP(v, v->q));
@@ -261,10 +286,14 @@ static int cg(dev *v, double mu)
         vec(v, 0, 1, alpha, vecP(v, v->h), vecP(v, v->p), vecP(v, v->p), vecP(v, v->h));
         vec(v, 0, 1, -alpha, vecP(v, v->res), vecP(v, v->q), vecP(v, v->q), vecP(v, v->res));
         k++;
-        if (sqrt(dot(v, vecP(v, v->res), vecP(v, v->res))) <= v->opt->cg_tolerance * gnorm)
-            break;
         precondition(v, mu, v->res, v->z);
-        const double rz_new = dot(v, vecP(v, v->res), vecP(v, v->z));
+        dot_enqueue(v, 0, vecP(v, v->res), vecP(v, v->res));
+        dot_enqueue(v, 1, vecP(v, v->res), vecP(v, v->z));
+        dots_read(v, 2, two);
+        *rel = sqrt(two[0]) / gnorm;
+        if (*rel <= v->opt->cg_tolerance)
+            break;
+        const double rz_new = two[1];
         const double beta = rz_new / rz;
         rz = rz_new;
         vec(v, 0, 1, beta, vecP(v, v->z), vecP(v, v->p), vecP(v, v->p), vecP(v, v->p));
@@ -334,7 +363,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
              .nd = g->n_data,
              .opt = opt ? opt : &defaults};
     int32_t *tptr = calloc(v.P + 1, sizeof *tptr), *tent = malloc((v.n * v.S + 1) * sizeof *tent);
-    v.host_partial = malloc(DOT_PARTS * sizeof(double));
+    v.host_partial = malloc(DOT_SLOTS * DOT_PARTS * sizeof(double));
     v.host_g = malloc((v.P + 1) * sizeof(double));
     if (!tptr || !tent || !v.host_partial || !v.host_g)
         v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
@@ -354,7 +383,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
         v.st = kp_buffer_write(v.rt, v.tent, 0, v.n * v.S * 4, tent);
     free(tptr);
     free(tent);
-    v.partial = make(&v, DOT_PARTS * v.e);
+    v.partial = make(&v, DOT_SLOTS * DOT_PARTS * v.e);
     for (int k = 0; k < 2; k++) {
         v.r[k] = make(&v, v.n * v.O * v.e);
         v.J[k] = make(&v, v.n * v.O * v.S * v.e);
@@ -388,6 +417,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
     if (!isfinite(cost) || !normal(&v))
         status = KP_LM_NONFINITE;
     double mu = o->initial_damping, nu = 2;
+    const uint32_t max_cg = kp__lm_max_cg(v.opt, v.P);
     while (v.st == KP_OK && status == KP_LM_MAX_ITERATIONS) {
         double gmax = 0;
         if ((v.st = kp_buffer_read(v.rt, v.g, 0, v.P * v.e, v.host_g)) != KP_OK)
@@ -400,9 +430,14 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
         }
         if ((uint32_t)it >= o->max_iterations)
             break;
-        const int k = cg(&v, mu);
-        kp_lm_sparse_progress pr = {
-            .iteration = it, .cg_iterations = k < 0 ? 0 : k, .cost = cost, .damping = mu};
+        double rel;
+        const int k = cg(&v, mu, max_cg, &rel);
+        kp_lm_sparse_progress pr = {.iteration = it,
+                                    .cg_iterations = k < 0 ? 0 : k,
+                                    .cost = cost,
+                                    .damping = mu,
+                                    .gradient_max = gmax,
+                                    .cg_residual = k < 0 ? 1 : rel};
         if (k < 0) {
             mu *= nu, nu *= 2;
             if (!(mu <= 1e32))
@@ -412,15 +447,21 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
             continue;
         }
         cg_total += k;
-        const double hn = sqrt(dot(&v, vecP(&v, v.h), vecP(&v, v.h)));
-        const double xn = sqrt(dot(&v, vecP(&v, v.x), vecP(&v, v.x)));
+        double hx[2];
+        dot_enqueue(&v, 0, vecP(&v, v.h), vecP(&v, v.h));
+        dot_enqueue(&v, 1, vecP(&v, v.x), vecP(&v, v.x));
+        dots_read(&v, 2, hx);
+        const double hn = sqrt(hx[0]), xn = sqrt(hx[1]);
         if (hn <= o->step_tolerance * (xn + o->step_tolerance)) {
             status = KP_LM_STEP;
             break;
         }
         jv(&v, v.h, v.u);
-        const double pred =
-            -dot(&v, vecP(&v, v.g), vecP(&v, v.h)) - 0.5 * dot(&v, vecN(&v, v.u), vecN(&v, v.u));
+        double gu[2];
+        dot_enqueue(&v, 0, vecP(&v, v.g), vecP(&v, v.h));
+        dot_enqueue(&v, 1, vecN(&v, v.u), vecN(&v, v.u));
+        dots_read(&v, 2, gu);
+        const double pred = -gu[0] - 0.5 * gu[1];
         vec(&v, 0, 1, 1, vecP(&v, v.x), vecP(&v, v.h), vecP(&v, v.h), vecP(&v, v.xt));
         double cost_t = evaluate(&v, v.xt, 1 - v.cur);
         it++;

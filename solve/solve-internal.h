@@ -127,6 +127,11 @@ kp_status kp__solve_make_source(kp__compiled *c);
  * through kp__solve_fail. */
 kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[7]);
 
+/* CG's iterations a step: max_cg_iterations, or with 0 4 sqrt(P) and at least 100 (CG's
+ * iterations grow as the square root of the condition number, which on a mesh's Laplacian-like
+ * normal equations grows as the vertices do). */
+uint32_t kp__lm_max_cg(const kp_lm_sparse_options *o, size_t P);
+
 /* The checks kp_lm_sparse_solve_host and kp_lm_sparse_solve share (every index in range). */
 kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
                               const kp_lm_sparse_problem *pb, const kp_lm_sparse_report *rep,

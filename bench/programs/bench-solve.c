@@ -581,8 +581,9 @@ static void count_step(void *user, const kp_lm_sparse_progress *p)
     ++*(int *)user;
 }
 
-/* mesh-solve's problem (examples/mesh-solve, block-Jacobi CG, at most 50 Jacobian evaluations,
- * function tolerance 1e-10) to convergence on the device, and, where compiled in, Ceres's
+/* mesh-solve's problem (examples/mesh-solve, block-Jacobi CG to the solver's default tolerance
+ * and cap, at most 50 Jacobian evaluations, function tolerance 1e-10) to convergence on the
+ * device, and, where compiled in, Ceres's
  * Levenberg-Marquardt on the same problem from the same start with SPARSE_NORMAL_CHOLESKY and
  * CGNR (Jacobi): a row for each. The device's kernels are compiled by a solve at level 1 first. */
 static void bench_mesh(kpb *b, int level, kp_precision prec)
@@ -606,7 +607,6 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     so.lm.max_iterations = MAX_IT;
     so.lm.function_tolerance = ftol;
     so.block_size = 3;
-    so.max_cg_iterations = mesh_problem_max_cg(level);
     so.progress = count_step;
     so.user = &steps;
     kp_lm_sparse_report rep = {.struct_size = sizeof rep};
@@ -644,6 +644,8 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     kpb_row_metric(&row, "steps", steps);
     kpb_row_metric(&row, "final_cost", rep.cost);
     kpb_row_metric(&row, "converged", KP_LM_CONVERGED(rep.status));
+    kpb_row_metric(&row, "evaluations", rep.iterations);
+    kpb_row_metric(&row, "cg_iterations", (double)rep.cg_iterations);
 #ifdef KP_HAVE_CERES
     static const char *const solvers[] = {"SPARSE_NORMAL_CHOLESKY", "CGNR (Jacobi)"};
     for (int cgnr = 0; cgnr < 2; cgnr++) {
@@ -663,6 +665,7 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
         kpb_row_metric(&r, "peer_steps", cr.iterations);
         kpb_row_metric(&r, "peer_final_cost", cr.final_cost);
         kpb_row_metric(&r, "peer_converged", cr.converged);
+        kpb_row_metric(&r, "peer_linear_iterations", cr.linear_iterations);
         kpb_add(b, &r);
     }
 #else

@@ -9,7 +9,7 @@
 #include "kernelport/kernelport.h"
 
 /* The most named numbers one row (or the whole run) carries beside its timings. */
-#define KPB_MAX_METRICS 8
+#define KPB_MAX_METRICS 16
 
 /* A named number written as a JSON member and printed under the table. */
 typedef struct kpb_metric {

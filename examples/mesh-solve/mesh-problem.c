@@ -62,8 +62,3 @@ void mesh_problem_free(mesh_problem *p)
     free(p->index);
     memset(p, 0, sizeof *p);
 }
-
-unsigned mesh_problem_max_cg(int level)
-{
-    return 200u << (level > 4 ? level - 4 : 0);
-}

@@ -2,7 +2,7 @@
 /* mesh-solve's problem on an icosphere, shared with bench-solve and its Ceres peer so that all
  * three solve the same one: per edge, its length against a target 1.2 times its length on the
  * unit sphere, and a smoothness term (its two vertices at similar radii) weighted by w; the
- * vertices start jittered by up to 5% along their radius. */
+ * vertices start jittered along their radius by up to a given number of mean edge lengths. */
 #ifndef MESH_PROBLEM_H
 #define MESH_PROBLEM_H
 
@@ -31,8 +31,5 @@ typedef struct mesh_problem {
  * memory runs out or level is outside 0..10. Free with mesh_problem_free. */
 int mesh_problem_make(int level, double smooth, double jitter, mesh_problem *p);
 void mesh_problem_free(mesh_problem *p);
-/* CG iterations a step for `level`: 200 up to level 4, doubled per level above (the system's
- * condition number grows about 4x a level, CG's iterations about 2x). */
-unsigned mesh_problem_max_cg(int level);
 
 #endif

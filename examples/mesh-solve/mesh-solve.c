@@ -15,7 +15,7 @@ static const char *const program = "mesh-solve";
 static const char *const usage =
     "usage: mesh-solve [--level N] [--device SPEC] [--precision auto|f64|f32]\n"
     "                  [--max-iterations N] [--smooth W] [--block B] [--jitter J]\n"
-    "                  [--max-cg N] [--host] [--csv FILE] [--json FILE]\n"
+    "                  [--max-cg N] [--cg-tolerance T] [--host] [--csv FILE] [--json FILE]\n"
     "  --level N           subdivisions of the icosahedron, 0..9 (default 4: 2,562 vertices,\n"
     "                      7,680 edges; 7: 163,842 and 491,520; 9: 2.6 million and 7.9 million)\n"
     "  --device SPEC       Kernelport's device (default: the manifest's choice)\n"
@@ -27,11 +27,13 @@ static const char *const usage =
     "  --jitter J          the start: each vertex moved along its radius by up to J times the\n"
     "                      mesh's mean edge length (default 0.66: about 5% of the radius at\n"
     "                      level 4)\n"
-    "  --max-cg N          CG iterations per step at most (default 200 at level 4 and below,\n"
-    "                      doubled per level above: 1600 at level 7)\n"
+    "  --max-cg N          CG iterations per step at most (default 0: the solver's, 4 sqrt(P):\n"
+    "                      351 at level 4, 2,804 at level 7)\n"
+    "  --cg-tolerance T    each step's CG stops at a residual of T |J^T r| (default 1e-3; 1e-6\n"
+    "                      before #27's fix)\n"
     "  --host              solve it with the host reference too, and compare\n"
     "  --csv FILE          one row per iteration: iteration, cost, CG iterations, damping,\n"
-    "                      accepted, seconds\n"
+    "                      accepted, seconds, largest gradient, CG's relative residual\n"
     "  --json FILE         the summary\n";
 
 typedef struct progress {
@@ -43,12 +45,13 @@ static void on_progress(void *user, const kp_lm_sparse_progress *p)
 {
     progress *pr = user;
     const double t = example_now() - pr->start;
-    printf("  iteration %3d  cost %.6e  CG %4d  damping %.2e  %-8s  %7.2f s\n", p->iteration,
-           p->cost, p->cg_iterations, p->damping, p->accepted ? "accepted" : "rejected", t);
+    printf("  iteration %3d  cost %.6e  |g| %.2e  CG %4d to %.1e  damping %.2e  %-8s  %7.2f s\n",
+           p->iteration, p->cost, p->gradient_max, p->cg_iterations, p->cg_residual, p->damping,
+           p->accepted ? "accepted" : "rejected", t);
     fflush(stdout);
     if (pr->csv)
-        fprintf(pr->csv, "%d,%.17g,%d,%.6g,%d,%.6f\n", p->iteration, p->cost, p->cg_iterations,
-                p->damping, p->accepted, t);
+        fprintf(pr->csv, "%d,%.17g,%d,%.6g,%d,%.6f,%.6g,%.6g\n", p->iteration, p->cost,
+                p->cg_iterations, p->damping, p->accepted, t, p->gradient_max, p->cg_residual);
 }
 
 /* The largest |edge length - target| and the spread of the vertices' radii. */
@@ -74,6 +77,7 @@ static void measure(const icosphere *m, const double *x, const double *L, double
 int main(int argc, char **argv)
 {
     double level = 4, max_it = 50, smooth = 0.1, block = 3, jitter = 0.66, max_cg = 0;
+    double cg_tol = kp_lm_sparse_options_default().cg_tolerance;
     const char *device = NULL, *precision = "auto", *csv_path = NULL, *json_path = NULL;
     int host = 0;
     for (int i = 1; i < argc; i++) {
@@ -88,7 +92,9 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--jitter") == 0)
             ok = example_number(program, usage, argc, argv, &i, 0, 100, &jitter);
         else if (strcmp(a, "--max-cg") == 0)
-            ok = example_number(program, usage, argc, argv, &i, 1, 1e6, &max_cg);
+            ok = example_number(program, usage, argc, argv, &i, 0, 1e6, &max_cg);
+        else if (strcmp(a, "--cg-tolerance") == 0)
+            ok = example_number(program, usage, argc, argv, &i, 0, 1, &cg_tol);
         else if (strcmp(a, "--smooth") == 0)
             ok = example_number(program, usage, argc, argv, &i, 0, 1e6, &smooth);
         else if (strcmp(a, "--host") == 0)
@@ -165,16 +171,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: cannot write %s\n", program, csv_path);
             return 1;
         }
-        fprintf(pr.csv, "iteration,cost,cg_iterations,damping,accepted,seconds\n");
+        fprintf(pr.csv, "iteration,cost,cg_iterations,damping,accepted,seconds,gradient_max,"
+                        "cg_residual\n");
     }
     kp_lm_sparse_options so = kp_lm_sparse_options_default();
     so.lm.max_iterations = (uint32_t)max_it;
     so.lm.function_tolerance = 1e-10;
     so.block_size = (uint32_t)block;
-    /* Jacobi and block-Jacobi leave the condition number of J^T J growing about 4 times per
-     * level (a Laplacian's), so CG needs about twice the iterations per level for the same
-     * reduction; a fixed cap left the steps inexact and LM converging linearly at fine levels. */
-    so.max_cg_iterations = max_cg > 0 ? (uint32_t)max_cg : mesh_problem_max_cg((int)level);
+    so.max_cg_iterations = (uint32_t)max_cg;
+    so.cg_tolerance = cg_tol;
     so.progress = on_progress;
     so.user = &pr;
     kp_lm_sparse_problem pb = {

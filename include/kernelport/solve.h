@@ -373,13 +373,18 @@ typedef struct kp_lm_sparse_progress {
     double cost;           /* at the current x (after the step when it was accepted) */
     double damping;        /* mu */
     int accepted;
+    double gradient_max; /* max |J^T r| at the point the step was taken from */
+    double cg_residual;  /* where this step's CG stopped: |(J^T J + mu D) h + J^T r| / |J^T r|
+                            (above cg_tolerance when max_cg_iterations cut it short) */
 } kp_lm_sparse_progress;
 
 typedef struct kp_lm_sparse_options {
     uint32_t struct_size;
     kp_lm_options lm;           /* iterations, tolerances, damping, loss (as for small problems) */
-    uint32_t max_cg_iterations; /* per step (default 200) */
-    double cg_tolerance;        /* stop CG when |residual| <= this * |J^T r| (default 1e-6) */
+    uint32_t max_cg_iterations; /* per step; 0 (the default): 4 sqrt(P), at least 100 */
+    /* Each step's CG stops when |residual| <= this * |J^T r| (default 1e-3: an inexact Newton
+     * step; docs/solve.md says why not looser, nor an Eisenstat-Walker sequence). */
+    double cg_tolerance;
     void (*progress)(void *user, const kp_lm_sparse_progress *p); /* may be NULL */
     void *user;
     /* The preconditioner's blocks: 1 (Jacobi, the default) or up to 8 consecutive parameters

@@ -6,26 +6,33 @@
 # the machine's cores as its peer in the same process (Rat43 and mesh-edge residual + Jacobian at
 # 10^5-10^7 instances, 2D Gaussian fits at 10^4-10^6 problems, f64 and f32), SciPy's
 # least_squares on the same fits and torch.func (bench/peers/peer-solve.py, one side-by-side
-# table), the mesh at levels 4, 6 and 7 (15k, 246k and 983k residuals) on the GPU against Ceres
-# with SPARSE_NORMAL_CHOLESKY and CGNR, and the machine's PoCL (all its cores) against Ceres on
-# the same cores.
+# table), the mesh at levels 7, 6, 5 and 4 (983k, 246k, 61k and 15k residuals) on the GPU to
+# convergence against Ceres with SPARSE_NORMAL_CHOLESKY and CGNR on all cores, one table
+# (scripts/gpu/mesh-table.py), and the machine's PoCL (all its cores) against Ceres on the same
+# cores.
 #   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-ceres.sh
 #   device run:  carry [".gpu", ".gpu-ceres"], command: bash scripts/gpu/solve.sh
 # KP_SOLVE_PARTS picks the steps (default "tests bench peers mesh pocl"). Everything does not fit
-# one call's 560 s (Ceres's sparse Cholesky at level 7 alone may take its 120 s twice over): run
-# KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh. Without .gpu-ceres (or
-# a Ceres on the machine) bench-solve runs without Ceres and says so.
-# KP_SOLVE_PARTS=meshsolve runs examples/mesh-solve at levels 4-7 and, at 6 and 7, from the start
-# and CG cap before #27's fix (the before/after of time to convergence).
+# one call's 560 s: run KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh
+# (levels 7, 6, 5, 4, each in its own process so that a level cut by the deadline leaves the
+# others' JSON; Ceres gets at most 100, 50, 20 and 10 s a solve, its time a step still counting;
+# KP_MESH_LEVELS picks levels, KP_PEER_SECONDS one budget for all; then the table; then Kernelport
+# at levels 6 and 7 with the CG settings before this fix (tolerance 1e-6, 800 and 1600 iterations a
+# step) and with the defaults, for the before/after). Without .gpu-ceres (or a Ceres on the
+# machine) bench-solve runs without Ceres and says so.
+# KP_SOLVE_PARTS=meshsolve runs examples/mesh-solve at levels 4-7 with its progress per iteration
+# (largest gradient, CG iterations and where CG stopped).
 # What to read: NIST digits per problem on the GPU (test-solve-lm prints them; #27's fix: every
 # one >= 7, Lanczos3 was 6.7 and 6.4 on the H200 before), test-solve-lm-stress's fewest and mean
 # digits per model over 48 perturbed starts (device and host columns; it fails below 7); bench-solve's
 # "vs peer" column, against Ceres: the rat43 and edges rows' instances/s and ns_per_residual
 # beside ceres_ns_per_residual (#27: GPU >= 5x torch.func, compared in peer-solve's table), the
 # gauss2d rows' fits/s (target >= 10^7 fits/s at 10^6 fits) beside ceres_fits_per_s and SciPy's;
-# the mesh rows' ms_per_step and time to convergence against Ceres's (target >= 20x Ceres at 10^6
-# residuals; where the GPU loses, the break-even level); PoCL against Ceres on the same cores
-# (target >= 1x on Rat43).
+# the mesh table (after the mesh part's bench-solve runs): per level Kernelport's steps, CG
+# iterations, whether it converged, seconds to convergence and ms a step against Ceres's; target
+# >= 20x Ceres at 10^6 residuals (level 7); where the GPU loses, the break-even level; the
+# before/after lines (CG iterations and seconds at levels 6 and 7); PoCL against Ceres on the
+# same cores (target >= 1x on Rat43).
 # shellcheck source=preamble.sh
 source "$(dirname "$0")/preamble.sh"
 kp_begin solve /tmp/kp-solve-out results
@@ -91,13 +98,24 @@ if want peers; then
 fi
 
 if want mesh; then
-  # One process a level, so that a level cut by its cap leaves the others' JSON; Ceres gets at
-  # most 120 s a solve (its time a step still counts).
-  for level in 4 6 7; do
-    step "nvidia: bench-solve mesh level $level against Ceres on $cores threads"
-    timeout "$(cap 330)" "${bench[@]}" --device nvidia --parts mesh --precision f64 \
-      --mesh-levels "$level" --peer-seconds 120 --json "$res/bench-solve-mesh-$level.json" |
-      grep -E '^mesh|^CASE'
+  declare -A peer_s=([7]=100 [6]=50 [5]=20 [4]=10)
+  for level in ${KP_MESH_LEVELS:-7 6 5 4}; do
+    step "nvidia: bench-solve mesh level $level to convergence against Ceres on $cores threads"
+    timeout "$(cap 300)" "${bench[@]}" --device nvidia --parts mesh --precision f64 \
+      --mesh-levels "$level" --peer-seconds "${KP_PEER_SECONDS:-${peer_s[$level]:-60}}" \
+      --json "$res/bench-solve-mesh-$level.json" 2>&1 | grep -E '^bench-solve: mesh'
+  done
+  step "the mesh table (GPU f64 against Ceres on $cores threads)"
+  python3 scripts/gpu/mesh-table.py "$res"/bench-solve-mesh-*.json
+  # Before/after on the GPU: the CG settings before this fix (every step to 1e-6, mesh-solve's
+  # 800 and 1600 iterations at levels 6 and 7) against the defaults, in one process each.
+  for level in 6 7; do
+    for tol in 1e-6 default; do
+      step "nvidia: mesh-solve --level $level, CG tolerance $tol"
+      opts=(--level "$level" --max-iterations 50 --json "$res/mesh-$level-$tol.json")
+      [[ $tol == 1e-6 ]] && opts+=(--cg-tolerance 1e-6 --max-cg $((level == 6 ? 800 : 1600)))
+      timeout "$(cap 120)" build-gpu/bin/mesh-solve --device nvidia "${opts[@]}" | tail -1
+    done
   done
 fi
 
@@ -114,18 +132,8 @@ if want meshsolve; then
     [[ $level == 4 ]] && host=--host
     # shellcheck disable=SC2086 # host is empty or one option
     timeout "$(cap 150)" build-gpu/bin/mesh-solve --device nvidia --level $level \
-      --max-iterations 30 $host --csv "$res/mesh-$level.csv" --json "$res/mesh-$level.json" |
-      tail -6
-  done
-  # The start and CG cap before #27's fix (5% of the radius: 2.65 and 5.29 mean edge lengths at
-  # levels 6 and 7; 200 CG iterations a step), for the before/after of time to convergence.
-  for level in 6 7; do
-    jitter=2.65
-    [[ $level == 7 ]] && jitter=5.29
-    step "nvidia: mesh-solve --level $level, the old start (--jitter $jitter --max-cg 200)"
-    timeout "$(cap 150)" build-gpu/bin/mesh-solve --device nvidia --level $level \
-      --max-iterations 30 --jitter $jitter --max-cg 200 --json "$res/mesh-$level-old.json" |
-      tail -3
+      --max-iterations 50 $host --csv "$res/mesh-$level.csv" --json "$res/mesh-$level.json" |
+      tail -16
   done
 fi
 kp_pack

@@ -164,9 +164,10 @@ static void test_bad_input(void **state)
 
 /* #27's mesh example at level 4 (2,562 vertices, 7,680 edges; levels 6 and 7 cost minutes on
  * PoCL): edge length and smoothness residuals, every vertex started up to 0.66 mean edge lengths
- * off along its radius, blocks of 3, 200 CG iterations a step (mesh-solve's defaults at this
- * level). On the device LM converges within 30 evaluations, and the gradient J^T r at its result,
- * summed on the host from the interpreter, is at most 1e-8 in every coordinate (1e-3 in f32). */
+ * off along its radius, blocks of 3, the solver's default CG tolerance and cap (mesh-solve's
+ * defaults). On the device LM converges within 30 evaluations, and the gradient J^T r at its
+ * result, summed on the host from the interpreter, is at most 1e-8 in every coordinate (1e-3 in
+ * f32). */
 static void test_mesh_converges(void **state)
 {
     (void)state;

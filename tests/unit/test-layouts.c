@@ -332,12 +332,14 @@ PIN(kp_lm_sparse_problem, index, 24);
 PIN(kp_lm_sparse_problem, n_x, 32);
 PIN(kp_lm_sparse_problem, x, 40);
 /* kp_lm_sparse_progress */
-_Static_assert(sizeof(kp_lm_sparse_progress) == 32, "kp_lm_sparse_progress size");
+_Static_assert(sizeof(kp_lm_sparse_progress) == 48, "kp_lm_sparse_progress size");
 PIN(kp_lm_sparse_progress, iteration, 0);
 PIN(kp_lm_sparse_progress, cg_iterations, 4);
 PIN(kp_lm_sparse_progress, cost, 8);
 PIN(kp_lm_sparse_progress, damping, 16);
 PIN(kp_lm_sparse_progress, accepted, 24);
+PIN(kp_lm_sparse_progress, gradient_max, 32);
+PIN(kp_lm_sparse_progress, cg_residual, 40);
 /* kp_lm_sparse_options */
 _Static_assert(sizeof(kp_lm_sparse_options) == 112, "kp_lm_sparse_options size");
 PIN(kp_lm_sparse_options, struct_size, 0);
