@@ -3,6 +3,7 @@
  * (and on GPU work-group shapes), the logits' gradient against finite differences of a double
  * model, determinism, hard mode against logic.eval_packed and the packed run (kp_ca_packed_*),
  * bad configurations, and a small rule trained to an exact circuit. */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -662,6 +663,16 @@ static void test_kernel_rejects(void **state)
                                            "gates, but it gives the 2 channels of the new state");
     OK(kp_buffer_write(rt, buf[0], (size_t)(net.n_layers - 1) * 4, 4,
                        &net.layers[net.n_layers - 1]));
+    /* More layers than gates: a broadcast `layers` of 2^31 - 1 entries, refused before it is
+     * read. */
+    a[3].tensor.shape[0] = INT_MAX;
+    a[3].tensor.strides[0] = 0;
+    assert_int_equal(kp_kernel_launch(rt, k, a, 10, NULL), KP_ERR_INVALID_ARG);
+    snprintf(want, sizeof want,
+             "kernel logic.ca_step: layers: %d layers for %lld gates (at most one layer a gate)",
+             INT_MAX - 1, (long long)G);
+    assert_string_equal(kp_last_error(rt), want);
+    a[3] = kp_arg_tensor("layers", kp_tensor_1d(buf[0], KP_I32, net.n_layers + 1));
     /* Cells that are not whole grids. */
     a[9] = kp_arg_int("width", 5);
     assert_int_equal(kp_kernel_launch(rt, k, a, 10, NULL), KP_ERR_INVALID_ARG);
