@@ -167,9 +167,11 @@ int main(int argc, char **argv)
         }
         fprintf(pr.csv, "iteration,cost,cg_iterations,damping,accepted,seconds\n");
     }
+    kp_lm_options lo = kp_lm_options_default();
+    lo.max_iterations = (uint32_t)max_it;
+    lo.function_tolerance = 1e-10;
     kp_lm_sparse_options so = kp_lm_sparse_options_default();
-    so.lm.max_iterations = (uint32_t)max_it;
-    so.lm.function_tolerance = 1e-10;
+    so.lm = &lo;
     so.block_size = (uint32_t)block;
     /* Jacobi and block-Jacobi leave the condition number of J^T J growing about 4 times per
      * level (a Laplacian's), so CG needs about twice the iterations per level for the same

@@ -377,9 +377,12 @@ typedef struct kp_lm_sparse_progress {
 
 typedef struct kp_lm_sparse_options {
     uint32_t struct_size;
-    kp_lm_options lm;           /* iterations, tolerances, damping, loss (as for small problems) */
     uint32_t max_cg_iterations; /* per step (default 200) */
-    double cg_tolerance;        /* stop CG when |residual| <= this * |J^T r| (default 1e-6) */
+    /* Iterations, tolerances, damping, loss (as for small problems): the caller's kp_lm_options,
+     * a structure of its own that grows by its own struct_size, read during the call; NULL:
+     * kp_lm_options_default()'s. */
+    const kp_lm_options *lm;
+    double cg_tolerance; /* stop CG when |residual| <= this * |J^T r| (default 1e-6) */
     void (*progress)(void *user, const kp_lm_sparse_progress *p); /* may be NULL */
     void *user;
     /* The preconditioner's blocks: 1 (Jacobi, the default) or up to 8 consecutive parameters
