@@ -29,7 +29,8 @@ enum { S_LOSS, S_HLOSS, S_CELLS, S_NORM, S_COEF, S_HI, S_LO, S_N };
 
 struct kp_ca {
     kp_runtime *rt;
-    kp_ca_options o;
+    kp_ca_options o; /* o.net points at cfg, the caller's configuration copied */
+    kp_logic_ca_config cfg;
     kp_logic_ca_net net;
     int64_t C, N, G, P, A, T;
     kp_kernel *step, *backward, *dw, *coeffs;
@@ -175,7 +176,7 @@ static kp_status check_options(kp_runtime *rt, const kp_ca_options *o, kp_logic_
                                  "kp_ca_create: lr %g, clip_norm %g: lr must be at least 0 and "
                                  "clip_norm positive",
                                  o->lr, o->clip_norm);
-    if (kp_logic_ca_net_build(&o->net, net, why, sizeof why) != 0)
+    if (kp_logic_ca_net_build(o->net, net, why, sizeof why) != 0)
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG, "kp_ca_create: %s", why);
     return KP_OK;
 }
@@ -252,6 +253,10 @@ kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out
                                  "kp_ca_create: options: struct_size %u, expected %zu (start from "
                                  "kp_ca_options_default)",
                                  options->struct_size, sizeof(kp_ca_options));
+    if (!options->net)
+        return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
+                                 "kp_ca_create: options: net is NULL (set it to the networks' "
+                                 "kp_logic_ca_config)");
     kp_ca *ca = calloc(1, sizeof *ca);
     if (!ca)
         return kp_last_error_set(rt, KP_ERR_OUT_OF_MEMORY, "kp_ca_create: out of host memory");
@@ -262,6 +267,13 @@ kp_status kp_ca_create(kp_runtime *rt, const kp_ca_options *options, kp_ca **out
         free(ca);
         return st;
     }
+    /* The caller's configuration need not outlive the call: its bytes up to its struct_size (0:
+     * the first layout), none past this library's layout. */
+    const size_t given =
+        options->net->struct_size ? options->net->struct_size : KP_LOGIC_CA_CONFIG_FIRST;
+    memcpy(&ca->cfg, options->net, given < sizeof ca->cfg ? given : sizeof ca->cfg);
+    ca->cfg.struct_size = sizeof ca->cfg;
+    ca->o.net = &ca->cfg;
     ca->C = ca->net.channels;
     ca->N = (int64_t)options->batch * options->height * options->width;
     ca->G = ca->net.n_gates;

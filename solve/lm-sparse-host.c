@@ -12,10 +12,8 @@
 
 kp_lm_sparse_options kp_lm_sparse_options_default(void)
 {
-    return (kp_lm_sparse_options){.struct_size = sizeof(kp_lm_sparse_options),
-                                  .lm = kp_lm_options_default(),
-                                  .cg_tolerance = 1e-3,
-                                  .block_size = 1};
+    return (kp_lm_sparse_options){
+        .struct_size = sizeof(kp_lm_sparse_options), .cg_tolerance = 1e-3, .block_size = 1};
 }
 
 uint32_t kp__lm_max_cg(const kp_lm_sparse_options *o, size_t P)
@@ -26,10 +24,16 @@ uint32_t kp__lm_max_cg(const kp_lm_sparse_options *o, size_t P)
     return cap < 100 ? 100 : cap > 1e6 ? 1000000 : (uint32_t)cap;
 }
 
+kp_lm_options kp__lm_sparse_lm(const kp_lm_sparse_options *opt)
+{
+    return opt && opt->lm ? *opt->lm : kp_lm_options_default();
+}
+
 /* The problem's state: the weighted residuals and Jacobian at x (cur) and at the trial point. */
 typedef struct sparse {
     const kp_expr_graph *g;
     const kp_lm_sparse_options *opt;
+    kp_lm_options lm_opt; /* opt->lm's, or the defaults */
     const kp_lm_sparse_problem *pb;
     size_t n, P;
     uint32_t S, O, D;
@@ -64,7 +68,7 @@ static double evaluate(sparse *sp, const double *x, int k)
                       sp->scratch);
         for (uint32_t o = 0; o < O; o++) {
             double rho, rho1;
-            kp__lm_loss(&sp->opt->lm, sp->r1[o] * sp->r1[o], &rho, &rho1);
+            kp__lm_loss(&sp->lm_opt, sp->r1[o] * sp->r1[o], &rho, &rho1);
             cost += rho;
             const double w = sqrt(rho1);
             sp->wr[k][i * O + o] = w * sp->r1[o];
@@ -212,7 +216,7 @@ static int normal(sparse *sp)
         finite &= isfinite(sp->g_[q]) != 0;
     jtu(sp, NULL, sp->d);
     for (size_t q = 0; q < sp->P; q++) {
-        const double v = sp->d[q], lo = sp->opt->lm.min_diagonal;
+        const double v = sp->d[q], lo = sp->lm_opt.min_diagonal;
         sp->D_[q] = v < lo ? lo : v > 1e32 ? 1e32 : v;
     }
     for (size_t k = 0; sp->bs > 1 && k * sp->bs < sp->P; k++)
@@ -284,6 +288,11 @@ kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options
         return kp__solve_fail(KP_ERR_INVALID_ARG,
                               "%s: the graph must be valid, with outputs and parameters%s%s", fn,
                               g->status ? ": " : "", g->message);
+    if (opt && opt->lm && opt->lm->struct_size < sizeof *opt->lm)
+        return kp__solve_fail(KP_ERR_INVALID_ARG,
+                              "%s: options.lm: struct_size %u is too small (set it to "
+                              "sizeof(kp_lm_options), or start from kp_lm_options_default)",
+                              fn, opt->lm->struct_size);
     if (opt && opt->block_size > 8)
         return kp__solve_fail(KP_ERR_INVALID_ARG, "%s: block_size %u (at most 8)", fn,
                               opt->block_size);
@@ -374,6 +383,7 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
     const double t_start = now();
     sparse sp = {.g = g,
                  .opt = opt ? opt : &defaults,
+                 .lm_opt = kp__lm_sparse_lm(opt),
                  .pb = pb,
                  .n = pb->n_instances,
                  .P = pb->n_x,
@@ -385,7 +395,7 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
         sparse_free(&sp);
         return kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve_host: out of host memory");
     }
-    const kp_lm_options *o = &sp.opt->lm;
+    const kp_lm_options *o = &sp.lm_opt;
     double *x = pb->x;
     double cost = evaluate(&sp, x, sp.cur);
     int32_t it = 1;

@@ -79,6 +79,7 @@ typedef struct dev {
     double *host_partial, *host_g;
     int cur;
     const kp_lm_sparse_options *opt;
+    kp_lm_options lm_opt; /* opt->lm's, or the defaults */
     kp_status st;
     double seconds[4];
 } dev;
@@ -182,7 +183,7 @@ static void jtu(dev *v, int k, kp_buffer *u, kp_buffer *out, int square)
 static double evaluate(dev *v, kp_buffer *x, int k)
 {
     const double t0 = now();
-    const kp_lm_options *o = &v->opt->lm;
+    const kp_lm_options *o = &v->lm_opt;
     double cost = NAN;
     if (v->st == KP_OK) {
         kp_tensor data = {0};
@@ -237,7 +238,7 @@ static int normal(dev *v)
     const double t0 = now();
     jtu(v, v->cur, v->r[v->cur], v->g, 0);
     jtu(v, v->cur, v->r[v->cur], v->d, 1);
-    vec(v, 3, v->opt->lm.min_diagonal, 1e32, vecP(v, v->d), vecP(v, v->d), vecP(v, v->d),
+    vec(v, 3, v->lm_opt.min_diagonal, 1e32, vecP(v, v->d), vecP(v, v->d), vecP(v, v->d),
         vecP(v, v->D));
     if (v->bs > 1) {
         kp_arg args[] = {
@@ -361,7 +362,8 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
              .O = g->n_outputs,
              .e = lm->f32 ? 4 : 8,
              .nd = g->n_data,
-             .opt = opt ? opt : &defaults};
+             .opt = opt ? opt : &defaults,
+             .lm_opt = kp__lm_sparse_lm(opt)};
     int32_t *tptr = calloc(v.P + 1, sizeof *tptr), *tent = malloc((v.n * v.S + 1) * sizeof *tent);
     v.host_partial = malloc(DOT_SLOTS * DOT_PARTS * sizeof(double));
     v.host_g = malloc((v.P + 1) * sizeof(double));
@@ -408,7 +410,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
         release(&v);
         return v.st;
     }
-    const kp_lm_options *o = &v.opt->lm;
+    const kp_lm_options *o = &v.lm_opt;
     double cost = evaluate(&v, v.x, v.cur);
     int32_t it = 1;
     int64_t cg_total = 0;

@@ -133,6 +133,9 @@ kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[7]);
 uint32_t kp__lm_max_cg(const kp_lm_sparse_options *o, size_t P);
 
 /* The checks kp_lm_sparse_solve_host and kp_lm_sparse_solve share (every index in range). */
+/* The LM options of a sparse solve: *opt->lm (struct_size checked by kp__lm_sparse_check), or
+ * kp_lm_options_default() when opt or opt->lm is NULL. */
+kp_lm_options kp__lm_sparse_lm(const kp_lm_sparse_options *opt);
 kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
                               const kp_lm_sparse_problem *pb, const kp_lm_sparse_report *rep,
                               const char *fn);

@@ -603,9 +603,11 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     if (!x)
         die("mesh", "out of host memory");
     int steps = 0;
+    kp_lm_options lo = kp_lm_options_default();
+    lo.max_iterations = MAX_IT;
+    lo.function_tolerance = ftol;
     kp_lm_sparse_options so = kp_lm_sparse_options_default();
-    so.lm.max_iterations = MAX_IT;
-    so.lm.function_tolerance = ftol;
+    so.lm = &lo;
     so.block_size = 3;
     so.progress = count_step;
     so.user = &steps;

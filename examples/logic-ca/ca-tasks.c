@@ -17,10 +17,11 @@ int ca_task_find(const char *name, int async, uint64_t seed, ca_task *out)
 {
     kp_ca_options o = kp_ca_options_default();
     o.seed = seed;
-    o.net.seed = seed;
-    o.net.n_perceive = 3;
-    o.net.perceive[0] = 8, o.net.perceive[1] = 4, o.net.perceive[2] = 2;
-    o.net.kernels = 16;
+    kp_logic_ca_config net = {.struct_size = sizeof net,
+                              .seed = seed,
+                              .n_perceive = 3,
+                              .perceive = {8, 4, 2},
+                              .kernels = 16};
     int64_t train_steps;
     ca_task_kind kind;
     if (strcmp(name, "checkerboard") == 0) {
@@ -30,11 +31,11 @@ int ca_task_find(const char *name, int async, uint64_t seed, ca_task *out)
         static const int32_t asyn[] = {256, 256, 256, 256, 256, 256, 256, 256, 256, 256,
                                        256, 256, 256, 256, 128, 64,  32,  16,  8,   8};
         kind = TASK_CHECKERBOARD;
-        o.net.channels = 8;
+        net.channels = 8;
         if (async)
-            set_update(&o.net, asyn, 20);
+            set_update(&net, asyn, 20);
         else
-            set_update(&o.net, sync, 16);
+            set_update(&net, sync, 16);
         o.height = o.width = async ? 14 : 16;
         o.batch = async ? 1 : 2;
         o.steps = async ? 50 : 20;
@@ -49,14 +50,14 @@ int ca_task_find(const char *name, int async, uint64_t seed, ca_task *out)
                                       128, 128, 128, 128, 64,  32,  16,  8,   4,   2,   1};
         static const int32_t xr[] = {8, 4, 2, 1};
         kind = strcmp(name, "gol") == 0 ? TASK_GOL : TASK_XOR;
-        o.net.channels = 1;
-        o.net.n_perceive = 4;
-        o.net.perceive[3] = 1;
+        net.channels = 1;
+        net.n_perceive = 4;
+        net.perceive[3] = 1;
         if (kind == TASK_GOL) {
-            set_update(&o.net, gol, 23);
+            set_update(&net, gol, 23);
         } else {
-            o.net.kernels = 4;
-            set_update(&o.net, xr, 4);
+            net.kernels = 4;
+            set_update(&net, xr, 4);
         }
         o.height = o.width = 3;
         o.batch = 512;
@@ -65,7 +66,9 @@ int ca_task_find(const char *name, int async, uint64_t seed, ca_task *out)
     } else {
         return 0;
     }
-    *out = (ca_task){.name = name, .kind = kind, .options = o, .train_steps = train_steps};
+    *out =
+        (ca_task){.name = name, .kind = kind, .net = net, .options = o, .train_steps = train_steps};
+    out->options.net = &out->net;
     return 1;
 }
 
@@ -288,7 +291,7 @@ static int save_circuit(const char *path, const ca_task *task, kp_ca *ca, const 
             "(dy - 1, dx - 1)); row %lld + g: gate g's output\n# the last %lld gates are the new "
             "state's channels; active parameters (not wires, feeding an output): %lld\n"
             "gate layer a b op param\n",
-            task->name, (long long)C, net->kernels, (unsigned long long)task->options.net.seed,
+            task->name, (long long)C, net->kernels, (unsigned long long)task->net.seed,
             (long long)(9 * C - 1), (long long)(9 * C), (long long)C,
             (long long)kp_ca_active_params(ca, ops));
     for (int32_t l = 0; l < net->n_layers; l++)

@@ -14,8 +14,9 @@ typedef enum ca_task_kind { TASK_CHECKERBOARD, TASK_GOL, TASK_XOR } ca_task_kind
 typedef struct ca_task {
     const char *name;
     ca_task_kind kind;
-    kp_ca_options options; /* the training CA */
-    int64_t train_steps;   /* the reference's training steps */
+    kp_logic_ca_config net; /* the training CA's networks */
+    kp_ca_options options;  /* the training CA; options.net points at net */
+    int64_t train_steps;    /* the reference's training steps */
 } ca_task;
 
 /* The task called `name` ("checkerboard", "gol", "xor"), asynchronous where asked

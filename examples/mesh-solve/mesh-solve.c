@@ -174,9 +174,11 @@ int main(int argc, char **argv)
         fprintf(pr.csv, "iteration,cost,cg_iterations,damping,accepted,seconds,gradient_max,"
                         "cg_residual\n");
     }
+    kp_lm_options lo = kp_lm_options_default();
+    lo.max_iterations = (uint32_t)max_it;
+    lo.function_tolerance = 1e-10;
     kp_lm_sparse_options so = kp_lm_sparse_options_default();
-    so.lm.max_iterations = (uint32_t)max_it;
-    so.lm.function_tolerance = 1e-10;
+    so.lm = &lo;
     so.block_size = (uint32_t)block;
     so.max_cg_iterations = (uint32_t)max_cg;
     so.cg_tolerance = cg_tol;

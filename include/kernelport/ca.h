@@ -28,8 +28,10 @@ typedef struct kp_ca kp_ca;
 /* A CA, its grids and its training. Start from kp_ca_options_default (which sets struct_size):
  * members are added at the end only. */
 typedef struct kp_ca_options {
-    uint32_t struct_size;   /* sizeof(kp_ca_options) */
-    kp_logic_ca_config net; /* the gate networks (kp_logic_ca_config_check's rules) */
+    uint32_t struct_size; /* sizeof(kp_ca_options) */
+    /* The gate networks (kp_logic_ca_config_check's rules): the caller's configuration, a
+     * structure of its own that grows by its own struct_size; read by kp_ca_create only. */
+    const kp_logic_ca_config *net;
     int32_t height, width;  /* each grid's cells, 1 .. 65535 */
     int32_t batch;          /* grids side by side: N = batch height width cells */
     int32_t steps;          /* T steps per rollout, >= 1 */
@@ -46,8 +48,8 @@ typedef struct kp_ca_options {
 } kp_ca_options;
 
 /* The checkerboard experiment's training options (lr 0.05, betas 0.9 and 0.99, eps 1e-8, weight
- * decay 0.01, clipping at 100), synchronous, periodic, random_init 0; the caller sets net, the
- * grid, batch and steps. */
+ * decay 0.01, clipping at 100), synchronous, periodic, random_init 0; the caller sets net (NULL
+ * here), the grid, batch and steps. */
 KP_API kp_ca_options kp_ca_options_default(void);
 
 /*

@@ -380,8 +380,11 @@ typedef struct kp_lm_sparse_progress {
 
 typedef struct kp_lm_sparse_options {
     uint32_t struct_size;
-    kp_lm_options lm;           /* iterations, tolerances, damping, loss (as for small problems) */
     uint32_t max_cg_iterations; /* per step; 0 (the default): 4 sqrt(P), at least 100 */
+    /* Iterations, tolerances, damping, loss (as for small problems): the caller's kp_lm_options,
+     * a structure of its own that grows by its own struct_size, read during the call; NULL:
+     * kp_lm_options_default()'s. */
+    const kp_lm_options *lm;
     /* Each step's CG stops when |residual| <= this * |J^T r| (default 1e-3: an inexact Newton
      * step; docs/solve.md says why not looser, nor an Eisenstat-Walker sequence). */
     double cg_tolerance;

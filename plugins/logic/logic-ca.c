@@ -203,6 +203,13 @@ static kp_status check_net(kp_launch *l, const kp_call *call, int states, int ne
                                 "a_idx, C: %lld gates and %lld coefficient rows cannot give %lld "
                                 "channels",
                                 (long long)d.G, (long long)d.P, (long long)d.C);
+    /* Each cell walks the L layers, and the tables' check reads all L + 1 offsets: a broadcast
+     * `layers` of 2^31 entries cost 8 GiB of host memory there (and a device loop of 2^31
+     * without the check), for a network whose G gates fill at most G layers. */
+    if (d.L > d.G)
+        return logic_host->fail(l, KP_ERR_INVALID_ARG,
+                                "layers: %lld layers for %lld gates (at most one layer a gate)",
+                                (long long)d.L, (long long)d.G);
     if (d.H < 1 || d.W < 1 || d.H > 65535 || d.W > 65535)
         return logic_host->fail(l, KP_ERR_INVALID_ARG,
                                 "height, width: %lld x %lld is not a grid (1 .. 65535 each)",

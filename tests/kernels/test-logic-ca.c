@@ -3,6 +3,7 @@
  * (and on GPU work-group shapes), the logits' gradient against finite differences of a double
  * model, determinism, hard mode against logic.eval_packed and the packed run (kp_ca_packed_*),
  * bad configurations, and a small rule trained to an exact circuit. */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,16 +36,19 @@ static int teardown(void **state)
 }
 
 /* A small CA: 2 channels, 2 kernels {8, 4}, update 18 -> 12 -> 6 -> 3 -> 2, 4 x 3 grids. */
+static const kp_logic_ca_config small_net = {.struct_size = sizeof small_net,
+                                             .channels = 2,
+                                             .kernels = 2,
+                                             .n_perceive = 2,
+                                             .perceive = {8, 4},
+                                             .n_update = 4,
+                                             .update = {12, 6, 3, 2},
+                                             .seed = 5};
+
 static kp_ca_options small_options(int32_t steps, double fire_rate, int32_t boundary)
 {
     kp_ca_options o = kp_ca_options_default();
-    o.net = (kp_logic_ca_config){.channels = 2,
-                                 .kernels = 2,
-                                 .n_perceive = 2,
-                                 .perceive = {8, 4},
-                                 .n_update = 4,
-                                 .update = {12, 6, 3, 2},
-                                 .seed = 5};
+    o.net = &small_net;
     o.height = 4;
     o.width = 3;
     o.batch = 2;
@@ -96,7 +100,7 @@ static void test_net_structure(void **state)
     const kp_ca_options o = small_options(1, 1, 0);
     kp_logic_ca_net net, again;
     char why[256];
-    assert_int_equal(kp_logic_ca_net_build(&o.net, &net, why, sizeof why), 0);
+    assert_int_equal(kp_logic_ca_net_build(o.net, &net, why, sizeof why), 0);
     assert_int_equal(net.n_layers, 6);
     assert_int_equal(net.n_gates, 2 * 2 * (8 + 4) + 12 + 6 + 3 + 2);
     assert_int_equal(net.n_params, 2 * (8 + 4) + 12 + 6 + 3 + 2);
@@ -119,7 +123,7 @@ static void test_net_structure(void **state)
             assert_int_equal(net.csr_entries[e] & 1 ? net.b_idx[g] : net.a_idx[g], r);
         }
     assert_int_equal(net.csr_start[net.n_rows], 2 * net.n_gates);
-    assert_int_equal(kp_logic_ca_net_build(&o.net, &again, NULL, 0), 0);
+    assert_int_equal(kp_logic_ca_net_build(o.net, &again, NULL, 0), 0);
     assert_memory_equal(net.a_idx, again.a_idx, (size_t)net.n_gates * sizeof(int32_t));
     assert_memory_equal(net.b_idx, again.b_idx, (size_t)net.n_gates * sizeof(int32_t));
     kp_logic_ca_net_free(&net);
@@ -130,33 +134,55 @@ static void test_net_structure(void **state)
 static void test_bad_configs(void **state)
 {
     kp_ca_options o = small_options(1, 1, 0);
+    kp_logic_ca_config cfg = small_net;
+    o.net = &cfg;
     kp_logic_ca_net net;
     char why[256];
-    o.net.channels = 0;
-    assert_int_equal(kp_logic_ca_net_build(&o.net, &net, why, sizeof why), -1);
+    cfg.channels = 0;
+    assert_int_equal(kp_logic_ca_net_build(&cfg, &net, why, sizeof why), -1);
     assert_string_equal(why, "channels: 0 is not in 1 .. 4096");
     kp_ca *ca = (kp_ca *)1;
     assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
     assert_null(ca);
     assert_string_equal(kp_last_error(rt), "kp_ca_create: channels: 0 is not in 1 .. 4096");
     /* A layer too narrow to read every output of the one before. */
-    o = small_options(1, 1, 0);
-    o.net.update[1] = 5;
+    cfg = small_net;
+    cfg.update[1] = 5;
     assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
     assert_string_equal(kp_last_error(rt),
                         "kp_ca_create: update layer 1: 5 gates cannot read all 12 outputs of the "
                         "layer before (2 x gates must be at least the inputs)");
-    o = small_options(1, 1, 0);
-    o.net.update[3] = 3;
+    cfg = small_net;
+    cfg.update[3] = 3;
     assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
     assert_string_equal(kp_last_error(rt),
                         "kp_ca_create: update layer 3: 3 gates, but the last layer gives the 2 "
                         "channels of the new state");
-    o = small_options(1, 1, 0);
-    o.net.perceive[0] = 6;
+    cfg = small_net;
+    cfg.perceive[0] = 6;
     assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
     assert_string_equal(kp_last_error(rt), "kp_ca_create: perceive layer 0: 6 gates, but the "
                                            "first layer has one per neighbour (8)");
+    /* The configuration's own struct_size: 0 is its first layout, below that is refused. */
+    cfg = small_net;
+    cfg.struct_size = 8;
+    assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
+    snprintf(why, sizeof why,
+             "kp_ca_create: config: struct_size 8 is below %zu (its first layout): set it to "
+             "sizeof(kp_logic_ca_config), or leave it 0",
+             (size_t)KP_LOGIC_CA_CONFIG_FIRST);
+    assert_string_equal(kp_last_error(rt), why);
+    cfg.struct_size = 0;
+    ca = make(&o);
+    /* kp_ca_create copied it: the caller's may change or go. */
+    memset(&cfg, 0xff, sizeof cfg);
+    assert_int_equal(kp_ca_net(ca)->channels, 2);
+    OK(kp_ca_train_step(ca, 1));
+    kp_ca_destroy(ca);
+    o.net = NULL;
+    assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_last_error(rt), "kp_ca_create: options: net is NULL (set it to the "
+                                           "networks' kp_logic_ca_config)");
     o = small_options(1, 1, 0);
     o.fire_rate = 0;
     assert_int_equal(kp_ca_create(rt, &o, &ca), KP_ERR_INVALID_ARG);
@@ -612,7 +638,7 @@ static void test_kernel_rejects(void **state)
 {
     const kp_ca_options o = small_options(1, 1, 0);
     kp_logic_ca_net net;
-    assert_int_equal(kp_logic_ca_net_build(&o.net, &net, NULL, 0), 0);
+    assert_int_equal(kp_logic_ca_net_build(o.net, &net, NULL, 0), 0);
     const int64_t C = net.channels, G = net.n_gates, A = net.n_rows, N = 24;
     kp_buffer *buf[7];
     const int32_t *tables[] = {net.layers, net.a_idx, net.b_idx, net.param};
@@ -662,6 +688,16 @@ static void test_kernel_rejects(void **state)
                                            "gates, but it gives the 2 channels of the new state");
     OK(kp_buffer_write(rt, buf[0], (size_t)(net.n_layers - 1) * 4, 4,
                        &net.layers[net.n_layers - 1]));
+    /* More layers than gates: a broadcast `layers` of 2^31 - 1 entries, refused before it is
+     * read. */
+    a[3].tensor.shape[0] = INT_MAX;
+    a[3].tensor.strides[0] = 0;
+    assert_int_equal(kp_kernel_launch(rt, k, a, 10, NULL), KP_ERR_INVALID_ARG);
+    snprintf(want, sizeof want,
+             "kernel logic.ca_step: layers: %d layers for %lld gates (at most one layer a gate)",
+             INT_MAX - 1, (long long)G);
+    assert_string_equal(kp_last_error(rt), want);
+    a[3] = kp_arg_tensor("layers", kp_tensor_1d(buf[0], KP_I32, net.n_layers + 1));
     /* Cells that are not whole grids. */
     a[9] = kp_arg_int("width", 5);
     assert_int_equal(kp_kernel_launch(rt, k, a, 10, NULL), KP_ERR_INVALID_ARG);

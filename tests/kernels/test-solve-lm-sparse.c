@@ -89,10 +89,12 @@ static void test_icosphere_on_device(void **state)
                                    .index = index,
                                    .n_x = (size_t)m.nv * 3,
                                    .x = x};
+        kp_lm_options lo = kp_lm_options_default();
+        lo.function_tolerance = f32 ? 1e-6 : 1e-12;
+        lo.loss = loss ? KP_LOSS_HUBER : KP_LOSS_SQUARED;
+        lo.loss_scale = 0.05;
         kp_lm_sparse_options o = kp_lm_sparse_options_default();
-        o.lm.function_tolerance = f32 ? 1e-6 : 1e-12;
-        o.lm.loss = loss ? KP_LOSS_HUBER : KP_LOSS_SQUARED;
-        o.lm.loss_scale = 0.05;
+        o.lm = &lo;
         o.block_size = loss ? 3 : 1;
         kp_lm_sparse_report rep = {.struct_size = sizeof rep}, hrep = rep;
         if (kp_lm_sparse_solve(lm, &o, &pb, &rep) != KP_OK)
@@ -205,9 +207,11 @@ static void test_mesh_converges(void **state)
     kp_lm_sparse *lm;
     assert_int_equal(kp_lm_sparse_create(rt, g, KP_PRECISION_AUTO, &lm), KP_OK);
     const int f32 = kp_lm_sparse_precision(lm) == KP_PRECISION_F32;
+    kp_lm_options lo = kp_lm_options_default();
+    lo.max_iterations = 30;
+    lo.function_tolerance = 1e-10;
     kp_lm_sparse_options o = kp_lm_sparse_options_default();
-    o.lm.max_iterations = 30;
-    o.lm.function_tolerance = 1e-10;
+    o.lm = &lo;
     o.block_size = 3;
     kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
                                .n_instances = (size_t)m.ne,

@@ -341,14 +341,14 @@ PIN(kp_lm_sparse_progress, accepted, 24);
 PIN(kp_lm_sparse_progress, gradient_max, 32);
 PIN(kp_lm_sparse_progress, cg_residual, 40);
 /* kp_lm_sparse_options */
-_Static_assert(sizeof(kp_lm_sparse_options) == 112, "kp_lm_sparse_options size");
+_Static_assert(sizeof(kp_lm_sparse_options) == 48, "kp_lm_sparse_options size");
 PIN(kp_lm_sparse_options, struct_size, 0);
+PIN(kp_lm_sparse_options, max_cg_iterations, 4);
 PIN(kp_lm_sparse_options, lm, 8);
-PIN(kp_lm_sparse_options, max_cg_iterations, 72);
-PIN(kp_lm_sparse_options, cg_tolerance, 80);
-PIN(kp_lm_sparse_options, progress, 88);
-PIN(kp_lm_sparse_options, user, 96);
-PIN(kp_lm_sparse_options, block_size, 104);
+PIN(kp_lm_sparse_options, cg_tolerance, 16);
+PIN(kp_lm_sparse_options, progress, 24);
+PIN(kp_lm_sparse_options, user, 32);
+PIN(kp_lm_sparse_options, block_size, 40);
 /* kp_lm_sparse_report */
 _Static_assert(sizeof(kp_lm_sparse_report) == 72, "kp_lm_sparse_report size");
 PIN(kp_lm_sparse_report, struct_size, 0);
@@ -376,34 +376,35 @@ PIN(kp_logic_ca_net, param_start, 72);
 PIN(kp_logic_ca_net, csr_start, 80);
 PIN(kp_logic_ca_net, csr_entries, 88);
 /* kp_logic_ca_config */
-_Static_assert(sizeof(kp_logic_ca_config) == 184, "kp_logic_ca_config size");
-PIN(kp_logic_ca_config, channels, 0);
-PIN(kp_logic_ca_config, kernels, 4);
-PIN(kp_logic_ca_config, n_perceive, 8);
-PIN(kp_logic_ca_config, perceive, 12);
-PIN(kp_logic_ca_config, n_update, 44);
-PIN(kp_logic_ca_config, update, 48);
-PIN(kp_logic_ca_config, seed, 176);
+_Static_assert(sizeof(kp_logic_ca_config) == 192, "kp_logic_ca_config size");
+PIN(kp_logic_ca_config, struct_size, 0);
+PIN(kp_logic_ca_config, channels, 4);
+PIN(kp_logic_ca_config, kernels, 8);
+PIN(kp_logic_ca_config, n_perceive, 12);
+PIN(kp_logic_ca_config, perceive, 16);
+PIN(kp_logic_ca_config, n_update, 48);
+PIN(kp_logic_ca_config, update, 52);
+PIN(kp_logic_ca_config, seed, 184);
 /* kp_ca_options */
-_Static_assert(sizeof(kp_ca_options) == 304, "kp_ca_options size");
+_Static_assert(sizeof(kp_ca_options) == 128, "kp_ca_options size");
 PIN(kp_ca_options, struct_size, 0);
 PIN(kp_ca_options, net, 8);
-PIN(kp_ca_options, height, 192);
-PIN(kp_ca_options, width, 196);
-PIN(kp_ca_options, batch, 200);
-PIN(kp_ca_options, steps, 204);
-PIN(kp_ca_options, boundary, 208);
-PIN(kp_ca_options, fire_rate, 216);
-PIN(kp_ca_options, random_init, 224);
-PIN(kp_ca_options, seed, 232);
-PIN(kp_ca_options, inference_only, 240);
-PIN(kp_ca_options, lr, 248);
-PIN(kp_ca_options, beta1, 256);
-PIN(kp_ca_options, beta2, 264);
-PIN(kp_ca_options, eps, 272);
-PIN(kp_ca_options, weight_decay, 280);
-PIN(kp_ca_options, clip_norm, 288);
-PIN(kp_ca_options, clip_elementwise, 296);
+PIN(kp_ca_options, height, 16);
+PIN(kp_ca_options, width, 20);
+PIN(kp_ca_options, batch, 24);
+PIN(kp_ca_options, steps, 28);
+PIN(kp_ca_options, boundary, 32);
+PIN(kp_ca_options, fire_rate, 40);
+PIN(kp_ca_options, random_init, 48);
+PIN(kp_ca_options, seed, 56);
+PIN(kp_ca_options, inference_only, 64);
+PIN(kp_ca_options, lr, 72);
+PIN(kp_ca_options, beta1, 80);
+PIN(kp_ca_options, beta2, 88);
+PIN(kp_ca_options, eps, 96);
+PIN(kp_ca_options, weight_decay, 104);
+PIN(kp_ca_options, clip_norm, 112);
+PIN(kp_ca_options, clip_elementwise, 120);
 /* kp_ca_packed_options */
 _Static_assert(sizeof(kp_ca_packed_options) == 24, "kp_ca_packed_options size");
 PIN(kp_ca_packed_options, struct_size, 0);
@@ -425,6 +426,7 @@ _Static_assert(KP__FIRST_kp_bench_result == 80, "kp_bench_result first layout");
 _Static_assert(KP__FIRST_kp_tune_options == 64, "kp_tune_options first layout");
 _Static_assert(KP__FIRST_kp_tune_result == 1080, "kp_tune_result first layout");
 _Static_assert(KP__FIRST_kp_tuning_match == 40, "kp_tuning_match first layout");
+_Static_assert(KP_LOGIC_CA_CONFIG_FIRST == 192, "kp_logic_ca_config first layout");
 #endif
 
 /* Every structure the public headers define, pinned above. */
@@ -438,6 +440,38 @@ static const char *const pinned[] = {
     "kp_expr_graph_info",     "kp_lm_options",        "kp_lm_batch",         "kp_lm_sparse_problem",
     "kp_lm_sparse_progress",  "kp_lm_sparse_options", "kp_lm_sparse_report", "kp_ca_options",
     "kp_ca_packed_options",   "kp_logic_ca_config",   "kp_logic_ca_net"};
+
+/* The pinned value types (docs/stability.md), which never grow and so may be members by value;
+ * any other structure is a member through a pointer, so that each grows by its own
+ * struct_size. */
+static const char *const value_types[] = {"kp_tensor", "kp_tuned_value"};
+
+static int is_in(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Fails when the body of struct `name` (from its '{' at `body`) has a member of a pinned
+ * structure, not a value type, by value. */
+static void check_members(const char *header, const char *name, const char *body)
+{
+    for (const char *line = body; line && *line != '}'; line = strchr(line + 1, '\n')) {
+        char type[128], next = 0;
+        const char *decl = line + strspn(line, "\n ");
+        if (strncmp(decl, "const ", 6) == 0)
+            decl += 6;
+        if (sscanf(decl, "%127[a-z0-9_] %c", type, &next) == 2 && next != '*' &&
+            is_in(type, pinned, sizeof pinned / sizeof pinned[0]) &&
+            !is_in(type, value_types, sizeof value_types / sizeof value_types[0]))
+            fail_msg("%s: struct %s has a %s member by value: it could not grow (point at it)",
+                     header, name, type);
+        if (*decl == '}')
+            break;
+    }
+}
 
 /* Each "typedef struct NAME {" of `header` must be in `pinned`; how many it saw. */
 static int check_header(const char *header)
@@ -458,11 +492,9 @@ static int check_header(const char *header)
         char brace = 0;
         if (sscanf(at, "typedef struct %127[a-z0-9_] %c", name, &brace) != 2 || brace != '{')
             continue; /* an opaque handle */
-        int found = 0;
-        for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
-            found |= strcmp(pinned[i], name) == 0;
-        if (!found)
+        if (!is_in(name, pinned, sizeof pinned / sizeof pinned[0]))
             fail_msg("%s: struct %s has no pinned layout in test-layouts.c", header, name);
+        check_members(header, name, strchr(at, '{') + 1);
         seen++;
     }
     return seen;

@@ -50,8 +50,10 @@ static void test_level5_jacobi_defaults(void **state)
     kp_lm_sparse_options o = kp_lm_sparse_options_default();
     assert_int_equal(o.block_size, 1);
     assert_int_equal(o.max_cg_iterations, 0);
-    o.lm.max_iterations = 15;
-    o.lm.function_tolerance = 1e-10;
+    kp_lm_options lm = kp_lm_options_default();
+    lm.max_iterations = 15;
+    lm.function_tolerance = 1e-10;
+    o.lm = &lm;
     steps s = {0};
     o.progress = on_progress;
     o.user = &s;

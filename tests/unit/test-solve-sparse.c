@@ -47,7 +47,9 @@ static void test_icosphere_edges(void **state)
     progress_log log = {0};
     o.progress = on_progress;
     o.user = &log;
-    o.lm.function_tolerance = 1e-12;
+    kp_lm_options lo = kp_lm_options_default();
+    lo.function_tolerance = 1e-12;
+    o.lm = &lo;
     o.block_size = 3;
     kp_lm_sparse_report rep = {.struct_size = sizeof rep};
     if (kp_lm_sparse_solve_host(g, &o, &pb, &rep) != KP_OK)
@@ -66,6 +68,12 @@ static void test_icosphere_edges(void **state)
             d += (x[3 * b + c] - x[3 * a + c]) * (x[3 * b + c] - x[3 * a + c]);
         assert_true(fabs(sqrt(d) - L[k]) < 1e-6);
     }
+    /* The LM options are a structure of their own, checked by their own struct_size. */
+    lo.struct_size = 4;
+    assert_int_equal(kp_lm_sparse_solve_host(g, &o, &pb, &rep), KP_ERR_INVALID_ARG);
+    assert_string_equal(kp_solve_last_error(),
+                        "kp_lm_sparse_solve_host: options.lm: struct_size 4 is too small (set it "
+                        "to sizeof(kp_lm_options), or start from kp_lm_options_default)");
     kp_expr_graph_destroy(g);
     free(L), free(x), free(index), free(m.v), free(m.e);
 }
@@ -94,7 +102,8 @@ static void test_nist_through_cg(void **state)
                                        .n_x = (size_t)p->n_params,
                                        .x = x};
             kp_lm_sparse_options o = kp_lm_sparse_options_default();
-            o.lm = nist_options();
+            const kp_lm_options lo = nist_options();
+            o.lm = &lo;
             o.cg_tolerance = 1e-14;
             kp_lm_sparse_report rep = {.struct_size = sizeof rep};
             assert_int_equal(kp_lm_sparse_solve_host(g, &o, &pb, &rep), KP_OK);

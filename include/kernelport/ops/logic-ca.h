@@ -25,6 +25,7 @@ extern "C" {
  * channels of the new state. Later layers are wired `unique` (kp_logic_wiring_unique).
  */
 typedef struct kp_logic_ca_config {
+    uint32_t struct_size;                       /* sizeof(kp_logic_ca_config); 0: the 0.2 layout */
     int32_t channels;                           /* C >= 1 */
     int32_t kernels;                            /* K >= 1 */
     int32_t n_perceive;                         /* 1 .. KP_LOGIC_CA_MAX_PERCEIVE */
@@ -33,6 +34,10 @@ typedef struct kp_logic_ca_config {
     int32_t update[KP_LOGIC_CA_MAX_UPDATE];     /* widths; the last is C */
     uint64_t seed;                              /* the wirings' seed */
 } kp_logic_ca_config;
+
+/* kp_logic_ca_config's first (0.2) layout, which struct_size 0 stands for; a member added later
+ * is read only when struct_size covers it. */
+#define KP_LOGIC_CA_CONFIG_FIRST (offsetof(kp_logic_ca_config, seed) + sizeof(uint64_t))
 
 /*
  * The flattened network of one cell, what logic.ca_step and logic.ca_step_backward take. Its
@@ -105,6 +110,13 @@ KP_INLINE int kp_logic_ca_config_check(const kp_logic_ca_config *cfg, char *why,
         why = scratch, why_size = sizeof scratch;
     if (!cfg) {
         snprintf(why, why_size, "config: NULL");
+        return -1;
+    }
+    if (cfg->struct_size != 0 && cfg->struct_size < KP_LOGIC_CA_CONFIG_FIRST) {
+        snprintf(why, why_size,
+                 "config: struct_size %u is below %zu (its first layout): set it to "
+                 "sizeof(kp_logic_ca_config), or leave it 0",
+                 cfg->struct_size, (size_t)KP_LOGIC_CA_CONFIG_FIRST);
         return -1;
     }
     if (cfg->channels < 1 || cfg->channels > 4096) {
