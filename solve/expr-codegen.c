@@ -90,6 +90,66 @@ static void operand(const kp_expr_graph *g, const int32_t *num, int32_t id, int 
         snprintf(out, size, "t%d", num[id]);
 }
 
+/* powi with |n| up to this is multiplied out by squaring (t5_1 = x * x, ...): PoCL's pown took 10
+ * times as long as the whole of a cubic residual on the CPU, and at most 4 squarings and 4
+ * products stay within pown's 16 ulp (OpenCL C's bound for float). */
+enum { POWI_PRODUCTS = 16 };
+
+static int powi_products(char **s, size_t *len, int t, const char *x, int32_t n, const char *one)
+{
+    uint32_t m = n < 0 ? 0u - (uint32_t)n : (uint32_t)n;
+    char square[64], acc[64] = "";
+    snprintf(square, sizeof square, "%s", x);
+    int aux = 0, ok = 1;
+    while (m && ok) {
+        if (m & 1) {
+            if (!acc[0])
+                snprintf(acc, sizeof acc, "%s", square);
+            else {
+                ok = kp__str_append(s, len, "    const realv t%d_%d = %s * %s;\n", t, ++aux, acc,
+                                    square);
+                snprintf(acc, sizeof acc, "t%d_%d", t, aux);
+            }
+        }
+        m >>= 1;
+        if (m && ok) {
+            ok = kp__str_append(s, len, "    const realv t%d_%d = %s * %s;\n", t, ++aux, square,
+                                square);
+            snprintf(square, sizeof square, "t%d_%d", t, aux);
+        }
+    }
+    if (n < 0)
+        return ok && kp__str_append(s, len, "    const realv t%d = %s / %s;\n", t, one, acc);
+    return ok && kp__str_append(s, len, "    const realv t%d = %s;\n", t, acc);
+}
+
+int kp__expr_calls_library(const kp_expr_graph *g)
+{
+    for (int32_t id = 0; id < g->n_nodes; id++) {
+        const kp__node *n = &g->nodes[id];
+        switch (n->op) {
+        case KP_EXPR_EXP:
+        case KP_EXPR_LOG:
+        case KP_EXPR_POW:
+        case KP_EXPR_SIN:
+        case KP_EXPR_COS:
+        case KP_EXPR_TAN:
+        case KP_EXPR_ATAN:
+        case KP_EXPR_ATAN2:
+        case KP_EXPR_TANH:
+        case KP_EXPR_SIGMOID:
+            return 1;
+        case KP_EXPR_POWI:
+            if (n->k < -POWI_PRODUCTS || n->k > POWI_PRODUCTS)
+                return 1;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
 static int emit(char **s, size_t *len, const kp_expr_graph *g, const int32_t *num,
                 const int32_t *log_of, int32_t id, int f32)
 {
@@ -149,7 +209,9 @@ static int emit(char **s, size_t *len, const kp_expr_graph *g, const int32_t *nu
         return kp__str_append(s, len, "    const realv t%d = %s(%s, %s);\n", t,
                               kp__expr_op_name(n->op), a, b);
     case KP_EXPR_POWI:
-        return kp__str_append(s, len, "    const realv t%d = KP_POWN(%s, %d);\n", t, a, n->k);
+        if (n->k < -POWI_PRODUCTS || n->k > POWI_PRODUCTS)
+            return kp__str_append(s, len, "    const realv t%d = KP_POWN(%s, %d);\n", t, a, n->k);
+        return powi_products(s, len, t, a, n->k, one);
     case KP_EXPR_SIGMOID:
         return kp__str_append(s, len, "    const realv t%d = %s / (%s + exp(-%s));\n", t, one, one,
                               a);

@@ -166,6 +166,7 @@ kp_status kp__solve_make_source(kp__compiled *c)
     }
     const char *values = strstr(src, "): ");
     c->n_values = values ? atoi(values + 3) : 0;
+    c->calls_library = kp__expr_calls_library(g);
     c->source = src;
     return KP_OK;
 }
@@ -346,16 +347,23 @@ static void cost(const kp_call *call, kp_cost *out)
                       4.0 * g->n_params);
 }
 
-/* LANES 0 resolves to 8 on CPUs, where vector exp and log pay (docs/performance-log/solve.md:
- * Rat43 in f64 on PoCL), and to 1 elsewhere, where an instance a work-item fills a GPU. */
+/* LANES 0 resolves to 8 on CPUs for a residual that calls exp, log and the like, whose vector
+ * forms pay there; to 1 for one of arithmetic and sqrt alone, which a vector does not speed up
+ * (the mesh edge term; a cubic ran 1.5 times as long), and off CPUs, where an instance a
+ * work-item fills a GPU (docs/performance-log/solve.md). */
 static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
     if (index != 1 || value != 0)
         return NULL;
     const kp_device_info *d = kp_host_api_get()->device(l);
-    const int cpu = d && d->type == KP_DEVICE_CPU;
-    *resolved = cpu ? 8 : 1;
-    return cpu ? "8 instances a work-item on CPUs (vector exp, log)" : "an instance a work-item";
+    if (!d || d->type != KP_DEVICE_CPU) {
+        *resolved = 1;
+        return "an instance a work-item off CPUs";
+    }
+    const int calls = user(l)->calls_library;
+    *resolved = calls ? 8 : 1;
+    return calls ? "8 instances a work-item on CPUs (vectors of exp, log, ...)"
+                 : "an instance a work-item: no exp, log, ... to vectorize";
 }
 
 static kp_status create_residual(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
@@ -430,7 +438,8 @@ static kp_status create_residual(kp_runtime *rt, const kp_expr_graph *g, kp_prec
          .default_value = 0,
          .allowed = lanes,
          .n_allowed = 6,
-         .doc = "instances per work-item, a vector of each value; 0: 8 on CPUs, 1 elsewhere"}};
+         .doc = "instances per work-item, a vector of each value; 0: 8 on CPUs where the "
+                "residual calls exp, log, ..., else 1"}};
     const int f32 = prec == KP_PRECISION_F32;
     const kp_kernel_desc desc = {.struct_size = sizeof desc,
                                  .name = name,
