@@ -347,23 +347,39 @@ static void cost(const kp_call *call, kp_cost *out)
                       4.0 * g->n_params);
 }
 
-/* LANES 0 resolves to 8 on CPUs for a residual that calls exp, log and the like, whose vector
- * forms pay there; to 1 for one of arithmetic and sqrt alone, which a vector does not speed up
- * (the mesh edge term; a cubic ran 1.5 times as long), and off CPUs, where an instance a
- * work-item fills a GPU (docs/performance-log/solve.md). */
+/* A work-item's values (n_values of them, LANES wide) stay within this: PoCL's work-group
+ * function ran out of an 8 MiB thread stack at 4168 values x 16 lanes in f64 (533 KB), where
+ * 2116 x 16 (270 KB) ran. */
+enum { LANES_BYTES = 64 * 1024 };
+
+/* LANES 0 resolves on CPUs to a 512-bit vector of instances (8 in f64, 16 in f32) for a residual
+ * that calls exp, log and the like, whose vector forms pay there; to 1 for one of arithmetic and
+ * sqrt alone, which a vector does not speed up (the mesh edge term; a cubic ran 1.5 times as
+ * long), and off CPUs, where an instance a work-item fills a GPU (docs/performance-log/solve.md).
+ * Any value, chosen or set, is halved until the values fit LANES_BYTES. */
 static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
-    if (index != 1 || value != 0)
+    if (index != 1)
         return NULL;
+    const kp__compiled *c = user(l);
     const kp_device_info *d = kp_host_api_get()->device(l);
-    if (!d || d->type != KP_DEVICE_CPU) {
-        *resolved = 1;
-        return "an instance a work-item off CPUs";
+    const int cpu = d && d->type == KP_DEVICE_CPU;
+    const char *why = NULL;
+    int64_t lanes = value;
+    if (value == 0) {
+        lanes = cpu && c->calls_library ? (c->f32 ? 16 : 8) : 1;
+        why = !cpu               ? "an instance a work-item off CPUs"
+              : c->calls_library ? "a 512-bit vector of instances on CPUs (vector exp, log, ...)"
+                                 : "an instance a work-item: no exp, log, ... to vectorize";
     }
-    const int calls = user(l)->calls_library;
-    *resolved = calls ? 8 : 1;
-    return calls ? "8 instances a work-item on CPUs (vectors of exp, log, ...)"
-                 : "an instance a work-item: no exp, log, ... to vectorize";
+    const int64_t per_lane = (int64_t)(c->n_values + 1) * (c->f32 ? 4 : 8);
+    if (lanes > 1 && lanes * per_lane > LANES_BYTES) {
+        while (lanes > 1 && lanes * per_lane > LANES_BYTES)
+            lanes /= 2;
+        why = "fewer lanes: a work-item's values kept within 64 KiB (PoCL's stack)";
+    }
+    *resolved = lanes;
+    return why;
 }
 
 static kp_status create_residual(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
@@ -438,8 +454,8 @@ static kp_status create_residual(kp_runtime *rt, const kp_expr_graph *g, kp_prec
          .default_value = 0,
          .allowed = lanes,
          .n_allowed = 6,
-         .doc = "instances per work-item, a vector of each value; 0: 8 on CPUs where the "
-                "residual calls exp, log, ..., else 1"}};
+         .doc = "instances per work-item, a vector of each value; 0: 8 in f64 and 16 in f32 on "
+                "CPUs where the residual calls exp, log, ..., else 1"}};
     const int f32 = prec == KP_PRECISION_F32;
     const kp_kernel_desc desc = {.struct_size = sizeof desc,
                                  .name = name,
