@@ -354,9 +354,10 @@ enum { LANES_BYTES = 64 * 1024 };
 
 /* LANES 0 resolves on CPUs to a 512-bit vector of instances (8 in f64, 16 in f32) for a residual
  * that calls exp, log and the like, whose vector forms pay there; to 1 for one of arithmetic and
- * sqrt alone, which a vector does not speed up (the mesh edge term; a cubic ran 1.5 times as
- * long), and off CPUs, where an instance a work-item fills a GPU (docs/performance-log/solve.md).
- * Any value, chosen or set, is halved until the values fit LANES_BYTES. */
+ * sqrt alone, which a vector does not speed up (the mesh edge term; a cubic ran 1.2 to 1.5
+ * times as long), and off CPUs, where an instance a work-item fills a GPU
+ * (docs/performance-log/solve.md). Any value, chosen or set, is halved until the values fit
+ * LANES_BYTES. */
 static const char *resolve(kp_launch *l, uint32_t index, int64_t value, int64_t *resolved)
 {
     if (index != 1)

@@ -11,7 +11,8 @@
 # the same cores.
 #   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-ceres.sh
 #   device run:  carry [".gpu", ".gpu-ceres"], command: bash scripts/gpu/solve.sh
-# KP_SOLVE_PARTS picks the steps (default "tests bench peers mesh pocl"). Everything does not fit
+# KP_SOLVE_PARTS picks the steps (default "tests bench peers mesh pocl"; pocl2, not by default:
+# PoCL and Ceres pinned to 2 cores, #27's PoCL target). Everything does not fit
 # one call's 560 s (Ceres's sparse Cholesky at level 7 alone may take its 120 s twice over): run
 # KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh. Without .gpu-ceres (or
 # a Ceres on the machine) bench-solve runs without Ceres and says so.
@@ -105,6 +106,17 @@ if want pocl; then
   step "pocl (this machine's $cores cores) against Ceres on the same cores: bench-solve --quick"
   timeout "$(cap 200)" "${bench[@]}" --device pocl --quick --precision f64 \
     --parts rat43,edges,gauss2d,mesh --json "$res/bench-solve-pocl.json" | tail -24
+fi
+
+# #27's PoCL target as the issue states it: 2 cores, PoCL's 2 workers and Ceres's 2 threads pinned
+# to cores 0-1 (as cpu-train.sh), Rat43 and edges 3 times over in one process, each row ours then
+# Ceres's; rows carry wall_ns_per_residual and load1.
+if want pocl2; then
+  step "pocl on 2 pinned cores against Ceres on the same 2: rat43, edges, 3 rounds"
+  POCL_CPU_MAX_CU_COUNT=2 POCL_MAX_PTHREAD_COUNT=2 timeout "$(cap 600)" "${ceres_env[@]}" \
+    taskset -c 0,1 build-gpu/bin/bench-solve --threads 2 --device pocl --precision f64 \
+    --parts rat43,edges --rounds 3 --json "$res/bench-solve-pocl2.json" |
+    grep -E '^(CASE|rat43|edges)'
 fi
 
 if want meshsolve; then
