@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* OpenCL C from a graph: the outputs and their symbolic derivatives as one straight-line
  * function, every node computed once, numbered in a depth-first order of the normalized graph so
- * that equal graphs give the same text (and share a cached binary). */
+ * that equal graphs give the same text (and share a cached binary). The values are of type
+ * `realv`, a scalar or a vector of instances (kp__solve_make_source defines it with KP_SEL and
+ * KP_POWN), so the text has no `?:` or `pown` of its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +42,11 @@ static void literal(double v, int f32, char *out, size_t size)
         strncat(out, "f", size - strlen(out) - 1);
 }
 
-/* Depth-first post-order from the roots: order[] lists the nodes to emit, num[id] their number. */
-static int32_t number(const kp_expr_graph *g, const int32_t *roots, size_t n_roots, int32_t *num,
-                      int32_t *order, int32_t *stack)
+/* Depth-first post-order from the roots: order[] lists the nodes to emit, num[id] their number.
+ * A node reads operand log_of[id] in place of its first where that is not -1 (pow: the log of its
+ * base). */
+static int32_t number(const kp_expr_graph *g, const int32_t *log_of, const int32_t *roots,
+                      size_t n_roots, int32_t *num, int32_t *order, int32_t *stack)
 {
     int32_t n = 0;
     for (size_t r = 0; r < n_roots; r++) {
@@ -58,7 +62,7 @@ static int32_t number(const kp_expr_graph *g, const int32_t *roots, size_t n_roo
             }
             const kp__node *nd = &g->nodes[id];
             /* Push the operands not yet numbered, last first, so `a` is numbered before `b`. */
-            const int32_t kids[3] = {nd->c, nd->b, nd->a};
+            const int32_t kids[3] = {nd->c, nd->b, log_of[id] >= 0 ? log_of[id] : nd->a};
             int pushed = 0;
             for (int i = 0; i < 3; i++)
                 if (kids[i] >= 0 && num[kids[i]] < 0 && g->nodes[kids[i]].op != KP_EXPR_CONST) {
@@ -86,8 +90,68 @@ static void operand(const kp_expr_graph *g, const int32_t *num, int32_t id, int 
         snprintf(out, size, "t%d", num[id]);
 }
 
-static int emit(char **s, size_t *len, const kp_expr_graph *g, const int32_t *num, int32_t id,
-                int f32)
+/* powi with |n| up to this is multiplied out by squaring (t5_1 = x * x, ...): PoCL's pown took 10
+ * times as long as the whole of a cubic residual on the CPU, and at most 4 squarings and 4
+ * products stay within pown's 16 ulp (OpenCL C's bound for float). */
+enum { POWI_PRODUCTS = 16 };
+
+static int powi_products(char **s, size_t *len, int t, const char *x, int32_t n, const char *one)
+{
+    uint32_t m = n < 0 ? 0u - (uint32_t)n : (uint32_t)n;
+    char square[64], acc[64] = "";
+    snprintf(square, sizeof square, "%s", x);
+    int aux = 0, ok = 1;
+    while (m && ok) {
+        if (m & 1) {
+            if (!acc[0])
+                snprintf(acc, sizeof acc, "%s", square);
+            else {
+                ok = kp__str_append(s, len, "    const realv t%d_%d = %s * %s;\n", t, ++aux, acc,
+                                    square);
+                snprintf(acc, sizeof acc, "t%d_%d", t, aux);
+            }
+        }
+        m >>= 1;
+        if (m && ok) {
+            ok = kp__str_append(s, len, "    const realv t%d_%d = %s * %s;\n", t, ++aux, square,
+                                square);
+            snprintf(square, sizeof square, "t%d_%d", t, aux);
+        }
+    }
+    if (n < 0)
+        return ok && kp__str_append(s, len, "    const realv t%d = %s / %s;\n", t, one, acc);
+    return ok && kp__str_append(s, len, "    const realv t%d = %s;\n", t, acc);
+}
+
+int kp__expr_calls_library(const kp_expr_graph *g)
+{
+    for (int32_t id = 0; id < g->n_nodes; id++) {
+        const kp__node *n = &g->nodes[id];
+        switch (n->op) {
+        case KP_EXPR_EXP:
+        case KP_EXPR_LOG:
+        case KP_EXPR_POW:
+        case KP_EXPR_SIN:
+        case KP_EXPR_COS:
+        case KP_EXPR_TAN:
+        case KP_EXPR_ATAN:
+        case KP_EXPR_ATAN2:
+        case KP_EXPR_TANH:
+        case KP_EXPR_SIGMOID:
+            return 1;
+        case KP_EXPR_POWI:
+            if (n->k < -POWI_PRODUCTS || n->k > POWI_PRODUCTS)
+                return 1;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+static int emit(char **s, size_t *len, const kp_expr_graph *g, const int32_t *num,
+                const int32_t *log_of, int32_t id, int f32)
 {
     const kp__node *n = &g->nodes[id];
     char a[64] = "", b[64] = "", c[64] = "", lit[48];
@@ -102,51 +166,57 @@ static int emit(char **s, size_t *len, const kp_expr_graph *g, const int32_t *nu
     switch (n->op) {
     case KP_EXPR_CONST:
         literal(n->v, f32, lit, sizeof lit);
-        return kp__str_append(s, len, "    const real t%d = %s;\n", t, lit);
+        return kp__str_append(s, len, "    const realv t%d = %s;\n", t, lit);
     case KP_EXPR_DATA:
-        return kp__str_append(s, len, "    const real t%d = d[%d];\n", t, n->k);
+        return kp__str_append(s, len, "    const realv t%d = d[%d];\n", t, n->k);
     case KP_EXPR_PARAM:
-        return kp__str_append(s, len, "    const real t%d = p[%d];\n", t, n->k);
+        return kp__str_append(s, len, "    const realv t%d = p[%d];\n", t, n->k);
     case KP_EXPR_ADD:
     case KP_EXPR_SUB:
     case KP_EXPR_MUL:
     case KP_EXPR_DIV:
-        return kp__str_append(s, len, "    const real t%d = %s %s %s;\n", t, a,
+        return kp__str_append(s, len, "    const realv t%d = %s %s %s;\n", t, a,
                               kp__expr_op_name(n->op), b);
     case KP_EXPR_NEG:
-        return kp__str_append(s, len, "    const real t%d = -%s;\n", t, a);
+        return kp__str_append(s, len, "    const realv t%d = -%s;\n", t, a);
     case KP_EXPR_ABS:
-        return kp__str_append(s, len, "    const real t%d = fabs(%s);\n", t, a);
+        return kp__str_append(s, len, "    const realv t%d = fabs(%s);\n", t, a);
     case KP_EXPR_MIN:
-        return kp__str_append(s, len, "    const real t%d = %s <= %s ? %s : %s;\n", t, a, b, a, b);
+        return kp__str_append(s, len, "    const realv t%d = KP_SEL(%s <= %s, %s, %s);\n", t, a, b,
+                              a, b);
     case KP_EXPR_MAX:
-        return kp__str_append(s, len, "    const real t%d = %s >= %s ? %s : %s;\n", t, a, b, a, b);
+        return kp__str_append(s, len, "    const realv t%d = KP_SEL(%s >= %s, %s, %s);\n", t, a, b,
+                              a, b);
     case KP_EXPR_SELECT:
-        return kp__str_append(s, len, "    const real t%d = %s != %s ? %s : %s;\n", t, a, zero, b,
-                              c);
+        return kp__str_append(s, len, "    const realv t%d = KP_SEL(%s != %s, %s, %s);\n", t, a,
+                              zero, b, c);
     case KP_EXPR_LT:
     case KP_EXPR_LE:
     case KP_EXPR_GT:
     case KP_EXPR_GE:
     case KP_EXPR_EQ:
     case KP_EXPR_NE:
-        return kp__str_append(s, len, "    const real t%d = %s %s %s ? %s : %s;\n", t, a,
+        return kp__str_append(s, len, "    const realv t%d = KP_SEL(%s %s %s, %s, %s);\n", t, a,
                               kp__expr_op_name(n->op), b, one, zero);
     case KP_EXPR_RSQRT:
-        return kp__str_append(s, len, "    const real t%d = %s > %s ? rsqrt(%s) : %s;\n", t, a,
-                              zero, a, zero);
-    case KP_EXPR_POW: /* exp(y log x): PoCL's pow took 5 times as long (Rat43, f64) */
-        return kp__str_append(s, len, "    const real t%d = exp(%s * log(%s));\n", t, b, a);
+        return kp__str_append(s, len, "    const realv t%d = KP_SEL(%s > %s, rsqrt(%s), %s);\n", t,
+                              a, zero, a, zero);
+    case KP_EXPR_POW: /* exp(y log x), the log a node of its own that the derivative in y shares:
+                       * PoCL's pow took 5 times as long (Rat43, f64) */
+        operand(g, num, log_of[id], f32, a, sizeof a);
+        return kp__str_append(s, len, "    const realv t%d = exp(%s * %s);\n", t, b, a);
     case KP_EXPR_ATAN2:
-        return kp__str_append(s, len, "    const real t%d = %s(%s, %s);\n", t,
+        return kp__str_append(s, len, "    const realv t%d = %s(%s, %s);\n", t,
                               kp__expr_op_name(n->op), a, b);
     case KP_EXPR_POWI:
-        return kp__str_append(s, len, "    const real t%d = pown(%s, %d);\n", t, a, n->k);
+        if (n->k < -POWI_PRODUCTS || n->k > POWI_PRODUCTS)
+            return kp__str_append(s, len, "    const realv t%d = KP_POWN(%s, %d);\n", t, a, n->k);
+        return powi_products(s, len, t, a, n->k, one);
     case KP_EXPR_SIGMOID:
-        return kp__str_append(s, len, "    const real t%d = %s / (%s + exp(-%s));\n", t, one, one,
+        return kp__str_append(s, len, "    const realv t%d = %s / (%s + exp(-%s));\n", t, one, one,
                               a);
     default: /* exp, log, sqrt, sin, cos, tan, atan, tanh: OpenCL's names are ours */
-        return kp__str_append(s, len, "    const real t%d = %s(%s);\n", t, kp__expr_op_name(n->op),
+        return kp__str_append(s, len, "    const realv t%d = %s(%s);\n", t, kp__expr_op_name(n->op),
                               a);
     }
 }
@@ -159,27 +229,41 @@ kp_status kp__expr_codegen(kp_expr_graph *g, const char *name, int f32, char **s
         return kp__expr_message(g, KP_ERR_OUT_OF_MEMORY, "code generation: out of memory");
     memcpy(roots, g->outputs, O * sizeof *roots);
     kp_status st = kp__expr_differentiate(g, roots + O);
-    int32_t *num = NULL, *order = NULL, *stack = NULL;
+    /* Each pow's log(base) as a node, the one a log in the expression or pow's derivative in its
+     * exponent already is (hash-consing), so the text computes it once. */
+    const int32_t n_pow = g->n_nodes;
+    for (int32_t id = 0; st == KP_OK && id < n_pow; id++)
+        if (g->nodes[id].op == KP_EXPR_POW)
+            kp_expr_unary(g, KP_EXPR_LOG, (kp_expr){g->nodes[id].a});
+    if (st == KP_OK)
+        st = g->status; /* out of memory, with kp_expr_unary's message */
+    int32_t *num = NULL, *order = NULL, *stack = NULL, *log_of = NULL;
     if (st == KP_OK) {
         size_t n = (size_t)g->n_nodes;
         num = malloc(n * sizeof *num);
         order = malloc(n * sizeof *order);
+        log_of = malloc(n * sizeof *log_of);
         /* A node is pushed once by each parent expanded before it is numbered: at most three
          * entries per node on the stack. */
         stack = malloc((3 * n + 1) * sizeof *stack);
-        if (!num || !order || !stack)
+        if (!num || !order || !stack || !log_of)
             st = kp__expr_message(g, KP_ERR_OUT_OF_MEMORY, "code generation: out of memory");
-        else
+        else {
             memset(num, 0xff, n * sizeof *num);
+            memset(log_of, 0xff, n * sizeof *log_of);
+            for (int32_t id = 0; id < n_pow; id++)
+                if (g->nodes[id].op == KP_EXPR_POW)
+                    log_of[id] = kp_expr_unary(g, KP_EXPR_LOG, (kp_expr){g->nodes[id].a}).id;
+        }
     }
     if (st == KP_OK) {
-        int32_t n = number(g, roots, O + (size_t)O * S, num, order, stack);
+        int32_t n = number(g, log_of, roots, O + (size_t)O * S, num, order, stack);
         kp__str_append(src, len,
                        "/* %u output(s), %u parameter slot(s), %u data slot(s): %d values */\n"
-                       "void %s(const real *d, const real *p, real *r, real *J)\n{\n",
+                       "void %s(const realv *d, const realv *p, realv *r, realv *J)\n{\n",
                        O, S, g->n_data, n, name);
         for (int32_t i = 0; i < n && *src; i++)
-            emit(src, len, g, num, order[i], f32);
+            emit(src, len, g, num, log_of, order[i], f32);
         char v[64];
         for (uint32_t o = 0; o < O && *src; o++) {
             operand(g, num, roots[o], f32, v, sizeof v);
@@ -197,5 +281,6 @@ kp_status kp__expr_codegen(kp_expr_graph *g, const char *name, int f32, char **s
     free(num);
     free(order);
     free(stack);
+    free(log_of);
     return st;
 }

@@ -71,6 +71,11 @@ typedef enum { KP__REAL_F64, KP__REAL_F32 } kp__real;
  * derivative nodes to g. Returns KP_OK or KP_ERR_OUT_OF_MEMORY (message in g). */
 kp_status kp__expr_codegen(kp_expr_graph *g, const char *name, int f32, char **src, size_t *len);
 
+/* Whether the code kp__expr_codegen makes for g's nodes (after it ran: derivatives included)
+ * calls a math library function (exp, log, sin, ...: not one instruction), what a vector of
+ * instances speeds up on CPUs. */
+int kp__expr_calls_library(const kp_expr_graph *g);
+
 /* printf onto a growing string; 0 when memory ran out (*s freed then, set NULL). */
 int kp__str_append(char **s, size_t *len, const char *fmt, ...) KP_PRINTF(3, 4);
 
@@ -86,7 +91,8 @@ typedef struct kp__compiled {
     kp_expr_graph *graph; /* the caller's graph, copied: what the host references interpret */
     char *source;         /* the kernel's OpenCL C */
     int f32;
-    int32_t n_values; /* values the generated function computes (its cost) */
+    int32_t n_values;  /* values the generated function computes (its cost) */
+    int calls_library; /* kp__expr_calls_library of the graph */
     struct kp__compiled *next;
 } kp__compiled;
 

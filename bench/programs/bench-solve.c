@@ -42,6 +42,19 @@ static kp_expr_graph *graph(const char *params, const char *data, const char *te
  * Ceres mesh solve may take. */
 static int peer_threads = 1;
 static double peer_seconds = 120;
+/* --rounds: the evaluation rows (rat43, edges) repeated, ours and Ceres in turn each time; the
+ * round in the row's name when there are several. */
+static int rounds = 1, round_no = 1;
+
+static const char *round_suffix(void)
+{
+    static char text[16];
+    if (rounds > 1)
+        snprintf(text, sizeof text, " #%d", round_no);
+    else
+        text[0] = '\0';
+    return text;
+}
 
 static void die(const char *what, const char *why)
 {
@@ -122,6 +135,34 @@ static void peer_ceres(kpb *b, kpb_row *row, int64_t n, double **r, double **J, 
 #endif
 }
 
+/* Our side as the caller sees it: launch to finish, wall time (the kernel's own time, from its
+ * event, leaves out PoCL's launch overhead, which Ceres's wall time has no counterpart of), and
+ * the 1-minute load average of the machine when the row was measured (shared machines). */
+typedef struct launch_call {
+    kpb *b;
+    kp_kernel *k;
+    const kp_arg *args;
+    size_t n_args;
+} launch_call;
+
+static void launch_and_finish(void *user)
+{
+    const launch_call *c = user;
+    if (kp_kernel_launch(c->b->rt, c->k, c->args, c->n_args, NULL) != KP_OK ||
+        kp_finish(c->b->rt) != KP_OK)
+        die("launch", kp_last_error(c->b->rt));
+}
+
+static void wall_and_load(kpb *b, kpb_row *row, int64_t n, kp_kernel *k, const kp_arg *args,
+                          size_t n_args)
+{
+    launch_call c = {b, k, args, n_args};
+    kpb_row_metric(row, "wall_ns_per_residual", kpb_time_host(b, launch_and_finish, &c) / n * 1e9);
+    double load[1];
+    if (getloadavg(load, 1) == 1)
+        kpb_row_metric(row, "load1", load[0]);
+}
+
 static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
 {
     kp_expr_graph *g = graph("b1 b2 b3 b4", "y x", rat43);
@@ -169,7 +210,8 @@ static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
                      kp_arg_tensor("jac", kp_tensor_3d(bj, dt, n, 1, 4)),
                      kp_arg_tensor("status", kp_tensor_1d(bs, KP_I32, 2))};
     char name[64], ours[96];
-    snprintf(name, sizeof name, "rat43 r+J n=%lld %s", (long long)n, f32 ? "f32" : "f64");
+    snprintf(name, sizeof name, "rat43 r+J n=%lld %s%s", (long long)n, f32 ? "f32" : "f64",
+             round_suffix());
     kp_kernel_info info = {.struct_size = sizeof info};
     kp_kernel_info_get(kp_residual_kernel(res), &info);
     snprintf(ours, sizeof ours, "%s", info.name);
@@ -183,6 +225,7 @@ static void bench_rat43(kpb *b, int64_t n, kp_precision prec)
     row.peer = "hand-written C, analytic Jacobian (1 thread, double)";
     row.peer_s = kpb_time_host(b, rat43_by_hand, &c);
     peer_ceres(b, &row, n, &c.r, &c.J, 4, rat43_on_ceres, &c);
+    wall_and_load(b, &row, n, kp_residual_kernel(res), args, 6);
     double *dr = malloc(un * e), *dj = malloc(un * 4 * e), worst = 0;
     if (!dr || !dj)
         die(name, "out of host memory");
@@ -298,7 +341,7 @@ static void bench_edges(kpb *b, int level, kp_precision prec)
                      kp_arg_tensor("jac", kp_tensor_3d(bj, dt, ni, 1, 6)),
                      kp_arg_tensor("status", kp_tensor_1d(bs, KP_I32, 2))};
     char name[64], ours[96];
-    snprintf(name, sizeof name, "edges r+J n=%zu %s", n, f32 ? "f32" : "f64");
+    snprintf(name, sizeof name, "edges r+J n=%zu %s%s", n, f32 ? "f32" : "f64", round_suffix());
     kp_kernel_info info = {.struct_size = sizeof info};
     kp_kernel_info_get(kp_residual_kernel(res), &info);
     snprintf(ours, sizeof ours, "%s", info.name);
@@ -310,6 +353,7 @@ static void bench_edges(kpb *b, int level, kp_precision prec)
     row.peer = "hand-written C, analytic Jacobian (1 thread, double)";
     row.peer_s = kpb_time_host(b, edges_by_hand, &c);
     peer_ceres(b, &row, ni, &c.r, &c.J, 6, edges_on_ceres, &c);
+    wall_and_load(b, &row, ni, kp_residual_kernel(res), args, 6);
     kp_buffer_read(b->rt, br, 0, n * e, dr);
     kp_buffer_read(b->rt, bj, 0, n * 6 * e, dj);
     double worst = 0;
@@ -695,7 +739,7 @@ static int wanted(const char *list, const char *part)
 int main(int argc, char **argv)
 {
     const char *threads = NULL, *parts = NULL, *precisions = NULL, *mesh_levels = NULL,
-               *fit_list = NULL, *seconds = NULL;
+               *fit_list = NULL, *seconds = NULL, *round_list = NULL;
     const kpb_flag flags[] = {
         {"--threads", "the Ceres peer's threads (default: every core online)", NULL, &threads},
         {"--peer-seconds",
@@ -703,6 +747,8 @@ int main(int argc, char **argv)
          "step still counts)",
          NULL, &seconds},
         {"--parts", "comma-separated: rat43,edges,gauss2d,mesh (default: all)", NULL, &parts},
+        {"--rounds", "times the rat43 and edges rows run, each ours then Ceres (default 1)", NULL,
+         &round_list},
         {"--precision", "f64, f32 or f64,f32 (default: both, f64 where the device has it)", NULL,
          &precisions},
         {"--fits",
@@ -724,6 +770,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench-solve: --threads %s: expected 1 to 1024\n", threads);
         return 2;
     }
+    rounds = round_list ? atoi(round_list) : 1;
+    if (rounds < 1 || rounds > 100) {
+        fprintf(stderr, "bench-solve: --rounds %s: expected 1 to 100\n", round_list);
+        return 2;
+    }
     peer_seconds = seconds ? strtod(seconds, NULL) : peer_seconds;
     if (!(peer_seconds > 0)) {
         fprintf(stderr, "bench-solve: --peer-seconds %s: expected a positive number\n", seconds);
@@ -737,16 +788,18 @@ int main(int argc, char **argv)
         if ((!f32 && !fp64) || (precisions && !wanted(precisions, f32 ? "f32" : "f64")))
             continue;
         const kp_precision p = f32 ? KP_PRECISION_F32 : KP_PRECISION_F64;
-        for (int i = 0; i < count && wanted(parts, "rat43"); i++) {
-            fprintf(stderr, "bench-solve: rat43 n=%lld %s\n", (long long)sizes[i],
-                    f32 ? "f32" : "f64");
-            bench_rat43(&b, sizes[i], p);
-        }
         static const int levels[] = {6, 8, 9};
-        for (int i = 0; i < count && wanted(parts, "edges"); i++) {
-            fprintf(stderr, "bench-solve: edges level %d %s\n", levels[i] - b.quick,
-                    f32 ? "f32" : "f64");
-            bench_edges(&b, levels[i] - b.quick, p);
+        for (round_no = 1; round_no <= rounds; round_no++) {
+            for (int i = 0; i < count && wanted(parts, "rat43"); i++) {
+                fprintf(stderr, "bench-solve: rat43 n=%lld %s%s\n", (long long)sizes[i],
+                        f32 ? "f32" : "f64", round_suffix());
+                bench_rat43(&b, sizes[i], p);
+            }
+            for (int i = 0; i < count && wanted(parts, "edges"); i++) {
+                fprintf(stderr, "bench-solve: edges level %d %s%s\n", levels[i] - b.quick,
+                        f32 ? "f32" : "f64", round_suffix());
+                bench_edges(&b, levels[i] - b.quick, p);
+            }
         }
         for (int i = 0; !fit_list && i < count && wanted(parts, "gauss2d"); i++) {
             const size_t B = b.quick ? fits[i] / 10 : fits[i];

@@ -12,14 +12,15 @@
 # cores.
 #   here:        ../shared/gpu/stage.sh && bash scripts/gpu/stage-ceres.sh
 #   device run:  carry [".gpu", ".gpu-ceres"], command: bash scripts/gpu/solve.sh
-# KP_SOLVE_PARTS picks the steps (default "tests bench peers mesh pocl"). Everything does not fit
-# one call's 560 s: run KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh
-# (levels 7, 6, 5, 4, each in its own process so that a level cut by the deadline leaves the
-# others' JSON; Ceres gets at most 100, 50, 20 and 10 s a solve, its time a step still counting;
-# KP_MESH_LEVELS picks levels, KP_PEER_SECONDS one budget for all; then the table; then Kernelport
-# at levels 6 and 7 with the CG settings before this fix (tolerance 1e-6, 800 and 1600 iterations a
-# step) and with the defaults, for the before/after). Without .gpu-ceres (or a Ceres on the
-# machine) bench-solve runs without Ceres and says so.
+# KP_SOLVE_PARTS picks the steps (default "tests bench peers mesh pocl"; pocl2, not by default:
+# PoCL and Ceres pinned to 2 cores, #27's PoCL target). Everything does not fit one call's 560 s:
+# run KP_SOLVE_PARTS="tests bench peers pocl" first, then KP_SOLVE_PARTS=mesh (levels 7, 6, 5, 4,
+# each in its own process so that a level cut by the deadline leaves the others' JSON; Ceres gets
+# at most 100, 50, 20 and 10 s a solve, its time a step still counting; KP_MESH_LEVELS picks
+# levels, KP_PEER_SECONDS one budget for all; then the table; then Kernelport at levels 6 and 7
+# with the CG settings before this fix (tolerance 1e-6, 800 and 1600 iterations a step) and with
+# the defaults, for the before/after), and pocl2 in a call of its own. Without .gpu-ceres (or a
+# Ceres on the machine) bench-solve runs without Ceres and says so.
 # KP_SOLVE_PARTS=meshsolve runs examples/mesh-solve at levels 4-7 with its progress per iteration
 # (largest gradient, CG iterations and where CG stopped).
 # What to read: NIST digits per problem on the GPU (test-solve-lm prints them; #27's fix: every
@@ -123,6 +124,17 @@ if want pocl; then
   step "pocl (this machine's $cores cores) against Ceres on the same cores: bench-solve --quick"
   timeout "$(cap 200)" "${bench[@]}" --device pocl --quick --precision f64 \
     --parts rat43,edges,gauss2d,mesh --json "$res/bench-solve-pocl.json" | tail -24
+fi
+
+# #27's PoCL target as the issue states it: 2 cores, PoCL's 2 workers and Ceres's 2 threads pinned
+# to cores 0-1 (as cpu-train.sh), Rat43 and edges 3 times over in one process, each row ours then
+# Ceres's; rows carry wall_ns_per_residual and load1.
+if want pocl2; then
+  step "pocl on 2 pinned cores against Ceres on the same 2: rat43, edges, 3 rounds"
+  POCL_CPU_MAX_CU_COUNT=2 POCL_MAX_PTHREAD_COUNT=2 timeout "$(cap 600)" "${ceres_env[@]}" \
+    taskset -c 0,1 build-gpu/bin/bench-solve --threads 2 --device pocl --precision f64 \
+    --parts rat43,edges --rounds 3 --json "$res/bench-solve-pocl2.json" |
+    grep -E '^(CASE|rat43|edges)'
 fi
 
 if want meshsolve; then

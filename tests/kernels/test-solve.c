@@ -26,6 +26,9 @@ static const char *const all_ops =
     "q = norm3(a, b, c) + dot2(a, b, x, y) + norm2(u, 1) + (a == b) + (a != b) * (c <= 2)\n"
     "u * v + w; z - q / (2 + v*v)\n";
 
+/* LANES tried: an instance a work-item, and vectors of 8 and 16 (CPUs' f64 and f32 defaults). */
+static const int lanes_tried[] = {1, 8, 16};
+
 static kp_expr_graph *graph_of(const char *text)
 {
     kp_expr_graph *g;
@@ -61,7 +64,7 @@ static void report(void *user, const kp_verify_result *r)
 }
 
 /* The generated r and Jacobian against the host interpreter, through `kernelport verify`'s code
- * path, in both precisions the device offers. */
+ * path, in both precisions the device offers, with each of lanes_tried. */
 static void test_verify_every_op(void **state)
 {
     (void)state;
@@ -74,9 +77,15 @@ static void test_verify_every_op(void **state)
         if (st != KP_OK)
             fail_msg("%s", kp_solve_last_error());
         assert_int_equal(kp_residual_precision(res), f32 ? KP_PRECISION_F32 : KP_PRECISION_F64);
-        st = kp_kernel_verify(rt, kp_residual_kernel(res), NULL, 7, report, NULL);
-        if (st != KP_OK)
-            fail_msg("%s\n%s", kp_last_error(rt), kp_residual_source(res));
+        for (size_t t = 0; t < sizeof lanes_tried / sizeof *lanes_tried; t++) {
+            const int lanes = lanes_tried[t];
+            assert_int_equal(kp_kernel_tunable_set(rt, kp_residual_kernel(res), "LANES", lanes),
+                             KP_OK);
+            st = kp_kernel_verify(rt, kp_residual_kernel(res), NULL, 7, report, NULL);
+            if (st != KP_OK)
+                fail_msg("LANES %d: %s\n%s", lanes, kp_last_error(rt), kp_residual_source(res));
+        }
+        assert_int_equal(kp_kernel_tuning_reset(rt, kp_residual_kernel(res)), KP_OK);
         kp_residual_destroy(res);
     }
     kp_expr_graph_destroy(g);
@@ -183,7 +192,8 @@ static void test_equal_graphs_share_a_kernel(void **state)
 }
 
 /* An index outside [0, P) and a NaN are reported with the first instance that has them, and the
- * runtime stays usable. */
+ * runtime stays usable; with each of lanes_tried (bad instances in the middle of a vector, the
+ * last vector partly past n). */
 static void test_bad_index_and_nan_name_the_instance(void **state)
 {
     (void)state;
@@ -193,39 +203,56 @@ static void test_bad_index_and_nan_name_the_instance(void **state)
     assert_int_equal(kp_residual_create(rt, g, KP_PRECISION_F32, &res), KP_OK);
     float data[N * 2], params[P] = {2, 1, 1, 1};
     int32_t index[N * 3];
-    for (int i = 0; i < N; i++) {
-        data[2 * i] = 1, data[2 * i + 1] = 0;
-        index[3 * i] = 0, index[3 * i + 1] = 1, index[3 * i + 2] = 2;
-    }
-    index[3 * 42 + 1] = P;  /* out of range */
-    index[3 * 77 + 2] = -1; /* and another, later */
-    data[2 * 63] = 3;       /* log of a negative number: NaN */
     kp_buffer *bd, *bi, *bp, *br, *bj;
     assert_int_equal(kp_buffer_create(rt, sizeof data, &bd), KP_OK);
     assert_int_equal(kp_buffer_create(rt, sizeof index, &bi), KP_OK);
     assert_int_equal(kp_buffer_create(rt, sizeof params, &bp), KP_OK);
     assert_int_equal(kp_buffer_create(rt, N * 4, &br), KP_OK);
     assert_int_equal(kp_buffer_create(rt, N * 3 * 4, &bj), KP_OK);
-    assert_int_equal(kp_buffer_write(rt, bd, 0, sizeof data, data), KP_OK);
-    assert_int_equal(kp_buffer_write(rt, bi, 0, sizeof index, index), KP_OK);
     assert_int_equal(kp_buffer_write(rt, bp, 0, sizeof params, params), KP_OK);
     kp_tensor td = kp_tensor_2d(bd, KP_F32, N, 2), ti = kp_tensor_2d(bi, KP_I32, N, 3),
               tp = kp_tensor_1d(bp, KP_F32, P), tr = kp_tensor_2d(br, KP_F32, N, 1),
               tj = kp_tensor_3d(bj, KP_F32, N, 1, 3);
-    assert_int_equal(kp_residual_evaluate(res, N, td, ti, tp, tr, tj), KP_ERR_INVALID_ARG);
-    /* The solve layer reports through kp_last_error, like the core; kp_solve_last_error is the
-     * same message (the 0.2 API). */
-    assert_non_null(
-        strstr(kp_last_error(rt), "instance 42: parameter slot 1 (b) has index 4, outside [0, 4)"));
-    assert_string_equal(kp_solve_last_error(), kp_last_error(rt));
-    index[3 * 42 + 1] = 1;
-    index[3 * 77 + 2] = 2;
-    assert_int_equal(kp_buffer_write(rt, bi, 0, sizeof index, index), KP_OK);
-    assert_int_equal(kp_residual_evaluate(res, N, td, ti, tp, tr, tj), KP_ERR_VERIFY);
-    assert_non_null(strstr(kp_last_error(rt), "instance 63: the residual or its Jacobian is NaN"));
-    data[2 * 63] = 1;
-    assert_int_equal(kp_buffer_write(rt, bd, 0, sizeof data, data), KP_OK);
-    assert_int_equal(kp_residual_evaluate(res, N, td, ti, tp, tr, tj), KP_OK);
+    for (size_t t = 0; t < sizeof lanes_tried / sizeof *lanes_tried; t++) {
+        assert_int_equal(
+            kp_kernel_tunable_set(rt, kp_residual_kernel(res), "LANES", lanes_tried[t]), KP_OK);
+        for (int i = 0; i < N; i++) {
+            data[2 * i] = 1, data[2 * i + 1] = 0;
+            index[3 * i] = 0, index[3 * i + 1] = 1, index[3 * i + 2] = 2;
+        }
+        index[3 * 42 + 1] = P;  /* out of range */
+        index[3 * 77 + 2] = -1; /* and another, later */
+        data[2 * 63] = 3;       /* log of a negative number: NaN */
+        assert_int_equal(kp_buffer_write(rt, bd, 0, sizeof data, data), KP_OK);
+        assert_int_equal(kp_buffer_write(rt, bi, 0, sizeof index, index), KP_OK);
+        assert_int_equal(kp_residual_evaluate(res, N, td, ti, tp, tr, tj), KP_ERR_INVALID_ARG);
+        /* The solve layer reports through kp_last_error, like the core; kp_solve_last_error is
+         * the same message (the 0.2 API). */
+        assert_non_null(strstr(kp_last_error(rt),
+                               "instance 42: parameter slot 1 (b) has index 4, outside [0, 4)"));
+        assert_string_equal(kp_solve_last_error(), kp_last_error(rt));
+        index[3 * 42 + 1] = 1;
+        index[3 * 77 + 2] = 2;
+        assert_int_equal(kp_buffer_write(rt, bi, 0, sizeof index, index), KP_OK);
+        assert_int_equal(kp_residual_evaluate(res, N, td, ti, tp, tr, tj), KP_ERR_VERIFY);
+        assert_non_null(
+            strstr(kp_last_error(rt), "instance 63: the residual or its Jacobian is NaN"));
+        data[2 * 63] = 1;
+        assert_int_equal(kp_buffer_write(rt, bd, 0, sizeof data, data), KP_OK);
+        float r[N] = {0}, jac[N * 3] = {0};
+        assert_int_equal(kp_buffer_write(rt, br, 0, sizeof r, r), KP_OK);
+        assert_int_equal(kp_buffer_write(rt, bj, 0, sizeof jac, jac), KP_OK);
+        assert_int_equal(kp_residual_evaluate(res, N, td, ti, tp, tr, tj), KP_OK);
+        /* Every instance written: r = log(2 - 1) * 1 + 1, J = [1 / (2 - 1), log(2 - 1), 1]. */
+        assert_int_equal(kp_buffer_read(rt, br, 0, sizeof r, r), KP_OK);
+        assert_int_equal(kp_buffer_read(rt, bj, 0, sizeof jac, jac), KP_OK);
+        for (int i = 0; i < N; i++) {
+            assert_float_equal(r[i], 1, 1e-6);
+            assert_float_equal(jac[3 * i], 1, 1e-6);
+            assert_float_equal(jac[3 * i + 1], 0, 1e-6);
+            assert_float_equal(jac[3 * i + 2], 1, 1e-6);
+        }
+    }
     /* A wrong shape is refused before anything runs, naming the argument. */
     assert_int_equal(
         kp_residual_evaluate(res, N, td, ti, tp, tr, kp_tensor_3d(bj, KP_F32, N, 3, 1)),
@@ -239,6 +266,36 @@ static void test_bad_index_and_nan_name_the_instance(void **state)
     kp_expr_graph_destroy(g);
 }
 
+/* A LANES whose vectors of values would outgrow a work-item's 64 KiB (PoCL's stack) is halved
+ * until they fit, with the reason in the tuning's notes: 520 values in f64 take 8 lanes of 16. */
+static void test_lanes_fit_the_stack(void **state)
+{
+    (void)state;
+    if (!test_device_fp64(rt))
+        skip();
+    char text[2048] = "", term[64];
+    for (int k = 1; k <= 40; k++) {
+        snprintf(term, sizeof term, "%sexp(a*x*%d/7)*b + c*%d", k > 1 ? " + " : "", k, k);
+        strcat(text, term);
+    }
+    kp_expr_graph *g = graph_of(text);
+    kp_residual *res;
+    assert_int_equal(kp_residual_create(rt, g, KP_PRECISION_F64, &res), KP_OK);
+    assert_non_null(strstr(kp_residual_source(res), ": 520 values"));
+    kp_kernel *k = kp_residual_kernel(res);
+    kp_tuning_info info = {.struct_size = sizeof info};
+    for (int lanes = 8; lanes <= 16; lanes *= 2) {
+        assert_int_equal(kp_kernel_tunable_set(rt, k, "LANES", lanes), KP_OK);
+        assert_int_equal(kp_kernel_tuning(rt, k, 1, &info), KP_OK);
+        assert_string_equal(info.name, "LANES");
+        assert_int_equal(info.value, 8);
+        assert_true((lanes == 16) == (strstr(info.notes, "64 KiB") != NULL));
+    }
+    assert_int_equal(kp_kernel_tuning_reset(rt, k), KP_OK);
+    kp_residual_destroy(res);
+    kp_expr_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_evaluate_against_finite_differences),
         cmocka_unit_test(test_equal_graphs_share_a_kernel),
         cmocka_unit_test(test_bad_index_and_nan_name_the_instance),
+        cmocka_unit_test(test_lanes_fit_the_stack),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
