@@ -116,12 +116,19 @@ static void sgemv(int col_major, int t, int64_t m, int64_t n, float alpha, const
 }
 
 /*
- * A product of one row or one column as cblas_sgemv: OpenBLAS 0.3.21's sgemm packs the whole of
- * the other operand first (it forwards such shapes to gemv only from 0.3.27), which made a batch-1
- * GRU product through this route several times slower than the GEMV (#30). With M 1,
- * c^T = op(B)^T a^T; with N 1, c = op(A) b. A vector's increment is 1 along a stored line and
- * the leading dimension across lines.
+ * Whether a product of one row or one column runs as cblas_sgemv. OpenBLAS 0.3.21 (Debian 12's)
+ * forwards such shapes to gemv only from 0.3.27: up to 100^3 multiply-adds its sgemm takes them
+ * through small-matrix kernels without packing, as fast as sgemv or faster (sgemv splits over
+ * threads); above, sgemm packs the whole other operand first: 1 x 1024 x 1024 took 2.1-2.4 ms
+ * against 0.15-0.21 ms by sgemv, 1 x 768 x 1024 0.07-0.15 ms either way (2-core EPYC, #30).
  */
+static int as_gemv(const blas_gemm_plan *p)
+{
+    return (p->m == 1 || p->n == 1) && (double)p->m * (double)p->n * (double)p->k > 1e6;
+}
+
+/* With M 1, c^T = op(B)^T a^T; with N 1, c = op(A) b. A vector's increment is 1 along a stored
+ * line and the leading dimension across lines. */
 static void gemm_as_gemv(const blas_gemm_plan *p, const float *a, const float *b, float *c,
                          float alpha, float beta)
 {
@@ -159,7 +166,7 @@ static void run(void *args)
         const float *bb = at(h, 1, p->b.offset + b * p->stride_b);
         if (p->k == 0) /* C = beta C: OpenBLAS returns at once, leaving C as it was */
             scale_c(&p->c, c, h->beta);
-        else if (p->m == 1 || p->n == 1)
+        else if (as_gemv(p))
             gemm_as_gemv(p, ab, bb, c, h->alpha, h->beta);
         else /* beta 0 ignores C's old contents, NaN included: OpenBLAS stores zeros first */
             cblas_sgemm(order(p->col_major), trans(p->trans_a), trans(p->trans_b), (blasint)p->m,
