@@ -13,7 +13,13 @@
  *   maps         the seven buffers mapped (one wait), the host path on this thread, unmapped
  * A diagnostic run by hand on a CPU device; not a test.
  *
- *   gru-step-probe [--rounds 7] [H I]...   (default: 256 321 and 1024 1024)
+ *   --also SPEC  the fused step and an empty native command on a second device too, alternated
+ *                with the rest: POCL_DEVICES="pthread basic" gru-step-probe --device pthread
+ *                --also basic compares PoCL's basic device, whose commands run in the thread that
+ *                enqueues them, with its pthread one
+ *
+ *   gru-step-probe [--rounds 7] [--device SPEC] [--also SPEC] [H I]...
+ *   (default sizes: 256 321 and 1024 1024)
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -28,10 +34,23 @@
 #include <kernelport/kernelport.h>
 
 enum { W_IH, W_HH, B_IH, B_HH, X, HS, H_OUT, NBUF };
-enum { V_HOST, V_STEP, V_STEP128, V_STEP256, V_GEMM, V_EMPTY, V_NATIVE1, V_NATIVE7, V_MAPS, NV };
-static const char *const names[NV] = {"host",     "gru.step",     "WG 128",
-                                      "WG 256",   "BATCH_GEMM 1", "empty native",
-                                      "native 1", "native 7",     "maps"};
+enum {
+    V_HOST,
+    V_STEP,
+    V_STEP128,
+    V_STEP256,
+    V_GEMM,
+    V_EMPTY,
+    V_NATIVE1,
+    V_NATIVE7,
+    V_MAPS,
+    V_OTHER_STEP, /* on the --also device */
+    V_OTHER_EMPTY,
+    NV
+};
+static const char *const names[NV] = {
+    "host",     "gru.step", "WG 128", "WG 256",          "BATCH_GEMM 1",       "empty native",
+    "native 1", "native 7", "maps",   "--also gru.step", "--also empty native"};
 /* gru.step's work-group size and BATCH_GEMM in each gru.step variant (0: not one) */
 static const int64_t wg_of[NV] = {
     [V_STEP] = 64, [V_STEP128] = 128, [V_STEP256] = 256, [V_GEMM] = 64};
@@ -132,9 +151,14 @@ typedef struct probe {
     float *want;
 } probe;
 
+/* The probe on the --also device, when there is one. */
+static probe *other;
+
 static void run(probe *p, int v)
 {
-    if (v == V_HOST) {
+    if (v == V_OTHER_STEP || v == V_OTHER_EMPTY) {
+        run(other, v == V_OTHER_STEP ? V_STEP : V_EMPTY);
+    } else if (v == V_HOST) {
         host_step(&p->host);
     } else if (wg_of[v]) {
         check_kp(kp_kernel_launch(p->rt, p->k, p->args, NBUF, NULL), "gru.step");
@@ -293,6 +317,8 @@ static void teardown(probe *p)
 
 static void tune(probe *p, int v)
 {
+    if (v == V_OTHER_STEP)
+        tune(other, V_STEP);
     if (!wg_of[v])
         return;
     check_kp(kp_kernel_tunable_set(p->rt, p->k, "WG", wg_of[v]), "WG");
@@ -309,11 +335,13 @@ static void measure(probe *p, int rounds)
 {
     double t[NV][32], ev[32];
     int reps[NV];
-    for (int v = 0; v < NV; v++) {
+    const int nv = other ? NV : V_OTHER_STEP;
+    for (int v = 0; v < nv; v++) {
         tune(p, v);
         run(p, v);
-        if (v != V_HOST && v != V_EMPTY)
-            printf("  %-12s max |h' - host| = %.3g\n", names[v], max_diff(p, v));
+        if (v != V_HOST && v != V_EMPTY && v != V_OTHER_EMPTY)
+            printf("  %-12s max |h' - host| = %.3g\n", names[v],
+                   v == V_OTHER_STEP ? max_diff(other, V_STEP) : max_diff(p, v));
         double t0 = now();
         run(p, v);
         double one = now() - t0;
@@ -321,8 +349,8 @@ static void measure(probe *p, int rounds)
         reps[v] = reps[v] > 400 ? 400 : reps[v];
     }
     for (int r = 0; r < rounds; r++) {
-        for (int i = 0; i < NV; i++) {
-            int v = (i + r) % NV;
+        for (int i = 0; i < nv; i++) {
+            int v = (i + r) % nv;
             nap();
             tune(p, v);
             double t0 = now();
@@ -349,7 +377,7 @@ static void measure(probe *p, int rounds)
     memcpy(host, t[V_HOST], sizeof host);
     qsort(host, (size_t)rounds, sizeof(double), cmp);
     double hm = host[rounds / 2];
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < nv; v++) {
         double s[32];
         memcpy(s, t[v], sizeof s);
         qsort(s, (size_t)rounds, sizeof(double), cmp);
@@ -360,12 +388,30 @@ static void measure(probe *p, int rounds)
     printf("  gru.step event time %.1f us (median of %d means)\n", 1e6 * ev[rounds / 2], rounds);
 }
 
+/* A runtime on device `spec` (NULL: the default) with gru.step found. */
+static void open_probe(probe *p, const char *spec)
+{
+    kp_runtime_options o = kp_runtime_options_default();
+    o.device = spec;
+    kp_device_info d = {.struct_size = sizeof d};
+    check_kp(kp_runtime_create(&o, &p->rt), "runtime");
+    check_kp(kp_runtime_opencl(p->rt, (void **)&p->ctx, (void **)&p->q, NULL), "opencl");
+    check_kp(kp_kernel_find(p->rt, "gru.step", &p->k), "gru.step");
+    check_kp(kp_runtime_device(p->rt, &d, NULL), "device");
+    printf("%s: %s\n", spec ? spec : "device", d.name);
+}
+
 int main(int argc, char **argv)
 {
     int rounds = 7, sizes[8][2], n = 0;
+    const char *device = NULL, *also = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
             rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
+            device = argv[++i];
+        else if (strcmp(argv[i], "--also") == 0 && i + 1 < argc)
+            also = argv[++i];
         else if (i + 1 < argc && n < 8) {
             sizes[n][0] = atoi(argv[i]);
             sizes[n++][1] = atoi(argv[++i]);
@@ -376,19 +422,27 @@ int main(int argc, char **argv)
         sizes[0][0] = 256, sizes[0][1] = 321, sizes[1][0] = 1024, sizes[1][1] = 1024;
         n = 2;
     }
-    probe p = {0};
-    check_kp(kp_runtime_create(NULL, &p.rt), "runtime");
-    check_kp(kp_runtime_opencl(p.rt, (void **)&p.ctx, (void **)&p.q, NULL), "opencl");
-    check_kp(kp_kernel_find(p.rt, "gru.step", &p.k), "gru.step");
+    probe p = {0}, o = {0};
+    open_probe(&p, device);
+    if (also) {
+        open_probe(&o, also);
+        other = &o;
+    }
     printf("gru-step-probe: %d OpenBLAS threads, %d rounds\n", openblas_get_num_threads(), rounds);
     for (int i = 0; i < n; i++) {
         setup(&p, sizes[i][0], sizes[i][1]);
+        if (other)
+            setup(other, sizes[i][0], sizes[i][1]);
         printf("B 1, H %d, I %d\n", p.H, p.NI);
         if (i == 0)
             permutation(&p);
         measure(&p, rounds);
         teardown(&p);
+        if (other)
+            teardown(other);
     }
     kp_runtime_destroy(p.rt);
+    if (other)
+        kp_runtime_destroy(o.rt);
     return 0;
 }

@@ -292,7 +292,8 @@ int blas_host_describe(kp_launch *l, uint32_t index, char *out, size_t size)
         return -1;
     return snprintf(out, size,
                     "f32: cblas_sgemm/sgemv of %s on the buffers' host memory, %s (%d OpenBLAS "
-                    "threads); layouts cblas cannot take run CLBlast",
+                    "threads; a GEMM of one row or column above 100^3 multiply-adds as sgemv); "
+                    "layouts cblas cannot take run CLBlast",
                     openblas_get_config(),
                     r == BLAS_ROUTE_HOST ? "a native kernel in the queue"
                                          : "between blocking maps of the buffers",
