@@ -4,12 +4,15 @@
  * host path of the same math (#30). Wall time per call of bursts (each call then a wait for the
  * queue), every variant alternated with the others over rounds in one process, medians:
  *   host         two cblas_sgemv and the gates on this thread (bench-cpu-routes' host path)
- *   gru.step     kp_kernel_launch + kp_finish (the fused kernel), and its event time
+ *   gru.step     kp_kernel_launch + kp_finish (the fused kernel), and its event time; WG 128
+ *                and WG 256 the same at those work-group sizes; BATCH_GEMM 1 every product
+ *                through blas.gemm (OpenBLAS in the queue) and the gate kernel
  *   empty native an empty clEnqueueNativeKernel + clFinish: what any trip through the queue costs
  *   native 1     the host path inside one native command whose mem_list is one buffer holding
  *                every operand (no maps)
- *   native 7     the same on the step's seven buffers through mem_list (the permutation PoCL
- *                hands the pointers in is printed first: 3.1 sorts them)
+ *   native 7     the same on the step's seven buffers through mem_list, listed in the order
+ *                they were created (the permutation PoCL hands the pointers over in is printed
+ *                first: 3.1 sorts them into creation order)
  *   maps         the seven buffers mapped (one wait), the host path on this thread, unmapped
  * A diagnostic run by hand on a CPU device; not a test.
  *
