@@ -117,14 +117,18 @@ static void sgemv(int col_major, int t, int64_t m, int64_t n, float alpha, const
 
 /*
  * Whether a product of one row or one column runs as cblas_sgemv. OpenBLAS 0.3.21 (Debian 12's)
- * forwards such shapes to gemv only from 0.3.27: up to 100^3 multiply-adds its sgemm takes them
- * through small-matrix kernels without packing, as fast as sgemv or faster (sgemv splits over
- * threads); above, sgemm packs the whole other operand first: 1 x 1024 x 1024 took 2.1-2.4 ms
- * against 0.15-0.21 ms by sgemv, 1 x 768 x 1024 0.07-0.15 ms either way (2-core EPYC, #30).
+ * forwards such shapes to gemv only from 0.3.27; before, its sgemm takes small ones through
+ * small-matrix kernels without packing and packs the whole other operand for the rest. Measured
+ * on the 2-core EPYC (#30, medians with OpenBLAS's default two threads, where sgemv splits even
+ * a small product): sgemm was 2-6x faster up to 307k multiply-adds with up to 1200 outputs
+ * (1 x 768 x 256, 1 x 1200 x 256) and at 1 x 2048 x 64, about even at 1 x 1024 x 768-900;
+ * sgemv was 2.5-4x faster from 328k multiply-adds with more than 1200 outputs (1 x 1280 x 256,
+ * 1 x 3072 x 128) and 6-10x from 1 x 1024 x 1024 on.
  */
 static int as_gemv(const blas_gemm_plan *p)
 {
-    return (p->m == 1 || p->n == 1) && (double)p->m * (double)p->n * (double)p->k > 1e6;
+    const double macs = (double)p->m * (double)p->n * (double)p->k;
+    return (p->m == 1 || p->n == 1) && (macs > 1e6 || (macs > 262144.0 && p->m * p->n > 1200));
 }
 
 /* With M 1, c^T = op(B)^T a^T; with N 1, c = op(A) b. A vector's increment is 1 along a stored
@@ -290,14 +294,16 @@ int blas_host_describe(kp_launch *l, uint32_t index, char *out, size_t size)
     int64_t r = blas_host->tunable_index(l, index);
     if (r != BLAS_ROUTE_HOST && r != BLAS_ROUTE_HOST_MAPPED)
         return -1;
-    return snprintf(out, size,
-                    "f32: cblas_sgemm/sgemv of %s on the buffers' host memory, %s (%d OpenBLAS "
-                    "threads; a GEMM of one row or column above 100^3 multiply-adds as sgemv); "
-                    "layouts cblas cannot take run CLBlast",
-                    openblas_get_config(),
-                    r == BLAS_ROUTE_HOST ? "a native kernel in the queue"
-                                         : "between blocking maps of the buffers",
-                    openblas_get_num_threads());
+    return snprintf(
+        out, size,
+        "f32: cblas_sgemm/sgemv of %s on the buffers' host memory, %s (%d OpenBLAS "
+        "threads; a GEMM of one row or column of over 10^6 multiply-adds, or 2^18 with over "
+        "1200 outputs, as sgemv); "
+        "layouts cblas cannot take run CLBlast",
+        openblas_get_config(),
+        r == BLAS_ROUTE_HOST ? "a native kernel in the queue"
+                             : "between blocking maps of the buffers",
+        openblas_get_num_threads());
 }
 
 #else

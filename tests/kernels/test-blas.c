@@ -290,13 +290,14 @@ static void test_gemm_beta_zero_ignores_nan(void **state)
     expect_beta_zero_ignores_nan(rt, 19, 23, 29); /* CLBlast's direct kernel */
 }
 
-/* One row or one column, small and above 100^3 multiply-adds (where the host route runs them as
- * a GEMV, #30): every layout and transpose, padded leading dimensions with alpha and beta, and
- * beta 0 over NaN. */
+/* One row or one column, small and large enough for the host route to run them as a GEMV (#30:
+ * over 10^6 multiply-adds, or 2^18 with over 1200 outputs): every layout and transpose, padded
+ * leading dimensions with alpha and beta, and beta 0 over NaN. */
 static void test_gemm_one_row_or_column(void **state)
 {
     static const int64_t sizes[][3] = {{1, 11, 7},      {13, 1, 7},      {1, 1, 7},
-                                       {1, 1009, 1009}, {1009, 1, 1009}, {1, 1, 1000003}};
+                                       {1, 1009, 1009}, {1009, 1, 1009}, {1, 1, 1000003},
+                                       {1, 1283, 211},  {1283, 1, 211}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         int64_t m = sizes[i][0], n = sizes[i][1], k = sizes[i][2];
         check_transposes(m, n, k);
