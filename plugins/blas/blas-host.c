@@ -120,10 +120,10 @@ static void sgemv(int col_major, int t, int64_t m, int64_t n, float alpha, const
  * forwards such shapes to gemv only from 0.3.27; before, its sgemm takes small ones through
  * small-matrix kernels without packing and packs the whole other operand for the rest. Measured
  * on the 2-core EPYC (#30, medians with OpenBLAS's default two threads, where sgemv splits even
- * a small product): sgemm was 2-6x faster up to 307k multiply-adds with up to 1200 outputs
- * (1 x 768 x 256, 1 x 1200 x 256) and at 1 x 2048 x 64, about even at 1 x 1024 x 768-900;
- * sgemv was 2.5-4x faster from 328k multiply-adds with more than 1200 outputs (1 x 1280 x 256,
- * 1 x 3072 x 128) and 6-10x from 1 x 1024 x 1024 on.
+ * a small product): sgemm was 3-26x faster at up to 307k multiply-adds with up to 1200 outputs
+ * (1 x 768 x 256, 1 x 1200 x 256) and at 1 x 2048 x 64, within 10% at 1 x 1024 x 768-900; sgemv
+ * was 1.0-4.1x faster from 328k multiply-adds with more than 1200 outputs (2.5x at
+ * 1 x 1280 x 256, 4.1x at 1 x 3072 x 128) and 4-11x from 1 x 1024 x 1024 on.
  */
 static int as_gemv(const blas_gemm_plan *p)
 {

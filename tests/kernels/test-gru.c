@@ -507,7 +507,7 @@ static void axpy(kp_buffer *x, kp_buffer *y, int64_t n, double alpha)
  * one run after the second writer reads 2 h, one run behind the reader leaves zeros. */
 static void test_step_queue_order(void **state)
 {
-    model m = model_make(1, 1, 601, 601, 1, 95); /* products of 1 x 1803 x 601: above 100^3 */
+    model m = model_make(1, 1, 601, 601, 1, 95); /* products of 1 x 1803 x 601: over 10^6 */
     const size_t H = 601, I = 601;
     double *want = malloc(H * sizeof *want), *zeros = calloc(I + H, sizeof *zeros);
     assert_true(want && zeros);
