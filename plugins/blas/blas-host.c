@@ -102,21 +102,62 @@ static void scale_c(const blas_matrix *m, float *c, float beta)
             c[i * m->ld + j] = beta == 0.0f ? 0.0f : beta * c[i * m->ld + j];
 }
 
+/* y = alpha op(A) x + beta y for A stored m x n; y has len_y elements. beta 0 ignores y's old
+ * contents, NaN included, whichever OpenBLAS version scales it. */
+static void sgemv(int col_major, int t, int64_t m, int64_t n, float alpha, const float *a,
+                  int64_t lda, const float *x, int64_t incx, float beta, float *y, int64_t len_y,
+                  int64_t incy)
+{
+    if (beta == 0.0f)
+        for (int64_t i = 0; i < len_y; i++)
+            y[i * incy] = 0.0f;
+    cblas_sgemv(order(col_major), trans(t), (blasint)m, (blasint)n, alpha, a, (blasint)lda, x,
+                (blasint)incx, beta, y, (blasint)incy);
+}
+
+/*
+ * Whether a product of one row or one column runs as cblas_sgemv. OpenBLAS 0.3.21 (Debian 12's)
+ * forwards such shapes to gemv only from 0.3.27; before, its sgemm takes small ones through
+ * small-matrix kernels without packing and packs the whole other operand for the rest. Measured
+ * on the 2-core EPYC (#30, medians with OpenBLAS's default two threads, where sgemv splits even
+ * a small product): sgemm was 3-26x faster at up to 307k multiply-adds with up to 1200 outputs
+ * (1 x 768 x 256, 1 x 1200 x 256) and at 1 x 2048 x 64, within 10% at 1 x 1024 x 768-900; sgemv
+ * was 1.0-4.1x faster from 328k multiply-adds with more than 1200 outputs (2.5x at
+ * 1 x 1280 x 256, 4.1x at 1 x 3072 x 128) and 4-11x from 1 x 1024 x 1024 on.
+ */
+static int as_gemv(const blas_gemm_plan *p)
+{
+    const double macs = (double)p->m * (double)p->n * (double)p->k;
+    return (p->m == 1 || p->n == 1) && (macs > 1e6 || (macs > 262144.0 && p->m * p->n > 1200));
+}
+
+/* With M 1, c^T = op(B)^T a^T; with N 1, c = op(A) b. A vector's increment is 1 along a stored
+ * line and the leading dimension across lines. */
+static void gemm_as_gemv(const blas_gemm_plan *p, const float *a, const float *b, float *c,
+                         float alpha, float beta)
+{
+    const int cm = p->col_major;
+    if (p->m == 1)
+        sgemv(cm, !p->trans_b, p->trans_b ? p->n : p->k, p->trans_b ? p->k : p->n, alpha, b,
+              p->b.ld, a, cm != p->trans_a ? p->a.ld : 1, beta, c, p->n, cm ? p->c.ld : 1);
+    else
+        sgemv(cm, p->trans_a, p->trans_a ? p->k : p->m, p->trans_a ? p->m : p->k, alpha, a, p->a.ld,
+              b, cm == p->trans_b ? p->b.ld : 1, beta, c, p->m, cm ? 1 : p->c.ld);
+}
+
 static void run(void *args)
 {
     const host_call *h = args;
     if (h->gemv) {
         const blas_gemv_plan *p = &h->gemv_plan;
         float *y = at(h, 2, p->y_offset);
-        /* beta 0 ignores y's old contents, NaN included, whichever OpenBLAS version scales it. */
-        if (h->beta == 0.0f)
+        if (p->len_x > 0)
+            sgemv(p->col_major, p->trans, p->m, p->n, h->alpha, at(h, 0, p->a.offset), p->a.ld,
+                  at(h, 1, p->x_offset), p->x_inc, h->beta, y, p->len_y, p->y_inc);
+        else if (h->beta == 0.0f)
             for (int64_t i = 0; i < p->len_y; i++)
                 y[i * p->y_inc] = 0.0f;
-        if (p->len_x > 0)
-            cblas_sgemv(order(p->col_major), trans(p->trans), (blasint)p->m, (blasint)p->n,
-                        h->alpha, at(h, 0, p->a.offset), (blasint)p->a.ld, at(h, 1, p->x_offset),
-                        (blasint)p->x_inc, h->beta, y, (blasint)p->y_inc);
-        else if (h->beta != 0.0f && h->beta != 1.0f)
+        else if (h->beta != 1.0f)
             cblas_sscal((blasint)p->len_y, h->beta, y, (blasint)p->y_inc);
         return;
     }
@@ -125,15 +166,16 @@ static void run(void *args)
     const blas_gemm_plan *p = &h->gemm;
     for (int64_t b = 0; b < p->batch; b++) {
         float *c = at(h, 2, p->c.offset + b * p->stride_c);
-        if (p->k == 0) { /* C = beta C: OpenBLAS returns at once, leaving C as it was */
+        const float *ab = at(h, 0, p->a.offset + b * p->stride_a);
+        const float *bb = at(h, 1, p->b.offset + b * p->stride_b);
+        if (p->k == 0) /* C = beta C: OpenBLAS returns at once, leaving C as it was */
             scale_c(&p->c, c, h->beta);
-            continue;
-        }
-        /* beta 0 ignores C's old contents, NaN included: OpenBLAS stores zeros before the sums. */
-        cblas_sgemm(order(p->col_major), trans(p->trans_a), trans(p->trans_b), (blasint)p->m,
-                    (blasint)p->n, (blasint)p->k, h->alpha, at(h, 0, p->a.offset + b * p->stride_a),
-                    (blasint)p->a.ld, at(h, 1, p->b.offset + b * p->stride_b), (blasint)p->b.ld,
-                    h->beta, c, (blasint)p->c.ld);
+        else if (as_gemv(p))
+            gemm_as_gemv(p, ab, bb, c, h->alpha, h->beta);
+        else /* beta 0 ignores C's old contents, NaN included: OpenBLAS stores zeros first */
+            cblas_sgemm(order(p->col_major), trans(p->trans_a), trans(p->trans_b), (blasint)p->m,
+                        (blasint)p->n, (blasint)p->k, h->alpha, ab, (blasint)p->a.ld, bb,
+                        (blasint)p->b.ld, h->beta, c, (blasint)p->c.ld);
     }
 }
 
@@ -252,13 +294,16 @@ int blas_host_describe(kp_launch *l, uint32_t index, char *out, size_t size)
     int64_t r = blas_host->tunable_index(l, index);
     if (r != BLAS_ROUTE_HOST && r != BLAS_ROUTE_HOST_MAPPED)
         return -1;
-    return snprintf(out, size,
-                    "f32: cblas_sgemm/sgemv of %s on the buffers' host memory, %s (%d OpenBLAS "
-                    "threads); layouts cblas cannot take run CLBlast",
-                    openblas_get_config(),
-                    r == BLAS_ROUTE_HOST ? "a native kernel in the queue"
-                                         : "between blocking maps of the buffers",
-                    openblas_get_num_threads());
+    return snprintf(
+        out, size,
+        "f32: cblas_sgemm/sgemv of %s on the buffers' host memory, %s (%d OpenBLAS "
+        "threads; a GEMM of one row or column of over 10^6 multiply-adds, or 2^18 with over "
+        "1200 outputs, as sgemv); "
+        "layouts cblas cannot take run CLBlast",
+        openblas_get_config(),
+        r == BLAS_ROUTE_HOST ? "a native kernel in the queue"
+                             : "between blocking maps of the buffers",
+        openblas_get_num_threads());
 }
 
 #else

@@ -13,24 +13,6 @@ source "$(dirname "$0")/preamble.sh"
 kp_begin cpu-train /tmp/kp-cpu-train-out results
 kp_setup
 
-# The staged OpenBLAS unpacked under /tmp (not /: the machine's own libraries stay as they are),
-# its pkg-config file pointed there, found by the build and, at run time, through LD_LIBRARY_PATH
-# (the Fortran runtime too where the machine has none).
-kp_openblas() {
-  local ob=/tmp/kp-openblas lib=/tmp/kp-openblas/usr/lib/x86_64-linux-gnu
-  compgen -G ".gpu/openblas/*.deb" >/dev/null || {
-    echo "no .gpu/openblas (scripts/gpu/stage-openblas.sh): built with this machine's OpenBLAS," \
-      "if any"
-    return 0
-  }
-  for f in .gpu/openblas/*.deb; do dpkg -x "$f" "$ob"; done
-  sed -i "s|=/usr/|=$ob/usr/|" "$lib/openblas-pthread/pkgconfig/openblas.pc"
-  export PKG_CONFIG_PATH="$lib/openblas-pthread/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-  local path="$lib/openblas-pthread"
-  ldconfig -p | grep -q 'libgfortran.so.5 ' || path="$path:$lib"
-  export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  echo "OpenBLAS from .gpu/openblas: $(pkg-config --modversion openblas)"
-}
 step "OpenBLAS"
 kp_openblas
 kp_build_here "$res/build.log"

@@ -25,6 +25,10 @@
 #            step build, kp_build of the working tree into build-gpu, then
 #            kp=build-gpu/bin/kernelport.
 # kp_pack    tars $res into $out/results.tar.gz, removes $res, prints the time taken.
+# kp_openblas
+#            unpacks the OpenBLAS that scripts/gpu/stage-openblas.sh staged in .gpu/openblas under
+#            /tmp and points pkg-config and LD_LIBRARY_PATH there (call it before kp_build_here);
+#            without .gpu/openblas the build takes this machine's OpenBLAS, if any.
 # kp_mpi     sets $mpirun and $mpicc to the first MPI (KP_MPI, else MPICH then Open MPI: Debian's
 #            Open MPI launcher crashed in PMIx on the Ubuntu two-GPU host) whose launcher starts two
 #            ranks here, and the environment both need; exits 1 where none does.
@@ -118,6 +122,24 @@ kp_cuda_abi_build() { # OUTPUT LOG
     return 1
   fi
   echo "comm/cuda-nccl.h: layouts and values match cuda.h and nccl.h"
+}
+
+# The staged OpenBLAS under /tmp, not /: the machine's own libraries stay as they are. The
+# Fortran runtime comes from it too where the machine has none.
+kp_openblas() {
+  local ob=/tmp/kp-openblas lib=/tmp/kp-openblas/usr/lib/x86_64-linux-gnu
+  compgen -G ".gpu/openblas/*.deb" >/dev/null || {
+    echo "no .gpu/openblas (scripts/gpu/stage-openblas.sh): built with this machine's OpenBLAS," \
+      "if any"
+    return 0
+  }
+  for f in .gpu/openblas/*.deb; do dpkg -x "$f" "$ob"; done
+  sed -i "s|=/usr/|=$ob/usr/|" "$lib/openblas-pthread/pkgconfig/openblas.pc"
+  export PKG_CONFIG_PATH="$lib/openblas-pthread/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  local path="$lib/openblas-pthread"
+  ldconfig -p | grep -q 'libgfortran.so.5 ' || path="$path:$lib"
+  export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "OpenBLAS from .gpu/openblas: $(pkg-config --modversion openblas)"
 }
 
 kp_pack() {

@@ -215,9 +215,8 @@ static void check_gemm(kp_runtime *r, const gemm_case *g, unsigned seed, const c
 
 /* Every combination of an operand stored transposed (a view) and trans_a/trans_b, with C in
  * both layouts: the view and the flag compose. */
-static void test_gemm_transposes(void **state)
+static void check_transposes(int64_t m, int64_t n, int64_t k)
 {
-    const int64_t m = 13, n = 11, k = 7;
     for (int combo = 0; combo < 32; combo++) {
         int a_view = combo & 1, ta = (combo >> 1) & 1, b_view = (combo >> 2) & 1;
         int tb = (combo >> 3) & 1, c_col = (combo >> 4) & 1;
@@ -230,11 +229,17 @@ static void test_gemm_transposes(void **state)
                        .alpha = 1.0,
                        .beta = 0.5,
                        .pass_scalars = 1};
-        char what[96];
-        snprintf(what, sizeof what, "A %s trans_a %d, B %s trans_b %d, C %s",
-                 a_view ? "col" : "row", ta, b_view ? "col" : "row", tb, c_col ? "col" : "row");
+        char what[128];
+        snprintf(what, sizeof what, "%lldx%lldx%lld: A %s trans_a %d, B %s trans_b %d, C %s",
+                 (long long)m, (long long)n, (long long)k, a_view ? "col" : "row", ta,
+                 b_view ? "col" : "row", tb, c_col ? "col" : "row");
         check_gemm(rt, &g, (unsigned)combo + 1, what);
     }
+}
+
+static void test_gemm_transposes(void **state)
+{
+    check_transposes(13, 11, 7);
 }
 
 /* Offsets, padded leading dimensions, alpha and beta, non-square, 1 and prime sizes. */
@@ -283,6 +288,33 @@ static void expect_beta_zero_ignores_nan(kp_runtime *r, int64_t m, int64_t n, in
 static void test_gemm_beta_zero_ignores_nan(void **state)
 {
     expect_beta_zero_ignores_nan(rt, 19, 23, 29); /* CLBlast's direct kernel */
+}
+
+/* One row or one column, small and large enough for the host route to run them as a GEMV (#30:
+ * over 10^6 multiply-adds, or 2^18 with over 1200 outputs): every layout and transpose, padded
+ * leading dimensions with alpha and beta, and beta 0 over NaN. */
+static void test_gemm_one_row_or_column(void **state)
+{
+    static const int64_t sizes[][3] = {{1, 11, 7},      {13, 1, 7},      {1, 1, 7},
+                                       {1, 1009, 1009}, {1009, 1, 1009}, {1, 1, 1000003},
+                                       {1, 1283, 211},  {1283, 1, 211}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int64_t m = sizes[i][0], n = sizes[i][1], k = sizes[i][2];
+        check_transposes(m, n, k);
+        for (int combo = 0; combo < 4; combo++) {
+            int ta = combo & 1, tb = combo >> 1;
+            gemm_case g = {.a = padded(ta ? col_major(m, k) : row_major(k, m), 3, 2),
+                           .b = padded(tb ? row_major(k, n) : col_major(n, k), 2, 5),
+                           .c = padded(combo & 1 ? col_major(m, n) : row_major(m, n), 4, 3),
+                           .ta = !ta,
+                           .tb = !tb,
+                           .alpha = -0.75,
+                           .beta = 1.5,
+                           .pass_scalars = 1};
+            check_gemm(rt, &g, 300 + (unsigned)(4 * i) + (unsigned)combo, "padded, transposed");
+        }
+        expect_beta_zero_ignores_nan(rt, m, n, k);
+    }
 }
 
 /* K = 0: C = beta C, beta 0 clears even NaN; M = 0 and N = 0 do nothing. */
@@ -1024,6 +1056,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_route_resolved),
         cmocka_unit_test(test_queue_order),
         cmocka_unit_test(test_gemm_transposes),
+        cmocka_unit_test(test_gemm_one_row_or_column),
         cmocka_unit_test(test_gemm_shapes_offsets_scalars),
         cmocka_unit_test(test_gemm_beta_zero_ignores_nan),
         cmocka_unit_test(test_gemm_empty_dimensions),

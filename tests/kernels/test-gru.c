@@ -491,6 +491,61 @@ static void set_batch_gemm(kp_runtime *r, int64_t value)
     }
 }
 
+/* y = alpha x + y through example.axpy over n elements. */
+static void axpy(kp_buffer *x, kp_buffer *y, int64_t n, double alpha)
+{
+    kp_arg args[] = {KP_ARG_INT("n", n), KP_ARG_FLOAT("alpha", alpha),
+                     KP_ARG_TENSOR("x", kp_tensor_1d(x, KP_F32, n)),
+                     KP_ARG_TENSOR("y", kp_tensor_1d(y, KP_F32, n))};
+    launch_ok(rt, "example.axpy", args, sizeof args / sizeof args[0]);
+}
+
+/* The step keeps the queue's order on each path (the fused kernel; every product through
+ * blas.gemm, OpenBLAS in the queue on CPUs built with it, where products of one row this size run
+ * as sgemv): kernels write x and h, the step reads them and writes h_out, a kernel reads h_out
+ * and another writes h again, with no wait between. A step run ahead of the writers reads zeros,
+ * one run after the second writer reads 2 h, one run behind the reader leaves zeros. */
+static void test_step_queue_order(void **state)
+{
+    model m = model_make(1, 1, 601, 601, 1, 95); /* products of 1 x 1803 x 601: over 10^6 */
+    const size_t H = 601, I = 601;
+    double *want = malloc(H * sizeof *want), *zeros = calloc(I + H, sizeof *zeros);
+    assert_true(want && zeros);
+    host_forward(&m, want, NULL);
+    for (size_t j = 0; j < H; j++)
+        want[j] *= 2.0;
+    const int64_t settings[] = {0, 1};
+    for (int i = 0; i < 2; i++) {
+        set_batch_gemm(rt, settings[i]);
+        /* The outputs first: PoCL 3.1 hands a native kernel's buffers over in creation order. */
+        kp_buffer *out = upload_doubles(rt, zeros, H), *d = upload_doubles(rt, zeros, H);
+        kp_buffer *x = upload_doubles(rt, zeros, I), *h = upload_doubles(rt, zeros, H);
+        dev_model dm = dev_upload(rt, &m);
+        axpy(dm.x, x, (int64_t)I, 1.0);
+        axpy(dm.h0, h, (int64_t)H, 1.0);
+        kp_arg args[] = {KP_ARG_TENSOR("x", kp_tensor_2d(x, KP_F32, 1, (int64_t)I)),
+                         KP_ARG_TENSOR("h", kp_tensor_2d(h, KP_F32, 1, (int64_t)H)),
+                         KP_ARG_TENSOR("w_ih", dm.tw_ih),
+                         KP_ARG_TENSOR("w_hh", dm.tw_hh),
+                         KP_ARG_TENSOR("b_ih", dm.tb_ih),
+                         KP_ARG_TENSOR("b_hh", dm.tb_hh),
+                         KP_ARG_TENSOR("h_out", kp_tensor_2d(out, KP_F32, 1, (int64_t)H))};
+        launch_ok(rt, "gru.step", args, sizeof args / sizeof args[0]);
+        axpy(out, d, (int64_t)H, 2.0);
+        axpy(dm.h0, h, (int64_t)H, 1.0);
+        float *got = download(rt, d, H);
+        expect_close(got, want, H, 2.0 * sum_tol(m.I + m.H), 0.0,
+                     settings[i] ? "kernel, step by GEMM, kernel" : "kernel, step, kernel");
+        free(got);
+        kp_buffer_destroy(rt, out), kp_buffer_destroy(rt, d);
+        kp_buffer_destroy(rt, x), kp_buffer_destroy(rt, h);
+        dev_free(rt, &dm);
+    }
+    set_batch_gemm(rt, 0);
+    free(want), free(zeros);
+    model_free(&m);
+}
+
 /* At a prime batch, input and hidden size, both variants: every product through blas.gemm
  * (BATCH_GEMM 1), the plugin's own kernels only (never), a sequence's projection by GEMM and its
  * steps fused (64), and, with the blas plugin disabled, the fallbacks it forces. Each forward
@@ -833,6 +888,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_step_hidden_sizes),
+        cmocka_unit_test(test_step_queue_order),
         cmocka_unit_test(test_sequence),
         cmocka_unit_test(test_fused_lane_shapes),
         cmocka_unit_test(test_backward_finite_differences),
