@@ -288,10 +288,10 @@ kp_status cnn_step_part(cnn *m, int part)
     return st;
 }
 
-kp_status cnn_optimizer_step(cnn *m, int64_t step)
+kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr)
 {
     kp_adam_options o = kp_adamw_defaults();
-    o.lr = m->lr;
+    o.lr = lr;
     o.weight_decay = m->weight_decay;
     o.check_segments = 0;
     const kp_tensor all[4] = {kp_tensor_1d(m->param, KP_F32, m->arena_len),
@@ -309,9 +309,11 @@ kp_status cnn_record_parts(cnn *m, kp_graph **parts, kp_graph **optimizer)
         *out = NULL;
         if (st != KP_OK || (st = kp_graph_begin(m->rt, 0)) != KP_OK)
             continue;
-        st = part < CNN_PARTS ? cnn_step_part(m, part) : cnn_optimizer_step(m, 1);
+        st = part < CNN_PARTS ? cnn_step_part(m, part) : cnn_optimizer_step(m, 1, m->lr);
         if (st == KP_OK && part == CNN_PARTS)
             st = kp_graph_param(m->rt, "step", "step");
+        if (st == KP_OK && part == CNN_PARTS)
+            st = kp_graph_param(m->rt, "lr", "lr");
         kp_status end = kp_graph_end(m->rt, out);
         if (st == KP_OK)
             st = end;

@@ -33,10 +33,10 @@ enum { CNN_PARTS = 4 };
 /* Enqueues part `part` (0 to CNN_PARTS - 1) of a training step on the whole batch; part 0 adds
  * its loss to the running sum. */
 kp_status cnn_step_part(cnn *m, int part);
-/* Enqueues AdamW's step number `step` over the parameter arena. */
-kp_status cnn_optimizer_step(cnn *m, int64_t step);
-/* Records each part into a graph of its own, and the optimizer into a graph whose parameter
- * "step" is AdamW's step count. */
+/* Enqueues AdamW's step number `step` with learning rate lr over the parameter arena. */
+kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr);
+/* Records each part into a graph of its own, and the optimizer into a graph whose parameters
+ * "step" and "lr" are AdamW's step count and learning rate (cnn_create's lr until set). */
 kp_status cnn_record_parts(cnn *m, kp_graph **parts, kp_graph **optimizer);
 /* The range, in elements of the gradient arena, whose gradients part `part` completes. */
 void cnn_bucket(const cnn *m, int part, int64_t *offset, int64_t *count);
