@@ -4,14 +4,17 @@
 
     python3 bench/peers/peer-fashion-mnist.py --epochs 3 --json results/peer-fashion-mnist.json
     python3 bench/peers/peer-fashion-mnist.py --cpu --train-limit 10000 --epochs 1
+    python3 bench/peers/peer-fashion-mnist.py --lr-schedule cosine      # the example's option
     torchrun --nproc_per_node 2 bench/peers/peer-fashion-mnist.py --batch 64    # DDP, 2 GPUs
 
 The model is examples/fashion-mnist/cnn-model.c's: conv(1->32, 3x3, pad 1) + ReLU + max-pool 2 +
 conv(32->64, 3x3, pad 1) + ReLU + max-pool 2 + linear(3136->128) + ReLU + linear(128->10), softmax
 cross-entropy, AdamW(lr 1e-3, weight_decay 0.01), batch 128, the example's shuffle (splitmix64
 seeded with seed * 1000003 + epoch, Fisher-Yates), its normalisation, the last partial batch
-skipped. PyTorch's own initialisation (the example draws its weights from Philox with the same
-bounds). Eager on CUDA with TF32 off (default) or the CPU (--cpu); --compile adds torch.compile.
+skipped; with --lr-schedule cosine, the example's cosine decay (lr x (1 + cos(pi k / K)) / 2 at
+step k of K: a LambdaLR stepped per batch). PyTorch's own initialisation (the example draws its
+weights from Philox with the same bounds). Eager on CUDA with TF32 off (default) or the CPU
+(--cpu); --compile adds torch.compile.
 Prints and writes per epoch: seconds of training (synchronised), train loss, test accuracy.
 Started by torchrun with several processes, it trains with DistributedDataParallel (NCCL), one GPU
 per process, as the example does under mpirun: --batch per rank, rank r training on the r-th slice
@@ -19,6 +22,7 @@ of each global batch of world x batch images of the same shuffle; rank 0 prints 
 import argparse
 import gzip
 import json
+import math
 import os
 import sys
 import time
@@ -59,6 +63,7 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--train-limit", type=int, default=0)
+    ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--json")
@@ -112,6 +117,10 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     global_batch = world * a.batch
     steps = n_train // global_batch
+    total_steps = a.epochs * steps
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: 0.5 * (1 + math.cos(math.pi * k / total_steps))) \
+        if a.lr_schedule == "cosine" else None
     rows = []
     for epoch in range(1, a.epochs + 1):
         order = torch.tensor(shuffle(n_train, a.seed * 1000003 + epoch), device=dev)
@@ -125,6 +134,8 @@ def main():
             loss = loss_fn(step_model(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
+            if sched:
+                sched.step()
             total += loss.detach()
         sync()
         seconds = time.perf_counter() - t0
@@ -145,6 +156,7 @@ def main():
             json.dump({"benchmark": "peer-fashion-mnist", "torch": torch.__version__,
                        "device": "cpu" if a.cpu else torch.cuda.get_device_name(0),
                        "compiled": a.compile, "ranks": world, "batch_per_rank": a.batch,
+                       "lr_schedule": a.lr_schedule,
                        "epochs": rows}, f, indent=2)
     if world > 1:
         torch.distributed.destroy_process_group()
