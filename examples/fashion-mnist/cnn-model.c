@@ -14,7 +14,8 @@
 
 enum { C1 = 32, C2 = 64, S1 = 28, S2 = 14, S3 = 7, FLAT = C2 * S3 * S3, HID = 128 };
 
-/* The parameters, in the arena's order and the weights file's. Linear weights are [in, out]. */
+/* The parameters, in the arena's order and the weights file's. Linear weights are [in, out].
+ * fan_in: a weight's inputs per output (its initial bound); 0 for the biases, which start at 0. */
 enum { W1, B1, W2, B2, W3, B3, W4, B4, N_PARAMS };
 static const struct {
     const char *name;
@@ -22,10 +23,10 @@ static const struct {
     int64_t shape[4];
     int fan_in;
 } params[N_PARAMS] = {
-    {"conv1.weight", 4, {C1, 1, 3, 3}, 9},      {"conv1.bias", 1, {C1}, 9},
-    {"conv2.weight", 4, {C2, C1, 3, 3}, 288},   {"conv2.bias", 1, {C2}, 288},
-    {"fc1.weight", 2, {FLAT, HID}, FLAT},       {"fc1.bias", 1, {HID}, FLAT},
-    {"fc2.weight", 2, {HID, CNN_CLASSES}, HID}, {"fc2.bias", 1, {CNN_CLASSES}, HID},
+    {"conv1.weight", 4, {C1, 1, 3, 3}, 9},      {"conv1.bias", 1, {C1}, 0},
+    {"conv2.weight", 4, {C2, C1, 3, 3}, 288},   {"conv2.bias", 1, {C2}, 0},
+    {"fc1.weight", 2, {FLAT, HID}, FLAT},       {"fc1.bias", 1, {HID}, 0},
+    {"fc2.weight", 2, {HID, CNN_CLASSES}, HID}, {"fc2.bias", 1, {CNN_CLASSES}, 0},
 };
 
 /* The activations and their gradients: each [batch, ...] of these extents. */
@@ -432,9 +433,11 @@ kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double
     if (st == KP_OK && !init)
         st = KP_ERR_OUT_OF_MEMORY;
     if (st == KP_OK) {
+        /* He uniform for ReLU, zero biases (calloc's): PyTorch's default (bound 1/sqrt(fan_in)
+         * for both) trained to 0.2-0.5% lower test accuracy after 3 epochs (README.md). */
         for (int i = 0; i < N_PARAMS; i++) {
-            const double bound = 1.0 / sqrt((double)params[i].fan_in);
-            for (int64_t j = 0; j < numel[i]; j++) {
+            const double bound = params[i].fan_in ? sqrt(6.0 / (double)params[i].fan_in) : 0;
+            for (int64_t j = 0; bound > 0 && j < numel[i]; j++) {
                 const uint64_t at = (uint64_t)m->segments[2 * i] + (uint64_t)j;
                 init[at] = (float)((2.0 * kp_random_uniform(seed, 0, at) - 1.0) * bound);
             }

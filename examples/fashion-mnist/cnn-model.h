@@ -13,9 +13,9 @@ typedef struct cnn cnn;
 
 enum { CNN_SIDE = 28, CNN_PIXELS = 28 * 28, CNN_CLASSES = 10 };
 
-/* Buffers for batches of up to `batch` images; weights drawn for `seed` with PyTorch's default
- * bounds (U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases); AdamW with lr and
- * weight_decay, PyTorch's betas and eps. */
+/* Buffers for batches of up to `batch` images; weights drawn for `seed` from He's uniform
+ * U(-sqrt(6/fan_in), sqrt(6/fan_in)) (PyTorch's kaiming_uniform_ for ReLU), biases zero; AdamW
+ * with lr and weight_decay, PyTorch's betas and eps. */
 kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double weight_decay,
                      cnn **out);
 void cnn_destroy(cnn *m);
