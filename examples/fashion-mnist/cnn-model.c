@@ -57,7 +57,7 @@ static const int64_t act_numel[N_ACTS] = {CNN_PIXELS, C1 *S1 *S1, C1 *S2 *S2,  C
 struct cnn {
     kp_runtime *rt;
     int batch;
-    double lr, weight_decay;
+    double lr, beta2, weight_decay;
     kp_kernel *gemm, *conv, *conv_bw, *conv_bb, *conv_bd, *pool, *pool_b;
     int32_t segments[2 * N_PARAMS];
     int64_t arena_len;
@@ -293,6 +293,7 @@ kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr)
 {
     kp_adam_options o = kp_adamw_defaults();
     o.lr = lr;
+    o.beta2 = m->beta2;
     o.weight_decay = m->weight_decay;
     o.check_segments = 0;
     const kp_tensor all[4] = {kp_tensor_1d(m->param, KP_F32, m->arena_len),
@@ -390,14 +391,14 @@ static kp_status find(kp_runtime *rt, const char *name, kp_kernel **k)
     return kp_kernel_find(rt, name, k);
 }
 
-kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double weight_decay,
-                     cnn **out)
+kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double beta2,
+                     double weight_decay, cnn **out)
 {
     *out = NULL;
     cnn *m = calloc(1, sizeof *m);
     if (!m)
         return KP_ERR_OUT_OF_MEMORY;
-    *m = (cnn){.rt = rt, .batch = batch, .lr = lr, .weight_decay = weight_decay};
+    *m = (cnn){.rt = rt, .batch = batch, .lr = lr, .beta2 = beta2, .weight_decay = weight_decay};
     kp_status st = find(rt, "blas.gemm", &m->gemm);
     const char *names[] = {"conv.conv2d",
                            "conv.conv2d_backward_weight",

@@ -15,9 +15,9 @@ enum { CNN_SIDE = 28, CNN_PIXELS = 28 * 28, CNN_CLASSES = 10 };
 
 /* Buffers for batches of up to `batch` images; weights drawn for `seed` from He's uniform
  * U(-sqrt(6/fan_in), sqrt(6/fan_in)) (PyTorch's kaiming_uniform_ for ReLU), biases zero; AdamW
- * with lr and weight_decay, PyTorch's betas and eps. */
-kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double weight_decay,
-                     cnn **out);
+ * with lr, beta2 and weight_decay, PyTorch's beta1 (0.9) and eps (1e-8). */
+kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double beta2,
+                     double weight_decay, cnn **out);
 void cnn_destroy(cnn *m);
 
 /* Uploads n images (u8 [n, 28, 28], normalised as PyTorch's tutorials do: (p / 255 - 0.2860) /

@@ -20,8 +20,8 @@
 
 static const char usage[] =
     "usage: fashion-mnist [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr LR]\n"
-    "                     [--weight-decay WD] [--lr-schedule constant|cosine] [--seed N]\n"
-    "                     [--train-limit N] [--test-limit N]\n"
+    "                     [--beta2 B] [--weight-decay WD] [--lr-schedule constant|cosine]\n"
+    "                     [--seed N] [--train-limit N] [--test-limit N]\n"
     "                     [--save FILE] [--load FILE] [--csv FILE] [--direct]\n"
     "                     [--min-accuracy P] [--check-replicas] [--compare FILE]\n"
     "                     [--max-difference D]\n"
@@ -35,6 +35,7 @@ static const char usage[] =
     "  --epochs N          default 3        --batch N        default 128 per rank (the last\n"
     "                                                          partial batch is skipped)\n"
     "  --lr LR             default 1e-3     --weight-decay W default 0.01 (AdamW's)\n"
+    "  --beta2 B           AdamW's second-moment decay, default 0.99 (PyTorch's: 0.999)\n"
     "  --lr-schedule S     constant (default): LR at every step; cosine: LR x (1 + cos(pi k /\n"
     "                      K)) / 2 at step k of K, from LR down to near 0 at the last step\n"
     "  --seed N            weights and shuffling (default 1)\n"
@@ -111,8 +112,8 @@ int main(int argc, char **argv)
 {
     const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
                *load = NULL, *csv_path = NULL;
-    double epochs = 3, batch = 128, lr = 1e-3, wd = 0.01, seed = 1, train_limit = 0, test_limit = 0,
-           min_accuracy = 0, max_difference = -1;
+    double epochs = 3, batch = 128, lr = 1e-3, beta2 = 0.99, wd = 0.01, seed = 1, train_limit = 0,
+           test_limit = 0, min_accuracy = 0, max_difference = -1;
     int direct = 0, check_replicas = 0, cosine = 0;
     const char *compare = NULL;
     dp *d = dp_init(&argc, &argv);
@@ -155,6 +156,8 @@ int main(int argc, char **argv)
             ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 65536, &batch);
         } else if (!strcmp(a, "--lr")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &lr);
+        } else if (!strcmp(a, "--beta2")) {
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 0.999999, &beta2);
         } else if (!strcmp(a, "--weight-decay")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &wd);
         } else if (!strcmp(a, "--seed")) {
@@ -225,7 +228,7 @@ int main(int argc, char **argv)
     uint8_t *bx = NULL, *by = NULL;
     double accuracy = 0;
     uint64_t digest = 0;
-    if ((st = cnn_create(rt, b, (uint64_t)seed, lr, wd, &m)) != KP_OK) {
+    if ((st = cnn_create(rt, b, (uint64_t)seed, lr, beta2, wd, &m)) != KP_OK) {
         example_fail(PROGRAM, rt, st, "creating the model");
         goto done;
     }
