@@ -9,7 +9,7 @@
 
 The model is examples/fashion-mnist/cnn-model.c's: conv(1->32, 3x3, pad 1) + ReLU + max-pool 2 +
 conv(32->64, 3x3, pad 1) + ReLU + max-pool 2 + linear(3136->128) + ReLU + linear(128->10), softmax
-cross-entropy, AdamW(lr 1e-3, betas (0.9, 0.99) as the example's --beta2, weight_decay 0.01),
+cross-entropy, AdamW(lr 1e-3, betas (0.9, 0.95) as the example's --beta2, weight_decay 0.01),
 batch 128, the example's shuffle (splitmix64 seeded with seed * 1000003 + epoch, Fisher-Yates), its
 normalisation, the last partial batch
 skipped; with --lr-schedule cosine, the example's cosine decay (lr x (1 + cos(pi k / K)) / 2 at
@@ -65,7 +65,7 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--train-limit", type=int, default=0)
-    ap.add_argument("--beta2", type=float, default=0.99)
+    ap.add_argument("--beta2", type=float, default=0.95)
     ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--compile", action="store_true")

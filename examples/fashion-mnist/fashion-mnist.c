@@ -35,7 +35,7 @@ static const char usage[] =
     "  --epochs N          default 3        --batch N        default 128 per rank (the last\n"
     "                                                          partial batch is skipped)\n"
     "  --lr LR             default 1e-3     --weight-decay W default 0.01 (AdamW's)\n"
-    "  --beta2 B           AdamW's second-moment decay, default 0.99 (PyTorch's: 0.999)\n"
+    "  --beta2 B           AdamW's second-moment decay, default 0.95 (PyTorch's: 0.999)\n"
     "  --lr-schedule S     constant (default): LR at every step; cosine: LR x (1 + cos(pi k /\n"
     "                      K)) / 2 at step k of K, from LR down to near 0 at the last step\n"
     "  --seed N            weights and shuffling (default 1)\n"
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 {
     const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
                *load = NULL, *csv_path = NULL;
-    double epochs = 3, batch = 128, lr = 1e-3, beta2 = 0.99, wd = 0.01, seed = 1, train_limit = 0,
+    double epochs = 3, batch = 128, lr = 1e-3, beta2 = 0.95, wd = 0.01, seed = 1, train_limit = 0,
            test_limit = 0, min_accuracy = 0, max_difference = -1;
     int direct = 0, check_replicas = 0, cosine = 0;
     const char *compare = NULL;

@@ -4,7 +4,7 @@
 # 1,000 test images; the saved weights loaded into a fresh model give the same test predictions
 # (their digests); a missing data directory is named with the package that provides it; the
 # cosine schedule replays as it runs launch by launch. Batch 16 and lr 2e-3 give 2,000 images 125
-# steps: 77.6-80.8% over seeds 1-3 on PoCL (He-uniform weights, beta2 0.99; 74.7-78.8% with
+# steps: 78.6-80.4% over seeds 1-3 on PoCL (He-uniform weights, beta2 0.95; 74.7-78.8% with
 # PyTorch's default bounds and betas), a margin above 70%.
 # Usage: reload-test.sh PROGRAM STATE_DIR
 set -eu
