@@ -4,14 +4,19 @@
 
     python3 bench/peers/peer-fashion-mnist.py --epochs 3 --json results/peer-fashion-mnist.json
     python3 bench/peers/peer-fashion-mnist.py --cpu --train-limit 10000 --epochs 1
+    python3 bench/peers/peer-fashion-mnist.py --lr-schedule cosine      # the example's option
     torchrun --nproc_per_node 2 bench/peers/peer-fashion-mnist.py --batch 64    # DDP, 2 GPUs
 
 The model is examples/fashion-mnist/cnn-model.c's: conv(1->32, 3x3, pad 1) + ReLU + max-pool 2 +
 conv(32->64, 3x3, pad 1) + ReLU + max-pool 2 + linear(3136->128) + ReLU + linear(128->10), softmax
-cross-entropy, AdamW(lr 1e-3, weight_decay 0.01), batch 128, the example's shuffle (splitmix64
-seeded with seed * 1000003 + epoch, Fisher-Yates), its normalisation, the last partial batch
-skipped. PyTorch's own initialisation (the example draws its weights from Philox with the same
-bounds). Eager on CUDA with TF32 off (default) or the CPU (--cpu); --compile adds torch.compile.
+cross-entropy, AdamW(lr 1e-3, betas (0.9, 0.95) as the example's --beta2, weight_decay 0.01),
+batch 128, the example's shuffle (splitmix64 seeded with seed * 1000003 + epoch, Fisher-Yates), its
+normalisation, the last partial batch
+skipped; with --lr-schedule cosine, the example's cosine decay (lr x (1 + cos(pi k / K)) / 2 at
+step k of K: a LambdaLR stepped per batch). The example's initialisation: He uniform for ReLU
+(kaiming_uniform_, bound sqrt(6 / fan_in)) and zero biases (the example draws its weights from
+Philox with the same bounds). Eager on CUDA with TF32 off (default) or the CPU
+(--cpu); --compile adds torch.compile.
 Prints and writes per epoch: seconds of training (synchronised), train loss, test accuracy.
 Started by torchrun with several processes, it trains with DistributedDataParallel (NCCL), one GPU
 per process, as the example does under mpirun: --batch per rank, rank r training on the r-th slice
@@ -19,6 +24,7 @@ of each global batch of world x batch images of the same shuffle; rank 0 prints 
 import argparse
 import gzip
 import json
+import math
 import os
 import sys
 import time
@@ -59,6 +65,8 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--train-limit", type=int, default=0)
+    ap.add_argument("--beta2", type=float, default=0.95)
+    ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--json")
@@ -105,13 +113,22 @@ def main():
                           nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
                           nn.Linear(128, 10)).to(dev)
+    with torch.no_grad():
+        for layer in model:
+            if isinstance(layer, (nn.Conv2d, nn.Linear)):
+                nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu")
+                layer.bias.zero_()
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, a.beta2), weight_decay=0.01)
     step_model = torch.compile(model) if a.compile else model
     loss_fn = nn.CrossEntropyLoss()
     global_batch = world * a.batch
     steps = n_train // global_batch
+    total_steps = a.epochs * steps
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: 0.5 * (1 + math.cos(math.pi * k / total_steps))) \
+        if a.lr_schedule == "cosine" else None
     rows = []
     for epoch in range(1, a.epochs + 1):
         order = torch.tensor(shuffle(n_train, a.seed * 1000003 + epoch), device=dev)
@@ -125,6 +142,8 @@ def main():
             loss = loss_fn(step_model(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
+            if sched:
+                sched.step()
             total += loss.detach()
         sync()
         seconds = time.perf_counter() - t0
@@ -145,6 +164,7 @@ def main():
             json.dump({"benchmark": "peer-fashion-mnist", "torch": torch.__version__,
                        "device": "cpu" if a.cpu else torch.cuda.get_device_name(0),
                        "compiled": a.compile, "ranks": world, "batch_per_rank": a.batch,
+                       "lr_schedule": a.lr_schedule,
                        "epochs": rows}, f, indent=2)
     if world > 1:
         torch.distributed.destroy_process_group()

@@ -13,11 +13,11 @@ typedef struct cnn cnn;
 
 enum { CNN_SIDE = 28, CNN_PIXELS = 28 * 28, CNN_CLASSES = 10 };
 
-/* Buffers for batches of up to `batch` images; weights drawn for `seed` with PyTorch's default
- * bounds (U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases); AdamW with lr and
- * weight_decay, PyTorch's betas and eps. */
-kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double weight_decay,
-                     cnn **out);
+/* Buffers for batches of up to `batch` images; weights drawn for `seed` from He's uniform
+ * U(-sqrt(6/fan_in), sqrt(6/fan_in)) (PyTorch's kaiming_uniform_ for ReLU), biases zero; AdamW
+ * with lr, beta2 and weight_decay, PyTorch's beta1 (0.9) and eps (1e-8). */
+kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double beta2,
+                     double weight_decay, cnn **out);
 void cnn_destroy(cnn *m);
 
 /* Uploads n images (u8 [n, 28, 28], normalised as PyTorch's tutorials do: (p / 255 - 0.2860) /
@@ -33,10 +33,10 @@ enum { CNN_PARTS = 4 };
 /* Enqueues part `part` (0 to CNN_PARTS - 1) of a training step on the whole batch; part 0 adds
  * its loss to the running sum. */
 kp_status cnn_step_part(cnn *m, int part);
-/* Enqueues AdamW's step number `step` over the parameter arena. */
-kp_status cnn_optimizer_step(cnn *m, int64_t step);
-/* Records each part into a graph of its own, and the optimizer into a graph whose parameter
- * "step" is AdamW's step count. */
+/* Enqueues AdamW's step number `step` with learning rate lr over the parameter arena. */
+kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr);
+/* Records each part into a graph of its own, and the optimizer into a graph whose parameters
+ * "step" and "lr" are AdamW's step count and learning rate (cnn_create's lr until set). */
 kp_status cnn_record_parts(cnn *m, kp_graph **parts, kp_graph **optimizer);
 /* The range, in elements of the gradient arena, whose gradients part `part` completes. */
 void cnn_bucket(const cnn *m, int part, int64_t *offset, int64_t *count);

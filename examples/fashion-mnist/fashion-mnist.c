@@ -4,6 +4,7 @@
  * or loads its weights. Writes the curves as CSV (examples/plot-curves.py draws them). Started
  * by mpirun, it trains data-parallel over the ranks (issue #29, data-parallel.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@
 
 static const char usage[] =
     "usage: fashion-mnist [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr LR]\n"
-    "                     [--weight-decay WD] [--seed N] [--train-limit N] [--test-limit N]\n"
+    "                     [--beta2 B] [--weight-decay WD] [--lr-schedule constant|cosine]\n"
+    "                     [--seed N] [--train-limit N] [--test-limit N]\n"
     "                     [--save FILE] [--load FILE] [--csv FILE] [--direct]\n"
     "                     [--min-accuracy P] [--check-replicas] [--compare FILE]\n"
     "                     [--max-difference D]\n"
@@ -33,6 +35,9 @@ static const char usage[] =
     "  --epochs N          default 3        --batch N        default 128 per rank (the last\n"
     "                                                          partial batch is skipped)\n"
     "  --lr LR             default 1e-3     --weight-decay W default 0.01 (AdamW's)\n"
+    "  --beta2 B           AdamW's second-moment decay, default 0.95 (PyTorch's: 0.999)\n"
+    "  --lr-schedule S     constant (default): LR at every step; cosine: LR x (1 + cos(pi k /\n"
+    "                      K)) / 2 at step k of K, from LR down to near 0 at the last step\n"
     "  --seed N            weights and shuffling (default 1)\n"
     "  --train-limit N     train on the first N images only; --test-limit N likewise\n"
     "  --save FILE         write the trained weights (format: examples/fashion-mnist/README.md)\n"
@@ -70,6 +75,12 @@ static void shuffle(uint32_t *order, size_t n, uint64_t seed)
     }
 }
 
+/* The learning rate of step k (from 0) of `total`: the peak lr, or its cosine decay. */
+static double scheduled_lr(double lr, int cosine, int64_t k, int64_t total)
+{
+    return cosine ? lr * 0.5 * (1.0 + cos(3.14159265358979323846 * (double)k / (double)total)) : lr;
+}
+
 /* Test accuracy over the first n test images, in batches; digest: FNV-1a of the predictions, so
  * that two runs can compare their predictions. */
 static kp_status evaluate(cnn *m, const idx_set *test, size_t n, int batch, double *accuracy,
@@ -101,9 +112,9 @@ int main(int argc, char **argv)
 {
     const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
                *load = NULL, *csv_path = NULL;
-    double epochs = 3, batch = 128, lr = 1e-3, wd = 0.01, seed = 1, train_limit = 0, test_limit = 0,
-           min_accuracy = 0, max_difference = -1;
-    int direct = 0, check_replicas = 0;
+    double epochs = 3, batch = 128, lr = 1e-3, beta2 = 0.95, wd = 0.01, seed = 1, train_limit = 0,
+           test_limit = 0, min_accuracy = 0, max_difference = -1;
+    int direct = 0, check_replicas = 0, cosine = 0;
     const char *compare = NULL;
     dp *d = dp_init(&argc, &argv);
     /* One voice: the other ranks' output would repeat rank 0's. Errors still go to stderr. */
@@ -125,6 +136,14 @@ int main(int argc, char **argv)
                                : !strcmp(a, "--compare") ? &compare
                                                          : &csv_path;
             *dst = argv[++i];
+        } else if (i + 1 < argc && !strcmp(a, "--lr-schedule")) {
+            const char *v = argv[++i];
+            if (strcmp(v, "constant") != 0 && strcmp(v, "cosine") != 0) {
+                fprintf(stderr, "fashion-mnist: --lr-schedule %s: not constant or cosine\n%s", v,
+                        usage);
+                return 2;
+            }
+            cosine = !strcmp(v, "cosine");
         } else if (!strcmp(a, "--direct")) {
             direct = 1;
         } else if (!strcmp(a, "--check-replicas")) {
@@ -137,6 +156,8 @@ int main(int argc, char **argv)
             ok = example_number(PROGRAM, usage, argc, argv, &i, 1, 65536, &batch);
         } else if (!strcmp(a, "--lr")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &lr);
+        } else if (!strcmp(a, "--beta2")) {
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 0.999999, &beta2);
         } else if (!strcmp(a, "--weight-decay")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &wd);
         } else if (!strcmp(a, "--seed")) {
@@ -196,6 +217,8 @@ int main(int argc, char **argv)
     printf("device: %s (%s)\n", dev.name, kp_vendor_name(dev.vendor));
     if (ranks > 1)
         printf("data-parallel: %d ranks, batch %d per rank (%d per step)\n", ranks, b, ranks * b);
+    if (cosine)
+        printf("learning rate: cosine decay from %g over the %g epochs' steps\n", lr, epochs);
 
     int rc = 1;
     cnn *m = NULL;
@@ -205,7 +228,7 @@ int main(int argc, char **argv)
     uint8_t *bx = NULL, *by = NULL;
     double accuracy = 0;
     uint64_t digest = 0;
-    if ((st = cnn_create(rt, b, (uint64_t)seed, lr, wd, &m)) != KP_OK) {
+    if ((st = cnn_create(rt, b, (uint64_t)seed, lr, beta2, wd, &m)) != KP_OK) {
         example_fail(PROGRAM, rt, st, "creating the model");
         goto done;
     }
@@ -284,10 +307,15 @@ int main(int argc, char **argv)
             }
             if (st == KP_OK)
                 st = dp_gradients_ready(d);
+            const double step_lr =
+                scheduled_lr(lr, cosine, step - 1, (int64_t)epochs * (int64_t)steps);
             if (st == KP_OK && opt_step)
                 st = kp_graph_set_int(opt_step, "step", step);
+            if (st == KP_OK && opt_step)
+                st = kp_graph_set_float(opt_step, "lr", step_lr);
             if (st == KP_OK)
-                st = opt_step ? kp_graph_replay(opt_step, NULL) : cnn_optimizer_step(m, step);
+                st = opt_step ? kp_graph_replay(opt_step, NULL)
+                              : cnn_optimizer_step(m, step, step_lr);
             if (st != KP_OK) {
                 example_fail(PROGRAM, rt, st, "training step");
                 goto done;
