@@ -86,6 +86,12 @@ kp_status comm_mpi_fail(kp_comm *c, const char *fn, const char *call, int rc);
  * a peer's failure notice. On failure the communicator is broken. */
 kp_status comm_wait(kp_comm *c, const char *fn, MPI_Request *reqs, const int *peers, int n);
 
+/* Sends `count` int64 values from `mine` to every other rank and receives rank r's into
+ * theirs + r * count, waited for as comm_wait waits; with count 0 (mine and theirs may be NULL)
+ * it is a sync with every rank. */
+kp_status comm_exchange(kp_comm *c, const char *fn, int tag, const int64_t *mine, int64_t *theirs,
+                        int count);
+
 /* Whether another rank's failure notice has come: then fails `fn` with it, marks the
  * communicator unusable (the others heard it too) and returns 1. */
 int comm_peer_failed(kp_comm *c, const char *fn);

@@ -369,33 +369,10 @@ static kp_status reserve(kp_comm *c, const char *fn, size_t bytes, size_t rows_b
  * deadline and the failure channel. */
 static kp_status node_sync(kp_comm *c, const char *fn, int tag)
 {
-    const int p = c->size;
-    MPI_Request *reqs = malloc(2 * (size_t)p * sizeof *reqs);
-    int *peers = calloc(2 * (size_t)p, sizeof *peers);
-    kp_status st =
-        reqs && peers ? KP_OK : comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-    char none[1];
-    int n = 0;
     MPI_Win_sync(c->shm.win);
-    for (int r = 0; st == KP_OK && r < p; r++) {
-        if (r == c->rank)
-            continue;
-        int rc = MPI_Irecv(none, 0, MPI_BYTE, r, tag, c->comm, &reqs[n]);
-        if (rc == MPI_SUCCESS) {
-            peers[n++] = r;
-            rc = MPI_Isend(none, 0, MPI_BYTE, r, tag, c->comm, &reqs[n]);
-        }
-        if (rc == MPI_SUCCESS)
-            peers[n++] = r;
-        else
-            st = comm_break(c, comm_mpi_fail(c, fn, "MPI_Isend/MPI_Irecv", rc));
-    }
-    if (st == KP_OK)
-        st = comm_wait(c, fn, reqs, peers, n);
+    kp_status st = comm_exchange(c, fn, tag, NULL, NULL, 0);
     if (st == KP_OK)
         MPI_Win_sync(c->shm.win);
-    free(reqs);
-    free(peers);
     return st;
 }
 

@@ -147,27 +147,24 @@ static void describe(const int64_t *call, char *buf, size_t size)
         snprintf(buf, size, "%s of %lld floats", call_name((int)call[1]), (long long)call[2]);
 }
 
-kp_status comm_agree(kp_comm *c, const char *fn, int kind, uint64_t count, int root)
+kp_status comm_exchange(kp_comm *c, const char *fn, int tag, const int64_t *mine, int64_t *theirs,
+                        int count)
 {
-    c->calls++;
     const int p = c->size;
-    if (p == 1)
-        return KP_OK;
-    int64_t mine[4] = {(int64_t)c->calls, kind, (int64_t)count, root};
-    int64_t *theirs = malloc((size_t)p * sizeof mine);
+    int64_t none = 0;
     MPI_Request *reqs = malloc(2 * (size_t)p * sizeof *reqs);
     int *peers = calloc(2 * (size_t)p, sizeof *peers);
-    kp_status st = theirs && reqs && peers
-                       ? KP_OK
-                       : comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    kp_status st =
+        reqs && peers ? KP_OK : comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     int n = 0;
     for (int r = 0; st == KP_OK && r < p; r++) {
         if (r == c->rank)
             continue;
-        int rc = MPI_Irecv(theirs + 4 * r, 4, MPI_INT64_T, r, TAG_CALL, c->comm, &reqs[n]);
+        int rc = MPI_Irecv(count ? theirs + (size_t)count * (size_t)r : &none, count, MPI_INT64_T,
+                           r, tag, c->comm, &reqs[n]);
         if (rc == MPI_SUCCESS) {
             peers[n++] = r;
-            rc = MPI_Isend(mine, 4, MPI_INT64_T, r, TAG_CALL, c->comm, &reqs[n]);
+            rc = MPI_Isend(count ? mine : &none, count, MPI_INT64_T, r, tag, c->comm, &reqs[n]);
         }
         if (rc == MPI_SUCCESS)
             peers[n++] = r;
@@ -176,6 +173,21 @@ kp_status comm_agree(kp_comm *c, const char *fn, int kind, uint64_t count, int r
     }
     if (st == KP_OK)
         st = comm_wait(c, fn, reqs, peers, n);
+    free(reqs);
+    free(peers);
+    return st;
+}
+
+kp_status comm_agree(kp_comm *c, const char *fn, int kind, uint64_t count, int root)
+{
+    c->calls++;
+    const int p = c->size;
+    if (p == 1)
+        return KP_OK;
+    int64_t mine[4] = {(int64_t)c->calls, kind, (int64_t)count, root};
+    int64_t *theirs = malloc((size_t)p * sizeof mine);
+    kp_status st = theirs ? comm_exchange(c, fn, TAG_CALL, mine, theirs, 4)
+                          : comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     for (int r = 0; st == KP_OK && r < p; r++) {
         const int64_t *t = theirs + 4 * r;
         if (r == c->rank || memcmp(t, mine, sizeof mine) == 0)
@@ -192,7 +204,5 @@ kp_status comm_agree(kp_comm *c, const char *fn, int kind, uint64_t count, int r
         c->broken = strdup(kp_last_error(c->rt));
     }
     free(theirs);
-    free(reqs);
-    free(peers);
     return st;
 }
