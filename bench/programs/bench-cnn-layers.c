@@ -52,9 +52,8 @@ static void run_in_row(void *user)
 static int time_call(kpb *b, const char *kernel, const char *case_name, layer_calls *lc, call *c,
                      double flops, double bytes)
 {
-    char row_case[96];
-    snprintf(row_case, sizeof row_case, "%s", case_name);
-    kpb_row row = {.case_name = row_case, .ours = (char *)kernel, .flops = flops, .bytes = bytes};
+    kpb_row row = {
+        .case_name = (char *)case_name, .ours = (char *)kernel, .flops = flops, .bytes = bytes};
     c->b = b;
     kp_status st = kp_kernel_find(b->rt, kernel, &c->k);
     double span = 0;
