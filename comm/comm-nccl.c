@@ -45,6 +45,7 @@ typedef struct nccl_mem {
     cu_ptr ptr;
     size_t bytes;
     int created, reserved, mapped;
+    clEnqueueReleaseExternalMemObjectsKHR_fn release; /* hands it back to CUDA before deletion */
 } nccl_mem;
 
 struct comm_nccl {
@@ -335,6 +336,22 @@ static void CL_CALLBACK mem_gone(cl_mem mem, void *user)
     mem_free(m);
 }
 
+/* OpenCL gives the import back to CUDA before deleting it: NVIDIA's driver never finished
+ * deleting an import still acquired, and clReleaseContext then waited for it forever (every NCCL
+ * program hung at its end on two H200s). */
+static void hand_back_on(const nccl_mem *m, cl_mem mem, cl_command_queue queue)
+{
+    if (queue && m->release(queue, 1, &mem, 0, NULL, NULL) == CL_SUCCESS)
+        clFinish(queue);
+}
+
+static void hand_back(kp_runtime *rt, void *mem, void *user)
+{
+    cl_command_queue queue = NULL;
+    if (kp_runtime_opencl(rt, NULL, (void **)&queue, NULL) == KP_OK)
+        hand_back_on(user, mem, queue);
+}
+
 /* CUDA allocates `bytes` on this rank's GPU, exportable as a file descriptor, and OpenCL imports
  * it (the probe's first variant, coherent both ways on H200s) and acquires it. */
 static kp_status nccl_buffer(kp_comm *c, size_t bytes, kp_buffer **out)
@@ -427,12 +444,15 @@ static kp_status nccl_buffer(kp_comm *c, size_t bytes, kp_buffer **out)
     err = n->acquire(c->queue, 1, &mem, 0, NULL, NULL);
     if (err == CL_SUCCESS)
         err = clFinish(c->queue);
-    kp_status st = err == CL_SUCCESS ? kp_buffer_wrap(c->rt, mem, bytes, out)
+    m->release = n->release;
+    kp_status st = err == CL_SUCCESS ? kp_buffer_wrap_external(c->rt, mem, bytes, hand_back, m, out)
                                      : comm_fail(c, KP_ERR_CL, fn,
                                                  "clEnqueueAcquireExternalMemObjectsKHR: OpenCL "
                                                  "error %d",
                                                  (int)err);
     /* The buffer holds its own reference, or nothing does and the import goes now. */
+    if (st != KP_OK)
+        hand_back_on(m, mem, c->queue);
     clReleaseMemObject(mem);
     return st;
 cuda_failed:

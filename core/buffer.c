@@ -77,7 +77,8 @@ kp_status kp_buffer_create(kp_runtime *rt, size_t bytes, kp_buffer **out)
     return KP_OK;
 }
 
-kp_status kp_buffer_wrap(kp_runtime *rt, void *cl_mem, size_t bytes, kp_buffer **out)
+kp_status kp_buffer_wrap_external(kp_runtime *rt, void *cl_mem, size_t bytes,
+                                  kp_buffer_hand_back_fn hand_back, void *user, kp_buffer **out)
 {
     if (!out)
         return kp__fail(rt, KP_ERR_INVALID_ARG, "kp_buffer_wrap: out is NULL");
@@ -95,6 +96,8 @@ kp_status kp_buffer_wrap(kp_runtime *rt, void *cl_mem, size_t bytes, kp_buffer *
         return kp__fail(rt, KP_ERR_OUT_OF_MEMORY, "kp_buffer_wrap: out of host memory");
     b->rt = rt;
     b->size = bytes;
+    b->hand_back = hand_back;
+    b->hand_back_user = user;
     kp_status st = rt->ops->buffer_wrap(rt->backend, cl_mem, bytes, &b->mem);
     if (st != KP_OK) {
         free(b);
@@ -103,6 +106,11 @@ kp_status kp_buffer_wrap(kp_runtime *rt, void *cl_mem, size_t bytes, kp_buffer *
     link_buffer(rt, b);
     *out = b;
     return KP_OK;
+}
+
+kp_status kp_buffer_wrap(kp_runtime *rt, void *cl_mem, size_t bytes, kp_buffer **out)
+{
+    return kp_buffer_wrap_external(rt, cl_mem, bytes, NULL, NULL, out);
 }
 
 kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out)
@@ -126,10 +134,13 @@ kp_status kp__buffer_create_host(kp_runtime *rt, size_t bytes, kp_buffer **out)
 
 static void release(kp_runtime *rt, kp_buffer *b)
 {
-    if (b->is_host)
+    if (b->is_host) {
         free(b->host);
-    else
+    } else {
+        if (b->hand_back)
+            b->hand_back(rt, b->mem, b->hand_back_user);
         rt->ops->buffer_release(rt->backend, b->mem);
+    }
     free(b);
 }
 

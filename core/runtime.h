@@ -24,6 +24,8 @@ struct kp_buffer {
     void *host;  /* the memory as a host pointer (host backend, reference copies), else NULL */
     void *mem;   /* the backend's handle (cl_mem; the host backend's block); NULL when is_host */
     int is_host; /* lives in host memory even on an OpenCL runtime (verification copies) */
+    kp_buffer_hand_back_fn hand_back; /* kp_buffer_wrap_external's, run before the release */
+    void *hand_back_user;
     struct kp_buffer *prev, *next; /* the runtime's list, released by kp_runtime_destroy */
 };
 

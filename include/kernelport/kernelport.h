@@ -334,6 +334,23 @@ KP_API kp_status kp_buffer_create(kp_runtime *rt, size_t bytes, kp_buffer **out)
  */
 KP_API kp_status kp_buffer_wrap(kp_runtime *rt, void *cl_mem, size_t bytes, kp_buffer **out);
 
+/* What kp_buffer_wrap_external calls as the buffer is released: `cl_mem` is the buffer's, `user`
+ * the pointer given with the function. */
+typedef void (*kp_buffer_hand_back_fn)(kp_runtime *rt, void *cl_mem, void *user);
+
+/*
+ * kp_buffer_wrap for memory imported from another API (cl_khr_external_memory) and acquired by
+ * OpenCL: as the buffer is released (kp_buffer_destroy, or kp_runtime_destroy before the queue
+ * goes), `hand_back(rt, cl_mem, user)` runs on that thread before the buffer drops its reference,
+ * to hand the memory back to its API (clEnqueueReleaseExternalMemObjectsKHR on the runtime's queue,
+ * then clFinish). Deleting an import OpenCL still holds is what hung NVIDIA's clReleaseContext
+ * (docs/comm.md). hand_back may be NULL (then this is kp_buffer_wrap). Errors as kp_buffer_wrap's.
+ * Thread-safe.
+ */
+KP_API kp_status kp_buffer_wrap_external(kp_runtime *rt, void *cl_mem, size_t bytes,
+                                         kp_buffer_hand_back_fn hand_back, void *user,
+                                         kp_buffer **out);
+
 /* Releases a buffer after the work queued on it. NULL is a no-op. A buffer of another runtime is
  * left to it: the call logs an error and sets kp_last_error(rt). */
 KP_API void kp_buffer_destroy(kp_runtime *rt, kp_buffer *buf);
