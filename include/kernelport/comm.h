@@ -51,19 +51,19 @@ typedef struct kp_comm kp_comm;
 /*
  * kp_comm_options.flags: the transport of the device collectives (docs/comm.md). With none, the
  * environment's KP_COMM_TRANSPORT ("staged", "shared", "nccl" or "auto") decides, else the choice
- * is automatic: host staging (the shared transport gave results that differed from host staging's
- * on two NVIDIA GPUs after its segment grew, fixed since but not yet confirmed by a whole test run
- * there: it runs only when asked for). Every rank must ask for the same. KP_COMM_STAGED
- * host staging through pinned memory and MPI messages (any ranks, any device). KP_COMM_SHARED  one
- * shared-memory segment on the node that every rank's device copies to and from by DMA, the sums on
- * the device: no CPU copy of the data. kp_comm_create fails with KP_ERR_UNSUPPORTED, giving the
- * reason, where it cannot be set up. KP_COMM_NCCL    NCCL, GPU to GPU, for the buffers of
- * kp_comm_buffer_create (CUDA memory that the device's OpenCL imports): one rank per NVIDIA GPU,
- * libcuda.so.1 and libnccl.so.2 found at run time (KP_NCCL: the library's path; else the loader's
- * path; else PyTorch's NVIDIA wheel, docs/comm.md). Other buffers and broadcasts take the transport
- * the automatic choice would (host staging). kp_comm_create fails with KP_ERR_UNSUPPORTED, giving
- * the reason, where it cannot be set up. KP_COMM_TRANSPORT=nccl asks for it too. The automatic
- * choice does not take NCCL: its test hung on two H200s (docs/comm.md).
+ * is automatic: the shared transport where every rank is on one node and the device is no CPU,
+ * host staging otherwise (the reason is in kp_comm_transport). Every rank must ask for the same.
+ * - KP_COMM_STAGED: host staging through pinned memory and MPI messages (any ranks, any device).
+ * - KP_COMM_SHARED: one shared-memory segment on the node that every rank's device copies to and
+ *   from by DMA, the sums on the device: no CPU copy of the data. kp_comm_create fails with
+ *   KP_ERR_UNSUPPORTED, giving the reason, where it cannot be set up.
+ * - KP_COMM_NCCL: NCCL, GPU to GPU, for the buffers of kp_comm_buffer_create (CUDA memory that the
+ *   device's OpenCL imports): one rank per NVIDIA GPU, libcuda.so.1 and libnccl.so.2 found at run
+ *   time (KP_NCCL: the library's path; else the loader's path; else PyTorch's NVIDIA wheel,
+ *   docs/comm.md). Other buffers and broadcasts take the transport the automatic choice would.
+ *   kp_comm_create fails with KP_ERR_UNSUPPORTED, giving the reason, where it cannot be set up.
+ *   KP_COMM_TRANSPORT=nccl asks for it too. The automatic choice does not take NCCL: on two H200s
+ *   it is faster from 8 MB a call but slower below, and slower for the CNN's gradient buckets.
  */
 #define KP_COMM_STAGED (1u << 0)
 #define KP_COMM_SHARED (1u << 1)
