@@ -9,7 +9,9 @@
    every instance) for n = 10^5, 10^6, 10^7 instances with torch.func.vmap(torch.func.jacfwd(...))
    on CUDA, f64 and f32, timed with CUDA events: bench-solve's rat43 rows, same model, same
    distribution of data (not the same draws).
-2. 2D Gaussian fits (a exp(-((u-x0)^2 + (v-y0)^2) / (2 s^2)) + c - z on a 5 x 5 grid, noise 0.01,
+2. The edge-length term |x_b - x_a| - L over 30 4^L edges (L = 6, 8, 9: bench-solve's edges rows),
+   the same way, each edge's two vertices gathered by index inside the timed call.
+3. 2D Gaussian fits (a exp(-((u-x0)^2 + (v-y0)^2) / (2 s^2)) + c - z on a 5 x 5 grid, noise 0.01,
    random truths, starts within 10% of them): the very fits bench-solve solved, as its --dump DIR
    wrote them (DIR/gauss2d-B.f64: per fit the truth, the start and the 25 points' u, v, z), with
    scipy.optimize.least_squares, method "lm" (MINPACK) and "trf", the analytic Jacobian, default
@@ -64,6 +66,47 @@ def rat43_part(quick, results):
             fn = vmap(both, in_dims=(None, 0, 0))
             med, p10, p90 = peer_common.time_events(torch, lambda: fn(b, x, y), quick)
             name = "rat43 r+J n=%d %s" % (n, "f64" if dtype == torch.float64 else "f32")
+            print("%-28s torch.func.vmap(jacfwd) %10.1f us  %.3g instances/s" %
+                  (name, med * 1e6, n / med))
+            results.append({"case": name, "peer": "torch.func.vmap(jacfwd) (CUDA)",
+                            "median_s": med, "p10_s": p10, "p90_s": p90,
+                            "instances_per_s": n / med})
+
+
+def edges_part(quick, results):
+    """The edge-length term |x_b - x_a| - L of an icosphere's edges, bench-solve's edges rows (the
+    same counts of edges and vertices at levels 6, 8 and 9; random edges between random points of
+    the sphere, not the mesh's: the work per edge is the same), the two vertices gathered by index
+    inside the timed call as bench-solve's kernel gathers them."""
+    try:
+        import torch
+        from torch.func import jacfwd, vmap
+    except ImportError as e:
+        print("peer-solve: edges: skipped: %s" % e)
+        return
+    if not torch.cuda.is_available():
+        print("peer-solve: edges: skipped: no CUDA device")
+        return
+    dev = torch.device("cuda")
+    for dtype in (torch.float64, torch.float32):
+        for level in (6, 7) if quick else (6, 8, 9):
+            n, nv = 30 * 4 ** level, 10 * 4 ** level + 2
+            g = torch.Generator(device=dev).manual_seed(11)
+            x = torch.randn(nv, 3, generator=g, device=dev, dtype=dtype)
+            x = x / x.norm(dim=1, keepdim=True)
+            e = torch.randint(0, nv, (n, 2), generator=g, device=dev)
+            L = torch.full((n,), 0.9, device=dev, dtype=dtype)
+
+            def residual(a, b, li):
+                return torch.linalg.vector_norm(b - a) - li
+
+            def both(a, b, li):
+                return residual(a, b, li), jacfwd(residual, argnums=(0, 1))(a, b, li)
+
+            fn = vmap(both)
+            med, p10, p90 = peer_common.time_events(
+                torch, lambda: fn(x[e[:, 0]], x[e[:, 1]], L), quick)
+            name = "edges r+J n=%d %s" % (n, "f64" if dtype == torch.float64 else "f32")
             print("%-28s torch.func.vmap(jacfwd) %10.1f us  %.3g instances/s" %
                   (name, med * 1e6, n / med))
             results.append({"case": name, "peer": "torch.func.vmap(jacfwd) (CUDA)",
@@ -189,6 +232,7 @@ def main():
     args = ap.parse_args()
     results = []
     rat43_part(args.quick, results)
+    edges_part(args.quick, results)
     gauss2d_part(args, results)
     doc = {"benchmark": "peer-solve", "results": results}
     if args.bench:

@@ -50,12 +50,18 @@ if compgen -G ".gpu-ceres/*.deb" >/dev/null; then
   for n in libblas.so libblas.so.3 liblapack.so liblapack.so.3; do ln -sf "atlas/$n" "$lib/$n"; done
   # CeresTargets.cmake names ATLAS's libraries by their absolute paths under /usr.
   sed -i "s|/usr/lib/x86_64-linux-gnu/|$lib/|g" "$lib/cmake/Ceres/CeresTargets.cmake"
+  # glog's config finds libunwind with its own FindUnwind.cmake, by an absolute path under /usr.
+  sed -i "s|\"/usr/share/glog/cmake\"|\"$prefix/usr/share/glog/cmake\"|" \
+    "$lib/cmake/glog/glog-modules.cmake"
   # The machine's compiler (/opt/gcc) may report no multiarch directory: named, so that the
   # prefix's lib/x86_64-linux-gnu is searched; Ceres's dependencies' packages named outright.
+  # gflags' targets file asks for cmake_policy(VERSION 2.6...3.17), which the GPU machine's CMake
+  # 4 refuses (it keeps no policies below 3.5), so glog and then Ceres were "not found":
+  # CMAKE_POLICY_VERSION_MINIMUM lets it load.
   ceres=(-DKP_WITH_CERES=ON -DCMAKE_PREFIX_PATH="$prefix/usr"
          -DCMAKE_LIBRARY_ARCHITECTURE=x86_64-linux-gnu -Dglog_DIR="$lib/cmake/glog"
          -Dgflags_DIR="$lib/cmake/gflags" -DEigen3_DIR="$prefix/usr/share/eigen3/cmake"
-         --debug-find-pkg=glog,gflags)
+         -DCMAKE_POLICY_VERSION_MINIMUM=3.5 --debug-find-pkg=glog,gflags)
   ceres_env=(env LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 elif compgen -G "/usr/lib/*/cmake/Ceres/CeresConfig.cmake" >/dev/null; then
   ceres=(-DKP_WITH_CERES=ON)
