@@ -39,7 +39,7 @@ import peer_common
 SIDE = 5
 
 
-def rat43_part(quick, results):
+def rat43_part(quick, sizes, results):
     try:
         import torch
         from torch.func import jacfwd, vmap
@@ -51,7 +51,7 @@ def rat43_part(quick, results):
         return
     dev = torch.device("cuda")
     for dtype in (torch.float64, torch.float32):
-        for n in (10 ** 5, 10 ** 6) if quick else (10 ** 5, 10 ** 6, 10 ** 7):
+        for n in sizes or ((10 ** 5, 10 ** 6) if quick else (10 ** 5, 10 ** 6, 10 ** 7)):
             g = torch.Generator(device=dev).manual_seed(7)
             y = 400 + 300 * (2 * torch.rand(n, generator=g, device=dev, dtype=dtype) - 1)
             x = 8 + 7 * (2 * torch.rand(n, generator=g, device=dev, dtype=dtype) - 1)
@@ -73,7 +73,7 @@ def rat43_part(quick, results):
                             "instances_per_s": n / med})
 
 
-def edges_part(quick, results):
+def edges_part(quick, levels, results):
     """The edge-length term |x_b - x_a| - L of an icosphere's edges, bench-solve's edges rows (the
     same counts of edges and vertices at levels 6, 8 and 9; random edges between random points of
     the sphere, not the mesh's: the work per edge is the same), the two vertices gathered by index
@@ -89,7 +89,7 @@ def edges_part(quick, results):
         return
     dev = torch.device("cuda")
     for dtype in (torch.float64, torch.float32):
-        for level in (6, 7) if quick else (6, 8, 9):
+        for level in levels or ((5, 7) if quick else (6, 8, 9)):
             n, nv = 30 * 4 ** level, 10 * 4 ** level + 2
             g = torch.Generator(device=dev).manual_seed(11)
             x = torch.randn(nv, 3, generator=g, device=dev, dtype=dtype)
@@ -221,6 +221,10 @@ def side_by_side(bench_path, results):
     return rows
 
 
+def int_list(text):
+    return [int(v) for v in text.split(",")] if text else None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
@@ -229,11 +233,18 @@ def main():
     ap.add_argument("--bench", help="bench-solve's JSON of the same run: a side-by-side table")
     ap.add_argument("--fits", type=int, help="fits per file (default 1000; 100 with --quick)")
     ap.add_argument("--processes", type=int, default=1, help="fit on N processes (default 1)")
+    ap.add_argument("--instances", help="Rat43 instance counts, comma-separated (bench-solve's)")
+    ap.add_argument("--edge-levels", help="icosphere levels of the edge rows (bench-solve's)")
+    ap.add_argument("--parts", default="rat43,edges,gauss2d", help="comma-separated parts")
     args = ap.parse_args()
     results = []
-    rat43_part(args.quick, results)
-    edges_part(args.quick, results)
-    gauss2d_part(args, results)
+    parts = args.parts.split(",")
+    if "rat43" in parts:
+        rat43_part(args.quick, int_list(args.instances), results)
+    if "edges" in parts:
+        edges_part(args.quick, int_list(args.edge_levels), results)
+    if "gauss2d" in parts:
+        gauss2d_part(args, results)
     doc = {"benchmark": "peer-solve", "results": results}
     if args.bench:
         doc["side_by_side"] = side_by_side(args.bench, results)

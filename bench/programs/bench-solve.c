@@ -736,10 +736,31 @@ static int wanted(const char *list, const char *part)
     return 0;
 }
 
+/* A comma-separated list of integers in [lo, hi] into out (at most max): their count, or -1
+ * (after saying why, naming the flag) for anything else. */
+static int parse_list(const char *flag, const char *list, long long lo, long long hi,
+                      long long *out, int max)
+{
+    int n = 0;
+    for (const char *l = list; *l;) {
+        char *end;
+        const long long v = strtoll(l, &end, 10);
+        if (end == l || v < lo || v > hi || (*end && *end != ',') || n == max) {
+            fprintf(stderr, "bench-solve: %s %s: expected at most %d values, %lld to %lld\n", flag,
+                    list, max, lo, hi);
+            return -1;
+        }
+        out[n++] = v;
+        l = *end ? end + 1 : end;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     const char *threads = NULL, *parts = NULL, *precisions = NULL, *mesh_levels = NULL,
-               *fit_list = NULL, *seconds = NULL, *round_list = NULL;
+               *fit_list = NULL, *seconds = NULL, *round_list = NULL, *instances = NULL,
+               *edge_levels = NULL;
     const kpb_flag flags[] = {
         {"--threads", "the Ceres peer's threads (default: every core online)", NULL, &threads},
         {"--peer-seconds",
@@ -755,6 +776,14 @@ int main(int argc, char **argv)
          "gauss2d batch sizes, comma-separated (default 10000,100000,1000000; --quick "
          "a tenth of the first two)",
          NULL, &fit_list},
+        {"--instances",
+         "Rat43 instance counts, comma-separated (default 100000,1000000,10000000; --quick the "
+         "first two)",
+         NULL, &instances},
+        {"--edge-levels",
+         "icosphere levels of the edge-term rows, 30 x 4^L edges (default 6,8,9: 1.2e5 to "
+         "7.9e6; 11: 1.3e8; --quick 5,7)",
+         NULL, &edge_levels},
         {"--mesh-levels", "icosphere levels of the mesh rows (default 4,6,7; --quick 2,3)", NULL,
          &mesh_levels},
         {"--dump",
@@ -781,53 +810,53 @@ int main(int argc, char **argv)
         return 2;
     }
     const int fp64 = b.device.fp64 != 0;
-    const int64_t sizes[] = {100000, 1000000, 10000000};
-    const size_t fits[] = {10000, 100000, 1000000};
-    const int count = b.quick ? 2 : 3;
+    enum { MAX_LIST = 16 };
+    long long sizes[MAX_LIST], edges[MAX_LIST], fits[MAX_LIST], levels[MAX_LIST];
+    const int n_sizes = parse_list("--instances",
+                                   instances ? instances
+                                   : b.quick ? "100000,1000000"
+                                             : "100000,1000000,10000000",
+                                   1, 1000000000, sizes, MAX_LIST),
+              n_edges = parse_list("--edge-levels",
+                                   edge_levels ? edge_levels
+                                   : b.quick   ? "5,7"
+                                               : "6,8,9",
+                                   1, 11, edges, MAX_LIST),
+              n_fits = parse_list("--fits",
+                                  fit_list  ? fit_list
+                                  : b.quick ? "1000,10000"
+                                            : "10000,100000,1000000",
+                                  1, 100000000, fits, MAX_LIST),
+              n_levels = parse_list("--mesh-levels",
+                                    mesh_levels ? mesh_levels
+                                    : b.quick   ? "2,3"
+                                                : "4,6,7",
+                                    1, 9, levels, MAX_LIST);
+    if (n_sizes < 0 || n_edges < 0 || n_fits < 0 || n_levels < 0)
+        return 2;
     for (int f32 = 0; f32 < 2; f32++) {
         if ((!f32 && !fp64) || (precisions && !wanted(precisions, f32 ? "f32" : "f64")))
             continue;
         const kp_precision p = f32 ? KP_PRECISION_F32 : KP_PRECISION_F64;
-        static const int levels[] = {6, 8, 9};
         for (round_no = 1; round_no <= rounds; round_no++) {
-            for (int i = 0; i < count && wanted(parts, "rat43"); i++) {
-                fprintf(stderr, "bench-solve: rat43 n=%lld %s%s\n", (long long)sizes[i],
+            for (int i = 0; i < n_sizes && wanted(parts, "rat43"); i++) {
+                fprintf(stderr, "bench-solve: rat43 n=%lld %s%s\n", sizes[i], f32 ? "f32" : "f64",
+                        round_suffix());
+                bench_rat43(&b, (int64_t)sizes[i], p);
+            }
+            for (int i = 0; i < n_edges && wanted(parts, "edges"); i++) {
+                fprintf(stderr, "bench-solve: edges level %lld %s%s\n", edges[i],
                         f32 ? "f32" : "f64", round_suffix());
-                bench_rat43(&b, sizes[i], p);
-            }
-            for (int i = 0; i < count && wanted(parts, "edges"); i++) {
-                fprintf(stderr, "bench-solve: edges level %d %s%s\n", levels[i] - b.quick,
-                        f32 ? "f32" : "f64", round_suffix());
-                bench_edges(&b, levels[i] - b.quick, p);
+                bench_edges(&b, (int)edges[i], p);
             }
         }
-        for (int i = 0; !fit_list && i < count && wanted(parts, "gauss2d"); i++) {
-            const size_t B = b.quick ? fits[i] / 10 : fits[i];
-            fprintf(stderr, "bench-solve: gauss2d B=%zu %s\n", B, f32 ? "f32" : "f64");
-            bench_gauss2d(&b, B, p);
+        for (int i = 0; i < n_fits && wanted(parts, "gauss2d"); i++) {
+            fprintf(stderr, "bench-solve: gauss2d B=%lld %s\n", fits[i], f32 ? "f32" : "f64");
+            bench_gauss2d(&b, (size_t)fits[i], p);
         }
-        for (const char *l = fit_list; l && wanted(parts, "gauss2d") && *l;) {
-            char *end;
-            const long long B = strtoll(l, &end, 10);
-            if (end == l || B < 1 || B > 100000000 || (*end && *end != ',')) {
-                fprintf(stderr, "bench-solve: --fits %s: expected sizes 1 to 10^8\n", fit_list);
-                return 2;
-            }
-            fprintf(stderr, "bench-solve: gauss2d B=%lld %s\n", B, f32 ? "f32" : "f64");
-            bench_gauss2d(&b, (size_t)B, p);
-            l = *end ? end + 1 : end;
-        }
-        const char *ml = mesh_levels ? mesh_levels : b.quick ? "2,3" : "4,6,7";
-        for (const char *l = ml; wanted(parts, "mesh") && *l;) {
-            char *end;
-            const long level = strtol(l, &end, 10);
-            if (end == l || level < 1 || level > 9 || (*end && *end != ',')) {
-                fprintf(stderr, "bench-solve: --mesh-levels %s: expected levels 1 to 9\n", ml);
-                return 2;
-            }
-            fprintf(stderr, "bench-solve: mesh level %ld %s\n", level, f32 ? "f32" : "f64");
-            bench_mesh(&b, (int)level, p);
-            l = *end ? end + 1 : end;
+        for (int i = 0; i < n_levels && wanted(parts, "mesh"); i++) {
+            fprintf(stderr, "bench-solve: mesh level %lld %s\n", levels[i], f32 ? "f32" : "f64");
+            bench_mesh(&b, (int)levels[i], p);
         }
     }
     kpb_note(&b,

@@ -21,6 +21,8 @@
 # with the CG settings before this fix (tolerance 1e-6, 800 and 1600 iterations a step) and with
 # the defaults, for the before/after), and pocl2 in a call of its own. Without .gpu-ceres (or a
 # Ceres on the machine) bench-solve runs without Ceres and says so.
+# KP_SOLVE_PARTS=large (not by default): Rat43 at 10^8 instances and the edge term at 1.3 x 10^8
+# edges against Ceres and torch.func (#27 asks 10^6 to 10^8).
 # KP_SOLVE_PARTS=meshsolve runs examples/mesh-solve at levels 4-7 with its progress per iteration
 # (largest gradient, CG iterations and where CG stopped).
 # What to read: NIST digits per problem on the GPU (test-solve-lm prints them; #27's fix: every
@@ -94,6 +96,15 @@ if want bench; then
   mkdir -p "$res/fits"
   timeout "$(cap 240)" "${bench[@]}" --device nvidia --parts rat43,edges,gauss2d \
     --dump "$res/fits" --json "$res/bench-solve.json"
+fi
+
+if want large; then
+  step "nvidia: bench-solve rat43 at 10^8 instances, edges at 1.3e8 (level 11); torch.func"
+  timeout "$(cap 300)" "${bench[@]}" --device nvidia --parts rat43,edges --instances 100000000 \
+    --edge-levels 11 --json "$res/bench-solve-large.json"
+  PYTHONUNBUFFERED=1 timeout "$(cap 200)" python3 bench/peers/peer-solve.py --parts rat43,edges \
+    --instances 100000000 --edge-levels 11 --json "$res/peer-solve-large.json" ||
+    echo "peer failed"
 fi
 
 if want peers; then
