@@ -45,7 +45,7 @@ static int32_t midpoint(midpoints *t, icosphere *m, int32_t a, int32_t b)
 int icosphere_make(int level, icosphere *m)
 {
     memset(m, 0, sizeof *m);
-    if (level < 0 || level > 10)
+    if (level < 0 || level > 11)
         return -1;
     const double g = (1 + sqrt(5)) / 2, s = sqrt(1 + g * g);
     const double base[12][3] = {{-1, g, 0}, {1, g, 0}, {-1, -g, 0}, {1, -g, 0},

@@ -12,7 +12,8 @@ typedef struct icosphere {
     int32_t *e; /* [n_edges, 2], lower vertex first */
 } icosphere;
 
-/* 0 on success; -1 when memory runs out or level is outside 0..10. Free with icosphere_free. */
+/* 0 on success; -1 when memory runs out or level is outside 0..11 (11: 1.3e8 edges, the
+ * largest edge-term row of bench-solve). Free with icosphere_free. */
 int icosphere_make(int level, icosphere *out);
 void icosphere_free(icosphere *m);
 

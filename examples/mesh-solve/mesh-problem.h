@@ -28,7 +28,7 @@ typedef struct mesh_problem {
 
 /* The problem at `level`, smoothness weight `smooth`, vertices started up to `jitter` mean edge
  * lengths off the sphere along their radius (mesh-solve's default 0.66). 0 on success; -1 when
- * memory runs out or level is outside 0..10. Free with mesh_problem_free. */
+ * memory runs out or level is outside 0..11. Free with mesh_problem_free. */
 int mesh_problem_make(int level, double smooth, double jitter, mesh_problem *p);
 void mesh_problem_free(mesh_problem *p);
 
