@@ -34,7 +34,7 @@ fi
 for r in $(seq "${KP_CPU_ROUNDS:-2}"); do
   step "round $r: gru-step-probe (2 cores)"
   ${probe_env[@]+"${probe_env[@]}"} "${pin[@]}" timeout "$(cap 150)" \
-    build-gpu/bin/gru-step-probe --rounds 9 --device pthread ${also[@]+"${also[@]}"} |
+    build-gpu/bin/gru-step-probe --rounds 9 --device pocl ${also[@]+"${also[@]}"} |
     tee "$res/probe-$r.txt" | grep -v 'max |'
   step "round $r: bench-cpu-routes --only gru (2 cores)"
   "${pin[@]}" timeout "$(cap 150)" build-gpu/bin/bench-cpu-routes --device pocl --only gru \

@@ -28,7 +28,8 @@
 # kp_openblas
 #            unpacks the OpenBLAS that scripts/gpu/stage-openblas.sh staged in .gpu/openblas under
 #            /tmp and points pkg-config and LD_LIBRARY_PATH there (call it before kp_build_here);
-#            without .gpu/openblas the build takes this machine's OpenBLAS, if any.
+#            without .gpu/openblas the build takes this machine's OpenBLAS, if any. Sets
+#            OPENBLAS_CORETYPE from the CPU's flags (SkylakeX, Haswell) unless already set.
 # kp_mpi     sets $mpirun and $mpicc to the first MPI (KP_MPI, else MPICH then Open MPI: Debian's
 #            Open MPI launcher crashed in PMIx on the Ubuntu two-GPU host) whose launcher starts two
 #            ranks here, and the environment both need; exits 1 where none does.
@@ -140,6 +141,17 @@ kp_openblas() {
   ldconfig -p | grep -q 'libgfortran.so.5 ' || path="$path:$lib"
   export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "OpenBLAS from .gpu/openblas: $(pkg-config --modversion openblas)"
+  # Debian 12's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not recognise the GPU machine's Xeon and runs
+  # its Prescott (SSE3) kernels there: the core is named from the CPU's flags unless the caller
+  # named one.
+  if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
+    if grep -qw avx512f /proc/cpuinfo; then
+      export OPENBLAS_CORETYPE=SkylakeX
+    elif grep -qw avx2 /proc/cpuinfo; then
+      export OPENBLAS_CORETYPE=Haswell
+    fi
+  fi
+  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset: OpenBLAS chooses}"
 }
 
 kp_pack() {
