@@ -831,6 +831,23 @@ extern "C" {
         out: *mut *mut kp_buffer,
     ) -> kp_status;
 }
+pub type kp_buffer_hand_back_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        rt: *mut kp_runtime,
+        cl_mem: *mut ::std::os::raw::c_void,
+        user: *mut ::std::os::raw::c_void,
+    ),
+>;
+extern "C" {
+    pub fn kp_buffer_wrap_external(
+        rt: *mut kp_runtime,
+        cl_mem: *mut ::std::os::raw::c_void,
+        bytes: usize,
+        hand_back: kp_buffer_hand_back_fn,
+        user: *mut ::std::os::raw::c_void,
+        out: *mut *mut kp_buffer,
+    ) -> kp_status;
+}
 extern "C" {
     pub fn kp_buffer_destroy(rt: *mut kp_runtime, buf: *mut kp_buffer);
 }
