@@ -13,7 +13,7 @@
  *   (3) the other slices copied from their owners' parts into the buffer   (marker e3)
  * Step (1) waits for a marker on the runtime's queue enqueued by kp_comm_buckets_start, so it
  * follows the bucket's producers; the round's end enqueues on the runtime's queue a marker waiting
- * for every e3, so the launches enqueued after it (the optimizer) follow the copies.
+ * for every e3 (a barrier), so the launches enqueued after it (the optimizer) follow the copies.
  *
  * Waits. start(k) first moves the buckets before k: every bucket up to k - 2 through its second
  * sync (step 3 enqueued), bucket k - 1 through its first (step 2 enqueued); then it enqueues k's
@@ -25,16 +25,19 @@
  *
  * Reusing the segment. The bucket rounds have their own segment (c->shm.buckets), its parts cut in
  * two halves of the same size; round R (counted on the communicator) uses half R % 2, each bucket
- * at its floats' place `at` in it. Only rank r writes its part; the others read it in steps (2)
- * and (3) of the same round. Round R + 2 writes half R % 2 again only after its rank has finished
- * round R + 1, which waits for every other rank's first sync of round R + 1's bucket 0; a rank
- * sends that sync after its e1 of that round, which its in-order copy queue completes after every
- * copy of round R it enqueued (round R's finish enqueued them all before round R + 1 began). So
- * no rank still reads a half that its owner writes again. Round R + 1's half is the other one, and
- * the halves do not move between rounds: they are fixed by the segment, which grows (a new one,
- * the old one freed after both queues finished) only at a round's start, after the round's call
- * was agreed on. The blocking collectives have a segment and rows of their own, so they may run
- * between two buckets of a round.
+ * at its floats' place `at` in it. Only rank r writes its part; in round R the others read it in
+ * step (2) (its copies of their slices, written in its step (1)) and in step (3) (its slice's
+ * sums, written in its step (2)). A reader's step (2) is done before it sends that bucket's second
+ * sync, which every rank waits for before its round ends. Nobody waits for a reader's step (3);
+ * but its copy queue is in order, so they are done before its step (1)s of round R + 1, and so
+ * before it sends round R + 1's first sync, which every rank waits for before round R + 1 ends.
+ * A rank that starts round R + 2 has therefore no reader left in its round-R half, and writes it
+ * again. Round R + 1 writes the other half: its step (1)s come before any sync of the round, and
+ * had they the same half, where another set of buckets (another layout) puts a copy over the place
+ * of round R's sums, they could overwrite sums a peer's step (3) still reads. The halves do not
+ * move between rounds: the segment grows (a new one, the old one freed after both queues
+ * finished) only at a round's start, after the round's call was agreed on. The blocking
+ * collectives have a segment and rows of their own, so they may run between two buckets of a round.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,8 +329,8 @@ kp_status comm_pipe_finish(comm_pipe *p, const char *fn)
     /* The launches enqueued after the round read the reduced buckets: no host wait. */
     cl_int err = CL_SUCCESS;
     if (st == KP_OK &&
-        (err = clEnqueueMarkerWithWaitList(c->queue, (cl_uint)p->n, ends, NULL)) != CL_SUCCESS)
-        st = comm_shared_failure(c, fn, "a marker after the buckets' copies", err);
+        (err = clEnqueueBarrierWithWaitList(c->queue, (cl_uint)p->n, ends, NULL)) != CL_SUCCESS)
+        st = comm_shared_failure(c, fn, "a barrier after the buckets' copies", err);
     free(ends);
     reset(p);
     return st;
