@@ -208,8 +208,9 @@ kp_status kp_comm_buckets_start(kp_comm_buckets *bs, size_t index)
         return st;
     }
     if (bs->pipe) {
-        bs->next++;
-        return comm_pipe_start(bs->pipe, fn, index);
+        st = comm_pipe_start(bs->pipe, fn, index);
+        bs->next += st == KP_OK;
+        return st;
     }
     if (c->size > 1 && (st = transfer(bs, b, 0, fn)) != KP_OK) {
         comm_fail(c, st, fn, "rank %d: %s", c->rank, kp_last_error(c->rt));
