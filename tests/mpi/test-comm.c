@@ -283,6 +283,18 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
         else
             bucket_round(rt, c, b, &r, ranges, n, 20 + round, KP_COMM_SUM, 0, what);
     }
+    /* The shared transport runs one round at a time on a communicator: another set's start is
+     * refused (on this rank alone, before any exchange), and the round goes on. */
+    if (!strcmp(kp_comm_transport(c, NULL), "shared")) {
+        CHECK_OK(rt, kp_comm_buckets_start(b, 0));
+        if (kp_comm_buckets_start(bo, 0) != KP_ERR_INVALID_ARG ||
+            !strstr(kp_last_error(rt), "in flight"))
+            fail("a round started while another is in flight: %s", kp_last_error(rt));
+        for (size_t k = 1; k < n; k++)
+            CHECK_OK(rt, kp_comm_buckets_start(b, k));
+        CHECK_OK(rt, kp_comm_buckets_finish(b));
+        bucket_round(rt, c, bo, &r, odd, N_ODD, 26, KP_COMM_MEAN, 0, "buckets, after a refusal");
+    }
     /* While this thread records a graph on the runtime, transfers would run at once, outside
      * the graph: refused, before any rank exchanges anything. */
     CHECK_OK(rt, kp_graph_begin(rt, 0));
