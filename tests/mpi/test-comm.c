@@ -558,6 +558,8 @@ static void test_bucket_failures(kp_runtime *rt, kp_comm *fails, kp_comm *differ
     for (size_t k = 0; k < 3; k++)
         CHECK_OK(rt, kp_comm_buckets_start(b, k));
     CHECK_OK(rt, kp_comm_buckets_finish(b));
+    /* Every rank past its round first: the failure below would fail a round still in flight. */
+    MPI_Barrier(MPI_COMM_WORLD);
     /* The round's first injectable calls: the marker after the producers, then the copy. */
     if (rank == size - 1)
         cl_faults_arm(2);
