@@ -218,8 +218,9 @@ KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_com
  * back): MPI traffic for one bucket overlaps the device work enqueued between this call and the
  * next. On the node-shared transport the bucket's copies and sum run on a second queue of the
  * communicator after a marker behind its producers, beside the runtime's queue, and this call
- * moves the earlier buckets a step further (waiting only for work enqueued before the previous
- * bucket's producers ended, and for the other ranks' syncs); docs/comm.md. On the host device, and
+ * moves the earlier buckets a step further (it waits only for that queue's work up to the previous
+ * bucket's first copy, which follows that bucket's producers, and for the other ranks' syncs);
+ * docs/comm.md. On the host device, and
  * for the NCCL transport's buffers, the bucket is all-reduced at once, blocking. Buckets are
  * started in index order, 0 first, each once per round; until the round's finish, the runtime's
  * work must neither read nor write a started bucket. Errors: KP_ERR_INVALID_ARG (an index out of
