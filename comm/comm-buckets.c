@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Gradient buckets: ranges of an arena all-reduced as the backward produces them, each read with
- * a non-blocking transfer on the runtime's queue, exchanged while the device runs what follows,
- * and written back before the launches enqueued after the round. */
+/* Gradient buckets: ranges of an arena all-reduced as the backward produces them. With host
+ * staging each is read with a non-blocking transfer on the runtime's queue, exchanged while the
+ * device runs what follows, and written back before the launches enqueued after the round; on
+ * the node-shared transport each goes through the pipelined round of comm-shared-buckets.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ struct kp_comm_buckets {
     size_t n;
     size_t next; /* the bucket to start next */
     comm_host staging;
+    comm_pipe *pipe; /* the node-shared transport's round, or NULL */
 };
 
 size_t kp_comm_buckets_plan(const int32_t *segments, size_t n_segments, size_t bucket_bytes,
@@ -59,6 +61,7 @@ void kp_comm_buckets_destroy(kp_comm_buckets *bs)
 {
     if (!bs)
         return;
+    comm_pipe_destroy(bs->pipe);
     kp_finish(bs->c->rt);
     for (size_t i = 0; i < bs->n; i++) {
         release(&bs->b[i].read);
@@ -107,8 +110,19 @@ kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_comm_range
         bs->b[i] = (bucket){.range = ranges[i], .at = at};
     /* The shared transport copies between the arena and its segment, NCCL reduces the arena
      * itself: no staging. */
-    const size_t staged = (c->shared && c->queue) || comm_nccl_owns(c, buf) ? 1 : total ? total : 1;
-    if ((st = comm_host_reserve(c, &bs->staging, staged * sizeof(float))) != KP_OK) {
+    const int nccl = comm_nccl_owns(c, buf), shared = c->shared && c->queue && !nccl;
+    const size_t staged = shared || nccl ? 1 : total ? total : 1;
+    size_t *at = shared ? malloc((n ? n : 1) * sizeof *at) : NULL;
+    if (shared && !at)
+        st = comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    for (size_t i = 0; st == KP_OK && i < n && at; i++)
+        at[i] = bs->b[i].at;
+    if (st == KP_OK && shared)
+        st = comm_pipe_create(c, fn, buf, ranges, at, n, op, &bs->pipe);
+    free(at);
+    if (st == KP_OK)
+        st = comm_host_reserve(c, &bs->staging, staged * sizeof(float));
+    if (st != KP_OK) {
         kp_comm_buckets_destroy(bs);
         return st;
     }
@@ -193,13 +207,9 @@ kp_status kp_comm_buckets_start(kp_comm_buckets *bs, size_t index)
         bs->next++;
         return st;
     }
-    if (c->shared && c->queue) {
-        /* The device makes the shared transport's copies on the runtime's in-order queue, after
-         * the bucket's producers and before what follows: nothing is left for the host to
-         * overlap, so the bucket is all-reduced now (blocking). */
-        st = comm_allreduce_shared(c, fn, bs->buf, b->range.offset, b->range.count, bs->op);
-        b->reduced = st == KP_OK;
-        bs->next++;
+    if (bs->pipe) {
+        st = comm_pipe_start(bs->pipe, fn, index);
+        bs->next += st == KP_OK;
         return st;
     }
     if (c->size > 1 && (st = transfer(bs, b, 0, fn)) != KP_OK) {
@@ -225,7 +235,9 @@ kp_status kp_comm_buckets_finish(kp_comm_buckets *bs)
     if (bs->next != bs->n)
         return comm_fail(bs->c, KP_ERR_INVALID_ARG, fn,
                          "bucket %zu of %zu was not started this round", bs->next, bs->n);
-    for (size_t i = 0; st == KP_OK && i < bs->n; i++)
+    if (bs->pipe)
+        st = comm_pipe_finish(bs->pipe, fn);
+    for (size_t i = 0; st == KP_OK && !bs->pipe && i < bs->n; i++)
         if (!bs->b[i].reduced)
             st = reduce(bs, &bs->b[i], fn);
     for (size_t i = 0; i < bs->n; i++)

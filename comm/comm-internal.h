@@ -8,7 +8,16 @@
 #include "kernelport/comm.h"
 
 /* Tags of the duplicate communicator's messages. */
-enum { TAG_FAILURE = 1, TAG_CALL, TAG_SLICE, TAG_RESULT, TAG_BROADCAST, TAG_SYNC, TAG_FREE };
+enum {
+    TAG_FAILURE = 1,
+    TAG_CALL,
+    TAG_SLICE,
+    TAG_RESULT,
+    TAG_BROADCAST,
+    TAG_SYNC,
+    TAG_FREE,
+    TAG_BUCKET
+};
 
 /* The longest reason a failure notice carries, terminator included. */
 #define FAILURE_BYTES 256
@@ -21,19 +30,28 @@ typedef struct comm_host {
     cl_mem pinned; /* NULL when malloc'ed */
 } comm_host;
 
-/* The node-shared transport (comm-shared.c): one shared-memory segment of the node, part r
- * rank r's, that every rank's device reads and writes by DMA. */
+/* A shared-memory segment of the node (comm-shared.c): part r rank r's, every rank's device
+ * reading and writing it by DMA through one OpenCL buffer over the whole segment. */
+typedef struct comm_segment {
+    MPI_Win win; /* locked for the window's life (MPI_Win_sync) */
+    char *base;  /* part 0, the segment's start, in this process */
+    size_t part; /* bytes of each part, a multiple of 4096 */
+    cl_mem mem;  /* CL_MEM_USE_HOST_PTR over every part, mapped for its life */
+} comm_segment;
+
+/* The node-shared transport (comm-shared.c, and comm-shared-buckets.c for bucket rounds). */
 typedef struct comm_shared {
-    MPI_Comm node;       /* c->comm's ranks in the same order, over shared memory */
-    MPI_Win win;         /* the segment, locked for the window's life (MPI_Win_sync) */
-    char *base;          /* part 0, the segment's start, in this process */
-    size_t part;         /* bytes of each part, a multiple of 4096 */
-    cl_mem segment;      /* CL_MEM_USE_HOST_PTR over every part, mapped for its life */
-    cl_device_id device; /* the runtime's */
+    MPI_Comm node;         /* c->comm's ranks in the same order, over shared memory */
+    comm_segment seg;      /* the blocking collectives' */
+    comm_segment buckets;  /* the bucket rounds': two halves a part, used by round parity */
+    cl_device_id device;   /* the runtime's */
+    cl_command_queue copy; /* in order, beside the runtime's: the bucket rounds' copies and sums */
     cl_program program;
     cl_kernel sum;
     cl_mem rows; /* device scratch: the other ranks' copies of this rank's slice, a row each */
     size_t rows_bytes;
+    uint64_t rounds;    /* bucket rounds started on the communicator */
+    const void *active; /* the buckets whose round is in flight, or NULL */
 } comm_shared;
 
 struct kp_comm {
@@ -65,7 +83,9 @@ enum {
     CALL_BROADCAST,
     CALL_BARRIER,
     CALL_NCCL_SUM, /* an all-reduce of a kp_comm_buffer_create buffer through NCCL */
-    CALL_NCCL_MEAN
+    CALL_NCCL_MEAN,
+    CALL_BUCKETS_SUM, /* a round of buckets on the shared transport: count floats in root buckets */
+    CALL_BUCKETS_MEAN
 };
 
 /* snprintf for messages made of other messages, where cutting the end off is what is wanted. */
@@ -122,6 +142,34 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
                                 kp_comm_op op);
 kp_status comm_shared_broadcast(kp_comm *c, const char *fn, cl_mem mem, size_t offset, size_t bytes,
                                 int root);
+
+/* An OpenCL failure on this rank's side of a shared collective (`what` failed): the message,
+ * the communicator broken, the others told. Returns KP_ERR_CL. */
+kp_status comm_shared_failure(kp_comm *c, const char *fn, const char *what, cl_int err);
+/* Every rank's copies into segment g are done before any rank reads them: `count` int64 values
+ * exchanged with every rank (comm_exchange) between two MPI_Win_syncs (MPI's rule for shared
+ * windows). */
+kp_status comm_shared_sync(kp_comm *c, const char *fn, comm_segment *g, int tag,
+                           const int64_t *mine, int64_t *theirs, int count);
+/* Grows segment g's parts to at least `bytes` (collective over the node: the ranks agreed on the
+ * call), after this rank's copies from the old one. */
+kp_status comm_shared_grow(kp_comm *c, const char *fn, comm_segment *g, size_t bytes);
+/* Rank r's part of segment g. */
+char *comm_shared_part(const comm_segment *g, int r);
+/* Enqueues on q the sum of this rank's slice, `n` floats at element `at` of out, with the other
+ * ranks' copies in `rows` (rank r's in row r, or r - 1 past this rank), in rank order. */
+cl_int comm_shared_sum(kp_comm *c, cl_command_queue q, cl_mem rows, cl_mem out, size_t at, size_t n,
+                       kp_comm_op op);
+
+/* The shared transport's bucket rounds (comm-shared-buckets.c): the all-reduce of n ranges of
+ * mem (their floats at[i] in the round's half of the segment), pipelined on the comm's copy queue
+ * beside the runtime's. */
+typedef struct comm_pipe comm_pipe;
+kp_status comm_pipe_create(kp_comm *c, const char *fn, kp_buffer *buf, const kp_comm_range *ranges,
+                           const size_t *at, size_t n, kp_comm_op op, comm_pipe **out);
+kp_status comm_pipe_start(comm_pipe *p, const char *fn, size_t index);
+kp_status comm_pipe_finish(comm_pipe *p, const char *fn);
+void comm_pipe_destroy(comm_pipe *p);
 
 /* The shared transport's all-reduce of a checked range of buf, agreed with the other ranks first
  * (c->shared, on an OpenCL runtime). */

@@ -59,9 +59,14 @@ static size_t round_up(size_t n, size_t to)
     return (n + to - 1) / to * to;
 }
 
+char *comm_shared_part(const comm_segment *g, int r)
+{
+    return g->base + (size_t)r * g->part;
+}
+
 static char *part(kp_comm *c, int r)
 {
-    return c->shm.base + (size_t)r * c->shm.part;
+    return comm_shared_part(&c->shm.seg, r);
 }
 
 /* What rules the shared transport out on this device, into `no` (FAILURE_BYTES), else builds
@@ -97,31 +102,38 @@ static void check_device(kp_comm *c, int automatic, char *no)
                              NULL, NULL);
     if (err == CL_SUCCESS)
         s->sum = clCreateKernel(s->program, "kp_comm_sum", &err);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
         snprintf(no, FAILURE_BYTES, "building the sum kernel failed: OpenCL error %d", (int)err);
+        return;
+    }
+    s->copy = clCreateCommandQueue(c->context, s->device, 0, &err);
+    if (!s->copy)
+        snprintf(no, FAILURE_BYTES, "a second command queue could not be made: OpenCL error %d",
+                 (int)err);
+}
+
+/* The copies of both queues that may still use a segment are done. */
+static void finish_queues(kp_comm *c)
+{
+    clFinish(c->queue);
+    if (c->shm.copy)
+        clFinish(c->shm.copy);
 }
 
 /* Unmaps and releases a segment's OpenCL buffer and frees its window (collective over the node). */
-static void segment_release(kp_comm *c, MPI_Win *win, cl_mem segment, char *base)
+static void segment_release(kp_comm *c, comm_segment *g)
 {
-    if (segment) {
-        clEnqueueUnmapMemObject(c->queue, segment, base, 0, NULL, NULL);
+    if (g->mem) {
+        finish_queues(c);
+        clEnqueueUnmapMemObject(c->queue, g->mem, g->base, 0, NULL, NULL);
         clFinish(c->queue);
-        clReleaseMemObject(segment);
+        clReleaseMemObject(g->mem);
     }
-    if (*win != MPI_WIN_NULL) {
-        MPI_Win_unlock_all(*win);
-        MPI_Win_free(win);
+    if (g->win != MPI_WIN_NULL) {
+        MPI_Win_unlock_all(g->win);
+        MPI_Win_free(&g->win);
     }
-}
-
-static void segment_free(kp_comm *c)
-{
-    comm_shared *s = &c->shm;
-    segment_release(c, &s->win, s->segment, s->base);
-    s->segment = NULL;
-    s->base = NULL;
-    s->part = 0;
+    *g = (comm_segment){.win = MPI_WIN_NULL};
 }
 
 /* Allocates the segment with parts of `bytes` (collective over the node) and the OpenCL buffer
@@ -129,7 +141,7 @@ static void segment_free(kp_comm *c)
  * (FAILURE_BYTES). Rank 0 allocates the whole segment, so that it is contiguous whatever MPI's
  * layout, with room to start it at an aligned address (MPI's shared windows need not be: Open
  * MPI's start past a header). */
-static kp_status segment_alloc(kp_comm *c, const char *fn, size_t bytes, char *no)
+static kp_status segment_alloc(kp_comm *c, const char *fn, comm_segment *g, size_t bytes, char *no)
 {
     comm_shared *s = &c->shm;
     cl_uint bits = 0;
@@ -143,49 +155,49 @@ static kp_status segment_alloc(kp_comm *c, const char *fn, size_t bytes, char *n
     int unit = 0;
     if (rc == MPI_SUCCESS)
         rc = MPI_Win_allocate_shared((MPI_Aint)(c->rank == 0 ? total + align : 0), 1, MPI_INFO_NULL,
-                                     s->node, &mine, &s->win);
+                                     s->node, &mine, &g->win);
     if (rc != MPI_SUCCESS)
         return comm_mpi_fail(c, fn, "MPI_Win_allocate_shared", rc);
-    MPI_Win_set_errhandler(s->win, MPI_ERRORS_RETURN);
+    MPI_Win_set_errhandler(g->win, MPI_ERRORS_RETURN);
     /* A passive epoch for the window's life: MPI_Win_sync orders this rank's accesses. */
-    if ((rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win)) == MPI_SUCCESS)
-        rc = MPI_Win_shared_query(s->win, 0, &size0, &unit, &base);
+    if ((rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, g->win)) == MPI_SUCCESS)
+        rc = MPI_Win_shared_query(g->win, 0, &size0, &unit, &base);
     if (rc != MPI_SUCCESS) {
-        MPI_Win_free(&s->win);
+        MPI_Win_free(&g->win);
         return comm_mpi_fail(c, fn, "MPI_Win_lock_all/MPI_Win_shared_query", rc);
     }
-    s->base = base + (align - (uintptr_t)base % align) % align;
-    s->part = bytes;
+    g->base = base + (align - (uintptr_t)base % align) % align;
+    g->part = bytes;
     /* Each rank touches its part first, so that its pages lie on the rank's own memory node
      * (its device's, where the rank is bound near it): the pinning below would place them all. */
-    memset(part(c, c->rank), 0, bytes);
-    MPI_Win_sync(s->win);
+    memset(comm_shared_part(g, c->rank), 0, bytes);
+    MPI_Win_sync(g->win);
     if ((rc = MPI_Barrier(s->node)) != MPI_SUCCESS)
         return comm_mpi_fail(c, fn, "MPI_Barrier", rc);
     cl_int err = CL_SUCCESS;
-    s->segment =
-        clCreateBuffer(c->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, total, s->base, &err);
-    void *mapped =
-        s->segment ? clEnqueueMapBuffer(c->queue, s->segment, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE,
-                                        0, total, 0, NULL, NULL, &err)
-                   : NULL;
+    g->mem =
+        clCreateBuffer(c->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, total, g->base, &err);
+    void *mapped = g->mem
+                       ? clEnqueueMapBuffer(c->queue, g->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE,
+                                            0, total, 0, NULL, NULL, &err)
+                       : NULL;
     if (!mapped) {
         snprintf(no, FAILURE_BYTES,
                  "the driver refused CL_MEM_USE_HOST_PTR over the %zu-byte segment: OpenCL error "
                  "%d",
                  total, (int)err);
-        if (s->segment)
-            clReleaseMemObject(s->segment);
-        s->segment = NULL;
-    } else if (mapped != s->base) {
+        if (g->mem)
+            clReleaseMemObject(g->mem);
+        g->mem = NULL;
+    } else if (mapped != g->base) {
         /* The copies below name the segment by its address: a driver that maps elsewhere would
          * copy through memory the other ranks never see. */
         snprintf(no, FAILURE_BYTES, "the driver maps the segment at %p, not at %p", mapped,
-                 (void *)s->base);
-        clEnqueueUnmapMemObject(c->queue, s->segment, mapped, 0, NULL, NULL);
+                 (void *)g->base);
+        clEnqueueUnmapMemObject(c->queue, g->mem, mapped, 0, NULL, NULL);
         clFinish(c->queue);
-        clReleaseMemObject(s->segment);
-        s->segment = NULL;
+        clReleaseMemObject(g->mem);
+        g->mem = NULL;
     }
     return KP_OK;
 }
@@ -193,13 +205,15 @@ static kp_status segment_alloc(kp_comm *c, const char *fn, size_t bytes, char *n
 static void close_device(kp_comm *c)
 {
     comm_shared *s = &c->shm;
+    if (s->copy)
+        clReleaseCommandQueue(s->copy);
     if (s->rows)
         clReleaseMemObject(s->rows);
     if (s->sum)
         clReleaseKernel(s->sum);
     if (s->program)
         clReleaseProgram(s->program);
-    s->rows = NULL, s->sum = NULL, s->program = NULL, s->rows_bytes = 0;
+    s->copy = NULL, s->rows = NULL, s->sum = NULL, s->program = NULL, s->rows_bytes = 0;
 }
 
 static kp_status choose_shared(kp_comm *c, int mode, const char *asker);
@@ -292,13 +306,13 @@ static kp_status choose_shared(kp_comm *c, int mode, const char *asker)
     if ((st = comm_agree_ok(c, fn, no, &ok)) != KP_OK)
         return st;
     if (ok) {
-        if ((st = segment_alloc(c, fn, PAGE, no)) != KP_OK)
+        if ((st = segment_alloc(c, fn, &s->seg, PAGE, no)) != KP_OK)
             return st;
         if ((st = comm_agree_ok(c, fn, no, &ok)) != KP_OK)
             return st;
     }
     if (!ok) {
-        segment_free(c);
+        segment_release(c, &s->seg);
         close_device(c);
         MPI_Comm_free(&s->node);
         if (mode == MODE_SHARED)
@@ -315,41 +329,44 @@ static kp_status choose_shared(kp_comm *c, int mode, const char *asker)
     return KP_OK;
 }
 
-/* An OpenCL failure on this rank's side: the others are told. */
-static kp_status device_failure(kp_comm *c, const char *fn, const char *what, cl_int err)
+kp_status comm_shared_failure(kp_comm *c, const char *fn, const char *what, cl_int err)
 {
     comm_fail(c, KP_ERR_CL, fn, "rank %d: %s failed: OpenCL error %d", c->rank, what, (int)err);
     return comm_break(c, KP_ERR_CL);
 }
 
-/* Grows the segment's parts to `bytes` (collective: every rank agreed on the call) and the
- * device rows to `rows_bytes`. */
+kp_status comm_shared_grow(kp_comm *c, const char *fn, comm_segment *g, size_t bytes)
+{
+    bytes = round_up(bytes, PAGE);
+    if (bytes <= g->part)
+        return KP_OK;
+    /* The new segment is allocated before the old one is freed, so that it never takes the old
+     * one's addresses: on two H200s a segment grown in place (freed, then allocated again at the
+     * same address) gave sums that differ from host staging's, as if the driver still copied
+     * through the old segment's pinned pages (test-comm-np2, 2026-11-26). */
+    comm_segment old = *g;
+    *g = (comm_segment){.win = MPI_WIN_NULL};
+    char no[FAILURE_BYTES] = "";
+    kp_status st = segment_alloc(c, fn, g, bytes, no);
+    segment_release(c, &old);
+    if (st != KP_OK)
+        return comm_break(c, st);
+    if (*no) {
+        comm_fail(c, KP_ERR_CL, fn, "rank %d: growing the shared segment to %zu bytes a rank: %s",
+                  c->rank, bytes, no);
+        return comm_break(c, KP_ERR_CL);
+    }
+    return KP_OK;
+}
+
+/* Grows the blocking collectives' segment to parts of `bytes` (collective: every rank agreed on
+ * the call) and the device rows to `rows_bytes`. */
 static kp_status reserve(kp_comm *c, const char *fn, size_t bytes, size_t rows_bytes)
 {
     comm_shared *s = &c->shm;
-    bytes = round_up(bytes, PAGE);
-    if (bytes > s->part) {
-        /* The new segment is allocated before the old one is freed, so that it never takes the
-         * old one's addresses: on two H200s a segment grown in place (freed, then allocated again
-         * at the same address) gave sums that differ from host staging's, as if the driver still
-         * copied through the old segment's pinned pages (test-comm-np2, 2026-11-26). */
-        MPI_Win old_win = s->win;
-        cl_mem old_segment = s->segment;
-        char *old_base = s->base;
-        s->win = MPI_WIN_NULL;
-        s->segment = NULL;
-        char no[FAILURE_BYTES] = "";
-        kp_status st = segment_alloc(c, fn, bytes, no);
-        segment_release(c, &old_win, old_segment, old_base);
-        if (st != KP_OK)
-            return comm_break(c, st);
-        if (*no) {
-            comm_fail(c, KP_ERR_CL, fn,
-                      "rank %d: growing the shared segment to %zu bytes a rank: %s", c->rank, bytes,
-                      no);
-            return comm_break(c, KP_ERR_CL);
-        }
-    }
+    kp_status st = comm_shared_grow(c, fn, &s->seg, bytes);
+    if (st != KP_OK)
+        return st;
     if (rows_bytes > s->rows_bytes) {
         if (s->rows)
             clReleaseMemObject(s->rows);
@@ -367,37 +384,50 @@ static kp_status reserve(kp_comm *c, const char *fn, size_t bytes, size_t rows_b
     return KP_OK;
 }
 
-/* Every rank's copies to the segment are done before any rank reads them: a message with every
- * other rank between two MPI_Win_syncs (MPI's rule for shared windows), waited for with the
- * deadline and the failure channel. */
+kp_status comm_shared_sync(kp_comm *c, const char *fn, comm_segment *g, int tag,
+                           const int64_t *mine, int64_t *theirs, int count)
+{
+    MPI_Win_sync(g->win);
+    kp_status st = comm_exchange(c, fn, tag, mine, theirs, count);
+    if (st == KP_OK)
+        MPI_Win_sync(g->win);
+    return st;
+}
+
+/* Every rank's copies to the blocking collectives' segment are done before any rank reads them,
+ * waited for with the deadline and the failure channel. */
 static kp_status node_sync(kp_comm *c, const char *fn, int tag)
 {
-    MPI_Win_sync(c->shm.win);
-    kp_status st = comm_exchange(c, fn, tag, NULL, NULL, 0);
-    if (st == KP_OK)
-        MPI_Win_sync(c->shm.win);
-    return st;
+    return comm_shared_sync(c, fn, &c->shm.seg, tag, NULL, NULL, 0);
+}
+
+/* Leaves segment g to the job's end (a peer may be gone): only this rank's OpenCL buffer over it
+ * goes. */
+static void segment_leave(kp_comm *c, comm_segment *g)
+{
+    if (g->mem) {
+        clEnqueueUnmapMemObject(c->queue, g->mem, g->base, 0, NULL, NULL);
+        clFinish(c->queue);
+        clReleaseMemObject(g->mem);
+    }
+    *g = (comm_segment){.win = MPI_WIN_NULL};
 }
 
 void comm_shared_close(kp_comm *c)
 {
     comm_shared *s = &c->shm;
     if (c->queue)
-        clFinish(c->queue);
+        finish_queues(c);
     /* MPI_Win_free synchronises, and after a failure a peer may be gone or may skip it: the
-     * window is freed only once every rank has answered within the deadline, else left to the
+     * windows are freed only once every rank has answered within the deadline, else left to the
      * job's end (docs/comm.md: end the job). */
-    if (s->win != MPI_WIN_NULL &&
+    if (s->seg.win != MPI_WIN_NULL &&
         (c->broken || node_sync(c, "kp_comm_destroy", TAG_FREE) != KP_OK)) {
-        if (s->segment) {
-            clEnqueueUnmapMemObject(c->queue, s->segment, s->base, 0, NULL, NULL);
-            clFinish(c->queue);
-            clReleaseMemObject(s->segment);
-        }
-        s->segment = NULL;
-        s->win = MPI_WIN_NULL;
+        segment_leave(c, &s->seg);
+        segment_leave(c, &s->buckets);
     }
-    segment_free(c);
+    segment_release(c, &s->buckets);
+    segment_release(c, &s->seg);
     close_device(c);
     if (s->node != MPI_COMM_NULL)
         MPI_Comm_free(&s->node);
@@ -424,6 +454,26 @@ static cl_int finish(kp_comm *c, cl_int err)
     return err != CL_SUCCESS ? err : done;
 }
 
+cl_int comm_shared_sum(kp_comm *c, cl_command_queue q, cl_mem rows, cl_mem out, size_t at, size_t n,
+                       kp_comm_op op)
+{
+    cl_kernel k = c->shm.sum;
+    const cl_ulong n64 = n, at64 = at;
+    const cl_uint ranks = (cl_uint)c->size, mine = (cl_uint)c->rank, mean = op == KP_COMM_MEAN;
+    const float scale = (float)c->size;
+    const size_t global = round_up(n, GROUP), local = GROUP;
+    cl_int a = clSetKernelArg(k, 0, sizeof rows, &rows);
+    a |= clSetKernelArg(k, 1, sizeof n64, &n64);
+    a |= clSetKernelArg(k, 2, sizeof ranks, &ranks);
+    a |= clSetKernelArg(k, 3, sizeof mine, &mine);
+    a |= clSetKernelArg(k, 4, sizeof out, &out);
+    a |= clSetKernelArg(k, 5, sizeof at64, &at64);
+    a |= clSetKernelArg(k, 6, sizeof scale, &scale);
+    a |= clSetKernelArg(k, 7, sizeof mean, &mean);
+    return a != CL_SUCCESS ? CL_INVALID_KERNEL_ARGS
+                           : clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+}
+
 /*
  * Rank r's part holds a copy of the range laid out as in the buffer. (1) Each rank copies its
  * range but its own slice into its part; (2) for its slice, each rank copies the other ranks'
@@ -448,7 +498,7 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
     if (err == CL_SUCCESS)
         err = copy_range(c, mem, 0, offset, e, count, own);
     if ((err = finish(c, err)) != CL_SUCCESS)
-        return device_failure(c, fn, "copying the range into the segment", err);
+        return comm_shared_failure(c, fn, "copying the range into the segment", err);
     if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
         return st;
     comm_shared *s = &c->shm;
@@ -458,27 +508,12 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
             err = clEnqueueWriteBuffer(c->queue, s->rows, CL_FALSE,
                                        (size_t)(r < me ? r : r - 1) * row, row,
                                        part(c, r) + b * sizeof(float), 0, NULL, NULL);
-    if (n && err == CL_SUCCESS) {
-        const cl_ulong n64 = n, at = offset + b;
-        const cl_uint ranks = (cl_uint)p, mine = (cl_uint)me, mean = op == KP_COMM_MEAN;
-        const float scale = (float)p;
-        const size_t global = round_up(n, GROUP), local = GROUP;
-        cl_int a = clSetKernelArg(s->sum, 0, sizeof s->rows, &s->rows);
-        a |= clSetKernelArg(s->sum, 1, sizeof n64, &n64);
-        a |= clSetKernelArg(s->sum, 2, sizeof ranks, &ranks);
-        a |= clSetKernelArg(s->sum, 3, sizeof mine, &mine);
-        a |= clSetKernelArg(s->sum, 4, sizeof mem, &mem);
-        a |= clSetKernelArg(s->sum, 5, sizeof at, &at);
-        a |= clSetKernelArg(s->sum, 6, sizeof scale, &scale);
-        a |= clSetKernelArg(s->sum, 7, sizeof mean, &mean);
-        err = a != CL_SUCCESS ? CL_INVALID_KERNEL_ARGS
-                              : clEnqueueNDRangeKernel(c->queue, s->sum, 1, NULL, &global, &local,
-                                                       0, NULL, NULL);
-    }
+    if (n && err == CL_SUCCESS)
+        err = comm_shared_sum(c, c->queue, s->rows, mem, offset + b, n, op);
     if (err == CL_SUCCESS)
         err = copy_range(c, mem, 0, offset, b, e, own);
     if ((err = finish(c, err)) != CL_SUCCESS)
-        return device_failure(c, fn, "summing this rank's slice", err);
+        return comm_shared_failure(c, fn, "summing this rank's slice", err);
     if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
         return st;
     for (int r = 0; r < p && err == CL_SUCCESS; r++)
@@ -486,7 +521,7 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
             err = copy_range(c, mem, 1, offset, comm_slice_begin(count, p, r),
                              comm_slice_begin(count, p, r + 1), part(c, r));
     if ((err = finish(c, err)) != CL_SUCCESS)
-        return device_failure(c, fn, "copying the other slices from the segment", err);
+        return comm_shared_failure(c, fn, "copying the other slices from the segment", err);
     return KP_OK;
 }
 
@@ -502,12 +537,12 @@ kp_status comm_shared_broadcast(kp_comm *c, const char *fn, cl_mem mem, size_t o
     if (c->rank == root &&
         (err = finish(c, clEnqueueReadBuffer(c->queue, mem, CL_FALSE, offset, bytes, part(c, root),
                                              0, NULL, NULL))) != CL_SUCCESS)
-        return device_failure(c, fn, "copying the range into the segment", err);
+        return comm_shared_failure(c, fn, "copying the range into the segment", err);
     if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
         return st;
     if (c->rank != root &&
         (err = finish(c, clEnqueueWriteBuffer(c->queue, mem, CL_FALSE, offset, bytes, part(c, root),
                                               0, NULL, NULL))) != CL_SUCCESS)
-        return device_failure(c, fn, "copying the root's range from the segment", err);
+        return comm_shared_failure(c, fn, "copying the root's range from the segment", err);
     return KP_OK;
 }

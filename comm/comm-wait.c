@@ -131,6 +131,10 @@ static const char *call_name(int kind)
         return "all-reduce (sum) of a kp_comm_buffer_create buffer, through NCCL,";
     case CALL_NCCL_MEAN:
         return "all-reduce (mean) of a kp_comm_buffer_create buffer, through NCCL,";
+    case CALL_BUCKETS_SUM:
+        return "round of buckets (sum)";
+    case CALL_BUCKETS_MEAN:
+        return "round of buckets (mean)";
     default:
         return "an unknown collective";
     }
@@ -143,6 +147,9 @@ static void describe(const int64_t *call, char *buf, size_t size)
     else if (call[1] == CALL_BROADCAST)
         snprintf(buf, size, "broadcast of %lld bytes from rank %lld", (long long)call[2],
                  (long long)call[3]);
+    else if (call[1] == CALL_BUCKETS_SUM || call[1] == CALL_BUCKETS_MEAN)
+        snprintf(buf, size, "%s of %lld floats in %lld buckets", call_name((int)call[1]),
+                 (long long)call[2], (long long)call[3]);
     else
         snprintf(buf, size, "%s of %lld floats", call_name((int)call[1]), (long long)call[2]);
 }

@@ -201,7 +201,8 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
     c->comm = MPI_COMM_NULL;
     c->failure_req = MPI_REQUEST_NULL;
     c->shm.node = MPI_COMM_NULL;
-    c->shm.win = MPI_WIN_NULL;
+    c->shm.seg.win = MPI_WIN_NULL;
+    c->shm.buckets.win = MPI_WIN_NULL;
     int rc = MPI_Comm_dup(comm, &c->comm);
     kp_status st = rc == MPI_SUCCESS ? KP_OK : comm_mpi_fail(c, fn, "MPI_Comm_dup", rc);
     if (st == KP_OK && (rc = MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS)

@@ -8,7 +8,15 @@
  * it: size / time x 2 (P - 1) / P. The transports alternate repetition by repetition. Rank 0 prints
  * a table and writes JSON.
  *   mpirun -np 2 build/bin/bench-allreduce --device 'gpu:%r' --json allreduce.json
- *   [--transport staged|shared|nccl|both (staged and shared)|all (default)] */
+ *   [--transport staged|shared|nccl|both (staged and shared)|all (default)]
+ * With --buckets N it times instead a round of N gradient buckets of each size (kp_comm_buckets):
+ * before each bucket's start, simulated producers (a fill of --work-mb MB, 16 by default, on the
+ * runtime's queue, the backward's part that writes the bucket), the round's finish, and the
+ * device's work to its end; against the producers alone and, on the shared transport, the same
+ * buckets each all-reduced blocking after its producers (kp_comm_allreduce: what the shared
+ * transport's buckets did before they were pipelined). "hidden" is the share of the blocking
+ * all-reduces' time the round hides behind the producers: (blocking - round) / (blocking -
+ * producers). */
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +55,99 @@ static double median_of_slowest(double *t, int reps)
     return t[reps / 2];
 }
 
+/* One round over buckets `ranges` of buf with producers of `work` (a fill of work_bytes) before
+ * each: through b (kp_comm_buckets), or through kp_comm_allreduce of each bucket on c (b NULL), or
+ * without any collective (both NULL). Returns the time to the device's end. */
+static double bucket_round(kp_runtime *rt, kp_comm *c, kp_comm_buckets *b, kp_buffer *buf,
+                           const kp_comm_range *ranges, size_t n, kp_buffer *work,
+                           size_t work_bytes)
+{
+    const float zero = 0;
+    kp_finish(rt);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = now();
+    kp_status st = KP_OK;
+    for (size_t k = 0; st == KP_OK && k < n; k++) {
+        st = kp_buffer_fill(rt, work, 0, work_bytes, &zero, sizeof zero);
+        if (st == KP_OK && b)
+            st = kp_comm_buckets_start(b, k);
+        else if (st == KP_OK && c)
+            st = kp_comm_allreduce(c, buf, ranges[k].offset, ranges[k].count, KP_COMM_MEAN);
+    }
+    if (st == KP_OK && b)
+        st = kp_comm_buckets_finish(b);
+    if (st == KP_OK)
+        st = kp_finish(rt);
+    if (st != KP_OK)
+        die(rt, "a round of buckets", st);
+    return now() - t0;
+}
+
+/* --buckets: a round of n buckets of each size on each transport, against the producers alone
+ * and the blocking all-reduce of each bucket. */
+static void bench_buckets(kp_runtime *rt, kp_comm *const comms[3], const int want[3],
+                          kp_buffer *const bufs[3], size_t n, double min_mb, double max_mb,
+                          double work_mb, int reps, FILE *json)
+{
+    static const char *names[3] = {"staged", "shared", "nccl"};
+    const size_t work_bytes = (size_t)(work_mb * 1048576.0) / 4 * 4;
+    kp_buffer *work = NULL;
+    kp_status st = kp_buffer_create(rt, work_bytes ? work_bytes : 4, &work);
+    kp_comm_range *ranges = malloc(n * sizeof *ranges);
+    double *t = malloc(3 * (size_t)reps * sizeof *t);
+    if (st != KP_OK || !ranges || !t)
+        die(rt, "bucket buffers", st != KP_OK ? st : KP_ERR_OUT_OF_MEMORY);
+    if (rank == 0)
+        printf("%10s %8s %10s %12s %12s %12s %12s %8s\n", "MB", "buckets", "transport", "round",
+               "producers", "blocking", "exposed", "hidden");
+    int first = 1;
+    for (double mb = min_mb; mb <= max_mb * 1.0001; mb *= 2) {
+        const size_t count = (size_t)(mb * 1048576.0) / 4;
+        for (size_t k = 0; k < n; k++) {
+            const size_t b = count * k / n, e = count * (k + 1) / n;
+            /* Last bucket first, as a backward produces them. */
+            ranges[k] = (kp_comm_range){.offset = count - e, .count = e - b};
+        }
+        for (int k = 0; k < 3; k++) {
+            if (!comms[k] || !want[k])
+                continue;
+            kp_comm_buckets *b = NULL;
+            if ((st = kp_comm_buckets_create(comms[k], bufs[k], ranges, n, KP_COMM_MEAN, &b)) !=
+                KP_OK)
+                die(rt, "kp_comm_buckets_create", st);
+            /* Untimed: the staging and the segments grow. */
+            bucket_round(rt, comms[k], b, bufs[k], ranges, n, work, work_bytes);
+            bucket_round(rt, comms[k], NULL, bufs[k], ranges, n, work, work_bytes);
+            for (int r = 0; r < reps; r++) {
+                t[r] = bucket_round(rt, comms[k], b, bufs[k], ranges, n, work, work_bytes);
+                t[reps + r] = bucket_round(rt, NULL, NULL, bufs[k], ranges, n, work, work_bytes);
+                t[2 * reps + r] =
+                    bucket_round(rt, comms[k], NULL, bufs[k], ranges, n, work, work_bytes);
+            }
+            kp_comm_buckets_destroy(b);
+            const double round = median_of_slowest(t, reps),
+                         alone = median_of_slowest(t + reps, reps),
+                         blocking = median_of_slowest(t + 2 * reps, reps),
+                         hidden = blocking > alone ? (blocking - round) / (blocking - alone) : 0;
+            if (rank == 0)
+                printf("%10.2f %8zu %10s %9.3f ms %9.3f ms %9.3f ms %9.3f ms %7.1f%%\n", mb, n,
+                       names[k], 1e3 * round, 1e3 * alone, 1e3 * blocking, 1e3 * (round - alone),
+                       100 * hidden);
+            if (json)
+                fprintf(json,
+                        "%s\n  {\"bytes\": %zu, \"buckets\": %zu, \"transport\": \"%s\", "
+                        "\"work_bytes\": %zu, \"round_s\": %.9g, \"producers_s\": %.9g, "
+                        "\"blocking_s\": %.9g}",
+                        first ? "" : ",", count * 4, n, names[k], work_bytes, round, alone,
+                        blocking);
+            first = 0;
+        }
+    }
+    free(t);
+    free(ranges);
+    kp_buffer_destroy(rt, work);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -54,7 +155,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *device = NULL, *json_path = NULL;
     double min_mb = 1, max_mb = 256;
-    int reps = 10;
+    int reps = 10, buckets = 0;
+    double work_mb = 16;
     const char *transport = "all";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc)
@@ -69,11 +171,17 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--transport") && i + 1 < argc)
             transport = argv[++i];
+        else if (!strcmp(argv[i], "--buckets") && i + 1 < argc)
+            buckets = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--work-mb") && i + 1 < argc)
+            work_mb = atof(argv[++i]);
         else {
             if (rank == 0)
-                fprintf(stderr, "usage: mpirun -np N bench-allreduce [--device SPEC (%%r: the "
-                                "rank on its node)] [--min-mb 1] [--max-mb 256] [--reps 10] "
-                                "[--transport staged|shared|nccl|both|all] [--json FILE]\n");
+                fprintf(stderr,
+                        "usage: mpirun -np N bench-allreduce [--device SPEC (%%r: the "
+                        "rank on its node)] [--min-mb 1] [--max-mb 256] [--reps 10] "
+                        "[--transport staged|shared|nccl|both|all] [--buckets N [--work-mb 16]] "
+                        "[--json FILE]\n");
             MPI_Finalize();
             return 2;
         }
@@ -83,7 +191,7 @@ int main(int argc, char **argv)
     int want[3], wanted = 0;
     for (int k = 0; k < 3; k++)
         wanted += want[k] = all || (both && k < 2) || !strcmp(transport, names[k]);
-    if (reps < 1 || min_mb <= 0 || max_mb < min_mb || !wanted) {
+    if (reps < 1 || min_mb <= 0 || max_mb < min_mb || !wanted || buckets < 0 || work_mb < 0) {
         MPI_Finalize();
         return 2;
     }
@@ -157,18 +265,26 @@ int main(int argc, char **argv)
                size, dev.name, is_pinned ? "pinned" : "pageable", reps);
         printf("shared transport: %s\n", comms[1] ? "yes" : no[1]);
         printf("nccl transport: %s\n", comms[2] ? "yes" : no[2]);
-        printf("%10s %10s %12s %10s %12s %12s %12s %10s %12s\n", "MB", "transport", "all-reduce",
-               "bus GB/s", "read GB/s", "write GB/s", "limit GB/s", "of limit", "MPI alone");
+        if (!buckets)
+            printf("%10s %10s %12s %10s %12s %12s %12s %10s %12s\n", "MB", "transport",
+                   "all-reduce", "bus GB/s", "read GB/s", "write GB/s", "limit GB/s", "of limit",
+                   "MPI alone");
     }
     if (json)
         fprintf(json,
                 "{\"benchmark\": \"bench-allreduce\", \"ranks\": %d, \"device\": \"%s\", "
                 "\"pinned\": %d, \"shared\": %d, \"nccl\": %d, \"sizes\": [",
                 size, dev.name, is_pinned, comms[1] != NULL, comms[2] != NULL);
+    if (buckets) {
+        if (rank == 0)
+            printf("buckets: %d a round, producers: a fill of %g MB before each\n", buckets,
+                   work_mb);
+        bench_buckets(rt, comms, want, bufs, (size_t)buckets, min_mb, max_mb, work_mb, reps, json);
+    }
     double *t = malloc(4 * (size_t)reps * sizeof *t),
            *tk[3] = {t + reps, t + 2 * (size_t)reps, t + 3 * (size_t)reps};
     int first = 1;
-    for (double mb = min_mb; mb <= max_mb * 1.0001; mb *= 2) {
+    for (double mb = min_mb; !buckets && mb <= max_mb * 1.0001; mb *= 2) {
         const size_t bytes = (size_t)(mb * 1048576.0) / 4 * 4, count = bytes / 4;
         /* One untimed round on each transport: the staging and the segment grow to this size. */
         for (int k = 0; k < 3; k++)

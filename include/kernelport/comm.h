@@ -211,28 +211,37 @@ KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_com
                                         size_t n, kp_comm_op op, kp_comm_buckets **out);
 
 /*
- * Says that the launches writing bucket `index` are enqueued (the backward has produced it): on
- * an OpenCL runtime this enqueues a non-blocking read of the bucket after them and returns,
- * after finishing the all-reduce of the bucket started before (wait for its read, exchange it
- * over MPI while the device runs what was enqueued after that read, enqueue the write back).
- * So MPI traffic for one bucket overlaps the device work enqueued between this call and the next.
- * On the host device, and on the shared transport (whose copies the device makes on the same
- * in-order queue: nothing is left to overlap), the bucket is all-reduced at once, blocking. Buckets
- * are started in index order, 0 first, each once per round. Errors: KP_ERR_INVALID_ARG (an index
- * out of order), those of kp_comm_allreduce.
+ * Says that the launches writing bucket `index` are enqueued (the backward has produced it). With
+ * host staging on an OpenCL runtime this enqueues a non-blocking read of the bucket after them and
+ * returns, after finishing the all-reduce of the bucket started before (wait for its read,
+ * exchange it over MPI while the device runs what was enqueued after that read, enqueue the write
+ * back): MPI traffic for one bucket overlaps the device work enqueued between this call and the
+ * next. On the node-shared transport the bucket's copies and sum run on a second queue of the
+ * communicator after a marker behind its producers, beside the runtime's queue, and this call
+ * moves the earlier buckets a step further (it waits only for that queue's work up to the previous
+ * bucket's first copy, which follows that bucket's producers, and for the other ranks' syncs);
+ * docs/comm.md. On the host device, and
+ * for the NCCL transport's buffers, the bucket is all-reduced at once, blocking. Buckets are
+ * started in index order, 0 first, each once per round; until the round's finish, the runtime's
+ * work must neither read nor write a started bucket. Errors: KP_ERR_INVALID_ARG (an index out of
+ * order, another set of buckets' round in flight on the communicator's shared transport, buckets
+ * that differ between the ranks), those of kp_comm_allreduce.
  */
 KP_API kp_status kp_comm_buckets_start(kp_comm_buckets *b, size_t index);
 
 /*
  * Finishes the round: the all-reduces of the buckets still pending, each bucket's write back
- * enqueued, so launches enqueued afterwards (the optimizer step) read the reduced gradients.
- * Every bucket must have been started. The next round starts at bucket 0. Errors: those of
- * kp_comm_buckets_start, KP_ERR_INVALID_ARG (a bucket not started).
+ * enqueued, so launches enqueued afterwards (the optimizer step) read the reduced gradients. On the
+ * node-shared transport it returns without waiting for the device: a barrier on the runtime's
+ * queue makes the later launches follow the round's last copies. Every bucket must have been
+ * started. The next round starts at bucket 0. Errors: those of kp_comm_buckets_start,
+ * KP_ERR_INVALID_ARG (a bucket not started).
  */
 KP_API kp_status kp_comm_buckets_finish(kp_comm_buckets *b);
 
-/* Releases the buckets after the runtime's queued work (their staging is read by it). NULL is a
- * no-op. */
+/* Releases the buckets after the runtime's queued work (their staging is read by it) and the
+ * shared transport's copies. Destroyed in the middle of a round on the shared transport, they
+ * break the communicator and tell the other ranks, which wait for their syncs. NULL is a no-op. */
 KP_API void kp_comm_buckets_destroy(kp_comm_buckets *b);
 
 #ifdef __cplusplus

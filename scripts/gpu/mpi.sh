@@ -15,7 +15,9 @@
 # GPUs, bit for bit against the host sum and against host staging); bench-allreduce's "shared
 # transport: yes" (else the reason it fell back) and its "of limit" column on the shared rows (issue
 # target: >= 80% of the staging limit) against the staged rows, its MPI-alone column (the staged
-# exchange over shared memory), NCCL's bus bandwidth for context, and the CNN's
+# exchange over shared memory), NCCL's bus bandwidth for context; the bucket rows' "exposed" (the
+# round's time past the producers alone) and "hidden" (the share of the blocking all-reduces'
+# time the pipelined round hides) on the shared rows; and the CNN's
 # samples/s: scaling efficiency = (2 GPUs at batch 128 per rank) / (2 x 1 GPU at batch 128)
 # (target >= 85%), against DDP's. The NCCL transport (#29, kp_comm_buffer_create's memory): the
 # test-comm run under KP_COMM_TRANSPORT=nccl must print "transport nccl: ..." and "passed" (else
@@ -60,6 +62,11 @@ step "collectives on 2 ranks with the NCCL transport required (KP_COMM_TRANSPORT
 step "bench-allreduce: 2 ranks, gpu:0 and gpu:1, staged, shared and nccl"
 timeout "$(cap 180)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
   --json "$res/bench-allreduce.json"
+
+step "bench-allreduce --buckets 4: rounds of 4 buckets after producers (a 256 MB fill each)"
+timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
+  --transport both --buckets 4 --work-mb 256 --min-mb 1 --max-mb 16 \
+  --json "$res/bench-buckets.json"
 
 step "peer-allreduce: torch.distributed (NCCL) on the 2 GPUs"
 PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 -m torch.distributed.run --nproc_per_node 2 \

@@ -75,21 +75,28 @@ static void make_buffer(kp_runtime *rt, size_t bytes, kp_buffer **out)
         CHECK_OK(rt, kp_buffer_create(rt, bytes, out));
 }
 
-static void expect_bits(const float *got, int t, size_t n, kp_comm_op op, const char *what)
+/* got[i] for i in [from, to) against element i of test t's sum (or mean). */
+static void expect_range(const float *got, int t, size_t from, size_t to, kp_comm_op op,
+                         const char *what)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = from; i < to; i++) {
         const float want = expected(t, i, op);
         if (nccl_comm && size > 2) {
             float mag = 0;
             for (int r = 0; r < size; r++)
                 mag += fabsf(value(t, r, i));
             if (fabsf(got[i] - want) > 1e-6f * mag)
-                fail("%s: element %zu of %zu is %.9g, expected %.9g (NCCL's order)", what, i, n,
-                     (double)got[i], (double)want);
+                fail("%s: element %zu of [%zu, %zu) is %.9g, expected %.9g (NCCL's order)", what, i,
+                     from, to, (double)got[i], (double)want);
         } else if (memcmp(&got[i], &want, sizeof want) != 0)
-            fail("%s: element %zu of %zu is %.9g, expected %.9g", what, i, n, (double)got[i],
-                 (double)want);
+            fail("%s: element %zu of [%zu, %zu) is %.9g, expected %.9g", what, i, from, to,
+                 (double)got[i], (double)want);
     }
+}
+
+static void expect_bits(const float *got, int t, size_t n, kp_comm_op op, const char *what)
+{
+    expect_range(got, t, 0, n, op, what);
 }
 
 static kp_runtime *open_runtime(const char *device)
@@ -179,12 +186,77 @@ static void test_tensor_host_broadcast_barrier(kp_runtime *rt, kp_comm *c)
     kp_buffer_destroy(rt, buf);
 }
 
-/* An arena of odd segments, planned into buckets of at least 64 bytes from the last segment,
- * started in order with device work queued between them, over two rounds. */
+/* Buffers for bucket rounds: the arena, a copy of it, busy work. */
+typedef struct round_bufs {
+    kp_buffer *arena, *copy, *busy;
+    size_t len;
+    float *host;
+} round_bufs;
+
+/*
+ * A round of buckets over arena (test t's values of this rank), each bucket started after device
+ * work (a fill), with, where `between` is set, a blocking all-reduce of a device buffer and one of
+ * host memory between buckets 1 and 2. After finish, a copy of the arena is enqueued at once, as
+ * an optimizer's launch would be: it must follow the round's copies. The copy is checked against
+ * the host's sum in rank order, and the elements outside every bucket against this rank's own.
+ */
+static void bucket_round(kp_runtime *rt, kp_comm *c, kp_comm_buckets *b, round_bufs *r,
+                         const kp_comm_range *ranges, size_t n, int t, kp_comm_op op, int between,
+                         const char *what)
+{
+    float *host = r->host;
+    const size_t bytes = r->len * sizeof *host;
+    for (size_t i = 0; i < r->len; i++)
+        host[i] = value(t, rank, i);
+    CHECK_OK(rt, kp_buffer_write(rt, r->arena, 0, bytes, host));
+    const float zero = 0;
+    for (size_t k = 0; k < n; k++) {
+        CHECK_OK(rt, kp_buffer_fill(rt, r->busy, 0, 1 << 20, &zero, sizeof zero));
+        CHECK_OK(rt, kp_comm_buckets_start(b, k));
+        if (between && k == 1) {
+            float loss[3] = {value(t + 50, rank, 0), value(t + 50, rank, 1),
+                             value(t + 50, rank, 2)};
+            CHECK_OK(rt, kp_buffer_write(rt, r->busy, 0, sizeof loss, loss));
+            CHECK_OK(rt, kp_comm_allreduce(c, r->busy, 0, 3, KP_COMM_SUM));
+            CHECK_OK(rt, kp_buffer_read(rt, r->busy, 0, sizeof loss, loss));
+            expect_bits(loss, t + 50, 3, KP_COMM_SUM, "an all-reduce inside a round");
+            for (size_t i = 0; i < 3; i++)
+                loss[i] = value(t + 51, rank, i);
+            CHECK_OK(rt, kp_comm_allreduce_host(c, loss, 3, KP_COMM_MEAN));
+            expect_bits(loss, t + 51, 3, KP_COMM_MEAN, "a host all-reduce inside a round");
+        }
+    }
+    CHECK_OK(rt, kp_comm_buckets_finish(b));
+    CHECK_OK(rt, kp_buffer_copy(rt, r->arena, 0, r->copy, 0, bytes));
+    CHECK_OK(rt, kp_buffer_read(rt, r->copy, 0, bytes, host));
+    size_t done = 0;
+    for (size_t k = 0; k < n; k++) {
+        char w[96];
+        snprintf(w, sizeof w, "%s, bucket %zu of %zu floats", what, k, ranges[k].count);
+        expect_range(host, t, ranges[k].offset, ranges[k].offset + ranges[k].count, op, w);
+        done += ranges[k].count;
+    }
+    for (size_t i = 0, outside = 0; i < r->len; i++) {
+        int in = 0;
+        for (size_t k = 0; k < n && !in; k++)
+            in = i >= ranges[k].offset && i < ranges[k].offset + ranges[k].count;
+        if (!in && memcmp(&host[i], &(float){value(t, rank, i)}, sizeof(float)) != 0)
+            fail("%s: element %zu, in no bucket, changed", what, i);
+        outside += !in;
+        if (i + 1 == r->len && outside + done != r->len)
+            fail("%s: the buckets overlap", what);
+    }
+}
+
+/* Buckets: an arena of odd segments, planned into buckets of at least 64 bytes from the last
+ * segment; and buckets of odd sizes (0 and 1 float among them), larger than a page of floats in
+ * all, so that the shared transport's bucket segment grows between two rounds. The two sets take
+ * turns over several rounds in a row (the shared transport's halves of its segment are reused
+ * every other round), one round with all-reduces inside it. */
 static void test_buckets(kp_runtime *rt, kp_comm *c)
 {
     const int64_t numel[] = {3, 1, 257, 10, 5, 29};
-    enum { N_SEG = 6 };
+    enum { N_SEG = 6, N_ODD = 7 };
     int32_t seg[2 * N_SEG];
     const int64_t len = kp_optim_arena_layout(N_SEG, numel, 4, seg);
     kp_comm_range ranges[N_SEG];
@@ -192,34 +264,36 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
     if (n < 3 || n > N_SEG || ranges[0].offset != (size_t)seg[2 * (N_SEG - 1)] ||
         ranges[n - 1].offset != 0)
         fail("kp_comm_buckets_plan made %zu buckets, the first at %zu", n, ranges[0].offset);
-    float *host = malloc((size_t)len * sizeof *host);
-    kp_buffer *arena = NULL, *busy = NULL;
-    kp_comm_buckets *b = NULL;
-    if (!host)
+    const kp_comm_range odd[N_ODD] = {{0, 1},   {1, 0},      {2, 2},   {5, 257},
+                                      {262, 0}, {263, 1031}, {1300, 3}};
+    round_bufs r = {.len = 1310};
+    if ((size_t)len > r.len || !(r.host = malloc(r.len * sizeof *r.host)))
         fail("out of memory");
-    make_buffer(rt, (size_t)len * sizeof *host, &arena);
-    CHECK_OK(rt, kp_buffer_create(rt, 1 << 20, &busy));
-    CHECK_OK(rt, kp_comm_buckets_create(c, arena, ranges, n, KP_COMM_SUM, &b));
-    for (int round = 0; round < 2; round++) {
-        const int t = 20 + round;
-        for (int64_t i = 0; i < len; i++)
-            host[i] = value(t, rank, (size_t)i);
-        CHECK_OK(rt, kp_buffer_write(rt, arena, 0, (size_t)len * sizeof *host, host));
-        const float zero = 0;
-        for (size_t k = 0; k < n; k++) {
-            CHECK_OK(rt, kp_buffer_fill(rt, busy, 0, 1 << 20, &zero, sizeof zero));
+    kp_comm_buckets *b = NULL, *bo = NULL;
+    make_buffer(rt, r.len * sizeof(float), &r.arena);
+    CHECK_OK(rt, kp_buffer_create(rt, r.len * sizeof(float), &r.copy));
+    CHECK_OK(rt, kp_buffer_create(rt, 1 << 20, &r.busy));
+    CHECK_OK(rt, kp_comm_buckets_create(c, r.arena, ranges, n, KP_COMM_SUM, &b));
+    CHECK_OK(rt, kp_comm_buckets_create(c, r.arena, odd, N_ODD, KP_COMM_MEAN, &bo));
+    for (int round = 0; round < 6; round++) {
+        char what[64];
+        snprintf(what, sizeof what, "buckets, round %d", round);
+        if (round == 2 || round == 3)
+            bucket_round(rt, c, bo, &r, odd, N_ODD, 20 + round, KP_COMM_MEAN, round == 3, what);
+        else
+            bucket_round(rt, c, b, &r, ranges, n, 20 + round, KP_COMM_SUM, 0, what);
+    }
+    /* The shared transport runs one round at a time on a communicator: another set's start is
+     * refused (on this rank alone, before any exchange), and the round goes on. */
+    if (!strcmp(kp_comm_transport(c, NULL), "shared")) {
+        CHECK_OK(rt, kp_comm_buckets_start(b, 0));
+        if (kp_comm_buckets_start(bo, 0) != KP_ERR_INVALID_ARG ||
+            !strstr(kp_last_error(rt), "in flight"))
+            fail("a round started while another is in flight: %s", kp_last_error(rt));
+        for (size_t k = 1; k < n; k++)
             CHECK_OK(rt, kp_comm_buckets_start(b, k));
-        }
         CHECK_OK(rt, kp_comm_buckets_finish(b));
-        CHECK_OK(rt, kp_buffer_read(rt, arena, 0, (size_t)len * sizeof *host, host));
-        for (int s = 0; s < N_SEG; s++)
-            for (int32_t j = 0; j < seg[2 * s + 1]; j++) {
-                const size_t i = (size_t)seg[2 * s] + (size_t)j;
-                const float want = expected(t, i, KP_COMM_SUM);
-                if (memcmp(&host[i], &want, sizeof want) != 0)
-                    fail("buckets, round %d: segment %d element %d is %.9g, expected %.9g", round,
-                         s, j, (double)host[i], (double)want);
-            }
+        bucket_round(rt, c, bo, &r, odd, N_ODD, 26, KP_COMM_MEAN, 0, "buckets, after a refusal");
     }
     /* While this thread records a graph on the runtime, transfers would run at once, outside
      * the graph: refused, before any rank exchanges anything. */
@@ -227,7 +301,7 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
     if (kp_comm_buckets_start(b, 0) != KP_ERR_INVALID_ARG ||
         !strstr(kp_last_error(rt), "recording"))
         fail("a bucket started while recording a graph: %s", kp_last_error(rt));
-    if (kp_comm_allreduce(c, arena, 0, 4, KP_COMM_SUM) != KP_ERR_INVALID_ARG ||
+    if (kp_comm_allreduce(c, r.arena, 0, 4, KP_COMM_SUM) != KP_ERR_INVALID_ARG ||
         !strstr(kp_last_error(rt), "recording"))
         fail("an all-reduce while recording a graph: %s", kp_last_error(rt));
     kp_graph *g = NULL;
@@ -239,9 +313,11 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
     if (kp_comm_buckets_finish(b) != KP_ERR_INVALID_ARG)
         fail("finishing a round with no bucket started was not refused");
     kp_comm_buckets_destroy(b);
-    kp_buffer_destroy(rt, busy);
-    kp_buffer_destroy(rt, arena);
-    free(host);
+    kp_comm_buckets_destroy(bo);
+    kp_buffer_destroy(rt, r.busy);
+    kp_buffer_destroy(rt, r.copy);
+    kp_buffer_destroy(rt, r.arena);
+    free(r.host);
 }
 
 /* kp_comm_buckets_plan on its own: the documented cuts and refusals. */
@@ -451,6 +527,81 @@ static void test_nccl(kp_runtime *rt, int required)
     kp_buffer_destroy(rt, kept);
 }
 
+/* The OpenCL events alive (tests/cl-faults.c counts them). */
+static long live_events(void)
+{
+    char text[256];
+    cl_faults_live(text, sizeof text);
+    const char *at = strstr(text, " cl_event");
+    if (!at)
+        return 0;
+    while (at > text && at[-1] >= '0' && at[-1] <= '9')
+        at--;
+    return atol(at);
+}
+
+/* Bucket rounds on the shared transport that fail: the last rank's copy of its first bucket into
+ * the segment fails in the second round (the others, waiting for its sync, fail naming it), and
+ * the buckets, destroyed in the middle of the round, leave no event behind; then buckets that
+ * differ between the ranks in one bucket's size (the same total): every rank fails naming both. */
+static void test_bucket_failures(kp_runtime *rt, kp_comm *fails, kp_comm *differ)
+{
+    enum { LEN = 40 };
+    kp_buffer *arena = NULL;
+    CHECK_OK(rt, kp_buffer_create(rt, LEN * sizeof(float), &arena));
+    const float one = 1;
+    CHECK_OK(rt, kp_buffer_fill(rt, arena, 0, LEN * sizeof(float), &one, sizeof one));
+    const kp_comm_range ranges[3] = {{20, 20}, {7, 13}, {0, 7}};
+    const long events = live_events();
+    kp_comm_buckets *b = NULL;
+    CHECK_OK(rt, kp_comm_buckets_create(fails, arena, ranges, 3, KP_COMM_SUM, &b));
+    for (size_t k = 0; k < 3; k++)
+        CHECK_OK(rt, kp_comm_buckets_start(b, k));
+    CHECK_OK(rt, kp_comm_buckets_finish(b));
+    /* Every rank past its round first: the failure below would fail a round still in flight. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* The round's first injectable calls: the marker after the producers, then the copy. */
+    if (rank == size - 1)
+        cl_faults_arm(2);
+    const double t0 = now();
+    kp_status st = kp_comm_buckets_start(b, 0);
+    cl_faults_disarm();
+    for (size_t k = 1; st == KP_OK && k < 3; k++)
+        st = kp_comm_buckets_start(b, k);
+    if (st == KP_OK)
+        st = kp_comm_buckets_finish(b);
+    char want[128];
+    if (rank == size - 1)
+        snprintf(want, sizeof want, "copying a bucket into the segment failed");
+    else
+        snprintf(want, sizeof want, "rank %d failed: kp_comm_buckets_start: rank %d: copying",
+                 size - 1, size - 1);
+    if (st == KP_OK || !strstr(kp_last_error(rt), want))
+        fail("a bucket's copy that fails: %s: %s", kp_status_name(st), kp_last_error(rt));
+    if (now() - t0 > 30)
+        fail("a bucket's copy that failed was noticed after %.1f s", now() - t0);
+    kp_comm_buckets_destroy(b);
+    if (live_events() != events)
+        fail("buckets destroyed in the middle of a round left %ld events behind",
+             live_events() - events);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    const kp_comm_range first[2] = {{0, 10}, {10, 11}}, others[2] = {{0, 11}, {11, 10}};
+    CHECK_OK(rt,
+             kp_comm_buckets_create(differ, arena, rank == 0 ? first : others, 2, KP_COMM_SUM, &b));
+    st = kp_comm_buckets_start(b, 0);
+    if (st == KP_OK)
+        st = kp_comm_buckets_start(b, 1);
+    if (st == KP_OK)
+        st = kp_comm_buckets_finish(b);
+    if (st != KP_ERR_INVALID_ARG || !strstr(kp_last_error(rt), "the ranks' buckets differ"))
+        fail("buckets that differ between the ranks: %s: %s", kp_status_name(st),
+             kp_last_error(rt));
+    kp_comm_buckets_destroy(b);
+    kp_buffer_destroy(rt, arena);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void test_failures(kp_runtime *rt)
 {
     /* Every communicator is made before the first failure: a failed one leaves messages behind
@@ -460,7 +611,9 @@ static void test_failures(kp_runtime *rt)
      * window's free synchronises) whether every rank failed or rank 0, late, did not. */
     kp_comm *mismatched = open_comm(rt, 60), *gives_up = open_comm_flags(rt, 60, KP_COMM_SHARED),
             *late = open_comm_flags(rt, 1, KP_COMM_SHARED),
-            *copy_fails = open_comm_flags(rt, 60, KP_COMM_SHARED);
+            *copy_fails = open_comm_flags(rt, 60, KP_COMM_SHARED),
+            *bucket_fails = open_comm_flags(rt, 60, KP_COMM_SHARED),
+            *buckets_differ = open_comm_flags(rt, 60, KP_COMM_SHARED);
     /* Different calls: every rank fails naming both, and the communicator stays failed. */
     kp_comm *c = mismatched;
     float v[7] = {0};
@@ -513,6 +666,7 @@ static void test_failures(kp_runtime *rt)
         fail("a device copy that failed was noticed after %.1f s", now() - t1);
     kp_buffer_destroy(rt, buf);
     MPI_Barrier(MPI_COMM_WORLD);
+    test_bucket_failures(rt, bucket_fails, buckets_differ);
 
     /* Rank 0 never comes to a barrier: the others time out after a second, naming it. */
     c = late;
@@ -526,6 +680,8 @@ static void test_failures(kp_runtime *rt)
     kp_comm_destroy(gives_up);
     kp_comm_destroy(late);
     kp_comm_destroy(copy_fails);
+    kp_comm_destroy(bucket_fails);
+    kp_comm_destroy(buckets_differ);
 }
 
 int main(int argc, char **argv)
