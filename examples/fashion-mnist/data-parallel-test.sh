@@ -21,9 +21,12 @@ for ranks in 2 3; do
   images=$((ranks * per * 8))
   "$prog" --train-limit $images --test-limit 100 --epochs 1 --batch $((ranks * per)) \
     --save "$dir/single-$ranks.kpw" >"$dir/single-$ranks.txt"
+  # 2 ranks: the parts merged into 2 buckets (the default); 3 ranks: a bucket per part.
+  buckets=$([ $ranks = 2 ] && echo 256 || echo 0)
   KP_COMM_TRANSPORT=$transport bash "$run" "$mpiexec" $ranks "$prog" --train-limit $images \
     --test-limit 100 --epochs 1 --batch $per --check-replicas --compare "$dir/single-$ranks.kpw" \
-    --max-difference 1e-4 | tee "$dir/parallel-$ranks.txt"
+    --max-difference 1e-4 --bucket-kb "$buckets" | tee "$dir/parallel-$ranks.txt"
+  grep -q "gradient buckets: $([ $ranks = 2 ] && echo 2 || echo 4) " "$dir/parallel-$ranks.txt"
   grep -q "collectives: $transport transport" "$dir/parallel-$ranks.txt"
   grep -q "replicas: every rank held the same parameters after each of the 8 steps" \
     "$dir/parallel-$ranks.txt"

@@ -18,6 +18,7 @@ struct dp {
     int mpi;
     kp_comm *comm;
     kp_comm_buckets *buckets;
+    int bucket_of_part[CNN_PARTS]; /* the bucket that part's end starts, or -1 */
 #endif
 };
 
@@ -69,7 +70,7 @@ void dp_device(const dp *d, const char *spec, char *out, size_t size)
     out[used] = '\0';
 }
 
-kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m)
+kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m, size_t bucket_bytes)
 {
     d->rt = rt;
 #ifdef KP_EXAMPLE_MPI
@@ -89,15 +90,34 @@ kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m)
     kp_buffer *params = cnn_param_arena(m);
     if (st == KP_OK)
         st = kp_comm_broadcast(d->comm, params, 0, kp_buffer_size(params), 0);
+    /* Parts in the backward's order, merged until a bucket holds bucket_bytes: each bucket costs
+     * its syncs whatever its size, and the last one overlaps nothing. The parts' ranges are
+     * adjacent (the arena holds the layers in order), so a merged bucket is one range. */
     kp_comm_range ranges[CNN_PARTS];
+    size_t n = 0;
+    int open = 0;
+    int64_t lo = 0, hi = 0;
     for (int p = 0; p < CNN_PARTS; p++) {
         int64_t offset, count;
         cnn_bucket(m, p, &offset, &count);
-        ranges[p] = (kp_comm_range){.offset = (size_t)offset, .count = (size_t)count};
+        if (!open)
+            hi = offset + count;
+        lo = offset;
+        open = 1;
+        d->bucket_of_part[p] = -1;
+        if ((size_t)(hi - lo) * sizeof(float) >= bucket_bytes || p == CNN_PARTS - 1) {
+            ranges[n] = (kp_comm_range){.offset = (size_t)lo, .count = (size_t)(hi - lo)};
+            d->bucket_of_part[p] = (int)n++;
+            open = 0;
+        }
     }
     if (st == KP_OK)
-        st = kp_comm_buckets_create(d->comm, cnn_grad_arena(m), ranges, CNN_PARTS, KP_COMM_MEAN,
+        st = kp_comm_buckets_create(d->comm, cnn_grad_arena(m), ranges, n, KP_COMM_MEAN,
                                     &d->buckets);
+    if (st == KP_OK && d->rank == 0)
+        printf(bucket_bytes ? "gradient buckets: %zu (layers merged to at least %zu KB)\n"
+                            : "gradient buckets: %zu (one a layer)\n",
+               n, bucket_bytes / 1024);
     return st;
 #else
     (void)m;
@@ -108,8 +128,8 @@ kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m)
 kp_status dp_part_done(dp *d, int part)
 {
 #ifdef KP_EXAMPLE_MPI
-    if (d->buckets)
-        return kp_comm_buckets_start(d->buckets, (size_t)part);
+    if (d->buckets && d->bucket_of_part[part] >= 0)
+        return kp_comm_buckets_start(d->buckets, (size_t)d->bucket_of_part[part]);
 #endif
     (void)d;
     (void)part;

@@ -23,10 +23,12 @@ int dp_size(const dp *d);
 void dp_device(const dp *d, const char *spec, char *out, size_t size);
 
 /* Creates the communicator for rt, broadcasts rank 0's parameters (every rank starts from the
- * same weights whatever its seed) and prepares one bucket per part of the step (cnn_bucket). */
-kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m);
+ * same weights whatever its seed) and prepares the gradient buckets: the parts of the step
+ * (cnn_bucket) in the backward's order, merged until a bucket holds bucket_bytes (0: a bucket per
+ * part). */
+kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m, size_t bucket_bytes);
 
-/* Part `part` of the step is enqueued: its bucket's all-reduce (mean) begins. */
+/* Part `part` of the step is enqueued: the all-reduce (mean) of the bucket it completes begins. */
 kp_status dp_part_done(dp *d, int part);
 /* Every bucket is averaged and written back: the optimizer may be enqueued. */
 kp_status dp_gradients_ready(dp *d);

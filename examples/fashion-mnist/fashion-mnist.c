@@ -24,7 +24,7 @@ static const char usage[] =
     "                     [--seed N] [--train-limit N] [--test-limit N]\n"
     "                     [--save FILE] [--load FILE] [--csv FILE] [--direct]\n"
     "                     [--min-accuracy P] [--check-replicas] [--compare FILE]\n"
-    "                     [--max-difference D]\n"
+    "                     [--max-difference D] [--bucket-kb KB]\n"
     "Trains conv(1-32) relu pool conv(32-64) relu pool linear(3136-128) relu linear(128-10) with\n"
     "softmax cross-entropy and AdamW on Fashion-MNIST, reporting loss, test accuracy and\n"
     "samples/s each epoch. With --load, evaluates saved weights instead of training.\n"
@@ -50,6 +50,8 @@ static const char usage[] =
     "  --compare FILE      after training, print the largest and the mean difference from the\n"
     "                      weights in FILE; --max-difference D: exit 1 when the largest is above "
     "D\n"
+    "  --bucket-kb KB      under mpirun: the layers' gradients, in the backward's order, merged\n"
+    "                      into buckets of at least KB (default 256; 0: a bucket per layer)\n"
     "Under mpirun -np N, each rank trains on its slice of every global batch of N x --batch\n"
     "images and the gradients are averaged over the ranks as the backward produces them\n"
     "(libkernelport-comm); only rank 0 prints and writes files.\n";
@@ -113,7 +115,7 @@ int main(int argc, char **argv)
     const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
                *load = NULL, *csv_path = NULL;
     double epochs = 3, batch = 128, lr = 1e-3, beta2 = 0.95, wd = 0.01, seed = 1, train_limit = 0,
-           test_limit = 0, min_accuracy = 0, max_difference = -1;
+           test_limit = 0, min_accuracy = 0, max_difference = -1, bucket_kb = 256;
     int direct = 0, check_replicas = 0, cosine = 0;
     const char *compare = NULL;
     dp *d = dp_init(&argc, &argv);
@@ -150,6 +152,8 @@ int main(int argc, char **argv)
             check_replicas = 1;
         } else if (!strcmp(a, "--max-difference")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1e9, &max_difference);
+        } else if (!strcmp(a, "--bucket-kb")) {
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1048576, &bucket_kb);
         } else if (!strcmp(a, "--epochs")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1000, &epochs);
         } else if (!strcmp(a, "--batch")) {
@@ -232,7 +236,7 @@ int main(int argc, char **argv)
         example_fail(PROGRAM, rt, st, "creating the model");
         goto done;
     }
-    if ((st = dp_attach(d, rt, m)) != KP_OK) {
+    if ((st = dp_attach(d, rt, m, (size_t)bucket_kb * 1024)) != KP_OK) {
         example_fail(PROGRAM, rt, st, "joining the other ranks");
         goto done;
     }
