@@ -83,6 +83,9 @@ for per in 128 64; do
     --device 'gpu:%r' --epochs "$epochs" --batch "$per" --csv "$res/cnn-2gpu-b$per.csv" |
     tail -"$((epochs + 1))"
 done
+step "fashion-mnist: 2 GPUs, shared transport, batch 128 per rank, a bucket per layer (--bucket-kb 0)"
+KP_COMM_TRANSPORT=shared timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
+  --device 'gpu:%r' --epochs "$epochs" --batch 128 --bucket-kb 0 | tail -"$((epochs + 2))"
 step "fashion-mnist: 2 GPUs, shared transport, batch 64 per rank, replicas checked (1 epoch)"
 KP_COMM_TRANSPORT=shared timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
   --device 'gpu:%r' --epochs 1 --batch 64 --check-replicas | tail -2
