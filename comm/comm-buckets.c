@@ -110,14 +110,15 @@ kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_comm_range
         bs->b[i] = (bucket){.range = ranges[i], .at = at};
     /* The shared transport copies between the arena and its segment, NCCL reduces the arena
      * itself: no staging. */
-    const int nccl = comm_nccl_owns(c, buf), shared = c->shared && c->queue && !nccl;
+    const int nccl = comm_nccl_owns(c, buf), shared = c->shared && c->queue && !nccl,
+              pipelined = shared && !c->blocking_buckets;
     const size_t staged = shared || nccl ? 1 : total ? total : 1;
-    size_t *at = shared ? malloc((n ? n : 1) * sizeof *at) : NULL;
-    if (shared && !at)
+    size_t *at = pipelined ? malloc((n ? n : 1) * sizeof *at) : NULL;
+    if (pipelined && !at)
         st = comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     for (size_t i = 0; st == KP_OK && i < n && at; i++)
         at[i] = bs->b[i].at;
-    if (st == KP_OK && shared)
+    if (st == KP_OK && pipelined)
         st = comm_pipe_create(c, fn, buf, ranges, at, n, op, &bs->pipe);
     free(at);
     if (st == KP_OK)
@@ -210,6 +211,14 @@ kp_status kp_comm_buckets_start(kp_comm_buckets *bs, size_t index)
     if (bs->pipe) {
         st = comm_pipe_start(bs->pipe, fn, index);
         bs->next += st == KP_OK;
+        return st;
+    }
+    if (c->shared && c->queue) {
+        /* KP_COMM_BUCKETS=blocking: the bucket all-reduced now, its copies on the runtime's
+         * queue after its producers, the host waiting for each step (docs/comm.md). */
+        st = comm_allreduce_shared(c, fn, bs->buf, b->range.offset, b->range.count, bs->op);
+        b->reduced = st == KP_OK;
+        bs->next++;
         return st;
     }
     if (c->size > 1 && (st = transfer(bs, b, 0, fn)) != KP_OK) {

@@ -193,9 +193,16 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
                                  "%s: MPI is not initialised (call MPI_Init first) or already "
                                  "finalised",
                                  fn);
+    const char *buckets = getenv("KP_COMM_BUCKETS");
+    if (buckets && *buckets && strcmp(buckets, "pipelined") != 0 &&
+        strcmp(buckets, "blocking") != 0)
+        return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
+                                 "%s: KP_COMM_BUCKETS is \"%s\", not pipelined or blocking", fn,
+                                 buckets);
     kp_comm *c = calloc(1, sizeof *c);
     if (!c)
         return kp_last_error_set(rt, KP_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    c->blocking_buckets = buckets && !strcmp(buckets, "blocking");
     c->rt = rt;
     c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_timeout();
     c->comm = MPI_COMM_NULL;

@@ -31,6 +31,10 @@ source "$(dirname "$0")/preamble.sh"
 kp_begin mpi /tmp/kp-mpi-out results
 kp_setup
 epochs=${KP_MPI_EPOCHS:-3}
+# KP_MPI_PARTS picks the groups below (default "tests bench cnn peers"; "determinism", not by
+# default: the CNN's digest over repeated runs of each bucket mode and transport).
+parts=${KP_MPI_PARTS:-tests bench cnn peers}
+want() { [[ " $parts " == *" $1 "* ]]; }
 kp_mpi
 nvidia-smi topo -m || true
 
@@ -44,6 +48,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKP_BUILD_TESTS=ON 
 # shell functions, hence an array).
 run=(bash tests/mpi/run.sh "$mpirun")
 
+if want tests; then
 step "two runtimes in one process, gpu:0 and gpu:1 (test-runtimes)"
 (cd build-gpu && KP_TEST_DEVICE=gpu:0 KP_TEST_DEVICE_2=gpu:1 timeout "$(cap 120)" \
   ctest -R test-runtimes --output-on-failure) | tail -4
@@ -59,6 +64,8 @@ step "collectives on 2 ranks with the NCCL transport required (KP_COMM_TRANSPORT
 (cd build-gpu && KP_TEST_DEVICE='gpu:%r' KP_COMM_TRANSPORT=nccl timeout "$(cap 120)" \
   ctest -R test-comm-np2 --output-on-failure -V) | grep -E 'test-comm:|Passed|Failed' | head -12
 
+fi
+if want bench; then
 step "bench-allreduce: 2 ranks, gpu:0 and gpu:1, staged, shared and nccl"
 timeout "$(cap 180)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
   --json "$res/bench-allreduce.json"
@@ -73,6 +80,8 @@ PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 -m torch.distributed.run --nproc
   bench/peers/peer-allreduce.py --json "$res/peer-allreduce.json" 2>&1 | grep -v '^W' ||
   echo "peer failed"
 
+fi
+if want cnn; then
 step "fashion-mnist: 1 GPU, batch 128, $epochs epochs"
 timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:0 --epochs "$epochs" --batch 128 \
   --csv "$res/cnn-1gpu.csv" | tail -"$((epochs + 1))"
@@ -99,10 +108,33 @@ step "fashion-mnist: 2 GPUs, NCCL transport, batch 64 per rank, replicas checked
 KP_COMM_TRANSPORT=nccl timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
   --device 'gpu:%r' --epochs 1 --batch 64 --check-replicas | tail -2
 
+fi
+if want peers; then
 step "peer-fashion-mnist: PyTorch on 1 GPU, and DDP on 2 (batch 128 per rank)"
 PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 bench/peers/peer-fashion-mnist.py \
   --epochs "$epochs" --json "$res/peer-cnn-1gpu.json" || echo "peer failed"
 PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 -m torch.distributed.run --nproc_per_node 2 \
   bench/peers/peer-fashion-mnist.py --epochs "$epochs" --batch 128 \
   --json "$res/peer-cnn-ddp.json" 2>&1 | grep -v '^W' || echo "peer failed"
+fi
+if want determinism; then
+  # The same CNN epoch (batch 128 per rank) on the shared transport with pipelined and with
+  # blocking buckets, three runs each, and on NCCL: at 2 ranks every transport's mean is the
+  # same bits ((a + b) / 2 in any order), so every run must print the same digest.
+  for mode in pipelined blocking; do
+    for r in 1 2 3; do
+      step "determinism: shared transport, $mode buckets, run $r (1 epoch)"
+      KP_COMM_TRANSPORT=shared KP_COMM_BUCKETS=$mode timeout "$(cap 60)" "${run[@]}" 2 \
+        build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs 1 --batch 128 | tail -2
+    done
+  done
+  step "determinism: NCCL transport (1 epoch)"
+  KP_COMM_TRANSPORT=nccl timeout "$(cap 60)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
+    --device 'gpu:%r' --epochs 1 --batch 128 | tail -2
+  step "determinism: 1 GPU, then 2 GPUs with blocking buckets, $epochs epochs"
+  timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:0 --epochs "$epochs" \
+    --batch 128 | tail -2
+  KP_COMM_TRANSPORT=shared KP_COMM_BUCKETS=blocking timeout "$(cap 120)" "${run[@]}" 2 \
+    build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs "$epochs" --batch 128 | tail -2
+fi
 kp_pack

@@ -253,6 +253,9 @@ static void bucket_round(kp_runtime *rt, kp_comm *c, kp_comm_buckets *b, round_b
  * all, so that the shared transport's bucket segment grows between two rounds. The two sets take
  * turns over several rounds in a row (the shared transport's halves of its segment are reused
  * every other round), one round with all-reduces inside it. */
+/* Set while the buckets run under KP_COMM_BUCKETS=blocking: no rounds in flight to refuse. */
+static int buckets_blocking;
+
 static void test_buckets(kp_runtime *rt, kp_comm *c)
 {
     const int64_t numel[] = {3, 1, 257, 10, 5, 29};
@@ -285,7 +288,7 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
     }
     /* The shared transport runs one round at a time on a communicator: another set's start is
      * refused (on this rank alone, before any exchange), and the round goes on. */
-    if (!strcmp(kp_comm_transport(c, NULL), "shared")) {
+    if (!strcmp(kp_comm_transport(c, NULL), "shared") && !buckets_blocking) {
         CHECK_OK(rt, kp_comm_buckets_start(b, 0));
         if (kp_comm_buckets_start(bo, 0) != KP_ERR_INVALID_ARG ||
             !strstr(kp_last_error(rt), "in flight"))
@@ -738,6 +741,20 @@ int main(int argc, char **argv)
             test_transports_agree(rt, shared, staged);
             kp_comm_destroy(shared);
             kp_comm_destroy(staged);
+            /* KP_COMM_BUCKETS=blocking: the shared transport's buckets each all-reduced at its
+             * start, outside the pipeline; anything else in it is refused. */
+            setenv("KP_COMM_BUCKETS", "blocking", 1);
+            kp_comm *blocking = open_comm_flags(rt, 120, KP_COMM_SHARED);
+            buckets_blocking = 1;
+            test_buckets(rt, blocking);
+            buckets_blocking = 0;
+            kp_comm_destroy(blocking);
+            setenv("KP_COMM_BUCKETS", "sideways", 1);
+            kp_comm *none = NULL;
+            if (kp_comm_create(rt, MPI_COMM_WORLD, NULL, &none) != KP_ERR_INVALID_ARG || none ||
+                !strstr(kp_last_error(rt), "KP_COMM_BUCKETS"))
+                fail("KP_COMM_BUCKETS=sideways: %s", kp_last_error(rt));
+            unsetenv("KP_COMM_BUCKETS");
             test_transport_choice(rt);
             test_nccl(rt, nccl_required);
             test_failures(rt);
