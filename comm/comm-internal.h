@@ -71,7 +71,8 @@ struct kp_comm {
     comm_host staging;    /* the blocking collectives' copy of the range */
     comm_host slices;     /* the other ranks' copies of this rank's slice */
     int shared;           /* the device collectives use the node-shared transport */
-    int blocking_buckets; /* KP_COMM_BUCKETS=blocking: shared buckets all-reduced at their start */
+    int blocking_buckets; /* shared buckets all-reduced at their start (KP_COMM_BUCKETS unset or
+                             blocking), else pipelined (KP_COMM_BUCKETS=pipelined) */
     char why[2 * FAILURE_BYTES + 96]; /* why this transport (kp_comm_transport) */
     comm_shared shm;
     struct comm_nccl *nccl; /* the NCCL transport (comm-nccl.c), or NULL */

@@ -253,7 +253,7 @@ static void bucket_round(kp_runtime *rt, kp_comm *c, kp_comm_buckets *b, round_b
  * all, so that the shared transport's bucket segment grows between two rounds. The two sets take
  * turns over several rounds in a row (the shared transport's halves of its segment are reused
  * every other round), one round with all-reduces inside it. */
-/* Set while the buckets run under KP_COMM_BUCKETS=blocking: no rounds in flight to refuse. */
+/* Set while the shared transport's buckets run blocking: no rounds in flight to refuse. */
 static int buckets_blocking;
 
 static void test_buckets(kp_runtime *rt, kp_comm *c)
@@ -612,11 +612,14 @@ static void test_failures(kp_runtime *rt)
      * context, where they would arrive (docs/comm.md: after a failure, end the job). */
     /* The last two on the shared transport: a failed one must not hang in kp_comm_destroy (the
      * window's free synchronises) whether every rank failed or rank 0, late, did not. */
+    /* The buckets' failures below are the pipelined rounds' (KP_COMM_BUCKETS=pipelined). */
+    setenv("KP_COMM_BUCKETS", "pipelined", 1);
     kp_comm *mismatched = open_comm(rt, 60), *gives_up = open_comm_flags(rt, 60, KP_COMM_SHARED),
             *late = open_comm_flags(rt, 1, KP_COMM_SHARED),
             *copy_fails = open_comm_flags(rt, 60, KP_COMM_SHARED),
             *bucket_fails = open_comm_flags(rt, 60, KP_COMM_SHARED),
             *buckets_differ = open_comm_flags(rt, 60, KP_COMM_SHARED);
+    unsetenv("KP_COMM_BUCKETS");
     /* Different calls: every rank fails naming both, and the communicator stays failed. */
     kp_comm *c = mismatched;
     float v[7] = {0};
@@ -718,10 +721,14 @@ int main(int argc, char **argv)
         /* The OpenCL device runs every test on both transports, the shared one by name (PoCL's
          * CPU would get host staging); the host device has host staging alone. */
         for (int shared = d == 0; shared >= 0; shared--) {
+            /* The shared transport's buckets pipelined here, blocking (the default) below. */
+            if (shared)
+                setenv("KP_COMM_BUCKETS", "pipelined", 1);
             kp_comm *c = open_comm_flags(rt, 120,
                                          shared   ? KP_COMM_SHARED
                                          : d == 0 ? KP_COMM_STAGED
                                                   : 0);
+            unsetenv("KP_COMM_BUCKETS");
             const char *why = NULL, *transport = kp_comm_transport(c, &why);
             if (strcmp(transport, shared ? "shared" : "staged") != 0 || !why || !*why)
                 fail("transport %s (%s), expected %s", transport, why,
@@ -741,9 +748,9 @@ int main(int argc, char **argv)
             test_transports_agree(rt, shared, staged);
             kp_comm_destroy(shared);
             kp_comm_destroy(staged);
-            /* KP_COMM_BUCKETS=blocking: the shared transport's buckets each all-reduced at its
-             * start, outside the pipeline; anything else in it is refused. */
-            setenv("KP_COMM_BUCKETS", "blocking", 1);
+            /* The shared transport's buckets by default (KP_COMM_BUCKETS unset): each
+             * all-reduced at its start, outside the pipeline; a value that is neither blocking
+             * nor pipelined is refused. */
             kp_comm *blocking = open_comm_flags(rt, 120, KP_COMM_SHARED);
             buckets_blocking = 1;
             test_buckets(rt, blocking);
