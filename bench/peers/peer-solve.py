@@ -39,17 +39,34 @@ import peer_common
 SIDE = 5
 
 
-def rat43_part(quick, sizes, results):
+def torch_cuda(part):
+    """torch and a CUDA device, or (None, None) after saying why the part is skipped."""
     try:
         import torch
-        from torch.func import jacfwd, vmap
+        import torch.func  # noqa: F401 (jacfwd, vmap)
     except ImportError as e:
-        print("peer-solve: rat43: skipped: %s" % e)
-        return
+        print("peer-solve: %s: skipped: %s" % (part, e))
+        return None, None
     if not torch.cuda.is_available():
-        print("peer-solve: rat43: skipped: no CUDA device")
+        print("peer-solve: %s: skipped: no CUDA device" % part)
+        return None, None
+    return torch, torch.device("cuda")
+
+
+def time_row(torch, results, case, n, dtype, call, quick):
+    """Times call() with CUDA events and records it as bench-solve's row `case` of n instances."""
+    med, p10, p90 = peer_common.time_events(torch, call, quick)
+    name = "%s r+J n=%d %s" % (case, n, "f64" if dtype == torch.float64 else "f32")
+    print("%-28s torch.func.vmap(jacfwd) %10.1f us  %.3g instances/s" % (name, med * 1e6, n / med))
+    results.append({"case": name, "peer": "torch.func.vmap(jacfwd) (CUDA)",
+                    "median_s": med, "p10_s": p10, "p90_s": p90, "instances_per_s": n / med})
+
+
+def rat43_part(quick, sizes, results):
+    torch, dev = torch_cuda("rat43")
+    if not torch:
         return
-    dev = torch.device("cuda")
+    jacfwd, vmap = torch.func.jacfwd, torch.func.vmap
     for dtype in (torch.float64, torch.float32):
         for n in sizes or ((10 ** 5, 10 ** 6) if quick else (10 ** 5, 10 ** 6, 10 ** 7)):
             g = torch.Generator(device=dev).manual_seed(7)
@@ -64,13 +81,7 @@ def rat43_part(quick, sizes, results):
                 return residual(p, xi, yi), jacfwd(residual)(p, xi, yi)
 
             fn = vmap(both, in_dims=(None, 0, 0))
-            med, p10, p90 = peer_common.time_events(torch, lambda: fn(b, x, y), quick)
-            name = "rat43 r+J n=%d %s" % (n, "f64" if dtype == torch.float64 else "f32")
-            print("%-28s torch.func.vmap(jacfwd) %10.1f us  %.3g instances/s" %
-                  (name, med * 1e6, n / med))
-            results.append({"case": name, "peer": "torch.func.vmap(jacfwd) (CUDA)",
-                            "median_s": med, "p10_s": p10, "p90_s": p90,
-                            "instances_per_s": n / med})
+            time_row(torch, results, "rat43", n, dtype, lambda: fn(b, x, y), quick)
 
 
 def edges_part(quick, levels, results):
@@ -78,16 +89,10 @@ def edges_part(quick, levels, results):
     same counts of edges and vertices at levels 6, 8 and 9; random edges between random points of
     the sphere, not the mesh's: the work per edge is the same), the two vertices gathered by index
     inside the timed call as bench-solve's kernel gathers them."""
-    try:
-        import torch
-        from torch.func import jacfwd, vmap
-    except ImportError as e:
-        print("peer-solve: edges: skipped: %s" % e)
+    torch, dev = torch_cuda("edges")
+    if not torch:
         return
-    if not torch.cuda.is_available():
-        print("peer-solve: edges: skipped: no CUDA device")
-        return
-    dev = torch.device("cuda")
+    jacfwd, vmap = torch.func.jacfwd, torch.func.vmap
     for dtype in (torch.float64, torch.float32):
         for level in levels or ((5, 7) if quick else (6, 8, 9)):
             n, nv = 30 * 4 ** level, 10 * 4 ** level + 2
@@ -104,14 +109,8 @@ def edges_part(quick, levels, results):
                 return residual(a, b, li), jacfwd(residual, argnums=(0, 1))(a, b, li)
 
             fn = vmap(both)
-            med, p10, p90 = peer_common.time_events(
-                torch, lambda: fn(x[e[:, 0]], x[e[:, 1]], L), quick)
-            name = "edges r+J n=%d %s" % (n, "f64" if dtype == torch.float64 else "f32")
-            print("%-28s torch.func.vmap(jacfwd) %10.1f us  %.3g instances/s" %
-                  (name, med * 1e6, n / med))
-            results.append({"case": name, "peer": "torch.func.vmap(jacfwd) (CUDA)",
-                            "median_s": med, "p10_s": p10, "p90_s": p90,
-                            "instances_per_s": n / med})
+            time_row(torch, results, "edges", n, dtype,
+                     lambda: fn(x[e[:, 0]], x[e[:, 1]], L), quick)
 
 
 def model(p, u, v, z):
