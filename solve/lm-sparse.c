@@ -2,7 +2,9 @@
 /* Levenberg-Marquardt on one large sparse problem on the device: kp_lm_sparse_solve_host's
  * algorithm with the residuals from the generated kernel and every vector on the device; the
  * host takes the decisions from dot products it reads back (4096 partial sums each, added in
- * order; the dot products a decision needs together come back in one read). */
+ * order; the dot products a decision needs together come back in one read). Small problems take
+ * the dense path: J^T J assembled on the device (sp_jtj), read back once per accepted step and
+ * factored on the host in double (lm-dense.c), the step written back. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +13,13 @@
 
 #include "solve-internal.h"
 
-enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE };
+enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE, K_JTJ };
 enum { DOT_PARTS = 4096, DOT_SLOTS = 2 };
 
 struct kp_lm_sparse {
     kp_runtime *rt;
     kp_residual *res;
-    kp_kernel *k[7];
+    kp_kernel *k[KP__SPARSE_KERNELS];
     int f32;
 };
 
@@ -76,6 +78,9 @@ typedef struct dev {
     kp_buffer *g, *d, *D, *h, *res, *z, *p, *q, *x, *xt;
     kp_buffer *blocks; /* [ceil(P / bs), bs, bs] with block-Jacobi (bs > 1) */
     size_t bs;
+    kp_buffer *A; /* [P, P] J^T J on the dense path */
+    int dense;
+    double *hA, *hL, *hg, *hh; /* the dense path's host copies: J^T J, its factor, g, h */
     double *host_partial, *host_g;
     int cur;
     const kp_lm_sparse_options *opt;
@@ -240,6 +245,22 @@ static int normal(dev *v)
     jtu(v, v->cur, v->r[v->cur], v->d, 1);
     vec(v, 3, v->lm_opt.min_diagonal, 1e32, vecP(v, v->d), vecP(v, v->d), vecP(v, v->d),
         vecP(v, v->D));
+    if (v->dense) {
+        kp_arg args[] = {
+            kp_arg_tensor("J", jac(v, v->J[v->cur])),
+            kp_arg_tensor("index", kp_tensor_2d(v->index, KP_I32, (int64_t)v->n, (int64_t)v->S)),
+            kp_arg_tensor("tptr", kp_tensor_1d(v->tptr, KP_I32, (int64_t)v->P + 1)),
+            kp_arg_tensor("tent", kp_tensor_1d(v->tent, KP_I32, (int64_t)(v->n * v->S))),
+            kp_arg_tensor("A", kp_tensor_2d(v->A, v->dt, (int64_t)v->P, (int64_t)v->P))};
+        launch(v, K_JTJ, args, 5);
+        /* f32 arrives in hL (scratch until the next factorization) and widens into hA. */
+        const size_t PP = v->P * v->P;
+        void *dst = v->e == 8 ? (void *)v->hA : (void *)v->hL;
+        if (v->st == KP_OK && (v->st = kp_buffer_read(v->rt, v->A, 0, PP * v->e, dst)) != KP_OK)
+            kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+        for (size_t t = 0; v->e == 4 && t < PP; t++)
+            v->hA[t] = ((const float *)v->hL)[t];
+    }
     if (v->bs > 1) {
         kp_arg args[] = {
             kp_arg_tensor("J", jac(v, v->J[v->cur])),
@@ -303,6 +324,32 @@ static int cg(dev *v, double mu, uint32_t max_cg, double *rel)
     return k;
 }
 
+/* The dense path's step from g (host_g, read this iteration) and D (read here): h on the host,
+ * written to the device; 0 iterations, or -1 when the matrix does not factor. */
+static int dense_step(dev *v, double mu, double *rel)
+{
+    const double t0 = now();
+    const size_t P = v->P;
+    double *D = v->hh + P;
+    int ok = 0;
+    if (v->st == KP_OK && (v->st = kp_buffer_read(v->rt, v->D, 0, P * v->e,
+                                                  v->e == 8 ? (void *)D : (void *)v->hh)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    for (size_t q = 0; v->st == KP_OK && q < P; q++) {
+        if (v->e == 4)
+            D[q] = ((const float *)v->hh)[q];
+        v->hg[q] = v->e == 4 ? ((const float *)v->host_g)[q] : v->host_g[q];
+    }
+    if (v->st == KP_OK && (ok = kp__lm_dense_step(v->hA, D, v->hg, mu, P, v->hL, v->hh, rel))) {
+        for (size_t q = 0; v->e == 4 && q < P; q++)
+            ((float *)v->hh)[q] = (float)v->hh[q];
+        if ((v->st = kp_buffer_write(v->rt, v->h, 0, P * v->e, v->hh)) != KP_OK)
+            kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    }
+    v->seconds[2] += now() - t0;
+    return ok ? 0 : -1;
+}
+
 static kp_buffer *make(dev *v, size_t bytes)
 {
     kp_buffer *b = NULL;
@@ -333,13 +380,15 @@ static kp_buffer *upload(dev *v, const double *src, size_t n)
 
 static void release(dev *v)
 {
-    kp_buffer *all[] = {v->data, v->index, v->tptr, v->tent, v->partial, v->r[0], v->r[1],  v->J[0],
-                        v->J[1], v->u,     v->rho,  v->ones, v->g,       v->d,    v->D,     v->h,
-                        v->res,  v->z,     v->p,    v->q,    v->x,       v->xt,   v->blocks};
+    kp_buffer *all[] = {v->data, v->index, v->tptr, v->tent, v->partial, v->r[0],
+                        v->r[1], v->J[0],  v->J[1], v->u,    v->rho,     v->ones,
+                        v->g,    v->d,     v->D,    v->h,    v->res,     v->z,
+                        v->p,    v->q,     v->x,    v->xt,   v->blocks,  v->A};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         kp_buffer_destroy(v->rt, all[i]);
     free(v->host_partial);
     free(v->host_g);
+    free(v->hA);
 }
 
 static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
@@ -400,6 +449,18 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
     v.bs = v.opt->block_size > 1 ? v.opt->block_size : 1;
     if (v.bs > 1)
         v.blocks = make(&v, (v.P + v.bs - 1) / v.bs * v.bs * v.bs * v.e);
+    v.dense = kp__lm_dense(v.opt, v.P);
+    if (v.dense) {
+        v.A = make(&v, v.P * v.P * v.e);
+        v.hA = malloc((2 * v.P * v.P + 3 * v.P) * sizeof *v.hA);
+        if (!v.hA && v.st == KP_OK)
+            v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
+        if (v.hA) {
+            v.hL = v.hA + v.P * v.P;
+            v.hg = v.hL + v.P * v.P;
+            v.hh = v.hg + v.P; /* h, then D */
+        }
+    }
     if (v.st == KP_OK) {
         const double one = 1;
         const float onef = 1;
@@ -433,13 +494,16 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
         if ((uint32_t)it >= o->max_iterations)
             break;
         double rel;
-        const int k = cg(&v, mu, max_cg, &rel);
+        const int k = v.dense ? dense_step(&v, mu, &rel) : cg(&v, mu, max_cg, &rel);
+        if (v.st != KP_OK)
+            break;
         kp_lm_sparse_progress pr = {.iteration = it,
                                     .cg_iterations = k < 0 ? 0 : k,
                                     .cost = cost,
                                     .damping = mu,
                                     .gradient_max = gmax,
-                                    .cg_residual = k < 0 ? 1 : rel};
+                                    .cg_residual = k < 0 ? 1 : rel,
+                                    .dense = v.dense};
         if (k < 0) {
             mu *= nu, nu *= 2;
             if (!(mu <= 1e32))
@@ -509,6 +573,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
     rep->iterations = it;
     rep->cg_iterations = cg_total;
     rep->cost = cost;
+    rep->dense = v.dense;
     memcpy(rep->seconds, v.seconds, sizeof v.seconds);
     rep->seconds[3] = now() - t_start - v.seconds[0] - v.seconds[1] - v.seconds[2];
     release(&v);
