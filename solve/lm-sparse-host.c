@@ -256,15 +256,28 @@ static int cg(sparse *sp, double mu, uint32_t max_cg)
     return k;
 }
 
-/* The step h: by CG, or on the dense path by Cholesky (0 iterations). Returns CG's iterations, or
- * -1 when the system broke down or did not factor. */
+/* The step h: by CG, or on the dense path by Cholesky, refined against the matrix-free operator
+ * (0 iterations). Returns CG's iterations, or -1 when the system broke down or did not factor. */
 static int linear_solve(sparse *sp, double mu, uint32_t max_cg)
 {
     if (!sp->dense)
         return cg(sp, mu, max_cg);
     const double t0 = now();
-    const int ok =
-        kp__lm_dense_step(sp->A, sp->D_, sp->g_, mu, sp->P, sp->L, sp->h, &sp->cg_residual);
+    const size_t P = sp->P;
+    const int ok = kp__lm_dense_step(sp->A, sp->D_, sp->g_, mu, P, sp->L, sp->h);
+    const double gnorm = sqrt(dot(sp->g_, sp->g_, P));
+    for (int pass = 0; ok; pass++) {
+        jv(sp, sp->h, sp->u);
+        jtu(sp, sp->u, sp->res);
+        for (size_t q = 0; q < P; q++)
+            sp->res[q] = -(sp->res[q] + mu * sp->D_[q] * sp->h[q] + sp->g_[q]);
+        sp->cg_residual = sqrt(dot(sp->res, sp->res, P)) / gnorm;
+        if (sp->cg_residual <= sp->opt->cg_tolerance || pass == KP__LM_DENSE_PASSES)
+            break;
+        kp__lm_cholesky_solve(sp->L, P, P, sp->res, sp->z);
+        for (size_t q = 0; q < P; q++)
+            sp->h[q] += sp->z[q];
+    }
     sp->seconds[2] += now() - t0;
     return ok ? 0 : -1;
 }

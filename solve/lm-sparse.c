@@ -324,27 +324,57 @@ static int cg(dev *v, double mu, uint32_t max_cg, double *rel)
     return k;
 }
 
-/* The dense path's step from g (host_g, read this iteration) and D (read here): h on the host,
- * written to the device; 0 iterations, or -1 when the matrix does not factor. */
+/* Host doubles (n of them) into device buffer b, through hh's float copy in f32 (n <= P). */
+static void write_reals(dev *v, kp_buffer *b, const double *src, size_t n, float *tmp)
+{
+    for (size_t q = 0; v->e == 4 && q < n; q++)
+        tmp[q] = (float)src[q];
+    if (v->st == KP_OK && (v->st = kp_buffer_write(v->rt, b, 0, n * v->e,
+                                                   v->e == 4 ? (void *)tmp : (void *)src)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+}
+
+/* Device buffer b (n reals) into host doubles, through tmp in f32. */
+static void read_reals(dev *v, kp_buffer *b, double *dst, size_t n, float *tmp)
+{
+    if (v->st == KP_OK && (v->st = kp_buffer_read(v->rt, b, 0, n * v->e,
+                                                  v->e == 4 ? (void *)tmp : (void *)dst)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    for (size_t q = 0; v->st == KP_OK && v->e == 4 && q < n; q++)
+        dst[q] = tmp[q];
+}
+
+/* The dense path's step (lm-dense.c) from g (host_g, read this iteration) and D: h on the host,
+ * refined against the matrix-free operator on the device as the host reference refines it; 0
+ * iterations, or -1 when the matrix does not factor. */
 static int dense_step(dev *v, double mu, double *rel)
 {
     const double t0 = now();
     const size_t P = v->P;
-    double *D = v->hh + P;
-    int ok = 0;
-    if (v->st == KP_OK && (v->st = kp_buffer_read(v->rt, v->D, 0, P * v->e,
-                                                  v->e == 8 ? (void *)D : (void *)v->hh)) != KP_OK)
-        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    double *h = v->hh, *D = v->hh + P, *res = v->hh + 2 * P, gnorm = 0;
+    float *tmp = (float *)(v->hh + 3 * P);
+    *rel = 1;
+    read_reals(v, v->D, D, P, tmp);
     for (size_t q = 0; v->st == KP_OK && q < P; q++) {
-        if (v->e == 4)
-            D[q] = ((const float *)v->hh)[q];
         v->hg[q] = v->e == 4 ? ((const float *)v->host_g)[q] : v->host_g[q];
+        gnorm += v->hg[q] * v->hg[q];
     }
-    if (v->st == KP_OK && (ok = kp__lm_dense_step(v->hA, D, v->hg, mu, P, v->hL, v->hh, rel))) {
-        for (size_t q = 0; v->e == 4 && q < P; q++)
-            ((float *)v->hh)[q] = (float)v->hh[q];
-        if ((v->st = kp_buffer_write(v->rt, v->h, 0, P * v->e, v->hh)) != KP_OK)
-            kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    gnorm = sqrt(gnorm);
+    const int ok = v->st == KP_OK && kp__lm_dense_step(v->hA, D, v->hg, mu, P, v->hL, h);
+    for (int pass = 0; ok && v->st == KP_OK; pass++) {
+        write_reals(v, v->h, h, P, tmp);
+        /* res = -(J^T J h + mu D h + g) */
+        jv(v, v->h, v->u);
+        jtu(v, v->cur, v->u, v->q, 0);
+        vec(v, 2, mu, 0, vecP(v, v->q), vecP(v, v->D), vecP(v, v->h), vecP(v, v->q));
+        vec(v, 0, -1, -1, vecP(v, v->q), vecP(v, v->g), vecP(v, v->g), vecP(v, v->res));
+        *rel = sqrt(dot(v, vecP(v, v->res), vecP(v, v->res))) / gnorm;
+        if (*rel <= v->opt->cg_tolerance || pass == KP__LM_DENSE_PASSES)
+            break;
+        read_reals(v, v->res, res, P, tmp);
+        kp__lm_cholesky_solve(v->hL, P, P, res, res);
+        for (size_t q = 0; q < P; q++)
+            h[q] += res[q];
     }
     v->seconds[2] += now() - t0;
     return ok ? 0 : -1;
@@ -452,13 +482,13 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
     v.dense = kp__lm_dense(v.opt, v.P);
     if (v.dense) {
         v.A = make(&v, v.P * v.P * v.e);
-        v.hA = malloc((2 * v.P * v.P + 3 * v.P) * sizeof *v.hA);
+        v.hA = malloc((2 * v.P * v.P + 5 * v.P) * sizeof *v.hA);
         if (!v.hA && v.st == KP_OK)
             v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
         if (v.hA) {
             v.hL = v.hA + v.P * v.P;
             v.hg = v.hL + v.P * v.P;
-            v.hh = v.hg + v.P; /* h, then D */
+            v.hh = v.hg + v.P; /* h, D, the refinement's residual, f32 scratch */
         }
     }
     if (v.st == KP_OK) {

@@ -176,10 +176,14 @@ void kp__lm_jtj_row(const double *J, const int32_t *index, const int32_t *tptr, 
 int kp__lm_cholesky(const double *A, size_t lda, const double *D, double mu, size_t n, double *L);
 /* z = (L L^T)^-1 r; z may be r. */
 void kp__lm_cholesky_solve(const double *L, size_t lda, size_t n, const double *r, double *z);
-/* h = -(A + mu diag D)^-1 g for the P x P matrix A (L: P x P scratch); *rel the solve's
- * |(A + mu D) h + g| / |g|. 0 when it does not factor or the step is not finite. */
+/* h = -(A + mu diag D)^-1 g for the P x P matrix A (L: P x P scratch, its factor after); 0 when
+ * it does not factor or the step is not finite. The drivers then refine h against the
+ * matrix-free operator J^T (J h) + mu D h, at most KP__LM_DENSE_PASSES times, until its
+ * residual is at most cg_tolerance |g| (J^T J formed in floating point loses what J's
+ * conditioning squared costs: Lanczos3 from NIST's first start reached 6.7 digits without). */
+enum { KP__LM_DENSE_PASSES = 3 };
 int kp__lm_dense_step(const double *A, const double *D, const double *g, double mu, size_t P,
-                      double *L, double *h, double *rel);
+                      double *L, double *h);
 
 /* The graph a residual was compiled from (its copy). */
 const kp_expr_graph *kp__residual_graph(const kp_residual *res);
