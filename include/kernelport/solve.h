@@ -432,7 +432,8 @@ typedef struct kp_lm_sparse_report {
  * J^T J + mu D (J^T J gathered per parameter row through the transposed index) by Cholesky; a
  * matrix that does not factor is a failed factorization too. `opt` may be NULL.
  * Errors: KP_ERR_INVALID_ARG (an invalid graph, NULL arrays, an index outside [0, P): the message,
- * in kp_last_error(NULL), names the instance and slot), KP_ERR_OUT_OF_MEMORY.
+ * in kp_last_error(NULL), names the instance and slot; block_size above 8, dense_max_parameters
+ * above 4096), KP_ERR_OUT_OF_MEMORY.
  */
 KP_API kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
                                          const kp_lm_sparse_problem *problem,
