@@ -406,8 +406,8 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
                  .S = g->n_params,
                  .O = g->n_outputs,
                  .D = g->n_data};
-    sp.bs = sp.opt->block_size > 1 ? sp.opt->block_size : 1;
     sp.dense = kp__lm_dense(sp.opt, sp.P);
+    sp.bs = sp.opt->block_size > 1 && !sp.dense ? sp.opt->block_size : 1; /* CG's preconditioner */
     if (!sparse_alloc(&sp)) {
         sparse_free(&sp);
         return kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve_host: out of host memory");

@@ -324,7 +324,7 @@ static int cg(dev *v, double mu, uint32_t max_cg, double *rel)
     return k;
 }
 
-/* Host doubles (n of them) into device buffer b, through hh's float copy in f32 (n <= P). */
+/* Host doubles (n of them) into device buffer b, through tmp (n floats) in f32. */
 static void write_reals(dev *v, kp_buffer *b, const double *src, size_t n, float *tmp)
 {
     for (size_t q = 0; v->e == 4 && q < n; q++)
@@ -394,17 +394,12 @@ static kp_buffer *upload(dev *v, const double *src, size_t n)
     kp_buffer *b = make(v, n * v->e);
     if (!b || n == 0)
         return b;
-    void *tmp = v->e == 8 ? (void *)src : malloc(n * 4);
-    if (!tmp) {
+    float *tmp = v->e == 4 ? malloc(n * 4) : NULL;
+    if (v->e == 4 && !tmp)
         v->st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
-        return b;
-    }
-    for (size_t i = 0; v->e == 4 && i < n; i++)
-        ((float *)tmp)[i] = (float)src[i];
-    if ((v->st = kp_buffer_write(v->rt, b, 0, n * v->e, tmp)) != KP_OK)
-        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
-    if (tmp != src)
-        free(tmp);
+    else
+        write_reals(v, b, src, n, tmp);
+    free(tmp);
     return b;
 }
 
@@ -476,10 +471,10 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
     for (size_t i = 0; i < sizeof vp / sizeof *vp; i++)
         *vp[i] = make(&v, v.P * v.e);
     v.x = upload(&v, pb->x, v.P);
-    v.bs = v.opt->block_size > 1 ? v.opt->block_size : 1;
+    v.dense = kp__lm_dense(v.opt, v.P);
+    v.bs = v.opt->block_size > 1 && !v.dense ? v.opt->block_size : 1; /* CG's preconditioner */
     if (v.bs > 1)
         v.blocks = make(&v, (v.P + v.bs - 1) / v.bs * v.bs * v.bs * v.e);
-    v.dense = kp__lm_dense(v.opt, v.P);
     if (v.dense) {
         v.A = make(&v, v.P * v.P * v.e);
         v.hA = malloc((2 * v.P * v.P + 5 * v.P) * sizeof *v.hA);
@@ -589,15 +584,12 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
             v.opt->progress(v.opt->user, &pr);
     }
     if (v.st == KP_OK) {
-        double *x = v.e == 8 ? pb->x : malloc(v.P * 4);
-        if (!x)
+        float *tmp = v.e == 4 ? malloc(v.P * 4 + 1) : NULL;
+        if (v.e == 4 && !tmp)
             v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
-        else if ((v.st = kp_buffer_read(v.rt, v.x, 0, v.P * v.e, x)) != KP_OK)
-            kp__solve_fail(v.st, "kp_lm_sparse_solve: %s", kp_last_error(v.rt));
-        for (size_t q = 0; v.st == KP_OK && v.e == 4 && q < v.P; q++)
-            pb->x[q] = ((const float *)x)[q];
-        if (x != pb->x)
-            free(x);
+        else
+            read_reals(&v, v.x, pb->x, v.P, tmp);
+        free(tmp);
     }
     rep->status = status;
     rep->iterations = it;
