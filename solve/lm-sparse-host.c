@@ -355,8 +355,8 @@ static int sparse_alloc(sparse *sp)
     if (sp->bs > 1)
         sp->blocks = malloc(((P + sp->bs - 1) / sp->bs) * sp->bs * sp->bs * sizeof *sp->blocks);
     if (sp->dense) {
-        sp->A = malloc(P * P * sizeof *sp->A);
-        sp->L = malloc(P * P * sizeof *sp->L);
+        sp->A = malloc((P * P + 1) * sizeof *sp->A);
+        sp->L = malloc((P * P + 1) * sizeof *sp->L);
     }
     if (!sp->tptr || !sp->tent || !sp->scratch || !sp->wr[0] || !sp->wr[1] || !sp->wJ[0] ||
         !sp->wJ[1] || !sp->g_ || (sp->bs > 1 && !sp->blocks) || (sp->dense && (!sp->A || !sp->L)))

@@ -477,7 +477,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
         v.blocks = make(&v, (v.P + v.bs - 1) / v.bs * v.bs * v.bs * v.e);
     if (v.dense) {
         v.A = make(&v, v.P * v.P * v.e);
-        v.hA = malloc((2 * v.P * v.P + 5 * v.P) * sizeof *v.hA);
+        v.hA = malloc((2 * v.P * v.P + 5 * v.P + 1) * sizeof *v.hA);
         if (!v.hA && v.st == KP_OK)
             v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
         if (v.hA) {

@@ -313,6 +313,10 @@ static void test_dense_nist_on_device(void **state)
     assert_true(rep.dense);
     assert_int_equal(rep.status, KP_LM_SINGULAR);
     assert_true(x[0] == 0);
+    /* No parameters and no instances: converged at once. */
+    kp_lm_sparse_problem empty = {.struct_size = sizeof empty, .x = x};
+    assert_int_equal(kp_lm_sparse_solve(lm, NULL, &empty, &rep), KP_OK);
+    assert_true(rep.dense && rep.status == KP_LM_GRADIENT);
     kp_lm_sparse_destroy(lm);
     kp_expr_graph_destroy(g);
 }

@@ -286,7 +286,7 @@ static void test_dense_not_factorable(void **state)
     kp_expr_graph_destroy(g);
 }
 
-/* dense_max_parameters: at most 4096 (the P x P matrices). */
+/* dense_max_parameters: at most 4096 (the P x P matrices); an empty problem; struct sizes. */
 static void test_dense_option(void **state)
 {
     (void)state;
@@ -304,6 +304,10 @@ static void test_dense_option(void **state)
     o.dense_max_parameters = 4096;
     assert_int_equal(kp_lm_sparse_solve_host(g, &o, &pb, &rep), KP_OK);
     assert_true(rep.dense && KP_LM_CONVERGED(rep.status));
+    /* No parameters and no instances: nothing to factor, converged at once. */
+    kp_lm_sparse_problem empty = {.struct_size = sizeof empty, .x = x};
+    assert_int_equal(kp_lm_sparse_solve_host(g, &o, &empty, &rep), KP_OK);
+    assert_true(rep.dense && rep.status == KP_LM_GRADIENT);
     o.struct_size = sizeof o - 8;
     assert_int_equal(kp_lm_sparse_solve_host(g, &o, &pb, &rep), KP_ERR_INVALID_ARG);
     rep.struct_size = sizeof rep - 8;
