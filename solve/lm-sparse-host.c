@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The host reference of Levenberg-Marquardt on one large sparse problem: the normal equations
  * solved matrix-free by Jacobi-preconditioned conjugate gradients, J^T gathered per parameter
- * through the transposed index in a fixed order. */
+ * through the transposed index in a fixed order; small problems by dense Cholesky (lm-dense.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +12,10 @@
 
 kp_lm_sparse_options kp_lm_sparse_options_default(void)
 {
-    return (kp_lm_sparse_options){
-        .struct_size = sizeof(kp_lm_sparse_options), .cg_tolerance = 1e-3, .block_size = 1};
+    return (kp_lm_sparse_options){.struct_size = sizeof(kp_lm_sparse_options),
+                                  .cg_tolerance = 1e-3,
+                                  .block_size = 1,
+                                  .dense_max_parameters = 256};
 }
 
 uint32_t kp__lm_max_cg(const kp_lm_sparse_options *o, size_t P)
@@ -44,6 +46,8 @@ typedef struct sparse {
     double *g_, *d, *D_, *h, *res, *z, *p, *q, *xt, *u;
     size_t bs;      /* the preconditioner's block size (1: Jacobi) */
     double *blocks; /* [ceil(P / bs), bs, bs]: the diagonal blocks of J^T J */
+    int dense;      /* the dense path: A = J^T J [P, P] and its factor's scratch L */
+    double *A, *L;
     double seconds[4];
     double cg_residual; /* where the last CG stopped: |res| / |g| */
 } sparse;
@@ -151,42 +155,15 @@ void kp__lm_block(const double *J, const int32_t *index, const int32_t *tptr, co
 void kp__lm_block_solve(const double *B, const double *D, const double *r, double mu, size_t b,
                         size_t bs, double *z)
 {
-    double L[64], y[8];
-    int ok = 1;
-    for (size_t j = 0; ok && j < b; j++) {
-        double v = B[j * bs + j] + mu * D[j];
-        for (size_t t = 0; t < j; t++)
-            v -= L[j * bs + t] * L[j * bs + t];
-        ok = v > 0 && isfinite(v);
-        v = ok ? sqrt(v) : 1;
-        L[j * bs + j] = v;
-        for (size_t i = j + 1; i < b; i++) {
-            double w = B[i * bs + j];
-            for (size_t t = 0; t < j; t++)
-                w -= L[i * bs + t] * L[j * bs + t];
-            L[i * bs + j] = w / v;
-        }
-    }
-    if (!ok) { /* the block's diagonal, as Jacobi takes it */
-        for (size_t i = 0; i < b; i++) {
-            const double m = B[i * bs + i] + mu * D[i];
-            z[i] = m > 0 ? r[i] / m : r[i];
-        }
+    double L[64];
+    if (kp__lm_cholesky(B, bs, D, mu, b, L)) {
+        kp__lm_cholesky_solve(L, bs, b, r, z);
         return;
     }
-    for (size_t i = 0; i < b; i++) {
-        double v = r[i];
-        for (size_t t = 0; t < i; t++)
-            v -= L[i * bs + t] * y[t];
-        y[i] = v / L[i * bs + i];
+    for (size_t i = 0; i < b; i++) { /* the block's diagonal, as Jacobi takes it */
+        const double m = B[i * bs + i] + mu * D[i];
+        z[i] = m > 0 ? r[i] / m : r[i];
     }
-    for (size_t i = b; i-- > 0;) {
-        double v = y[i];
-        for (size_t t = i + 1; t < b; t++)
-            v -= L[t * bs + i] * y[t];
-        y[i] = v / L[i * bs + i];
-    }
-    memcpy(z, y, b * sizeof *z);
 }
 
 /* z = M^-1 r: the diagonal (Jacobi), or the blocks. */
@@ -219,6 +196,9 @@ static int normal(sparse *sp)
         const double v = sp->d[q], lo = sp->lm_opt.min_diagonal;
         sp->D_[q] = v < lo ? lo : v > 1e32 ? 1e32 : v;
     }
+    for (size_t q = 0; sp->dense && q < sp->P; q++)
+        kp__lm_jtj_row(sp->wJ[sp->cur], sp->pb->index, sp->tptr, sp->tent, sp->n, sp->O, sp->S,
+                       sp->P, q, sp->A + q * sp->P);
     for (size_t k = 0; sp->bs > 1 && k * sp->bs < sp->P; k++)
         kp__lm_block(sp->wJ[sp->cur], sp->pb->index, sp->tptr, sp->tent, sp->n, sp->O, sp->S, sp->P,
                      sp->bs, k, sp->blocks + k * sp->bs * sp->bs);
@@ -276,6 +256,32 @@ static int cg(sparse *sp, double mu, uint32_t max_cg)
     return k;
 }
 
+/* The step h: by CG, or on the dense path by Cholesky, refined against the matrix-free operator
+ * (0 iterations). Returns CG's iterations, or -1 when the system broke down or did not factor. */
+static int linear_solve(sparse *sp, double mu, uint32_t max_cg)
+{
+    if (!sp->dense)
+        return cg(sp, mu, max_cg);
+    const double t0 = now();
+    const size_t P = sp->P;
+    const int ok = kp__lm_dense_step(sp->A, sp->D_, sp->g_, mu, P, sp->L, sp->h);
+    const double gnorm = sqrt(dot(sp->g_, sp->g_, P));
+    for (int pass = 0; ok; pass++) {
+        jv(sp, sp->h, sp->u);
+        jtu(sp, sp->u, sp->res);
+        for (size_t q = 0; q < P; q++)
+            sp->res[q] = -(sp->res[q] + mu * sp->D_[q] * sp->h[q] + sp->g_[q]);
+        sp->cg_residual = sqrt(dot(sp->res, sp->res, P)) / gnorm;
+        if (sp->cg_residual <= sp->opt->cg_tolerance || pass == KP__LM_DENSE_PASSES)
+            break;
+        kp__lm_cholesky_solve(sp->L, P, P, sp->res, sp->z);
+        for (size_t q = 0; q < P; q++)
+            sp->h[q] += sp->z[q];
+    }
+    sp->seconds[2] += now() - t0;
+    return ok ? 0 : -1;
+}
+
 kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
                               const kp_lm_sparse_problem *pb, const kp_lm_sparse_report *rep,
                               const char *fn)
@@ -296,6 +302,11 @@ kp_status kp__lm_sparse_check(const kp_expr_graph *g, const kp_lm_sparse_options
     if (opt && opt->block_size > 8)
         return kp__solve_fail(KP_ERR_INVALID_ARG, "%s: block_size %u (at most 8)", fn,
                               opt->block_size);
+    if (opt && opt->dense_max_parameters > KP__LM_DENSE_MAX)
+        return kp__solve_fail(KP_ERR_INVALID_ARG,
+                              "%s: dense_max_parameters %u (at most %d: the dense path holds "
+                              "P x P matrices)",
+                              fn, opt->dense_max_parameters, KP__LM_DENSE_MAX);
     if (!pb->x || (pb->n_instances && !pb->index) || (pb->n_instances && g->n_data && !pb->data))
         return kp__solve_fail(KP_ERR_INVALID_ARG, "%s: x, index and data must not be NULL", fn);
     if (pb->n_x > INT32_MAX || pb->n_instances > INT32_MAX / KP_EXPR_MAX_SLOTS)
@@ -323,6 +334,7 @@ static void sparse_free(sparse *sp)
         free(sp->wr[k]), free(sp->wJ[k]);
     free(sp->g_);
     free(sp->blocks);
+    free(sp->A), free(sp->L);
 }
 
 /* The transposed index and every buffer; 0 when memory ran out. */
@@ -342,8 +354,12 @@ static int sparse_alloc(sparse *sp)
     sp->g_ = malloc((9 * P + n * O + 1) * sizeof *sp->g_);
     if (sp->bs > 1)
         sp->blocks = malloc(((P + sp->bs - 1) / sp->bs) * sp->bs * sp->bs * sizeof *sp->blocks);
+    if (sp->dense) {
+        sp->A = malloc((P * P + 1) * sizeof *sp->A);
+        sp->L = malloc((P * P + 1) * sizeof *sp->L);
+    }
     if (!sp->tptr || !sp->tent || !sp->scratch || !sp->wr[0] || !sp->wr[1] || !sp->wJ[0] ||
-        !sp->wJ[1] || !sp->g_ || (sp->bs > 1 && !sp->blocks))
+        !sp->wJ[1] || !sp->g_ || (sp->bs > 1 && !sp->blocks) || (sp->dense && (!sp->A || !sp->L)))
         return 0;
     sp->r1 = sp->scratch + (size_t)(top + 1) * (1 + S);
     sp->J1 = sp->r1 + O;
@@ -390,7 +406,8 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
                  .S = g->n_params,
                  .O = g->n_outputs,
                  .D = g->n_data};
-    sp.bs = sp.opt->block_size > 1 ? sp.opt->block_size : 1;
+    sp.dense = kp__lm_dense(sp.opt, sp.P);
+    sp.bs = sp.opt->block_size > 1 && !sp.dense ? sp.opt->block_size : 1; /* CG's preconditioner */
     if (!sparse_alloc(&sp)) {
         sparse_free(&sp);
         return kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve_host: out of host memory");
@@ -416,13 +433,14 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
         }
         if ((uint32_t)it >= o->max_iterations)
             break;
-        const int k = cg(&sp, mu, max_cg);
+        const int k = linear_solve(&sp, mu, max_cg);
         kp_lm_sparse_progress pr = {.iteration = it,
                                     .cg_iterations = k < 0 ? 0 : k,
                                     .cost = cost,
                                     .damping = mu,
                                     .gradient_max = gmax,
-                                    .cg_residual = k < 0 ? 1 : sp.cg_residual};
+                                    .cg_residual = k < 0 ? 1 : sp.cg_residual,
+                                    .dense = sp.dense};
         if (k < 0) {
             mu *= nu, nu *= 2;
             if (!(mu <= 1e32))
@@ -474,6 +492,7 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
     rep->iterations = it;
     rep->cg_iterations = cg_total;
     rep->cost = cost;
+    rep->dense = sp.dense;
     memcpy(rep->seconds, sp.seconds, sizeof sp.seconds);
     rep->seconds[3] = now() - t_start - sp.seconds[0] - sp.seconds[1] - sp.seconds[2];
     sparse_free(&sp);

@@ -2,7 +2,9 @@
 /* Levenberg-Marquardt on one large sparse problem on the device: kp_lm_sparse_solve_host's
  * algorithm with the residuals from the generated kernel and every vector on the device; the
  * host takes the decisions from dot products it reads back (4096 partial sums each, added in
- * order; the dot products a decision needs together come back in one read). */
+ * order; the dot products a decision needs together come back in one read). Small problems take
+ * the dense path: J^T J assembled on the device (sp_jtj), read back once per accepted step and
+ * factored on the host in double (lm-dense.c), the step written back. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +13,13 @@
 
 #include "solve-internal.h"
 
-enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE };
+enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE, K_JTJ };
 enum { DOT_PARTS = 4096, DOT_SLOTS = 2 };
 
 struct kp_lm_sparse {
     kp_runtime *rt;
     kp_residual *res;
-    kp_kernel *k[7];
+    kp_kernel *k[KP__SPARSE_KERNELS];
     int f32;
 };
 
@@ -76,6 +78,9 @@ typedef struct dev {
     kp_buffer *g, *d, *D, *h, *res, *z, *p, *q, *x, *xt;
     kp_buffer *blocks; /* [ceil(P / bs), bs, bs] with block-Jacobi (bs > 1) */
     size_t bs;
+    kp_buffer *A; /* [P, P] J^T J on the dense path */
+    int dense;
+    double *hA, *hL, *hg, *hh; /* the dense path's host copies: J^T J, its factor, g, h */
     double *host_partial, *host_g;
     int cur;
     const kp_lm_sparse_options *opt;
@@ -240,6 +245,22 @@ static int normal(dev *v)
     jtu(v, v->cur, v->r[v->cur], v->d, 1);
     vec(v, 3, v->lm_opt.min_diagonal, 1e32, vecP(v, v->d), vecP(v, v->d), vecP(v, v->d),
         vecP(v, v->D));
+    if (v->dense) {
+        kp_arg args[] = {
+            kp_arg_tensor("J", jac(v, v->J[v->cur])),
+            kp_arg_tensor("index", kp_tensor_2d(v->index, KP_I32, (int64_t)v->n, (int64_t)v->S)),
+            kp_arg_tensor("tptr", kp_tensor_1d(v->tptr, KP_I32, (int64_t)v->P + 1)),
+            kp_arg_tensor("tent", kp_tensor_1d(v->tent, KP_I32, (int64_t)(v->n * v->S))),
+            kp_arg_tensor("A", kp_tensor_2d(v->A, v->dt, (int64_t)v->P, (int64_t)v->P))};
+        launch(v, K_JTJ, args, 5);
+        /* f32 arrives in hL (scratch until the next factorization) and widens into hA. */
+        const size_t PP = v->P * v->P;
+        void *dst = v->e == 8 ? (void *)v->hA : (void *)v->hL;
+        if (v->st == KP_OK && (v->st = kp_buffer_read(v->rt, v->A, 0, PP * v->e, dst)) != KP_OK)
+            kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+        for (size_t t = 0; v->e == 4 && t < PP; t++)
+            v->hA[t] = ((const float *)v->hL)[t];
+    }
     if (v->bs > 1) {
         kp_arg args[] = {
             kp_arg_tensor("J", jac(v, v->J[v->cur])),
@@ -303,6 +324,62 @@ static int cg(dev *v, double mu, uint32_t max_cg, double *rel)
     return k;
 }
 
+/* Host doubles (n of them) into device buffer b, through tmp (n floats) in f32. */
+static void write_reals(dev *v, kp_buffer *b, const double *src, size_t n, float *tmp)
+{
+    for (size_t q = 0; v->e == 4 && q < n; q++)
+        tmp[q] = (float)src[q];
+    if (v->st == KP_OK && (v->st = kp_buffer_write(v->rt, b, 0, n * v->e,
+                                                   v->e == 4 ? (void *)tmp : (void *)src)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+}
+
+/* Device buffer b (n reals) into host doubles, through tmp in f32. */
+static void read_reals(dev *v, kp_buffer *b, double *dst, size_t n, float *tmp)
+{
+    if (v->st == KP_OK && (v->st = kp_buffer_read(v->rt, b, 0, n * v->e,
+                                                  v->e == 4 ? (void *)tmp : (void *)dst)) != KP_OK)
+        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
+    for (size_t q = 0; v->st == KP_OK && v->e == 4 && q < n; q++)
+        dst[q] = tmp[q];
+}
+
+/* The dense path's step (lm-dense.c) from g (host_g, read this iteration) and D: h on the host,
+ * refined against the matrix-free operator on the device as the host reference refines it; 0
+ * iterations, or -1 when the matrix does not factor. */
+static int dense_step(dev *v, double mu, double *rel)
+{
+    const double t0 = now();
+    const size_t P = v->P;
+    double *h = v->hh, *D = v->hh + P, *res = v->hh + 2 * P, gnorm = 0;
+    float *tmp = (float *)(v->hh + 3 * P);
+    *rel = 1;
+    read_reals(v, v->D, D, P, tmp);
+    for (size_t q = 0; v->st == KP_OK && q < P; q++) {
+        v->hg[q] = v->e == 4 ? ((const float *)v->host_g)[q] : v->host_g[q];
+        gnorm += v->hg[q] * v->hg[q];
+    }
+    gnorm = sqrt(gnorm);
+    const int ok = v->st == KP_OK && kp__lm_dense_step(v->hA, D, v->hg, mu, P, v->hL, h);
+    for (int pass = 0; ok && v->st == KP_OK; pass++) {
+        write_reals(v, v->h, h, P, tmp);
+        /* res = -(J^T J h + mu D h + g) */
+        jv(v, v->h, v->u);
+        jtu(v, v->cur, v->u, v->q, 0);
+        vec(v, 2, mu, 0, vecP(v, v->q), vecP(v, v->D), vecP(v, v->h), vecP(v, v->q));
+        vec(v, 0, -1, -1, vecP(v, v->q), vecP(v, v->g), vecP(v, v->g), vecP(v, v->res));
+        *rel = sqrt(dot(v, vecP(v, v->res), vecP(v, v->res))) / gnorm;
+        if (*rel <= v->opt->cg_tolerance || pass == KP__LM_DENSE_PASSES)
+            break;
+        read_reals(v, v->res, res, P, tmp);
+        kp__lm_cholesky_solve(v->hL, P, P, res, res);
+        for (size_t q = 0; q < P; q++)
+            h[q] += res[q];
+    }
+    v->seconds[2] += now() - t0;
+    return ok ? 0 : -1;
+}
+
 static kp_buffer *make(dev *v, size_t bytes)
 {
     kp_buffer *b = NULL;
@@ -317,29 +394,26 @@ static kp_buffer *upload(dev *v, const double *src, size_t n)
     kp_buffer *b = make(v, n * v->e);
     if (!b || n == 0)
         return b;
-    void *tmp = v->e == 8 ? (void *)src : malloc(n * 4);
-    if (!tmp) {
+    float *tmp = v->e == 4 ? malloc(n * 4) : NULL;
+    if (v->e == 4 && !tmp)
         v->st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
-        return b;
-    }
-    for (size_t i = 0; v->e == 4 && i < n; i++)
-        ((float *)tmp)[i] = (float)src[i];
-    if ((v->st = kp_buffer_write(v->rt, b, 0, n * v->e, tmp)) != KP_OK)
-        kp__solve_fail(v->st, "kp_lm_sparse_solve: %s", kp_last_error(v->rt));
-    if (tmp != src)
-        free(tmp);
+    else
+        write_reals(v, b, src, n, tmp);
+    free(tmp);
     return b;
 }
 
 static void release(dev *v)
 {
-    kp_buffer *all[] = {v->data, v->index, v->tptr, v->tent, v->partial, v->r[0], v->r[1],  v->J[0],
-                        v->J[1], v->u,     v->rho,  v->ones, v->g,       v->d,    v->D,     v->h,
-                        v->res,  v->z,     v->p,    v->q,    v->x,       v->xt,   v->blocks};
+    kp_buffer *all[] = {v->data, v->index, v->tptr, v->tent, v->partial, v->r[0],
+                        v->r[1], v->J[0],  v->J[1], v->u,    v->rho,     v->ones,
+                        v->g,    v->d,     v->D,    v->h,    v->res,     v->z,
+                        v->p,    v->q,     v->x,    v->xt,   v->blocks,  v->A};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         kp_buffer_destroy(v->rt, all[i]);
     free(v->host_partial);
     free(v->host_g);
+    free(v->hA);
 }
 
 static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
@@ -397,9 +471,21 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
     for (size_t i = 0; i < sizeof vp / sizeof *vp; i++)
         *vp[i] = make(&v, v.P * v.e);
     v.x = upload(&v, pb->x, v.P);
-    v.bs = v.opt->block_size > 1 ? v.opt->block_size : 1;
+    v.dense = kp__lm_dense(v.opt, v.P);
+    v.bs = v.opt->block_size > 1 && !v.dense ? v.opt->block_size : 1; /* CG's preconditioner */
     if (v.bs > 1)
         v.blocks = make(&v, (v.P + v.bs - 1) / v.bs * v.bs * v.bs * v.e);
+    if (v.dense) {
+        v.A = make(&v, v.P * v.P * v.e);
+        v.hA = malloc((2 * v.P * v.P + 5 * v.P + 1) * sizeof *v.hA);
+        if (!v.hA && v.st == KP_OK)
+            v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
+        if (v.hA) {
+            v.hL = v.hA + v.P * v.P;
+            v.hg = v.hL + v.P * v.P;
+            v.hh = v.hg + v.P; /* h, D, the refinement's residual, f32 scratch */
+        }
+    }
     if (v.st == KP_OK) {
         const double one = 1;
         const float onef = 1;
@@ -433,13 +519,16 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
         if ((uint32_t)it >= o->max_iterations)
             break;
         double rel;
-        const int k = cg(&v, mu, max_cg, &rel);
+        const int k = v.dense ? dense_step(&v, mu, &rel) : cg(&v, mu, max_cg, &rel);
+        if (v.st != KP_OK)
+            break;
         kp_lm_sparse_progress pr = {.iteration = it,
                                     .cg_iterations = k < 0 ? 0 : k,
                                     .cost = cost,
                                     .damping = mu,
                                     .gradient_max = gmax,
-                                    .cg_residual = k < 0 ? 1 : rel};
+                                    .cg_residual = k < 0 ? 1 : rel,
+                                    .dense = v.dense};
         if (k < 0) {
             mu *= nu, nu *= 2;
             if (!(mu <= 1e32))
@@ -495,20 +584,18 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
             v.opt->progress(v.opt->user, &pr);
     }
     if (v.st == KP_OK) {
-        double *x = v.e == 8 ? pb->x : malloc(v.P * 4);
-        if (!x)
+        float *tmp = v.e == 4 ? malloc(v.P * 4 + 1) : NULL;
+        if (v.e == 4 && !tmp)
             v.st = kp__solve_fail(KP_ERR_OUT_OF_MEMORY, "kp_lm_sparse_solve: out of host memory");
-        else if ((v.st = kp_buffer_read(v.rt, v.x, 0, v.P * v.e, x)) != KP_OK)
-            kp__solve_fail(v.st, "kp_lm_sparse_solve: %s", kp_last_error(v.rt));
-        for (size_t q = 0; v.st == KP_OK && v.e == 4 && q < v.P; q++)
-            pb->x[q] = ((const float *)x)[q];
-        if (x != pb->x)
-            free(x);
+        else
+            read_reals(&v, v.x, pb->x, v.P, tmp);
+        free(tmp);
     }
     rep->status = status;
     rep->iterations = it;
     rep->cg_iterations = cg_total;
     rep->cost = cost;
+    rep->dense = v.dense;
     memcpy(rep->seconds, v.seconds, sizeof v.seconds);
     rep->seconds[3] = now() - t_start - v.seconds[0] - v.seconds[1] - v.seconds[2];
     release(&v);

@@ -129,9 +129,10 @@ kp_status kp__solve_supported(kp_launch *l);
 kp_status kp__solve_make_source(kp__compiled *c);
 
 /* Registers (or finds) the large-problem LM's generic kernels in one precision: out[] =
- * solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss, sp_block, sp_bsolve (_f64 or _f32). Message
- * through kp__solve_fail. */
-kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[7]);
+ * solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss, sp_block, sp_bsolve, sp_jtj (_f64 or _f32).
+ * Message through kp__solve_fail. */
+enum { KP__SPARSE_KERNELS = 8 };
+kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[KP__SPARSE_KERNELS]);
 
 /* CG's iterations a step: max_cg_iterations, or with 0 4 sqrt(P) and at least 100 (CG's
  * iterations grow as the square root of the condition number, which on a mesh's Laplacian-like
@@ -160,6 +161,29 @@ void kp__lm_block(const double *J, const int32_t *index, const int32_t *tptr, co
  * B's diagonal + mu D (where positive) when the factorization fails. sp_bsolve does the same. */
 void kp__lm_block_solve(const double *B, const double *D, const double *r, double mu, size_t b,
                         size_t bs, double *z);
+
+/* The dense path (solve/lm-dense.c). Whether a problem of P parameters takes it; the largest
+ * dense_max_parameters accepted. */
+enum { KP__LM_DENSE_MAX = 4096 };
+int kp__lm_dense(const kp_lm_sparse_options *o, size_t P);
+/* Row p of J^T J into row[P]: over p's uses in order, then the instance's slots (an instance
+ * that uses p in two slots adds both cross terms); uses past n and slots whose index is outside
+ * [0, P) are skipped. solve/sparse.cl's sp_jtj sums the same way. */
+void kp__lm_jtj_row(const double *J, const int32_t *index, const int32_t *tptr, const int32_t *tent,
+                    size_t n, size_t O, size_t S, size_t P, size_t p, double *row);
+/* The Cholesky factor L (lower, row stride lda) of A + mu diag(D), n x n; 0 when a pivot is not
+ * positive and finite (L then partly written). */
+int kp__lm_cholesky(const double *A, size_t lda, const double *D, double mu, size_t n, double *L);
+/* z = (L L^T)^-1 r; z may be r. */
+void kp__lm_cholesky_solve(const double *L, size_t lda, size_t n, const double *r, double *z);
+/* h = -(A + mu diag D)^-1 g for the P x P matrix A (L: P x P scratch, its factor after); 0 when
+ * it does not factor or the step is not finite. The drivers then refine h against the
+ * matrix-free operator J^T (J h) + mu D h, at most KP__LM_DENSE_PASSES times, until its
+ * residual is at most cg_tolerance |g| (J^T J formed in floating point loses what J's
+ * conditioning squared costs: Lanczos3 from NIST's first start reached 6.7 digits without). */
+enum { KP__LM_DENSE_PASSES = 3 };
+int kp__lm_dense_step(const double *A, const double *D, const double *g, double mu, size_t P,
+                      double *L, double *h);
 
 /* The graph a residual was compiled from (its copy). */
 const kp_expr_graph *kp__residual_graph(const kp_residual *res);

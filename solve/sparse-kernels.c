@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The large-problem LM's generic kernels (solve/sparse.cl): J v, J^T u through the transposed
- * index, partial dot products, vector steps, the robust loss, and the block-Jacobi
- * preconditioner's blocks and solves, in f64 and f32, each registered at run time
- * with a host reference and samples, from one table. */
+ * index, partial dot products, vector steps, the robust loss, the block-Jacobi
+ * preconditioner's blocks and solves, and the dense path's J^T J, in f64 and f32, each
+ * registered at run time with a host reference and samples, from one table. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,8 @@
 #include "solve-embedded.h"
 #include "solve-internal.h"
 
-enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE, K_COUNT };
+enum { K_JV, K_JTU, K_DOT, K_VEC, K_LOSS, K_BLOCK, K_BSOLVE, K_JTJ, K_COUNT };
+_Static_assert((int)K_COUNT == (int)KP__SPARSE_KERNELS, "solve-internal.h's count");
 enum { DOT_PARTS = 4096 };
 
 typedef struct sparse_kernel {
@@ -19,11 +20,25 @@ typedef struct sparse_kernel {
 } sparse_kernel;
 
 static const sparse_kernel kernels[2][K_COUNT] = {
-    {{K_JV, 0}, {K_JTU, 0}, {K_DOT, 0}, {K_VEC, 0}, {K_LOSS, 0}, {K_BLOCK, 0}, {K_BSOLVE, 0}},
-    {{K_JV, 1}, {K_JTU, 1}, {K_DOT, 1}, {K_VEC, 1}, {K_LOSS, 1}, {K_BLOCK, 1}, {K_BSOLVE, 1}},
+    {{K_JV, 0},
+     {K_JTU, 0},
+     {K_DOT, 0},
+     {K_VEC, 0},
+     {K_LOSS, 0},
+     {K_BLOCK, 0},
+     {K_BSOLVE, 0},
+     {K_JTJ, 0}},
+    {{K_JV, 1},
+     {K_JTU, 1},
+     {K_DOT, 1},
+     {K_VEC, 1},
+     {K_LOSS, 1},
+     {K_BLOCK, 1},
+     {K_BSOLVE, 1},
+     {K_JTJ, 1}},
 };
-static const char *const names[K_COUNT] = {"sp_jv",   "sp_jtu",   "sp_dot",   "sp_vec",
-                                           "sp_loss", "sp_block", "sp_bsolve"};
+static const char *const names[K_COUNT] = {"sp_jv",   "sp_jtu",   "sp_dot",    "sp_vec",
+                                           "sp_loss", "sp_block", "sp_bsolve", "sp_jtj"};
 
 static const sparse_kernel *kind(kp_launch *l)
 {
@@ -92,7 +107,7 @@ static kp_status kp__solve_host_fail_bs(kp_launch *l, int64_t bs)
 
 /* Arguments: jv (J, index, v, u); jtu (J, u, tptr, tent, out, square); dot (a, b, partial);
  * vec (a, b, c, out, op, alpha, beta); loss (r, J, rho, loss, scale); block (J, index, tptr,
- * tent, B); bsolve (B, D, r, z, mu). */
+ * tent, B); bsolve (B, D, r, z, mu); jtj (J, index, tptr, tent, A). */
 static kp_status check(const kp_call *c, kp_launch *l)
 {
     const kp_value *a = c->args;
@@ -155,6 +170,22 @@ static kp_status check(const kp_call *c, kp_launch *l)
         if (st == KP_OK)
             st = shape(l, "B", &a[4], 3, (int64_t[]){(P + bs - 1) / bs, bs, bs},
                        "[ceil(P / bs), bs, bs]");
+        break;
+    }
+    case K_JTJ: {
+        const int64_t P = dim(c, 2, 0) - 1;
+        st = shape(l, "J", &a[0], 3, (int64_t[]){-1, -1, -1}, "[n, O, S]");
+        if (st == KP_OK)
+            st = shape(l, "index", &a[1], 2, (int64_t[]){n, S}, "[n, S]");
+        if (st == KP_OK)
+            st = shape(l, "tptr", &a[2], 1, (int64_t[]){-1}, "[P + 1]");
+        if (st == KP_OK && n * S > INT32_MAX)
+            st = kp_host_api_get()->fail(l, KP_ERR_INVALID_ARG, "J: n S = %lld uses (at most %d)",
+                                         (long long)(n * S), INT32_MAX);
+        if (st == KP_OK)
+            st = shape(l, "tent", &a[3], 1, (int64_t[]){n * S}, "[n S]");
+        if (st == KP_OK)
+            st = shape(l, "A", &a[4], 2, (int64_t[]){P, P}, "[P, P]");
         break;
     }
     case K_BSOLVE: {
@@ -250,6 +281,15 @@ static kp_status enqueue(const kp_call *c, kp_launch *l)
         for (int i = 0; i < 5; i++)
             kp_clargs_tensor(&g, &a[i].tensor, (uint32_t)a[i].tensor.rank);
         break;
+    case K_JTJ:
+        items = (size_t)dim(c, 4, 0);
+        kp_clargs_int(&g, (int32_t)items);
+        kp_clargs_int(&g, (int32_t)dim(c, 0, 0));
+        kp_clargs_int(&g, (int32_t)dim(c, 0, 1));
+        kp_clargs_int(&g, (int32_t)dim(c, 0, 2));
+        for (int i = 0; i < 5; i++)
+            kp_clargs_tensor(&g, &a[i].tensor, (uint32_t)a[i].tensor.rank);
+        break;
     case K_BSOLVE:
         items = (size_t)dim(c, 0, 0);
         kp_clargs_int(&g, (int32_t)items);
@@ -275,17 +315,20 @@ static kp_status enqueue(const kp_call *c, kp_launch *l)
     return kp_clargs_enqueue(&g, 1, &global, &wg);
 }
 
-/* kp__lm_block on copies of the call's tensors in double. */
-static kp_status block_reference(const kp_call *c, kp_launch *l)
+/* kp__lm_block (block) or kp__lm_jtj_row (jtj) on copies of the call's tensors in double, the
+ * transposed index clamped as the kernels clamp it. */
+static kp_status gather_reference(const kp_call *c, kp_launch *l)
 {
     const kp_value *a = c->args;
     const int64_t n = dim(c, 0, 0), O = dim(c, 0, 1), S = dim(c, 0, 2), P = dim(c, 2, 0) - 1;
-    const int64_t nb = dim(c, 4, 0), bs = dim(c, 4, 1);
-    double *J = malloc((size_t)(n * O * S + 1) * sizeof *J), B[64];
+    const int jtj = kind(l)->which == K_JTJ;
+    const int64_t nb = jtj ? P : dim(c, 4, 0), bs = jtj ? P : dim(c, 4, 1);
+    double *J = malloc((size_t)(n * O * S + 1) * sizeof *J),
+           *B = malloc((size_t)(bs * bs + 1) * sizeof *B);
     int32_t *index = malloc((size_t)(n * S + 1) * 4), *tptr = malloc((size_t)(P + 1) * 4),
             *tent = malloc((size_t)(n * S + 1) * 4);
-    if (!J || !index || !tptr || !tent) {
-        free(J), free(index), free(tptr), free(tent);
+    if (!J || !B || !index || !tptr || !tent) {
+        free(J), free(B), free(index), free(tptr), free(tent);
         return kp_host_api_get()->fail(l, KP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     for (int64_t i = 0; i < n; i++)
@@ -294,7 +337,6 @@ static kp_status block_reference(const kp_call *c, kp_launch *l)
             for (int64_t o = 0; o < O; o++)
                 J[(i * O + o) * S + s2] = ld(&a[0], i, o, s2);
         }
-    /* The clamps the kernel applies to the transposed index. */
     const int64_t uses = n * S;
     for (int64_t q = 0; q <= P; q++) {
         const int64_t lo = q ? tptr[q - 1] : 0, v = ldi(&a[2], q);
@@ -305,12 +347,19 @@ static kp_status block_reference(const kp_call *c, kp_launch *l)
         tent[e] = u < 0 || u >= uses ? INT32_MAX : u;
     }
     for (int64_t k = 0; k < nb; k++) {
+        if (jtj) {
+            kp__lm_jtj_row(J, index, tptr, tent, (size_t)n, (size_t)O, (size_t)S, (size_t)P,
+                           (size_t)k, B);
+            for (int64_t i = 0; i < P; i++)
+                put(&a[4], k, i, B[i]);
+            continue;
+        }
         kp__lm_block(J, index, tptr, tent, (size_t)n, (size_t)O, (size_t)S, (size_t)P, (size_t)bs,
                      (size_t)k, B);
         for (int64_t i = 0; i < bs * bs; i++)
             put3(&a[4], k, i / bs, i % bs, B[i]);
     }
-    free(J), free(index), free(tptr), free(tent);
+    free(J), free(B), free(index), free(tptr), free(tent);
     return KP_OK;
 }
 
@@ -382,7 +431,8 @@ static kp_status reference(const kp_call *c, kp_launch *l)
         break;
     }
     case K_BLOCK:
-        return block_reference(c, l);
+    case K_JTJ:
+        return gather_reference(c, l);
     case K_BSOLVE: {
         const int64_t nb = dim(c, 0, 0), bs = dim(c, 0, 1), P = dim(c, 1, 0);
         double B[64], D[8], r[8], z[8];
@@ -438,14 +488,15 @@ static kp_status sample(kp_sample *s, const char *size)
     switch (k->which) {
     case K_JV:
     case K_JTU:
-    case K_BLOCK: {
+    case K_BLOCK:
+    case K_JTJ: {
         int32_t *index = malloc((size_t)(n * S) * sizeof *index);
         if (!index)
             return KP_ERR_OUT_OF_MEMORY;
         for (int64_t e = 0; e < n * S; e++)
             index[e] = (int32_t)(h->sample_random(s) % (uint64_t)P);
         st = h->sample_tensor(s, "J", dt, 3, (int64_t[]){n, O, S}, -1, 1, NULL);
-        if (k->which == K_BLOCK) {
+        if (k->which == K_BLOCK || k->which == K_JTJ) {
             int32_t *ix = NULL, *tptr = NULL, *tent = NULL;
             const int64_t bs = one ? 1 : 3, nb = (P + bs - 1) / bs;
             if (st == KP_OK)
@@ -459,7 +510,9 @@ static kp_status sample(kp_sample *s, const char *size)
             if (st == KP_OK) {
                 memcpy(ix, index, (size_t)(n * S) * sizeof *ix);
                 kp__lm_sparse_transpose(index, (size_t)n, (size_t)S, (size_t)P, tptr, tent);
-                st = h->sample_tensor(s, "B", dt, 3, (int64_t[]){nb, bs, bs}, 0, 0, NULL);
+                st = k->which == K_JTJ
+                         ? h->sample_tensor(s, "A", dt, 2, (int64_t[]){P, P}, 0, 0, NULL)
+                         : h->sample_tensor(s, "B", dt, 3, (int64_t[]){nb, bs, bs}, 0, 0, NULL);
             }
         } else if (k->which == K_JV) {
             int32_t *ix = NULL;
@@ -566,7 +619,7 @@ static kp_status sample(kp_sample *s, const char *size)
         .name = n, .kind = KP_ARG_KIND_TENSOR, .access = acc, .dtypes = dt, .doc = doc_            \
     }
 
-kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[7])
+kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[KP__SPARSE_KERNELS])
 {
     const uint32_t R = KP_DT(f32 ? KP_F32 : KP_F64), I = KP_DT(KP_I32);
     const kp_param_desc jv[] = {T("J", KP_ACCESS_IN, R, "[n, O, S] the Jacobian in block form"),
@@ -630,8 +683,13 @@ kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[7])
         T("r", KP_ACCESS_IN, R, "[P]"),
         T("z", KP_ACCESS_OUT, R, "[P] (B + mu diag D)^-1 r"),
         {.name = "mu", .kind = KP_ARG_KIND_FLOAT, .access = KP_ACCESS_IN, .doc = "damping"}};
-    const kp_param_desc *params[K_COUNT] = {jv, jtu, dot, vec, loss, block, bsolve};
-    const uint32_t n_params[K_COUNT] = {4, 6, 3, 7, 5, 5, 5};
+    const kp_param_desc jtj[] = {
+        T("J", KP_ACCESS_IN, R, "[n, O, S]"), T("index", KP_ACCESS_IN, I, "[n, S]"),
+        T("tptr", KP_ACCESS_IN, I, "[P + 1] the transposed index's starts"),
+        T("tent", KP_ACCESS_IN, I, "[n S] the transposed index's uses"),
+        T("A", KP_ACCESS_OUT, R, "[P, P] J^T J")};
+    const kp_param_desc *params[K_COUNT] = {jv, jtu, dot, vec, loss, block, bsolve, jtj};
+    const uint32_t n_params[K_COUNT] = {4, 6, 3, 7, 5, 5, 5, 5};
     static const int64_t wgs[] = {32, 64, 128, 256};
     static const char *const sizes[] = {"one", "prime", NULL};
     const kp_tunable_desc wg = {.name = "WG",
@@ -647,7 +705,8 @@ kp_status kp__sparse_kernels(kp_runtime *rt, int f32, kp_kernel *out[7])
         "vector steps of conjugate gradients",
         "a robust loss applied to residuals and Jacobian rows",
         "the diagonal blocks of J^T J through the transposed index",
-        "block-Jacobi: each block of (J^T J + mu D) solved by Cholesky"};
+        "block-Jacobi: each block of (J^T J + mu D) solved by Cholesky",
+        "J^T J as a dense matrix, one row per work-item through the transposed index"};
     char *source = NULL;
     size_t len = 0;
     source = malloc(1);

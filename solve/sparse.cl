@@ -215,3 +215,36 @@ void sp_bsolve(const int nb, const int bs, const int P, const real mu, __global 
     for (int i = 0; i < b; i++)
         z[kp_at1(zv, q0 + i)] = y[i];
 }
+
+/* Row p of J^T J into A[p, :], one work-item per parameter (its own row: no atomics), over p's
+ * uses in order, then the instance's slots: solve/lm-dense.c's kp__lm_jtj_row. The dense path
+ * of small problems. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sp_jtj(const int P, const int n, const int O, const int S, __global const real *J,
+            const kp_view3 jv, __global const int *index, const kp_view2 iv,
+            __global const int *tptr, const kp_view1 pv, __global const int *tent,
+            const kp_view1 ev, __global real *A, const kp_view2 av)
+{
+    const int p = get_global_id(0);
+    if (p >= P)
+        return;
+    for (int c = 0; c < P; c++)
+        A[kp_at2(av, p, c)] = 0;
+    const int uses = n * S, e0 = clamp(tptr[kp_at1(pv, p)], 0, uses);
+    const int e1 = clamp(tptr[kp_at1(pv, p + 1)], e0, uses);
+    for (int e = e0; e < e1; e++) {
+        const int use = tent[kp_at1(ev, e)];
+        if (use < 0 || use >= uses)
+            continue;
+        const int i = use / S, s1 = use % S;
+        for (int s2 = 0; s2 < S; s2++) {
+            const int q2 = index[kp_at2(iv, i, s2)];
+            if (q2 < 0 || q2 >= P)
+                continue;
+            real t = 0;
+            for (int o = 0; o < O; o++)
+                t += J[kp_at3(jv, i, o, s1)] * J[kp_at3(jv, i, o, s2)];
+            A[kp_at2(av, p, q2)] += t;
+        }
+    }
+}

@@ -627,10 +627,13 @@ static void count_step(void *user, const kp_lm_sparse_progress *p)
 
 /* mesh-solve's problem (examples/mesh-solve, block-Jacobi CG to the solver's default tolerance
  * and cap, at most 50 Jacobian evaluations, function tolerance 1e-10) to convergence on the
- * device, and, where compiled in, Ceres's
+ * device, and, where compiled in and `peer`, Ceres's
  * Levenberg-Marquardt on the same problem from the same start with SPARSE_NORMAL_CHOLESKY and
- * CGNR (Jacobi): a row for each. The device's kernels are compiled by a solve at level 1 first. */
-static void bench_mesh(kpb *b, int level, kp_precision prec)
+ * CGNR (Jacobi): a row for each. `solver`: -1 the library's choice (dense Cholesky up to its
+ * default dense_max_parameters, else CG), 0 CG, 1 dense Cholesky (up to 4096 parameters; the
+ * row's case then ends in "cg" or "dense"). The device's kernels are compiled by a solve at
+ * level 1 on the same path first. */
+static void bench_mesh(kpb *b, int level, kp_precision prec, int solver, int peer)
 {
     enum { MAX_IT = 50 };
     const double ftol = 1e-10;
@@ -655,6 +658,18 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     so.block_size = 3;
     so.progress = count_step;
     so.user = &steps;
+    if (solver >= 0)
+        so.dense_max_parameters = solver ? 4096 : 0;
+    if (solver == 1 && mp.P > so.dense_max_parameters) {
+        fprintf(stderr,
+                "bench-solve: mesh level %d: %zu parameters, above the dense path's 4096: "
+                "no dense row\n",
+                level, mp.P);
+        goto done;
+    }
+    const int dense = so.dense_max_parameters > 0 && mp.P <= so.dense_max_parameters;
+    kp_lm_sparse_options warm_so = so; /* the timed solve's path, so that it compiles nothing */
+    warm_so.dense_max_parameters = dense ? 4096 : 0;
     kp_lm_sparse_report rep = {.struct_size = sizeof rep};
     kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
                                .n_instances = warm.n,
@@ -662,7 +677,7 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
                                .index = warm.index,
                                .n_x = warm.P,
                                .x = warm.x0};
-    if (kp_lm_sparse_solve(lm, &so, &pb, &rep) != KP_OK)
+    if (kp_lm_sparse_solve(lm, &warm_so, &pb, &rep) != KP_OK)
         die("mesh", kp_solve_last_error());
     memcpy(x, mp.x0, mp.P * sizeof *x);
     pb = (kp_lm_sparse_problem){.struct_size = sizeof pb,
@@ -677,10 +692,14 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
         die("mesh", kp_solve_last_error());
     const double ours_s = kpb_now() - t0;
     char name[96];
-    snprintf(name, sizeof name, "mesh level %d (%zu residuals) %s", level, 2 * mp.n,
-             f32 ? "f32" : "f64");
+    snprintf(name, sizeof name, "mesh level %d (%zu residuals) %s%s", level, 2 * mp.n,
+             f32 ? "f32" : "f64",
+             solver < 0 ? ""
+             : solver   ? " dense"
+                        : " cg");
     kpb_row row = {.case_name = name,
-                   .ours = "kp_lm_sparse_solve (block-Jacobi CG)",
+                   .ours = rep.dense ? "kp_lm_sparse_solve (dense Cholesky)"
+                                     : "kp_lm_sparse_solve (block-Jacobi CG)",
                    .ours_s = ours_s,
                    .ours_p10 = ours_s,
                    .ours_p90 = ours_s};
@@ -692,9 +711,11 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
     kpb_row_metric(&row, "converged", KP_LM_CONVERGED(rep.status));
     kpb_row_metric(&row, "evaluations", rep.iterations);
     kpb_row_metric(&row, "cg_iterations", (double)rep.cg_iterations);
+    kpb_row_metric(&row, "dense", rep.dense);
+    kpb_row_metric(&row, "parameters", (double)mp.P);
 #ifdef KP_HAVE_CERES
     static const char *const solvers[] = {"SPARSE_NORMAL_CHOLESKY", "CGNR (Jacobi)"};
-    for (int cgnr = 0; cgnr < 2; cgnr++) {
+    for (int cgnr = 0; cgnr < 2 * peer; cgnr++) {
         memcpy(x, mp.x0, mp.P * sizeof *x);
         kpc_mesh_report cr;
         kpc_mesh(mp.n, mp.data, mp.index, mp.P, x, cgnr, MAX_IT, peer_seconds, ftol, peer_threads,
@@ -714,9 +735,13 @@ static void bench_mesh(kpb *b, int level, kp_precision prec)
         kpb_row_metric(&r, "peer_linear_iterations", cr.linear_iterations);
         kpb_add(b, &r);
     }
+    if (!peer)
+        kpb_add(b, &row);
 #else
+    (void)peer;
     kpb_add(b, &row);
 #endif
+done:
     free(x);
     kp_lm_sparse_destroy(lm);
     kp_expr_graph_destroy(g);
@@ -760,7 +785,7 @@ int main(int argc, char **argv)
 {
     const char *threads = NULL, *parts = NULL, *precisions = NULL, *mesh_levels = NULL,
                *fit_list = NULL, *seconds = NULL, *round_list = NULL, *instances = NULL,
-               *edge_levels = NULL;
+               *edge_levels = NULL, *mesh_solvers = NULL;
     const kpb_flag flags[] = {
         {"--threads", "the Ceres peer's threads (default: every core online)", NULL, &threads},
         {"--peer-seconds",
@@ -786,6 +811,10 @@ int main(int argc, char **argv)
          NULL, &edge_levels},
         {"--mesh-levels", "icosphere levels of the mesh rows (default 4,6,7; --quick 2,3)", NULL,
          &mesh_levels},
+        {"--mesh-solvers",
+         "cg, dense or cg,dense: a mesh row per linear solver, Ceres beside the first (default: "
+         "one row, the library's choice: dense Cholesky up to 256 parameters, level 1)",
+         NULL, &mesh_solvers},
         {"--dump",
          "write each gauss2d size's first 10^4 fits to DIR/gauss2d-B.f64 (SciPy's "
          "peer: bench/peers/peer-solve.py --problems DIR)",
@@ -831,9 +860,22 @@ int main(int argc, char **argv)
                                     mesh_levels ? mesh_levels
                                     : b.quick   ? "2,3"
                                                 : "4,6,7",
-                                    1, 9, levels, MAX_LIST);
+                                    0, 9, levels, MAX_LIST);
     if (n_sizes < 0 || n_edges < 0 || n_fits < 0 || n_levels < 0)
         return 2;
+    int solvers[2] = {-1}, n_solvers = 1;
+    if (mesh_solvers) {
+        n_solvers = 0;
+        if (wanted(mesh_solvers, "cg"))
+            solvers[n_solvers++] = 0;
+        if (wanted(mesh_solvers, "dense"))
+            solvers[n_solvers++] = 1;
+        if (n_solvers == 0) {
+            fprintf(stderr, "bench-solve: --mesh-solvers %s: expected cg, dense or cg,dense\n",
+                    mesh_solvers);
+            return 2;
+        }
+    }
     for (int f32 = 0; f32 < 2; f32++) {
         if ((!f32 && !fp64) || (precisions && !wanted(precisions, f32 ? "f32" : "f64")))
             continue;
@@ -855,8 +897,14 @@ int main(int argc, char **argv)
             bench_gauss2d(&b, (size_t)fits[i], p);
         }
         for (int i = 0; i < n_levels && wanted(parts, "mesh"); i++) {
-            fprintf(stderr, "bench-solve: mesh level %lld %s\n", levels[i], f32 ? "f32" : "f64");
-            bench_mesh(&b, (int)levels[i], p);
+            for (int k = 0; k < n_solvers; k++) {
+                fprintf(stderr, "bench-solve: mesh level %lld %s%s\n", levels[i],
+                        f32 ? "f32" : "f64",
+                        solvers[k] < 0 ? ""
+                        : solvers[k]   ? " dense"
+                                       : " cg");
+                bench_mesh(&b, (int)levels[i], p, solvers[k], k == 0);
+            }
         }
     }
     kpb_note(&b,

@@ -15,7 +15,8 @@ static const char *const program = "mesh-solve";
 static const char *const usage =
     "usage: mesh-solve [--level N] [--device SPEC] [--precision auto|f64|f32]\n"
     "                  [--max-iterations N] [--smooth W] [--block B] [--jitter J]\n"
-    "                  [--max-cg N] [--cg-tolerance T] [--host] [--csv FILE] [--json FILE]\n"
+    "                  [--max-cg N] [--cg-tolerance T] [--dense-max N] [--host] [--csv FILE]\n"
+    "                  [--json FILE]\n"
     "  --level N           subdivisions of the icosahedron, 0..9 (default 4: 2,562 vertices,\n"
     "                      7,680 edges; 7: 163,842 and 491,520; 9: 2.6 million and 7.9 million)\n"
     "  --device SPEC       Kernelport's device (default: the manifest's choice)\n"
@@ -31,6 +32,8 @@ static const char *const usage =
     "                      351 at level 4, 2,804 at level 7)\n"
     "  --cg-tolerance T    each step's CG stops at a residual of T |J^T r| (default 1e-3; 1e-6\n"
     "                      before #27's fix)\n"
+    "  --dense-max N       solve each step by dense Cholesky instead of CG when the mesh has at\n"
+    "                      most N parameters, up to 4096 (default 256: levels 0 and 1; 0: CG)\n"
     "  --host              solve it with the host reference too, and compare\n"
     "  --csv FILE          one row per iteration: iteration, cost, CG iterations, damping,\n"
     "                      accepted, seconds, largest gradient, CG's relative residual\n"
@@ -45,9 +48,9 @@ static void on_progress(void *user, const kp_lm_sparse_progress *p)
 {
     progress *pr = user;
     const double t = example_now() - pr->start;
-    printf("  iteration %3d  cost %.6e  |g| %.2e  CG %4d to %.1e  damping %.2e  %-8s  %7.2f s\n",
-           p->iteration, p->cost, p->gradient_max, p->cg_iterations, p->cg_residual, p->damping,
-           p->accepted ? "accepted" : "rejected", t);
+    printf("  iteration %3d  cost %.6e  |g| %.2e  %s %4d to %.1e  damping %.2e  %-8s  %7.2f s\n",
+           p->iteration, p->cost, p->gradient_max, p->dense ? "dense" : "CG   ", p->cg_iterations,
+           p->cg_residual, p->damping, p->accepted ? "accepted" : "rejected", t);
     fflush(stdout);
     if (pr->csv)
         fprintf(pr->csv, "%d,%.17g,%d,%.6g,%d,%.6f,%.6g,%.6g\n", p->iteration, p->cost,
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
 {
     double level = 4, max_it = 50, smooth = 0.1, block = 3, jitter = 0.66, max_cg = 0;
     double cg_tol = kp_lm_sparse_options_default().cg_tolerance;
+    double dense_max = kp_lm_sparse_options_default().dense_max_parameters;
     const char *device = NULL, *precision = "auto", *csv_path = NULL, *json_path = NULL;
     int host = 0;
     for (int i = 1; i < argc; i++) {
@@ -95,6 +99,8 @@ int main(int argc, char **argv)
             ok = example_number(program, usage, argc, argv, &i, 0, 1e6, &max_cg);
         else if (strcmp(a, "--cg-tolerance") == 0)
             ok = example_number(program, usage, argc, argv, &i, 0, 1, &cg_tol);
+        else if (strcmp(a, "--dense-max") == 0)
+            ok = example_number(program, usage, argc, argv, &i, 0, 4096, &dense_max);
         else if (strcmp(a, "--smooth") == 0)
             ok = example_number(program, usage, argc, argv, &i, 0, 1e6, &smooth);
         else if (strcmp(a, "--host") == 0)
@@ -182,6 +188,7 @@ int main(int argc, char **argv)
     so.block_size = (uint32_t)block;
     so.max_cg_iterations = (uint32_t)max_cg;
     so.cg_tolerance = cg_tol;
+    so.dense_max_parameters = (uint32_t)dense_max;
     so.progress = on_progress;
     so.user = &pr;
     kp_lm_sparse_problem pb = {
@@ -196,12 +203,13 @@ int main(int argc, char **argv)
     double edge_err, spread;
     measure(&m, x, L, &edge_err, &spread);
     const double total = rep.seconds[0] + rep.seconds[1] + rep.seconds[2] + rep.seconds[3];
-    printf("%s: %s after %d evaluations and %lld CG iterations: cost %.6e -> %.6e in %.3f s "
-           "(evaluation %.3f, normal equations %.3f, CG %.3f, other %.3f; %.1f ms per "
+    printf("%s: %s after %d evaluations and %lld CG iterations (%s): cost %.6e -> %.6e in %.3f s "
+           "(evaluation %.3f, normal equations %.3f, %s %.3f, other %.3f; %.1f ms per "
            "iteration); largest edge error %.2e, radius spread %.2e\n",
            program, kp_lm_status_name(rep.status), rep.iterations, (long long)rep.cg_iterations,
-           rep.initial_cost, rep.cost, total, rep.seconds[0], rep.seconds[1], rep.seconds[2],
-           rep.seconds[3], 1e3 * total / rep.iterations, edge_err, spread);
+           rep.dense ? "dense Cholesky" : "CG", rep.initial_cost, rep.cost, total, rep.seconds[0],
+           rep.seconds[1], rep.dense ? "Cholesky" : "CG", rep.seconds[2], rep.seconds[3],
+           1e3 * total / rep.iterations, edge_err, spread);
     double host_s = 0, host_cost = 0;
     if (host) {
         memcpy(x, x0, P * sizeof *x);
@@ -231,12 +239,12 @@ int main(int argc, char **argv)
                 "  \"status\": \"%s\",\n  \"iterations\": %d,\n  \"cg_iterations\": %lld,\n"
                 "  \"initial_cost\": %.17g,\n  \"cost\": %.17g,\n  \"seconds\": %.6f,\n"
                 "  \"seconds_evaluation\": %.6f,\n  \"seconds_normal\": %.6f,\n"
-                "  \"seconds_cg\": %.6f,\n  \"largest_edge_error\": %.6g,\n"
+                "  \"seconds_cg\": %.6f,\n  \"dense\": %d,\n  \"largest_edge_error\": %.6g,\n"
                 "  \"host_seconds\": %.6f,\n  \"host_cost\": %.17g\n}\n",
                 info.name, kp_precision_name(kp_lm_sparse_precision(lm)), (int)level,
                 (long long)m.n_vertices, n, kp_lm_status_name(rep.status), rep.iterations,
                 (long long)rep.cg_iterations, rep.initial_cost, rep.cost, total, rep.seconds[0],
-                rep.seconds[1], rep.seconds[2], edge_err, host_s, host_cost);
+                rep.seconds[1], rep.seconds[2], rep.dense, edge_err, host_s, host_cost);
         fclose(f);
     }
     const int converged = KP_LM_CONVERGED(rep.status);

@@ -375,7 +375,10 @@ typedef struct kp_lm_sparse_progress {
     int accepted;
     double gradient_max; /* max |J^T r| at the point the step was taken from */
     double cg_residual;  /* where this step's CG stopped: |(J^T J + mu D) h + J^T r| / |J^T r|
-                            (above cg_tolerance when max_cg_iterations cut it short) */
+                            (above cg_tolerance when max_cg_iterations cut it short); for a
+                            dense step the Cholesky solve's (rounding: about 1e-15 in f64) */
+    int32_t dense;       /* 1: this step's system was solved by dense Cholesky (cg_iterations
+                            0), not CG: see kp_lm_sparse_options.dense_max_parameters */
 } kp_lm_sparse_progress;
 
 typedef struct kp_lm_sparse_options {
@@ -393,6 +396,13 @@ typedef struct kp_lm_sparse_options {
     /* The preconditioner's blocks: 1 (Jacobi, the default) or up to 8 consecutive parameters
      * whose block of J^T J + mu D is solved exactly (3 for a mesh's vertices: x, y, z). */
     uint32_t block_size;
+    /* Problems of at most this many parameters (P) solve each step's system by a dense Cholesky
+     * factorization instead of CG: J^T J assembled as a P x P matrix (on the device, one
+     * work-item per row, in a fixed order), then (J^T J + mu D) h = -J^T r factored in double on
+     * the host; a matrix that does not factor raises the damping, as a CG breakdown does.
+     * Default 256 (docs/solve.md: where dense beat CG on PoCL); 0: always CG; at most 4096 (the
+     * matrix and its factor take 2 P^2 doubles on the host, and P^2 reals on the device). */
+    uint32_t dense_max_parameters;
 } kp_lm_sparse_options;
 
 KP_API kp_lm_sparse_options kp_lm_sparse_options_default(void);
@@ -403,7 +413,10 @@ typedef struct kp_lm_sparse_report {
     int32_t iterations;    /* Jacobian evaluations */
     int64_t cg_iterations; /* in all */
     double initial_cost, cost;
-    double seconds[4]; /* evaluation, normal equations (J^T r, diagonal), CG, the rest */
+    double seconds[4]; /* evaluation, normal equations (J^T r, diagonal; J^T J when dense),
+                          the linear solves (CG, or the dense factorizations), the rest */
+    int32_t dense;     /* 1: every step was solved by dense Cholesky (P <= dense_max_parameters;
+                          cg_iterations 0) */
 } kp_lm_sparse_report;
 
 /*
@@ -415,9 +428,12 @@ typedef struct kp_lm_sparse_report {
  * index, in a fixed order), from h = 0, until the residual falls below cg_tolerance |J^T r| or
  * max_cg_iterations; the predicted reduction is -g.h - |J h|^2 / 2, exact for an inexact solve;
  * a CG breakdown (p.Ap <= 0) before the first step is treated as a failed factorization (a
- * later one keeps the step so far). `opt` may be NULL.
+ * later one keeps the step so far). With P <= dense_max_parameters each step instead factors
+ * J^T J + mu D (J^T J gathered per parameter row through the transposed index) by Cholesky; a
+ * matrix that does not factor is a failed factorization too. `opt` may be NULL.
  * Errors: KP_ERR_INVALID_ARG (an invalid graph, NULL arrays, an index outside [0, P): the message,
- * in kp_last_error(NULL), names the instance and slot), KP_ERR_OUT_OF_MEMORY.
+ * in kp_last_error(NULL), names the instance and slot; block_size above 8, dense_max_parameters
+ * above 4096), KP_ERR_OUT_OF_MEMORY.
  */
 KP_API kp_status kp_lm_sparse_solve_host(const kp_expr_graph *g, const kp_lm_sparse_options *opt,
                                          const kp_lm_sparse_problem *problem,
@@ -428,7 +444,7 @@ typedef struct kp_lm_sparse kp_lm_sparse;
 /*
  * Compiles graph `g` (copied) for the device: its residual kernel (kp_residual_create's) and the
  * generic kernels of the large-problem LM (solve.sp_jv, sp_jtu, sp_dot, sp_vec, sp_loss,
- * sp_block, sp_bsolve, with an _f64 or _f32 suffix), all registered at run time. Errors: as
+ * sp_block, sp_bsolve, sp_jtj, with an _f64 or _f32 suffix), all registered at run time. Errors: as
  * kp_residual_create.
  */
 KP_API kp_status kp_lm_sparse_create(kp_runtime *rt, const kp_expr_graph *g, kp_precision precision,
@@ -440,7 +456,9 @@ KP_API kp_precision kp_lm_sparse_precision(const kp_lm_sparse *lm);
  * kp_lm_sparse_solve_host's algorithm on the device: the problem is copied in once, every vector
  * stays on the device, J^T is gathered per parameter in a fixed order and each dot product
  * leaves 4096 partial sums, in a fixed order too, which the host reads and adds (the host takes
- * the decisions: a few reads per CG iteration). Same bits on every run on a device; close to,
+ * the decisions: a few reads per CG iteration; on the dense path J^T J is assembled on the
+ * device, read once per accepted step, and factored on the host in double, the step written
+ * back). Same bits on every run on a device; close to,
  * not equal to, the host reference's. report->seconds: evaluation, normal equations, CG, the
  * rest (uploads included). Errors: as kp_lm_sparse_solve_host; the launches' (message in
  * kp_last_error(rt)).

@@ -25,6 +25,11 @@
 # edges against Ceres and torch.func (#27 asks 10^6 to 10^8).
 # KP_SOLVE_PARTS=meshsolve runs examples/mesh-solve at levels 4-7 with its progress per iteration
 # (largest gradient, CG iterations and where CG stopped).
+# KP_SOLVE_PARTS=dense (not by default; about a minute): mode 2's dense Cholesky path against
+# block-Jacobi CG on the GPU, the mesh at levels 0-3 (36, 126, 486 and 1,926 parameters), a row
+# per solver, and the same on the machine's PoCL, in one process each: where the dense path stops
+# paying on the GPU (dense_max_parameters defaults to 256 from PoCL's break-even near 400), and
+# test-solve-lm-sparse's dense tests on the GPU.
 # What to read: NIST digits per problem on the GPU (test-solve-lm prints them; #27's fix: every
 # one >= 7, Lanczos3 was 6.7 and 6.4 on the H200 before), test-solve-lm-stress's fewest and mean
 # digits per model over 48 perturbed starts (device and host columns; it fails below 7); bench-solve's
@@ -152,6 +157,18 @@ if want pocl2; then
     taskset -c 0,1 build-gpu/bin/bench-solve --threads 2 --device pocl --precision f64 \
     --parts rat43,edges --rounds 3 --json "$res/bench-solve-pocl2.json" |
     grep -E '^(CASE|rat43|edges)'
+fi
+
+if want dense; then
+  step "nvidia: test-solve-lm-sparse (the dense path against the host reference, NIST dense vs CG)"
+  (cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 120)" ctest -R 'test-solve-lm-sparse' \
+    --output-on-failure -V) 2>&1 | grep -E 'dense|CG|tests passed|Failed|FAIL|ERROR' | head -40
+  for dev in nvidia pocl; do
+    step "$dev: bench-solve mesh levels 0-3, dense Cholesky against block-Jacobi CG"
+    timeout "$(cap 120)" build-gpu/bin/bench-solve --device "$dev" --parts mesh --precision f64 \
+      --mesh-levels 0,1,2,3 --mesh-solvers cg,dense --json "$res/bench-solve-dense-$dev.json" \
+      2>&1 | grep -E '^bench-solve: mesh level [0-9] \('
+  done
 fi
 
 if want meshsolve; then

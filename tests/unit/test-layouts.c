@@ -332,7 +332,7 @@ PIN(kp_lm_sparse_problem, index, 24);
 PIN(kp_lm_sparse_problem, n_x, 32);
 PIN(kp_lm_sparse_problem, x, 40);
 /* kp_lm_sparse_progress */
-_Static_assert(sizeof(kp_lm_sparse_progress) == 48, "kp_lm_sparse_progress size");
+_Static_assert(sizeof(kp_lm_sparse_progress) == 56, "kp_lm_sparse_progress size");
 PIN(kp_lm_sparse_progress, iteration, 0);
 PIN(kp_lm_sparse_progress, cg_iterations, 4);
 PIN(kp_lm_sparse_progress, cost, 8);
@@ -340,6 +340,7 @@ PIN(kp_lm_sparse_progress, damping, 16);
 PIN(kp_lm_sparse_progress, accepted, 24);
 PIN(kp_lm_sparse_progress, gradient_max, 32);
 PIN(kp_lm_sparse_progress, cg_residual, 40);
+PIN(kp_lm_sparse_progress, dense, 48);
 /* kp_lm_sparse_options */
 _Static_assert(sizeof(kp_lm_sparse_options) == 48, "kp_lm_sparse_options size");
 PIN(kp_lm_sparse_options, struct_size, 0);
@@ -349,8 +350,9 @@ PIN(kp_lm_sparse_options, cg_tolerance, 16);
 PIN(kp_lm_sparse_options, progress, 24);
 PIN(kp_lm_sparse_options, user, 32);
 PIN(kp_lm_sparse_options, block_size, 40);
+PIN(kp_lm_sparse_options, dense_max_parameters, 44);
 /* kp_lm_sparse_report */
-_Static_assert(sizeof(kp_lm_sparse_report) == 72, "kp_lm_sparse_report size");
+_Static_assert(sizeof(kp_lm_sparse_report) == 80, "kp_lm_sparse_report size");
 PIN(kp_lm_sparse_report, struct_size, 0);
 PIN(kp_lm_sparse_report, status, 4);
 PIN(kp_lm_sparse_report, iterations, 8);
@@ -358,6 +360,7 @@ PIN(kp_lm_sparse_report, cg_iterations, 16);
 PIN(kp_lm_sparse_report, initial_cost, 24);
 PIN(kp_lm_sparse_report, cost, 32);
 PIN(kp_lm_sparse_report, seconds, 40);
+PIN(kp_lm_sparse_report, dense, 72);
 /* ca.h and ops/logic-ca.h (#26) */
 /* kp_logic_ca_net */
 _Static_assert(sizeof(kp_logic_ca_net) == 96, "kp_logic_ca_net size");
