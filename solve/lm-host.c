@@ -65,6 +65,20 @@ void kp__lm_loss(const kp_lm_options *opt, double s, double *rho, double *rho1)
     }
 }
 
+void kp__lm_damping_accept(double rho, double *mu, double *nu)
+{
+    const double t = 2 * rho - 1;
+    *mu *= fmax(1.0 / 3, 1 - t * t * t);
+    *nu = 2;
+}
+
+int kp__lm_damping_refuse(double *mu, double *nu)
+{
+    *mu *= *nu;
+    *nu *= 2;
+    return !(*mu <= KP__LM_CEILING);
+}
+
 /* Householder QR of the rows [J | r] (n of them) in place: R and Q^T r's first S entries. Each
  * reflection's dot products run over the rows in order. Rows past n (fewer residuals than
  * parameters) leave zero rows of R. */
@@ -198,7 +212,9 @@ static void scaling(const lm_state *st, double *D)
 {
     for (uint32_t j = 0; j < st->S; j++) {
         const double d = st->d[j];
-        D[j] = d < st->opt->min_diagonal ? st->opt->min_diagonal : d > 1e32 ? 1e32 : d;
+        D[j] = d < st->opt->min_diagonal ? st->opt->min_diagonal
+               : d > KP__LM_CEILING      ? KP__LM_CEILING
+                                         : d;
     }
 }
 
@@ -256,8 +272,7 @@ static kp_lm_status lm_one(lm_state *st, double *x, int32_t *iters, double *cost
         if ((uint32_t)it >= opt->max_iterations)
             break;
         if (!damped_step(st, D, mu, h)) {
-            mu *= nu, nu *= 2;
-            if (!(mu <= 1e32)) {
+            if (kp__lm_damping_refuse(&mu, &nu)) {
                 status = KP_LM_SINGULAR;
                 break;
             }
@@ -297,17 +312,14 @@ static kp_lm_status lm_one(lm_state *st, double *x, int32_t *iters, double *cost
                 status = KP_LM_FUNCTION;
                 break;
             }
-            if (better) {
-                const double t = 2 * rho - 1;
-                mu *= fmax(1.0 / 3, 1 - t * t * t);
-                nu = 2;
-            }
+            if (better)
+                kp__lm_damping_accept(rho, &mu, &nu);
         } else {
             memcpy(st->R, R, sizeof R);
             memcpy(st->qtr, qtr, sizeof qtr);
             memcpy(st->g_, g, sizeof g);
             memcpy(st->d, d, sizeof d);
-            mu *= nu, nu *= 2;
+            kp__lm_damping_refuse(&mu, &nu);
         }
     }
     *iters = it, *cost_out = cost;

@@ -194,7 +194,7 @@ static int normal(sparse *sp)
     jtu(sp, NULL, sp->d);
     for (size_t q = 0; q < sp->P; q++) {
         const double v = sp->d[q], lo = sp->lm_opt.min_diagonal;
-        sp->D_[q] = v < lo ? lo : v > 1e32 ? 1e32 : v;
+        sp->D_[q] = v < lo ? lo : v > KP__LM_CEILING ? KP__LM_CEILING : v;
     }
     for (size_t q = 0; sp->dense && q < sp->P; q++)
         kp__lm_jtj_row(sp->wJ[sp->cur], sp->pb->index, sp->tptr, sp->tent, sp->n, sp->O, sp->S,
@@ -442,8 +442,7 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
                                     .cg_residual = k < 0 ? 1 : sp.cg_residual,
                                     .dense = sp.dense};
         if (k < 0) {
-            mu *= nu, nu *= 2;
-            if (!(mu <= 1e32))
+            if (kp__lm_damping_refuse(&mu, &nu))
                 status = KP_LM_SINGULAR;
             if (sp.opt->progress)
                 sp.opt->progress(sp.opt->user, &pr);
@@ -476,12 +475,10 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
             normal(&sp);
             if (drop <= o->function_tolerance * (cost + drop))
                 status = KP_LM_FUNCTION;
-            const double t = 2 * rho - 1;
-            mu *= fmax(1.0 / 3, 1 - t * t * t);
-            nu = 2;
+            kp__lm_damping_accept(rho, &mu, &nu);
             pr.accepted = 1;
         } else {
-            mu *= nu, nu *= 2;
+            kp__lm_damping_refuse(&mu, &nu);
         }
         pr.iteration = it;
         pr.cost = cost;

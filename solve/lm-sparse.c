@@ -243,7 +243,7 @@ static int normal(dev *v)
     const double t0 = now();
     jtu(v, v->cur, v->r[v->cur], v->g, 0);
     jtu(v, v->cur, v->r[v->cur], v->d, 1);
-    vec(v, 3, v->lm_opt.min_diagonal, 1e32, vecP(v, v->d), vecP(v, v->d), vecP(v, v->d),
+    vec(v, 3, v->lm_opt.min_diagonal, KP__LM_CEILING, vecP(v, v->d), vecP(v, v->d), vecP(v, v->d),
         vecP(v, v->D));
     if (v->dense) {
         kp_arg args[] = {
@@ -530,8 +530,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
                                     .cg_residual = k < 0 ? 1 : rel,
                                     .dense = v.dense};
         if (k < 0) {
-            mu *= nu, nu *= 2;
-            if (!(mu <= 1e32))
+            if (kp__lm_damping_refuse(&mu, &nu))
                 status = KP_LM_SINGULAR;
             if (v.opt->progress)
                 v.opt->progress(v.opt->user, &pr);
@@ -571,12 +570,10 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
             normal(&v);
             if (drop <= o->function_tolerance * (cost + drop))
                 status = KP_LM_FUNCTION;
-            const double t3 = 2 * rho - 1;
-            mu *= fmax(1.0 / 3, 1 - t3 * t3 * t3);
-            nu = 2;
+            kp__lm_damping_accept(rho, &mu, &nu);
             pr.accepted = 1;
         } else {
-            mu *= nu, nu *= 2;
+            kp__lm_damping_refuse(&mu, &nu);
         }
         pr.iteration = it;
         pr.cost = cost;

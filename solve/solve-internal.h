@@ -188,6 +188,17 @@ int kp__lm_dense_step(const double *A, const double *D, const double *g, double 
 /* The graph a residual was compiled from (its copy). */
 const kp_expr_graph *kp__residual_graph(const kp_residual *res);
 
+/* The scaling's and the damping's ceiling: a damping above it means the system is singular
+ * (lm.cl repeats it for the device). */
+#define KP__LM_CEILING 1e32
+
+/* Nielsen's damping update (docs/solve.md): an accepted step of gain ratio rho shrinks mu by
+ * max(1/3, 1 - (2 rho - 1)^3) and resets nu to 2. */
+void kp__lm_damping_accept(double rho, double *mu, double *nu);
+/* A refused step or a failed factorization: mu grows by nu, which doubles. Returns 1 where mu
+ * passed KP__LM_CEILING (the system is singular). */
+int kp__lm_damping_refuse(double *mu, double *nu);
+
 /* rho(s) and rho'(s) of the options' loss, s = r^2. */
 void kp__lm_loss(const kp_lm_options *opt, double s, double *rho, double *rho1);
 
