@@ -4,7 +4,7 @@
 # of the device tool: MPICH's configuration (mpichversion), then bench-allreduce (2 ranks, one GPU
 # each, 1-64 MB) under each environment given, e.g. "UCX_TLS=sm,self" (Debian's MPICH is ch4:ucx).
 # The "MPI alone" column is the exchange without the device copies. Host staging only (the
-# node-shared transport sends no data through MPI: scripts/gpu/mpi-shared.sh).
+# node-shared transport sends no data through MPI: scripts/gpu/mpi.sh measures it).
 #   device run:  kind nvidia-h100-x2, carry [".gpu", ".gpu-mpi"],
 #                command: bash scripts/gpu/mpi-transport.sh "" "UCX_TLS=sm,self" ...
 # shellcheck source=preamble.sh
