@@ -89,6 +89,17 @@ static inline kp_runtime_options test_options(const char *dir, const char *devic
     return o;
 }
 
+/* A runtime on test_device() loading only `dir`'s plugins (NULL: none) into *rt, for a test
+ * group's setup: 0, or -1 after printing why. */
+static inline int test_runtime(const char *dir, kp_runtime **rt)
+{
+    kp_runtime_options o = test_options(dir, test_device(), NULL);
+    if (kp_runtime_create(&o, rt) == KP_OK)
+        return 0;
+    fprintf(stderr, "kp_runtime_create: %s\n", kp_last_error(NULL));
+    return -1;
+}
+
 /* Uniform floats in [-1, 1) from a fixed-seed xorshift, never all zeros. */
 static inline void test_fill(float *x, size_t n, unsigned seed)
 {

@@ -19,12 +19,8 @@ static kp_runtime *rt;
 
 static int setup(void **state)
 {
-    kp_runtime_options o =
-        test_options(test_build_path("lib/kernelport/plugins"), test_device(), NULL);
-    kp_status st = kp_runtime_create(&o, &rt);
-    if (st != KP_OK)
-        fprintf(stderr, "kp_runtime_create: %s\n", kp_last_error(NULL));
-    return st == KP_OK ? 0 : -1;
+    (void)state;
+    return test_runtime(test_build_path("lib/kernelport/plugins"), &rt);
 }
 
 static int teardown(void **state)

@@ -20,8 +20,7 @@ static int fp64;
 static int setup(void **state)
 {
     (void)state;
-    kp_runtime_options o = test_options(NULL, test_device(), NULL);
-    if (kp_runtime_create(&o, &rt) != KP_OK)
+    if (test_runtime(NULL, &rt))
         return -1;
     fp64 = test_device_fp64(rt);
     return 0;

@@ -43,8 +43,7 @@ static kp_expr_graph *graph_of(const char *text)
 static int setup(void **state)
 {
     (void)state;
-    kp_runtime_options o = test_options(NULL, test_device(), NULL);
-    return kp_runtime_create(&o, &rt) == KP_OK ? 0 : -1;
+    return test_runtime(NULL, &rt);
 }
 
 static int teardown(void **state)
