@@ -163,6 +163,15 @@ static double dot(dev *v, kp_tensor a, kp_tensor b)
     return s;
 }
 
+/* 1 where every element of x (a vector of P) is finite, as the host reference checks each: the
+ * sum of x_i (0 x_i) is NaN exactly where some x_i is not finite, where |x|^2 would also overflow
+ * for large finite ones. `scratch` (a vector of P) is overwritten. */
+static int all_finite(dev *v, kp_buffer *x, kp_buffer *scratch)
+{
+    vec(v, 0, 0, 0, vecP(v, x), vecP(v, x), vecP(v, x), vecP(v, scratch));
+    return isfinite(dot(v, vecP(v, x), vecP(v, scratch)));
+}
+
 static void jv(dev *v, kp_buffer *in, kp_buffer *out)
 {
     kp_arg args[] = {
@@ -270,7 +279,8 @@ static int normal(dev *v)
             kp_arg_tensor("B", blocks(v))};
         launch(v, K_BLOCK, args, 5);
     }
-    const int finite = isfinite(dot(v, vecP(v, v->g), vecP(v, v->g)));
+    /* CG's vectors are free until the step: z takes the check's products. */
+    const int finite = all_finite(v, v->g, v->z);
     v->seconds[1] += now() - t0;
     return finite;
 }
@@ -557,7 +567,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
         it++;
         if (isfinite(cost_t)) {
             jtu(&v, 1 - v.cur, v.r[1 - v.cur], v.q, 0);
-            cost_t = isfinite(dot(&v, vecP(&v, v.q), vecP(&v, v.q))) ? cost_t : NAN;
+            cost_t = all_finite(&v, v.q, v.z) ? cost_t : NAN;
         }
         const double rho = (cost - cost_t) / pred;
         if (isfinite(cost_t) && pred > 0 && rho > 0) {

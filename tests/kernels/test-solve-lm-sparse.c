@@ -312,6 +312,34 @@ static void test_dense_nist_on_device(void **state)
     assert_true(rep.dense);
     assert_int_equal(rep.status, KP_LM_SINGULAR);
     assert_true(x[0] == 0);
+    kp_lm_sparse_destroy(lm);
+    kp_expr_graph_destroy(g);
+    /* 1e10 b1 - y (y 1e150) from b1 = 0, by CG and densely: the cost (2e300) and the gradient
+     * (-4e160) are finite, the gradient's square is not. The device checks each element as the
+     * host does (it had taken |g|^2 = inf for a non-finite gradient): both converge to 1e140. */
+    assert_int_equal(kp_expr_graph_create(&g), KP_OK);
+    assert_int_equal(kp_expr_declare(g, 1, "b1"), KP_OK);
+    assert_int_equal(kp_expr_declare(g, 0, "y"), KP_OK);
+    assert_int_equal(kp_expr_parse(g, "1e10 * b1 - y"), KP_OK);
+    assert_int_equal(kp_lm_sparse_create(rt, g, KP_PRECISION_F64, &lm), KP_OK);
+    for (int dense = 0; dense < 2; dense++) {
+        kp_lm_sparse_options so = kp_lm_sparse_options_default();
+        so.dense_max_parameters = dense ? 1 : 0;
+        double big[4] = {1e150, 1e150, 1e150, 1e150}, xd[1] = {0}, xh[1] = {0};
+        kp_lm_sparse_problem bp = {.struct_size = sizeof bp,
+                                   .n_instances = 4,
+                                   .data = big,
+                                   .index = index,
+                                   .n_x = 1,
+                                   .x = xd};
+        kp_lm_sparse_report rd = {.struct_size = sizeof rd}, rh = {.struct_size = sizeof rh};
+        assert_int_equal(kp_lm_sparse_solve(lm, &so, &bp, &rd), KP_OK);
+        bp.x = xh;
+        assert_int_equal(kp_lm_sparse_solve_host(g, &so, &bp, &rh), KP_OK);
+        assert_int_equal(rd.status, rh.status);
+        assert_true(KP_LM_CONVERGED(rd.status));
+        assert_true(fabs(xd[0] / 1e140 - 1) < 1e-6 && fabs(xd[0] / xh[0] - 1) < 1e-12);
+    }
     /* No parameters and no instances: converged at once. */
     kp_lm_sparse_problem empty = {.struct_size = sizeof empty, .x = x};
     assert_int_equal(kp_lm_sparse_solve(lm, NULL, &empty, &rep), KP_OK);
