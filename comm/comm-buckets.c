@@ -111,7 +111,7 @@ kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_comm_range
     /* The shared transport copies between the arena and its segment, NCCL reduces the arena
      * itself: no staging. */
     const int nccl = comm_nccl_owns(c, buf), shared = c->shared && c->queue && !nccl,
-              pipelined = shared && !c->blocking_buckets;
+              pipelined = shared && c->buckets != BUCKETS_BLOCKING;
     const size_t staged = shared || nccl ? 1 : total ? total : 1;
     size_t *at = pipelined ? malloc((n ? n : 1) * sizeof *at) : NULL;
     if (pipelined && !at)
@@ -214,7 +214,7 @@ kp_status kp_comm_buckets_start(kp_comm_buckets *bs, size_t index)
         return st;
     }
     if (c->shared && c->queue) {
-        /* Blocking (the default; KP_COMM_BUCKETS=pipelined asks for the pipeline): the bucket
+        /* Blocking (the default; KP_COMM_BUCKETS names the pipelines): the bucket
          * all-reduced now, its copies on the runtime's queue after its producers, the host
          * waiting for each step (docs/comm.md). */
         st = comm_allreduce_shared(c, fn, bs->buf, b->range.offset, b->range.count, bs->op);

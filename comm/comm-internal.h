@@ -68,11 +68,12 @@ struct kp_comm {
     /* OpenCL interop (NULL on the host device). */
     cl_context context;
     cl_command_queue queue;
-    comm_host staging;    /* the blocking collectives' copy of the range */
-    comm_host slices;     /* the other ranks' copies of this rank's slice */
-    int shared;           /* the device collectives use the node-shared transport */
-    int blocking_buckets; /* shared buckets all-reduced at their start (KP_COMM_BUCKETS unset or
-                             blocking), else pipelined (KP_COMM_BUCKETS=pipelined) */
+    comm_host staging; /* the blocking collectives' copy of the range */
+    comm_host slices;  /* the other ranks' copies of this rank's slice */
+    int shared;        /* the device collectives use the node-shared transport */
+    /* The shared transport's buckets (KP_COMM_BUCKETS): each all-reduced at its start (blocking,
+     * the default), or pipelined on the communicator's second queue or on the runtime's own. */
+    enum { BUCKETS_BLOCKING, BUCKETS_PIPELINED, BUCKETS_SINGLE_QUEUE } buckets;
     char why[2 * FAILURE_BYTES + 96]; /* why this transport (kp_comm_transport) */
     comm_shared shm;
     struct comm_nccl *nccl; /* the NCCL transport (comm-nccl.c), or NULL */

@@ -54,6 +54,7 @@ typedef struct stage {
 
 struct comm_pipe {
     kp_comm *c;
+    cl_command_queue q; /* the steps' queue: the second one, or the runtime's (single-queue) */
     cl_mem mem;
     kp_comm_op op;
     stage *b;
@@ -97,7 +98,7 @@ void comm_pipe_destroy(comm_pipe *p)
     }
     /* Nothing on the copy queue waits for the host: its step (1)s wait for markers already
      * flushed on the runtime's queue. */
-    clFinish(c->shm.copy);
+    clFinish(p->q);
     reset(p);
     if (p->rows)
         clReleaseMemObject(p->rows);
@@ -113,7 +114,14 @@ kp_status comm_pipe_create(kp_comm *c, const char *fn, kp_buffer *buf, const kp_
         free(p);
         return comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     }
-    *p = (comm_pipe){.c = c, .mem = kp_buffer_cl_mem(buf), .op = op, .b = p->b, .n = n};
+    /* On one queue the device runs each bucket's copies and sum after the producers enqueued
+     * before them, in the runtime's order: no two queues touch the buffer at once. */
+    *p = (comm_pipe){.c = c,
+                     .q = c->buckets == BUCKETS_SINGLE_QUEUE ? c->queue : c->shm.copy,
+                     .mem = kp_buffer_cl_mem(buf),
+                     .op = op,
+                     .b = p->b,
+                     .n = n};
     size_t most = 0;
     for (size_t i = 0; i < n; i++) {
         p->b[i] = (stage){.range = ranges[i], .at = at[i]};
@@ -147,7 +155,7 @@ static cl_int copy(comm_pipe *p, size_t i, int r, int to_host, size_t from, size
     const stage *s = &p->b[i];
     char *host = comm_shared_part(&p->c->shm.buckets, r) + p->half + (s->at + from) * sizeof(float);
     const size_t at = (s->range.offset + from) * sizeof(float), bytes = (to - from) * sizeof(float);
-    cl_command_queue q = p->c->shm.copy;
+    cl_command_queue q = p->q;
     return to_host ? clEnqueueReadBuffer(q, p->mem, CL_FALSE, at, bytes, host, 0, NULL, NULL)
                    : clEnqueueWriteBuffer(q, p->mem, CL_FALSE, at, bytes, host, 0, NULL, NULL);
 }
@@ -158,7 +166,7 @@ static cl_int enqueue_step(comm_pipe *p, size_t i, int step, cl_event producers)
 {
     kp_comm *c = p->c;
     stage *s = &p->b[i];
-    cl_command_queue q = c->shm.copy;
+    cl_command_queue q = p->q;
     const int np = c->size, me = c->rank;
     const size_t count = s->range.count, b = comm_slice_begin(count, np, me),
                  e = comm_slice_begin(count, np, me + 1), n = e - b;

@@ -194,17 +194,21 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
                                  "finalised",
                                  fn);
     const char *buckets = getenv("KP_COMM_BUCKETS");
-    if (buckets && *buckets && strcmp(buckets, "pipelined") != 0 &&
-        strcmp(buckets, "blocking") != 0)
+    const int mode = !buckets || !*buckets || !strcmp(buckets, "blocking") ? BUCKETS_BLOCKING
+                     : !strcmp(buckets, "pipelined")                       ? BUCKETS_PIPELINED
+                     : !strcmp(buckets, "single-queue")                    ? BUCKETS_SINGLE_QUEUE
+                                                                           : -1;
+    if (mode < 0)
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                                 "%s: KP_COMM_BUCKETS is \"%s\", not pipelined or blocking", fn,
-                                 buckets);
+                                 "%s: KP_COMM_BUCKETS is \"%s\", not blocking, pipelined or "
+                                 "single-queue",
+                                 fn, buckets);
     kp_comm *c = calloc(1, sizeof *c);
     if (!c)
         return kp_last_error_set(rt, KP_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     /* The pipelined rounds only by name: on two H200s one run of two gave the CNN other bits
      * than the other transports, which at 2 ranks must agree (docs/comm.md). */
-    c->blocking_buckets = !(buckets && !strcmp(buckets, "pipelined"));
+    c->buckets = mode;
     c->rt = rt;
     c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_timeout();
     c->comm = MPI_COMM_NULL;

@@ -118,10 +118,11 @@ PYTHONUNBUFFERED=1 timeout "$(cap 120)" python3 -m torch.distributed.run --nproc
   --json "$res/peer-cnn-ddp.json" 2>&1 | grep -v '^W' || echo "peer failed"
 fi
 if want determinism; then
-  # The same CNN epoch (batch 128 per rank) on the shared transport with pipelined and with
-  # blocking buckets, three runs each, and on NCCL: at 2 ranks every transport's mean is the
-  # same bits ((a + b) / 2 in any order), so every run must print the same digest.
-  for mode in pipelined blocking; do
+  # The same CNN epoch (batch 128 per rank) on the shared transport with each bucket mode
+  # (pipelined on a second queue, pipelined on the runtime's queue, blocking), three runs each,
+  # and on NCCL: at 2 ranks every transport's mean is the same bits ((a + b) / 2 in any order),
+  # so every run must print the same digest; then each mode's samples/s over $epochs epochs.
+  for mode in pipelined single-queue blocking; do
     for r in 1 2 3; do
       step "determinism: shared transport, $mode buckets, run $r (1 epoch)"
       KP_COMM_TRANSPORT=shared KP_COMM_BUCKETS=$mode timeout "$(cap 60)" "${run[@]}" 2 \
@@ -131,10 +132,13 @@ if want determinism; then
   step "determinism: NCCL transport (1 epoch)"
   KP_COMM_TRANSPORT=nccl timeout "$(cap 60)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
     --device 'gpu:%r' --epochs 1 --batch 128 | tail -2
-  step "determinism: 1 GPU, then 2 GPUs with blocking buckets, $epochs epochs"
+  step "determinism: 1 GPU, $epochs epochs"
   timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:0 --epochs "$epochs" \
     --batch 128 | tail -2
-  KP_COMM_TRANSPORT=shared KP_COMM_BUCKETS=blocking timeout "$(cap 120)" "${run[@]}" 2 \
-    build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs "$epochs" --batch 128 | tail -2
+  for mode in single-queue blocking; do
+    step "determinism: 2 GPUs, $mode buckets, $epochs epochs"
+    KP_COMM_TRANSPORT=shared KP_COMM_BUCKETS=$mode timeout "$(cap 120)" "${run[@]}" 2 \
+      build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs "$epochs" --batch 128 | tail -2
+  done
 fi
 kp_pack

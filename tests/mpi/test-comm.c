@@ -756,6 +756,12 @@ int main(int argc, char **argv)
             test_buckets(rt, blocking);
             buckets_blocking = 0;
             kp_comm_destroy(blocking);
+            /* KP_COMM_BUCKETS=single-queue: the pipelined rounds on the runtime's own queue. */
+            setenv("KP_COMM_BUCKETS", "single-queue", 1);
+            kp_comm *single = open_comm_flags(rt, 120, KP_COMM_SHARED);
+            unsetenv("KP_COMM_BUCKETS");
+            test_buckets(rt, single);
+            kp_comm_destroy(single);
             setenv("KP_COMM_BUCKETS", "sideways", 1);
             kp_comm *none = NULL;
             if (kp_comm_create(rt, MPI_COMM_WORLD, NULL, &none) != KP_ERR_INVALID_ARG || none ||
