@@ -9,8 +9,8 @@
 
 The model is examples/fashion-mnist/cnn-model.c's: conv(1->32, 3x3, pad 1) + ReLU + max-pool 2 +
 conv(32->64, 3x3, pad 1) + ReLU + max-pool 2 + linear(3136->128) + ReLU + linear(128->10), softmax
-cross-entropy, AdamW(lr 1e-3, betas (0.9, 0.95) as the example's --beta2, weight_decay 0.01),
-batch 128, the example's shuffle (splitmix64 seeded with seed * 1000003 + epoch, Fisher-Yates), its
+cross-entropy, AdamW(lr 1e-3, betas (0.9, 0.95) as the example's --beta2, weight_decay 0.01 as its
+--weight-decay), batch 128, the example's shuffle (splitmix64 seeded with seed * 1000003 + epoch, Fisher-Yates), its
 normalisation, the last partial batch
 skipped; with --lr-schedule cosine, the example's cosine decay (lr x (1 + cos(pi k / K)) / 2 at
 step k of K: a LambdaLR stepped per batch). The example's initialisation: He uniform for ReLU
@@ -66,6 +66,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--train-limit", type=int, default=0)
     ap.add_argument("--beta2", type=float, default=0.95)
+    ap.add_argument("--weight-decay", type=float, default=0.01, help="AdamW's (the example's)")
     ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--compile", action="store_true")
@@ -120,7 +121,8 @@ def main():
                 layer.bias.zero_()
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, a.beta2), weight_decay=0.01)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, a.beta2),
+                            weight_decay=a.weight_decay)
     step_model = torch.compile(model) if a.compile else model
     loss_fn = nn.CrossEntropyLoss()
     global_batch = world * a.batch
