@@ -24,7 +24,8 @@ cmake -S . -B build-gpu-debug -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKP_BU
     >/tmp/kp-build.log 2>&1 || { tail -40 /tmp/kp-configure.log /tmp/kp-build.log; exit 1; }
 
 # watch NAME SECONDS EXE COMMAND...: runs COMMAND on 2 ranks; after SECONDS prints the stacks of
-# its processes whose executable is named EXE and kills the job.
+# its processes whose executable is named EXE, kills the job and sets hung (the script's status).
+hung=0
 watch() {
   local name=$1 allow=$2 exe=$3 pid t
   shift 3
