@@ -113,14 +113,8 @@ kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_comm_range
     const int nccl = comm_nccl_owns(c, buf), shared = c->shared && c->queue && !nccl,
               pipelined = shared && c->buckets != BUCKETS_BLOCKING;
     const size_t staged = shared || nccl ? 1 : total ? total : 1;
-    size_t *at = pipelined ? malloc((n ? n : 1) * sizeof *at) : NULL;
-    if (pipelined && !at)
-        st = comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-    for (size_t i = 0; st == KP_OK && i < n && at; i++)
-        at[i] = bs->b[i].at;
-    if (st == KP_OK && pipelined)
-        st = comm_pipe_create(c, fn, buf, ranges, at, n, op, &bs->pipe);
-    free(at);
+    if (pipelined)
+        st = comm_pipe_create(c, fn, buf, ranges, n, op, &bs->pipe);
     if (st == KP_OK)
         st = comm_host_reserve(c, &bs->staging, staged * sizeof(float));
     if (st != KP_OK) {

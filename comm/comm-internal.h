@@ -165,11 +165,11 @@ cl_int comm_shared_sum(kp_comm *c, cl_command_queue q, cl_mem rows, cl_mem out, 
                        kp_comm_op op);
 
 /* The shared transport's bucket rounds (comm-shared-buckets.c): the all-reduce of n ranges of
- * mem (their floats at[i] in the round's half of the segment), pipelined on the comm's copy queue
- * beside the runtime's. */
+ * buf (one after another in the round's half of the segment), pipelined on the comm's copy queue
+ * beside the runtime's, or on the runtime's own (KP_COMM_BUCKETS=single-queue). */
 typedef struct comm_pipe comm_pipe;
 kp_status comm_pipe_create(kp_comm *c, const char *fn, kp_buffer *buf, const kp_comm_range *ranges,
-                           const size_t *at, size_t n, kp_comm_op op, comm_pipe **out);
+                           size_t n, kp_comm_op op, comm_pipe **out);
 kp_status comm_pipe_start(comm_pipe *p, const char *fn, size_t index);
 kp_status comm_pipe_finish(comm_pipe *p, const char *fn);
 void comm_pipe_destroy(comm_pipe *p);

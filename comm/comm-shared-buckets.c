@@ -107,7 +107,7 @@ void comm_pipe_destroy(comm_pipe *p)
 }
 
 kp_status comm_pipe_create(kp_comm *c, const char *fn, kp_buffer *buf, const kp_comm_range *ranges,
-                           const size_t *at, size_t n, kp_comm_op op, comm_pipe **out)
+                           size_t n, kp_comm_op op, comm_pipe **out)
 {
     comm_pipe *p = calloc(1, sizeof *p);
     if (!p || !(p->b = calloc(n ? n : 1, sizeof *p->b))) {
@@ -124,7 +124,8 @@ kp_status comm_pipe_create(kp_comm *c, const char *fn, kp_buffer *buf, const kp_
                      .n = n};
     size_t most = 0;
     for (size_t i = 0; i < n; i++) {
-        p->b[i] = (stage){.range = ranges[i], .at = at[i]};
+        /* The buckets one after another in the half, in index order. */
+        p->b[i] = (stage){.range = ranges[i], .at = p->total};
         p->total += ranges[i].count;
         const size_t slice = comm_slice_begin(ranges[i].count, c->size, 1) + 1;
         most = slice > most ? slice : most;

@@ -106,8 +106,9 @@ static void check_device(kp_comm *c, int automatic, char *no)
         snprintf(no, FAILURE_BYTES, "building the sum kernel failed: OpenCL error %d", (int)err);
         return;
     }
-    s->copy = clCreateCommandQueue(c->context, s->device, 0, &err);
-    if (!s->copy)
+    /* Only the pipelined bucket rounds (KP_COMM_BUCKETS=pipelined) run on a second queue. */
+    if (c->buckets == BUCKETS_PIPELINED &&
+        !(s->copy = clCreateCommandQueue(c->context, s->device, 0, &err)))
         snprintf(no, FAILURE_BYTES, "a second command queue could not be made: OpenCL error %d",
                  (int)err);
 }
