@@ -115,4 +115,48 @@ static inline kp_lm_options nist_options(void)
     return o;
 }
 
+/* The fewest matching digits of p's parameters x against the certified values. */
+static inline double nist_min_digits(const nist_problem *p, const double *x)
+{
+    double digits = 15;
+    for (int j = 0; j < p->n_params; j++)
+        digits = fmin(digits, nist_digits(x[j], p->certified[j]));
+    return digits;
+}
+
+/* Problem p as one large sparse problem (mode 2): every observation an instance of all the
+ * model's parameters. The index (index[i, s] = s) is malloc'ed for the caller to free. */
+static inline int32_t *nist_sparse_index(const nist_problem *p)
+{
+    int32_t *index = malloc((size_t)p->n_obs * p->n_params * sizeof *index);
+    for (int i = 0; index && i < p->n_obs * p->n_params; i++)
+        index[i] = i % p->n_params;
+    return index;
+}
+
+/* Mode 2 on p from start s into x (8 doubles), with its index (nist_sparse_index). */
+static inline kp_lm_sparse_problem nist_sparse_problem(const nist_problem *p, const int32_t *index,
+                                                       int s, double *x)
+{
+    memcpy(x, p->start[s], 8 * sizeof *x);
+    return (kp_lm_sparse_problem){.struct_size = sizeof(kp_lm_sparse_problem),
+                                  .n_instances = (size_t)p->n_obs,
+                                  .data = p->rows,
+                                  .index = index,
+                                  .n_x = (size_t)p->n_params,
+                                  .x = x};
+}
+
+/* Mode 2's options for NIST: NIST's tolerances (*lo, nist_options(), read during the solve), CG
+ * to 1e-14, the dense path (every model has at most 8 parameters) or CG alone. */
+static inline kp_lm_sparse_options nist_sparse_options(const kp_lm_options *lo, int dense)
+{
+    kp_lm_sparse_options o = kp_lm_sparse_options_default();
+    o.lm = lo;
+    o.cg_tolerance = 1e-14;
+    if (!dense)
+        o.dense_max_parameters = 0;
+    return o;
+}
+
 #endif

@@ -254,31 +254,18 @@ static void test_dense_nist_on_device(void **state)
         kp_expr_graph *g = nist_graph(model);
         kp_lm_sparse *lm;
         assert_int_equal(kp_lm_sparse_create(rt, g, KP_PRECISION_F64, &lm), KP_OK);
-        int32_t *index = malloc((size_t)p->n_obs * p->n_params * sizeof *index);
+        int32_t *index = nist_sparse_index(p);
         assert_non_null(index);
-        for (int i = 0; i < p->n_obs * p->n_params; i++)
-            index[i] = i % p->n_params;
         for (int t = 0; t < 4; t++) {
             const int s = t / 2, dense = t % 2 == 0;
             double x[8];
-            memcpy(x, p->start[s], sizeof x);
-            kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
-                                       .n_instances = (size_t)p->n_obs,
-                                       .data = p->rows,
-                                       .index = index,
-                                       .n_x = (size_t)p->n_params,
-                                       .x = x};
-            kp_lm_sparse_options o = kp_lm_sparse_options_default();
+            const kp_lm_sparse_problem pb = nist_sparse_problem(p, index, s, x);
             const kp_lm_options lo = nist_options();
-            o.lm = &lo;
-            o.cg_tolerance = 1e-14;
-            o.dense_max_parameters = dense ? 8 : 0;
+            const kp_lm_sparse_options o = nist_sparse_options(&lo, dense);
             kp_lm_sparse_report rep = {.struct_size = sizeof rep};
             if (kp_lm_sparse_solve(lm, &o, &pb, &rep) != KP_OK)
                 fail_msg("%s", kp_last_error(rt));
-            double digits = 15;
-            for (int j = 0; j < p->n_params; j++)
-                digits = fmin(digits, nist_digits(x[j], p->certified[j]));
+            const double digits = nist_min_digits(p, x);
             print_message("%-8s start %d on the device, %-5s: %4.1f digits, %3d evaluations, %s\n",
                           model->name, s + 1, dense ? "dense" : "CG", digits, rep.iterations,
                           kp_lm_status_name(rep.status));

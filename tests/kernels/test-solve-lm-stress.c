@@ -40,10 +40,7 @@ static int teardown(void **state)
 /* The fewest digits of any parameter of solve b against the certified values. */
 static double digits_of(const nist_problem *p, const double *x, int b)
 {
-    double digits = 15;
-    for (int j = 0; j < p->n_params; j++)
-        digits = fmin(digits, nist_digits(x[b * p->n_params + j], p->certified[j]));
-    return digits;
+    return nist_min_digits(p, x + (size_t)b * p->n_params);
 }
 
 static void test_nist_perturbed_starts(void **state)

@@ -44,9 +44,7 @@ static void test_nist_host(void **state)
                              .status = &status};
             kp_lm_options o = nist_options();
             assert_int_equal(kp_lm_solve_host(g, &o, &b), KP_OK);
-            double digits = 15;
-            for (int j = 0; j < p->n_params; j++)
-                digits = fmin(digits, nist_digits(x[j], p->certified[j]));
+            const double digits = nist_min_digits(p, x);
             printf("%-10s %5d %6.1f %6d  %s\n", nist_models[m].name, s + 1, digits, iters,
                    kp_lm_status_name((kp_lm_status)status));
             if (digits < 7 && !expected_failure(nist_models[m].name, s + 1))

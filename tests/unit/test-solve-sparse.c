@@ -85,33 +85,18 @@ static double nist_mode2(const nist_model *model, const nist_problem *p, int s, 
                          double *x, kp_lm_sparse_report *rep)
 {
     kp_expr_graph *g = nist_graph(model);
-    int32_t *index = malloc((size_t)p->n_obs * p->n_params * sizeof *index);
+    int32_t *index = nist_sparse_index(p);
     assert_non_null(index);
-    for (int i = 0; i < p->n_obs * p->n_params; i++)
-        index[i] = i % p->n_params;
-    memcpy(x, p->start[s], 8 * sizeof *x);
-    kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
-                               .n_instances = (size_t)p->n_obs,
-                               .data = p->rows,
-                               .index = index,
-                               .n_x = (size_t)p->n_params,
-                               .x = x};
-    kp_lm_sparse_options o = kp_lm_sparse_options_default();
+    const kp_lm_sparse_problem pb = nist_sparse_problem(p, index, s, x);
     const kp_lm_options lo = nist_options();
-    o.lm = &lo;
-    o.cg_tolerance = 1e-14;
-    if (!dense)
-        o.dense_max_parameters = 0;
+    const kp_lm_sparse_options o = nist_sparse_options(&lo, dense);
     *rep = (kp_lm_sparse_report){.struct_size = sizeof *rep};
     assert_int_equal(kp_lm_sparse_solve_host(g, &o, &pb, rep), KP_OK);
     assert_int_equal(rep->dense, dense);
     assert_true(dense ? rep->cg_iterations == 0 : rep->cg_iterations > 0);
-    double digits = 15;
-    for (int j = 0; j < p->n_params; j++)
-        digits = fmin(digits, nist_digits(x[j], p->certified[j]));
     free(index);
     kp_expr_graph_destroy(g);
-    return digits;
+    return nist_min_digits(p, x);
 }
 
 /* Small dense problems through the sparse path (every instance's slots index the same
