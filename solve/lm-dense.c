@@ -14,21 +14,21 @@ int kp__lm_dense(const kp_lm_sparse_options *o, size_t P)
 }
 
 void kp__lm_jtj_row(const double *J, const int32_t *index, const int32_t *tptr, const int32_t *tent,
-                    size_t n, size_t O, size_t S, size_t P, size_t p, double *row)
+                    size_t n, size_t O, size_t S, size_t lo, size_t hi, size_t p, double *row)
 {
-    memset(row, 0, P * sizeof *row);
+    memset(row, 0, (hi - lo) * sizeof *row);
     for (int32_t e = tptr[p]; e < tptr[p + 1]; e++) {
         const size_t i = (size_t)tent[e] / S, s1 = (size_t)tent[e] % S;
         if (i >= n)
             continue;
         for (size_t s2 = 0; s2 < S; s2++) {
             const size_t q2 = (size_t)index[i * S + s2];
-            if (q2 >= P)
+            if (q2 < lo || q2 >= hi)
                 continue;
             double t = 0;
             for (size_t o = 0; o < O; o++)
                 t += J[(i * O + o) * S + s1] * J[(i * O + o) * S + s2];
-            row[q2] += t;
+            row[q2 - lo] += t;
         }
     }
 }

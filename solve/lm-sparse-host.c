@@ -136,20 +136,7 @@ void kp__lm_block(const double *J, const int32_t *index, const int32_t *tptr, co
     const size_t q0 = k * bs, q1 = q0 + bs < P ? q0 + bs : P;
     memset(B, 0, bs * bs * sizeof *B);
     for (size_t q = q0; q < q1; q++)
-        for (int32_t e = tptr[q]; e < tptr[q + 1]; e++) {
-            const size_t i = (size_t)tent[e] / S, s1 = (size_t)tent[e] % S;
-            if (i >= n)
-                continue;
-            for (size_t s2 = 0; s2 < S; s2++) {
-                const size_t q2 = (size_t)index[i * S + s2];
-                if (q2 < q0 || q2 >= q1)
-                    continue;
-                double t = 0;
-                for (size_t o = 0; o < O; o++)
-                    t += J[(i * O + o) * S + s1] * J[(i * O + o) * S + s2];
-                B[(q - q0) * bs + (q2 - q0)] += t;
-            }
-        }
+        kp__lm_jtj_row(J, index, tptr, tent, n, O, S, q0, q1, q, B + (q - q0) * bs);
 }
 
 void kp__lm_block_solve(const double *B, const double *D, const double *r, double mu, size_t b,
@@ -197,7 +184,7 @@ static int normal(sparse *sp)
         sp->D_[q] = v < lo ? lo : v > KP__LM_CEILING ? KP__LM_CEILING : v;
     }
     for (size_t q = 0; sp->dense && q < sp->P; q++)
-        kp__lm_jtj_row(sp->wJ[sp->cur], sp->pb->index, sp->tptr, sp->tent, sp->n, sp->O, sp->S,
+        kp__lm_jtj_row(sp->wJ[sp->cur], sp->pb->index, sp->tptr, sp->tent, sp->n, sp->O, sp->S, 0,
                        sp->P, q, sp->A + q * sp->P);
     for (size_t k = 0; sp->bs > 1 && k * sp->bs < sp->P; k++)
         kp__lm_block(sp->wJ[sp->cur], sp->pb->index, sp->tptr, sp->tent, sp->n, sp->O, sp->S, sp->P,

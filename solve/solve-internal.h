@@ -166,11 +166,12 @@ void kp__lm_block_solve(const double *B, const double *D, const double *r, doubl
  * dense_max_parameters accepted. */
 enum { KP__LM_DENSE_MAX = 4096 };
 int kp__lm_dense(const kp_lm_sparse_options *o, size_t P);
-/* Row p of J^T J into row[P]: over p's uses in order, then the instance's slots (an instance
- * that uses p in two slots adds both cross terms); uses past n and slots whose index is outside
- * [0, P) are skipped. solve/sparse.cl's sp_jtj sums the same way. */
+/* Columns [lo, hi) of row p of J^T J into row[hi - lo]: over p's uses in order, then the
+ * instance's slots (an instance that uses p in two slots adds both cross terms); uses past n and
+ * slots whose index is outside [lo, hi) are skipped. The dense path takes whole rows ([0, P):
+ * solve/sparse.cl's sp_jtj sums the same way), kp__lm_block the block's columns. */
 void kp__lm_jtj_row(const double *J, const int32_t *index, const int32_t *tptr, const int32_t *tent,
-                    size_t n, size_t O, size_t S, size_t P, size_t p, double *row);
+                    size_t n, size_t O, size_t S, size_t lo, size_t hi, size_t p, double *row);
 /* The Cholesky factor L (lower, row stride lda) of A + mu diag(D), n x n; 0 when a pivot is not
  * positive and finite (L then partly written). */
 int kp__lm_cholesky(const double *A, size_t lda, const double *D, double mu, size_t n, double *L);

@@ -348,7 +348,7 @@ static kp_status gather_reference(const kp_call *c, kp_launch *l)
     }
     for (int64_t k = 0; k < nb; k++) {
         if (jtj) {
-            kp__lm_jtj_row(J, index, tptr, tent, (size_t)n, (size_t)O, (size_t)S, (size_t)P,
+            kp__lm_jtj_row(J, index, tptr, tent, (size_t)n, (size_t)O, (size_t)S, 0, (size_t)P,
                            (size_t)k, B);
             for (int64_t i = 0; i < P; i++)
                 put(&a[4], k, i, B[i]);
