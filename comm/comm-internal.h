@@ -74,6 +74,9 @@ struct kp_comm {
     /* The shared transport's buckets (KP_COMM_BUCKETS): each all-reduced at its start (blocking,
      * the default), or pipelined on the communicator's second queue or on the runtime's own. */
     enum { BUCKETS_BLOCKING, BUCKETS_PIPELINED, BUCKETS_SINGLE_QUEUE } buckets;
+    /* The shared transport's all-reduce (KP_COMM_ALLREDUCE, comm_shared_slice): one-shot where
+     * it pays (auto), or always one way. */
+    enum { ALLREDUCE_AUTO, ALLREDUCE_ONE_SHOT, ALLREDUCE_TWO_SHOT } allreduce;
     char why[2 * FAILURE_BYTES + 96]; /* why this transport (kp_comm_transport) */
     comm_shared shm;
     struct comm_nccl *nccl; /* the NCCL transport (comm-nccl.c), or NULL */
@@ -159,6 +162,11 @@ kp_status comm_shared_sync(kp_comm *c, const char *fn, comm_segment *g, int tag,
 kp_status comm_shared_grow(kp_comm *c, const char *fn, comm_segment *g, size_t bytes);
 /* Rank r's part of segment g. */
 char *comm_shared_part(const comm_segment *g, int r);
+/* The elements [*b, *e) of a `count`-float all-reduce that this rank sums on the shared
+ * transport. Its own slice (reduce-scatter, all-gather: two syncs), or, one-shot, the whole range
+ * (every rank sums every rank's copy: one sync): always at 2 ranks, whose bytes are the same
+ * either way, and past 2 where the copies in are small (docs/comm.md). Returns one-shot. */
+int comm_shared_slice(const kp_comm *c, size_t count, size_t *b, size_t *e);
 /* Enqueues on q the sum of this rank's slice, `n` floats at element `at` of out, with the other
  * ranks' copies in `rows` (rank r's in row r, or r - 1 past this rank), in rank order. */
 cl_int comm_shared_sum(kp_comm *c, cl_command_queue q, cl_mem rows, cl_mem out, size_t at, size_t n,

@@ -38,6 +38,10 @@
  * move between rounds: the segment grows (a new one, the old one freed after both queues
  * finished) only at a round's start, after the round's call was agreed on. The blocking
  * collectives have a segment and rows of their own, so they may run between two buckets of a round.
+ *
+ * One-shot buckets (comm_shared_slice: every bucket at 2 ranks) copy the whole range in step (1),
+ * sum it all in step (2) and end there: one sync. The argument above holds with a reader's step
+ * (2) in place of its step (3).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +51,11 @@
 
 typedef struct stage {
     kp_comm_range range;
-    size_t at;  /* its floats' place in the half */
-    int step;   /* the last step enqueued this round: 0 to 3 */
-    cl_event e; /* that step's marker on the copy queue */
+    size_t at;       /* its floats' place in the half */
+    size_t from, to; /* the floats this rank sums (comm_shared_slice) */
+    int last;        /* its last step: 2 one-shot, else 3 */
+    int step;        /* the last step enqueued this round: 0 to last */
+    cl_event e;      /* that step's marker on the copy queue */
 } stage;
 
 struct comm_pipe {
@@ -59,7 +65,7 @@ struct comm_pipe {
     kp_comm_op op;
     stage *b;
     size_t n, total;
-    cl_mem rows;  /* the other ranks' copies of this rank's slice of the largest bucket */
+    cl_mem rows;  /* the other ranks' copies of what this rank sums of the largest bucket */
     size_t half;  /* offset of this round's half in a part */
     int agreed;   /* this round's call agreed on */
     int64_t call; /* the round's call number (c->calls at its agreement) */
@@ -125,10 +131,11 @@ kp_status comm_pipe_create(kp_comm *c, const char *fn, kp_buffer *buf, const kp_
     size_t most = 0;
     for (size_t i = 0; i < n; i++) {
         /* The buckets one after another in the half, in index order. */
-        p->b[i] = (stage){.range = ranges[i], .at = p->total};
+        stage *s = &p->b[i];
+        *s = (stage){.range = ranges[i], .at = p->total};
+        s->last = comm_shared_slice(c, ranges[i].count, &s->from, &s->to) ? 2 : 3;
         p->total += ranges[i].count;
-        const size_t slice = comm_slice_begin(ranges[i].count, c->size, 1) + 1;
-        most = slice > most ? slice : most;
+        most = s->to - s->from > most ? s->to - s->from : most;
     }
     const size_t rows = (size_t)(c->size > 1 ? c->size - 1 : 1) * (most ? most : 1) * sizeof(float);
     cl_int err = CL_SUCCESS;
@@ -168,15 +175,14 @@ static cl_int enqueue_step(comm_pipe *p, size_t i, int step, cl_event producers)
     kp_comm *c = p->c;
     stage *s = &p->b[i];
     cl_command_queue q = p->q;
-    const int np = c->size, me = c->rank;
-    const size_t count = s->range.count, b = comm_slice_begin(count, np, me),
-                 e = comm_slice_begin(count, np, me + 1), n = e - b;
+    const int np = c->size, me = c->rank, one_shot = s->last == 2;
+    const size_t count = s->range.count, b = s->from, e = s->to, n = e - b;
     cl_int err = CL_SUCCESS;
     if (step == 1) {
         err = clEnqueueBarrierWithWaitList(q, 1, &producers, NULL);
         if (err == CL_SUCCESS)
-            err = copy(p, i, me, 1, 0, b);
-        if (err == CL_SUCCESS)
+            err = copy(p, i, me, 1, 0, one_shot ? count : b);
+        if (err == CL_SUCCESS && !one_shot)
             err = copy(p, i, me, 1, e, count);
     } else if (step == 2) {
         /* The rows are the bucket's alone until its sum: the queue runs the buckets' steps one
@@ -190,7 +196,7 @@ static cl_int enqueue_step(comm_pipe *p, size_t i, int step, cl_event producers)
                     NULL, NULL);
         if (n && err == CL_SUCCESS)
             err = comm_shared_sum(c, q, p->rows, p->mem, s->range.offset + b, n, p->op);
-        if (err == CL_SUCCESS)
+        if (err == CL_SUCCESS && !one_shot)
             err = copy(p, i, me, 1, b, e);
     } else {
         for (int r = 0; r < np && err == CL_SUCCESS; r++)
@@ -253,11 +259,12 @@ static kp_status sync(comm_pipe *p, const char *fn, size_t i, int step)
     return st;
 }
 
-/* Moves bucket i to step `to` (2 or 3): waits for its last step, syncs, enqueues the next. */
+/* Moves bucket i to step `to` (2 or 3) or its last: waits for its last step, syncs, enqueues the
+ * next. */
 static kp_status advance(comm_pipe *p, const char *fn, size_t i, int to)
 {
     stage *s = &p->b[i];
-    while (s->step < to) {
+    while (s->step < to && s->step < s->last) {
         cl_int err = clWaitForEvents(1, &s->e);
         if (err != CL_SUCCESS)
             return comm_shared_failure(p->c, fn, step_name(s->step), err);

@@ -17,6 +17,10 @@ enum { MODE_AUTO, MODE_STAGED, MODE_SHARED, MODE_NCCL, MODE_INVALID = -1 };
 #define PAGE ((size_t)4096)
 /* The sum kernel's work-group size, fixed (PoCL compiles once per size). */
 #define GROUP ((size_t)64)
+/* Past 2 ranks, one-shot copies (p - 1) x the range in where reduce-scatter and all-gather copy
+ * about 2 x in and out, and saves a sync (tens of microseconds on two H200s, bench-allreduce):
+ * worth it while the extra copies take about as long, a MiB at the staging limit's ~20 GB/s. */
+#define ONE_SHOT_BYTES ((size_t)1 << 20)
 
 /* Adds the ranks' copies of the slice in rank order, ((x_0 + x_1) + x_2) + ..., the host path's
  * additions exactly: this rank's (`me`) from its buffer, rank r's from row r (r < me) or r - 1 of
@@ -200,6 +204,12 @@ static kp_status segment_alloc(kp_comm *c, const char *fn, comm_segment *g, size
         clReleaseMemObject(g->mem);
         g->mem = NULL;
     }
+    /* No rank writes into its part before every rank has mapped the segment: a map of a
+     * CL_MEM_USE_HOST_PTR buffer may copy the driver's copy of the whole segment, taken when the
+     * buffer was made, back over the host memory (bench/probes/use-host-ptr-probe.c), erasing
+     * what a rank that mapped earlier had already copied into its part. */
+    if ((rc = MPI_Barrier(s->node)) != MPI_SUCCESS)
+        return comm_mpi_fail(c, fn, "MPI_Barrier", rc);
     return KP_OK;
 }
 
@@ -475,12 +485,25 @@ cl_int comm_shared_sum(kp_comm *c, cl_command_queue q, cl_mem rows, cl_mem out, 
                            : clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
 }
 
+int comm_shared_slice(const kp_comm *c, size_t count, size_t *b, size_t *e)
+{
+    const int p = c->size;
+    const int one_shot = c->allreduce == ALLREDUCE_AUTO
+                             ? p == 2 || (size_t)(p - 1) * count * sizeof(float) <= ONE_SHOT_BYTES
+                             : c->allreduce == ALLREDUCE_ONE_SHOT;
+    *b = one_shot ? 0 : comm_slice_begin(count, p, c->rank);
+    *e = one_shot ? count : comm_slice_begin(count, p, c->rank + 1);
+    return one_shot;
+}
+
 /*
- * Rank r's part holds a copy of the range laid out as in the buffer. (1) Each rank copies its
- * range but its own slice into its part; (2) for its slice, each rank copies the other ranks'
- * copies from their parts into the rows on the device, sums them with its own in rank order into
- * its buffer and copies the result into its part; (3) each rank copies the other
- * slices' results from their owners' parts. A sync separates the steps. The next collective's
+ * Rank r's part holds a copy of the range laid out as in the buffer. (1) Each rank copies into
+ * its part what the others sum: the range but its own slice, or one-shot the whole range; (2) for
+ * the elements it sums (comm_shared_slice), each rank copies the other ranks' copies from their
+ * parts into the rows on the device and sums them with its own in rank order into its buffer:
+ * one-shot, that is all; otherwise it copies its slice's result into its part, and (3) copies the
+ * other slices' results from their owners' parts. A sync separates the steps. Every rank adds the
+ * same values in the same order, so the ranks' results are the same bits. The next collective's
  * comm_agree keeps a rank from overwriting its part while another still copies from it.
  */
 kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t offset, size_t count,
@@ -489,14 +512,15 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
     const int p = c->size, me = c->rank;
     if (p == 1 || count == 0)
         return KP_OK;
-    const size_t b = comm_slice_begin(count, p, me), e = comm_slice_begin(count, p, me + 1),
-                 n = e - b, most = comm_slice_begin(count, p, 1) + 1;
+    size_t b, e;
+    const int one_shot = comm_shared_slice(c, count, &b, &e);
+    const size_t n = e - b, most = one_shot ? count : comm_slice_begin(count, p, 1) + 1;
     kp_status st = reserve(c, fn, count * sizeof(float), (size_t)(p - 1) * most * sizeof(float));
     if (st != KP_OK)
         return st;
     char *own = part(c, me);
-    cl_int err = copy_range(c, mem, 0, offset, 0, b, own);
-    if (err == CL_SUCCESS)
+    cl_int err = copy_range(c, mem, 0, offset, 0, one_shot ? count : b, own);
+    if (err == CL_SUCCESS && !one_shot)
         err = copy_range(c, mem, 0, offset, e, count, own);
     if ((err = finish(c, err)) != CL_SUCCESS)
         return comm_shared_failure(c, fn, "copying the range into the segment", err);
@@ -511,10 +535,12 @@ kp_status comm_shared_allreduce(kp_comm *c, const char *fn, cl_mem mem, size_t o
                                        part(c, r) + b * sizeof(float), 0, NULL, NULL);
     if (n && err == CL_SUCCESS)
         err = comm_shared_sum(c, c->queue, s->rows, mem, offset + b, n, op);
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS && !one_shot)
         err = copy_range(c, mem, 0, offset, b, e, own);
     if ((err = finish(c, err)) != CL_SUCCESS)
         return comm_shared_failure(c, fn, "summing this rank's slice", err);
+    if (one_shot)
+        return KP_OK;
     if ((st = node_sync(c, fn, TAG_SYNC)) != KP_OK)
         return st;
     for (int r = 0; r < p && err == CL_SUCCESS; r++)

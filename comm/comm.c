@@ -163,6 +163,19 @@ static double env_timeout(void)
     return v && end != v && *end == '\0' && t > 0 ? t : 300;
 }
 
+/* The index of environment variable `name`'s value in `values` (NULL-terminated), 0 where it is
+ * unset or empty, -1 where it is none of them. */
+static int env_choice(const char *name, const char *const *values)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    for (int i = 0; values[i]; i++)
+        if (!strcmp(v, values[i]))
+            return i;
+    return -1;
+}
+
 kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *options,
                          kp_comm **out)
 {
@@ -193,22 +206,23 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
                                  "%s: MPI is not initialised (call MPI_Init first) or already "
                                  "finalised",
                                  fn);
-    const char *buckets = getenv("KP_COMM_BUCKETS");
-    const int mode = !buckets || !*buckets || !strcmp(buckets, "blocking") ? BUCKETS_BLOCKING
-                     : !strcmp(buckets, "pipelined")                       ? BUCKETS_PIPELINED
-                     : !strcmp(buckets, "single-queue")                    ? BUCKETS_SINGLE_QUEUE
-                                                                           : -1;
-    if (mode < 0)
-        return kp_last_error_set(rt, KP_ERR_INVALID_ARG,
-                                 "%s: KP_COMM_BUCKETS is \"%s\", not blocking, pipelined or "
-                                 "single-queue",
-                                 fn, buckets);
+    static const char *const bucket_modes[] = {"blocking", "pipelined", "single-queue", NULL},
+                             *const allreduce_modes[] = {"auto", "one-shot", "two-shot", NULL};
+    const int mode = env_choice("KP_COMM_BUCKETS", bucket_modes),
+              allreduce = env_choice("KP_COMM_ALLREDUCE", allreduce_modes);
+    if (mode < 0 || allreduce < 0)
+        return kp_last_error_set(rt, KP_ERR_INVALID_ARG, "%s: %s is \"%s\", not %s", fn,
+                                 mode < 0 ? "KP_COMM_BUCKETS" : "KP_COMM_ALLREDUCE",
+                                 getenv(mode < 0 ? "KP_COMM_BUCKETS" : "KP_COMM_ALLREDUCE"),
+                                 mode < 0 ? "blocking, pipelined or single-queue"
+                                          : "auto, one-shot or two-shot");
     kp_comm *c = calloc(1, sizeof *c);
     if (!c)
         return kp_last_error_set(rt, KP_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     /* The pipelined rounds only by name: on two H200s one run of two gave the CNN other bits
      * than the other transports, which at 2 ranks must agree (docs/comm.md). */
     c->buckets = mode;
+    c->allreduce = allreduce;
     c->rt = rt;
     c->timeout_s = o.timeout_s > 0 ? o.timeout_s : env_timeout();
     c->comm = MPI_COMM_NULL;

@@ -70,6 +70,10 @@ step "bench-allreduce: 2 ranks, gpu:0 and gpu:1, staged, shared and nccl"
 timeout "$(cap 180)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
   --json "$res/bench-allreduce.json"
 
+step "bench-allreduce: the shared transport two-shot (reduce-scatter, all-gather; KP_COMM_ALLREDUCE)"
+KP_COMM_ALLREDUCE=two-shot timeout "$(cap 180)" "${run[@]}" 2 build-gpu/bin/bench-allreduce \
+  --device 'gpu:%r' --transport shared --json "$res/bench-allreduce-two-shot.json"
+
 step "bench-allreduce --buckets 4: rounds of 4 buckets after producers (a 256 MB fill each)"
 timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/bench-allreduce --device 'gpu:%r' \
   --transport both --buckets 4 --work-mb 256 --min-mb 1 --max-mb 16 \
@@ -122,8 +126,11 @@ if want determinism; then
   # (pipelined on a second queue, pipelined on the runtime's queue, blocking), three runs each,
   # and on NCCL: at 2 ranks every transport's mean is the same bits ((a + b) / 2 in any order),
   # so every run must print the same digest; then each mode's samples/s over $epochs epochs.
+  # KP_MPI_RUNS: the runs of each mode (default 3).
+  step "use-host-ptr-probe: does a map of a CL_MEM_USE_HOST_PTR buffer overwrite the host's writes?"
+  build-gpu/bin/use-host-ptr-probe --mb 64 || true
   for mode in pipelined single-queue blocking; do
-    for r in 1 2 3; do
+    for r in $(seq "${KP_MPI_RUNS:-3}"); do
       step "determinism: shared transport, $mode buckets, run $r (1 epoch)"
       KP_COMM_TRANSPORT=shared KP_COMM_BUCKETS=$mode timeout "$(cap 60)" "${run[@]}" 2 \
         build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs 1 --batch 128 | tail -2
@@ -135,7 +142,7 @@ if want determinism; then
   step "determinism: 1 GPU, $epochs epochs"
   timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:0 --epochs "$epochs" \
     --batch 128 | tail -2
-  for mode in single-queue blocking; do
+  for mode in pipelined single-queue blocking; do
     step "determinism: 2 GPUs, $mode buckets, $epochs epochs"
     KP_COMM_TRANSPORT=shared KP_COMM_BUCKETS=$mode timeout "$(cap 120)" "${run[@]}" 2 \
       build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs "$epochs" --batch 128 | tail -2

@@ -762,6 +762,27 @@ int main(int argc, char **argv)
             unsetenv("KP_COMM_BUCKETS");
             test_buckets(rt, single);
             kp_comm_destroy(single);
+            /* KP_COMM_ALLREDUCE=two-shot: reduce-scatter and all-gather at every size (2 ranks
+             * and small ranges take one-shot otherwise), blocking and pipelined. */
+            setenv("KP_COMM_ALLREDUCE", "two-shot", 1);
+            kp_comm *two = open_comm_flags(rt, 120, KP_COMM_SHARED);
+            setenv("KP_COMM_BUCKETS", "pipelined", 1);
+            kp_comm *two_pipelined = open_comm_flags(rt, 120, KP_COMM_SHARED);
+            unsetenv("KP_COMM_BUCKETS");
+            unsetenv("KP_COMM_ALLREDUCE");
+            test_allreduce(rt, two);
+            buckets_blocking = 1;
+            test_buckets(rt, two);
+            buckets_blocking = 0;
+            test_buckets(rt, two_pipelined);
+            kp_comm_destroy(two);
+            kp_comm_destroy(two_pipelined);
+            setenv("KP_COMM_ALLREDUCE", "three-shot", 1);
+            kp_comm *bad = NULL;
+            if (kp_comm_create(rt, MPI_COMM_WORLD, NULL, &bad) != KP_ERR_INVALID_ARG || bad ||
+                !strstr(kp_last_error(rt), "KP_COMM_ALLREDUCE is \"three-shot\""))
+                fail("KP_COMM_ALLREDUCE=three-shot: %s", kp_last_error(rt));
+            unsetenv("KP_COMM_ALLREDUCE");
             setenv("KP_COMM_BUCKETS", "sideways", 1);
             kp_comm *none = NULL;
             if (kp_comm_create(rt, MPI_COMM_WORLD, NULL, &none) != KP_ERR_INVALID_ARG || none ||
