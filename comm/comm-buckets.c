@@ -208,9 +208,8 @@ kp_status kp_comm_buckets_start(kp_comm_buckets *bs, size_t index)
         return st;
     }
     if (c->shared && c->queue) {
-        /* Blocking (the default; KP_COMM_BUCKETS names the pipelines): the bucket
-         * all-reduced now, its copies on the runtime's queue after its producers, the host
-         * waiting for each step (docs/comm.md). */
+        /* Blocking (KP_COMM_BUCKETS=blocking): the bucket all-reduced now, its copies on the
+         * runtime's queue after its producers, the host waiting for each step (docs/comm.md). */
         st = comm_allreduce_shared(c, fn, bs->buf, b->range.offset, b->range.count, bs->op);
         b->reduced = st == KP_OK;
         bs->next++;

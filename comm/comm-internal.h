@@ -71,9 +71,9 @@ struct kp_comm {
     comm_host staging; /* the blocking collectives' copy of the range */
     comm_host slices;  /* the other ranks' copies of this rank's slice */
     int shared;        /* the device collectives use the node-shared transport */
-    /* The shared transport's buckets (KP_COMM_BUCKETS): each all-reduced at its start (blocking,
-     * the default), or pipelined on the communicator's second queue or on the runtime's own. */
-    enum { BUCKETS_BLOCKING, BUCKETS_PIPELINED, BUCKETS_SINGLE_QUEUE } buckets;
+    /* The shared transport's buckets (KP_COMM_BUCKETS): pipelined on the communicator's second
+     * queue (the default) or on the runtime's own, or each all-reduced at its start (blocking). */
+    enum { BUCKETS_PIPELINED, BUCKETS_BLOCKING, BUCKETS_SINGLE_QUEUE } buckets;
     /* The shared transport's all-reduce (KP_COMM_ALLREDUCE, comm_shared_slice): one-shot where
      * it pays (auto), or always one way. */
     enum { ALLREDUCE_AUTO, ALLREDUCE_ONE_SHOT, ALLREDUCE_TWO_SHOT } allreduce;
@@ -163,9 +163,9 @@ kp_status comm_shared_grow(kp_comm *c, const char *fn, comm_segment *g, size_t b
 /* Rank r's part of segment g. */
 char *comm_shared_part(const comm_segment *g, int r);
 /* The elements [*b, *e) of a `count`-float all-reduce that this rank sums on the shared
- * transport. Its own slice (reduce-scatter, all-gather: two syncs), or, one-shot, the whole range
- * (every rank sums every rank's copy: one sync): always at 2 ranks, whose bytes are the same
- * either way, and past 2 where the copies in are small (docs/comm.md). Returns one-shot. */
+ * transport: its own slice (reduce-scatter, all-gather: two syncs), or, one-shot, the whole range
+ * (every rank sums every rank's copy: one sync) where the copies in are at most 8 MiB
+ * (KP_COMM_ALLREDUCE chooses otherwise; docs/comm.md). Returns one-shot. */
 int comm_shared_slice(const kp_comm *c, size_t count, size_t *b, size_t *e);
 /* Enqueues on q the sum of this rank's slice, `n` floats at element `at` of out, with the other
  * ranks' copies in `rows` (rank r's in row r, or r - 1 past this rank), in rank order. */

@@ -17,10 +17,12 @@ enum { MODE_AUTO, MODE_STAGED, MODE_SHARED, MODE_NCCL, MODE_INVALID = -1 };
 #define PAGE ((size_t)4096)
 /* The sum kernel's work-group size, fixed (PoCL compiles once per size). */
 #define GROUP ((size_t)64)
-/* Past 2 ranks, one-shot copies (p - 1) x the range in where reduce-scatter and all-gather copy
- * about 2 x in and out, and saves a sync (tens of microseconds on two H200s, bench-allreduce):
- * worth it while the extra copies take about as long, a MiB at the staging limit's ~20 GB/s. */
-#define ONE_SHOT_BYTES ((size_t)1 << 20)
+/* One-shot saves a sync and the host's wait for a step; two-shot moves the same bytes at 2 ranks,
+ * with half the sum on each device. On two H200s (bench-allreduce, 2026-11-26) one-shot was ahead
+ * up to 8 MB (88.0-91.0% of the staging limit, two-shot 73.5-89.0%), two-shot from 16 MB (93.3-
+ * 96.5%, one-shot 91.3-94.4%). Past 2 ranks one-shot copies (p - 1) x the range in where two-shot
+ * copies about 2 x: the same bound on the bytes copied in (not measured past 2 ranks). */
+#define ONE_SHOT_BYTES ((size_t)8 << 20)
 
 /* Adds the ranks' copies of the slice in rank order, ((x_0 + x_1) + x_2) + ..., the host path's
  * additions exactly: this rank's (`me`) from its buffer, rank r's from row r (r < me) or r - 1 of
@@ -110,7 +112,7 @@ static void check_device(kp_comm *c, int automatic, char *no)
         snprintf(no, FAILURE_BYTES, "building the sum kernel failed: OpenCL error %d", (int)err);
         return;
     }
-    /* Only the pipelined bucket rounds (KP_COMM_BUCKETS=pipelined) run on a second queue. */
+    /* Only the pipelined bucket rounds (the default KP_COMM_BUCKETS) run on a second queue. */
     if (c->buckets == BUCKETS_PIPELINED &&
         !(s->copy = clCreateCommandQueue(c->context, s->device, 0, &err)))
         snprintf(no, FAILURE_BYTES, "a second command queue could not be made: OpenCL error %d",
@@ -489,7 +491,7 @@ int comm_shared_slice(const kp_comm *c, size_t count, size_t *b, size_t *e)
 {
     const int p = c->size;
     const int one_shot = c->allreduce == ALLREDUCE_AUTO
-                             ? p == 2 || (size_t)(p - 1) * count * sizeof(float) <= ONE_SHOT_BYTES
+                             ? (size_t)(p - 1) * count * sizeof(float) <= ONE_SHOT_BYTES
                              : c->allreduce == ALLREDUCE_ONE_SHOT;
     *b = one_shot ? 0 : comm_slice_begin(count, p, c->rank);
     *e = one_shot ? count : comm_slice_begin(count, p, c->rank + 1);

@@ -206,7 +206,7 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
                                  "%s: MPI is not initialised (call MPI_Init first) or already "
                                  "finalised",
                                  fn);
-    static const char *const bucket_modes[] = {"blocking", "pipelined", "single-queue", NULL},
+    static const char *const bucket_modes[] = {"pipelined", "blocking", "single-queue", NULL},
                              *const allreduce_modes[] = {"auto", "one-shot", "two-shot", NULL};
     const int mode = env_choice("KP_COMM_BUCKETS", bucket_modes),
               allreduce = env_choice("KP_COMM_ALLREDUCE", allreduce_modes);
@@ -214,13 +214,11 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG, "%s: %s is \"%s\", not %s", fn,
                                  mode < 0 ? "KP_COMM_BUCKETS" : "KP_COMM_ALLREDUCE",
                                  getenv(mode < 0 ? "KP_COMM_BUCKETS" : "KP_COMM_ALLREDUCE"),
-                                 mode < 0 ? "blocking, pipelined or single-queue"
+                                 mode < 0 ? "pipelined, blocking or single-queue"
                                           : "auto, one-shot or two-shot");
     kp_comm *c = calloc(1, sizeof *c);
     if (!c)
         return kp_last_error_set(rt, KP_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    /* The pipelined rounds only by name: on two H200s one run of two gave the CNN other bits
-     * than the other transports, which at 2 ranks must agree (docs/comm.md). */
     c->buckets = mode;
     c->allreduce = allreduce;
     c->rt = rt;

@@ -23,8 +23,7 @@ for ranks in 2 3; do
     --save "$dir/single-$ranks.kpw" >"$dir/single-$ranks.txt"
   # 2 ranks: the parts merged into 2 buckets (the default); 3 ranks: a bucket per part.
   buckets=$([ $ranks = 2 ] && echo 256 || echo 0)
-  # The 3 ranks' shared transport with its pipelined buckets (blocking is the default).
-  KP_COMM_BUCKETS=$([ $ranks = 2 ] && echo blocking || echo pipelined) \
+  # The 3 ranks' shared transport with its buckets pipelined (the default).
   KP_COMM_TRANSPORT=$transport bash "$run" "$mpiexec" $ranks "$prog" --train-limit $images \
     --test-limit 100 --epochs 1 --batch $per --check-replicas --compare "$dir/single-$ranks.kpw" \
     --max-difference 1e-4 --bucket-kb "$buckets" | tee "$dir/parallel-$ranks.txt"

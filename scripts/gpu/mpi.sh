@@ -31,8 +31,9 @@ source "$(dirname "$0")/preamble.sh"
 kp_begin mpi /tmp/kp-mpi-out results
 kp_setup
 epochs=${KP_MPI_EPOCHS:-3}
-# KP_MPI_PARTS picks the groups below (default "tests bench cnn peers"; "determinism", not by
-# default: the CNN's digest over repeated runs of each bucket mode and transport).
+# KP_MPI_PARTS picks the groups below (default "tests bench cnn peers"; not by default:
+# "determinism", the CNN's digest over repeated runs of each bucket mode and transport, and
+# "scaling", what bounds the CNN's scaling).
 parts=${KP_MPI_PARTS:-tests bench cnn peers}
 want() { [[ " $parts " == *" $1 "* ]]; }
 kp_mpi
@@ -146,6 +147,27 @@ if want determinism; then
     step "determinism: 2 GPUs, $mode buckets, $epochs epochs"
     KP_COMM_TRANSPORT=shared KP_COMM_BUCKETS=$mode timeout "$(cap 120)" "${run[@]}" 2 \
       build-gpu/bin/fashion-mnist --device 'gpu:%r' --epochs "$epochs" --batch 128 | tail -2
+  done
+fi
+if want scaling; then
+  # What bounds the scaling: one GPU alone, then both GPUs each training alone at once (two
+  # processes, no collectives: what sharing the host costs), then 2 ranks with the buckets
+  # merged to 256 KB (the default), a bucket per layer, and one bucket for the whole arena.
+  step "scaling: 1 GPU alone, then gpu:0 and gpu:1 each alone at the same time ($epochs epochs)"
+  timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:0 --epochs "$epochs" \
+    --batch 128 | tail -2 | head -1
+  for g in 0 1; do
+    timeout "$(cap 120)" build-gpu/bin/fashion-mnist --device gpu:$g --epochs "$epochs" \
+      --batch 128 >"$res/alone-gpu$g.log" 2>&1 &
+  done
+  wait
+  tail -2 "$res/alone-gpu0.log" | head -1
+  tail -2 "$res/alone-gpu1.log" | head -1
+  for kb in 256 0 65536; do
+    step "scaling: 2 GPUs, shared transport, --bucket-kb $kb, $epochs epochs"
+    KP_COMM_TRANSPORT=shared timeout "$(cap 120)" "${run[@]}" 2 build-gpu/bin/fashion-mnist \
+      --device 'gpu:%r' --epochs "$epochs" --batch 128 --bucket-kb "$kb" |
+      grep -E '^gradient buckets|^epoch'
   done
 fi
 kp_pack

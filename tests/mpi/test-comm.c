@@ -612,14 +612,12 @@ static void test_failures(kp_runtime *rt)
      * context, where they would arrive (docs/comm.md: after a failure, end the job). */
     /* The last two on the shared transport: a failed one must not hang in kp_comm_destroy (the
      * window's free synchronises) whether every rank failed or rank 0, late, did not. */
-    /* The buckets' failures below are the pipelined rounds' (KP_COMM_BUCKETS=pipelined). */
-    setenv("KP_COMM_BUCKETS", "pipelined", 1);
+    /* The buckets' failures below are the pipelined rounds' (the default KP_COMM_BUCKETS). */
     kp_comm *mismatched = open_comm(rt, 60), *gives_up = open_comm_flags(rt, 60, KP_COMM_SHARED),
             *late = open_comm_flags(rt, 1, KP_COMM_SHARED),
             *copy_fails = open_comm_flags(rt, 60, KP_COMM_SHARED),
             *bucket_fails = open_comm_flags(rt, 60, KP_COMM_SHARED),
             *buckets_differ = open_comm_flags(rt, 60, KP_COMM_SHARED);
-    unsetenv("KP_COMM_BUCKETS");
     /* Different calls: every rank fails naming both, and the communicator stays failed. */
     kp_comm *c = mismatched;
     float v[7] = {0};
@@ -721,14 +719,11 @@ int main(int argc, char **argv)
         /* The OpenCL device runs every test on both transports, the shared one by name (PoCL's
          * CPU would get host staging); the host device has host staging alone. */
         for (int shared = d == 0; shared >= 0; shared--) {
-            /* The shared transport's buckets pipelined here, blocking (the default) below. */
-            if (shared)
-                setenv("KP_COMM_BUCKETS", "pipelined", 1);
+            /* The shared transport's buckets by default: pipelined (blocking below). */
             kp_comm *c = open_comm_flags(rt, 120,
                                          shared   ? KP_COMM_SHARED
                                          : d == 0 ? KP_COMM_STAGED
                                                   : 0);
-            unsetenv("KP_COMM_BUCKETS");
             const char *why = NULL, *transport = kp_comm_transport(c, &why);
             if (strcmp(transport, shared ? "shared" : "staged") != 0 || !why || !*why)
                 fail("transport %s (%s), expected %s", transport, why,
@@ -748,10 +743,11 @@ int main(int argc, char **argv)
             test_transports_agree(rt, shared, staged);
             kp_comm_destroy(shared);
             kp_comm_destroy(staged);
-            /* The shared transport's buckets by default (KP_COMM_BUCKETS unset): each
-             * all-reduced at its start, outside the pipeline; a value that is neither blocking
-             * nor pipelined is refused. */
+            /* KP_COMM_BUCKETS=blocking: each bucket all-reduced at its start, outside the
+             * pipeline; a value that is none of the modes is refused. */
+            setenv("KP_COMM_BUCKETS", "blocking", 1);
             kp_comm *blocking = open_comm_flags(rt, 120, KP_COMM_SHARED);
+            unsetenv("KP_COMM_BUCKETS");
             buckets_blocking = 1;
             test_buckets(rt, blocking);
             buckets_blocking = 0;
@@ -762,12 +758,12 @@ int main(int argc, char **argv)
             unsetenv("KP_COMM_BUCKETS");
             test_buckets(rt, single);
             kp_comm_destroy(single);
-            /* KP_COMM_ALLREDUCE=two-shot: reduce-scatter and all-gather at every size (2 ranks
-             * and small ranges take one-shot otherwise), blocking and pipelined. */
+            /* KP_COMM_ALLREDUCE=two-shot: reduce-scatter and all-gather at every size (ranges
+             * up to 8 MiB of copies take one-shot otherwise), blocking and pipelined. */
             setenv("KP_COMM_ALLREDUCE", "two-shot", 1);
-            kp_comm *two = open_comm_flags(rt, 120, KP_COMM_SHARED);
-            setenv("KP_COMM_BUCKETS", "pipelined", 1);
             kp_comm *two_pipelined = open_comm_flags(rt, 120, KP_COMM_SHARED);
+            setenv("KP_COMM_BUCKETS", "blocking", 1);
+            kp_comm *two = open_comm_flags(rt, 120, KP_COMM_SHARED);
             unsetenv("KP_COMM_BUCKETS");
             unsetenv("KP_COMM_ALLREDUCE");
             test_allreduce(rt, two);
