@@ -79,6 +79,16 @@ int kp__lm_damping_refuse(double *mu, double *nu)
     return !(*mu <= KP__LM_CEILING);
 }
 
+int kp__lm_unjudged(double cost, double cost_new, double pred, double tol)
+{
+    return pred > 0 && pred <= tol * cost && cost_new - cost <= tol * cost;
+}
+
+int kp__lm_contracts(double next, double step)
+{
+    return 4 * next <= step;
+}
+
 /* Householder QR of the rows [J | r] (n of them) in place: R and Q^T r's first S entries. Each
  * reflection's dot products run over the rows in order. Rows past n (fewer residuals than
  * parameters) leave zero rows of R. */
@@ -218,20 +228,13 @@ static void scaling(const lm_state *st, double *D)
     }
 }
 
-/* Whether a step that the cost cannot judge is taken anyway. Near a close fit the cost carries
- * rounding of the order of eps |r| |model| per residual, far above eps * cost, and the model's
- * predicted reduction sinks below it while the steps, from the QR factors, are still accurate to
- * J's conditioning: the ratio test then refuses good steps and the estimate stops digits short of
- * the minimum, by an amount that depends on the device's rounding (exp, contraction). A step is
- * taken when the model predicts, and the cost shows, a change below sqrt(eps) of the cost, and
- * the next step from the trial point (its own factors, the same damping) is at most half as long
- * (in D's norm): the iteration is contracting, as Gauss-Newton does at a minimum. A step that
- * does not contract is refused as before, so the damping grows until the step tolerance stops. */
+/* Whether a step the ratio test refused is taken anyway (solve-internal.h's kp__lm_unjudged and
+ * kp__lm_contracts say why): the next step from the trial point, with its factors, is computed
+ * with the same damping. pred is twice the model's drop. */
 static int settled(const lm_state *trial, const double *D, const double *h, double mu, double cost,
                    double cost_new, double pred)
 {
-    const double tol = 1.4901161193847656e-08; /* sqrt(DBL_EPSILON) */
-    if (!(pred > 0) || 0.5 * pred > tol * cost || cost_new - cost > tol * cost)
+    if (!kp__lm_unjudged(cost, cost_new, 0.5 * pred, KP__LM_UNJUDGED_F64))
         return 0;
     double Dn[MAX_PARAMS], hn[MAX_PARAMS], a = 0, b = 0;
     scaling(trial, Dn);
@@ -241,7 +244,7 @@ static int settled(const lm_state *trial, const double *D, const double *h, doub
         a += Dn[j] * hn[j] * hn[j];
         b += D[j] * h[j] * h[j];
     }
-    return 4 * a <= b;
+    return kp__lm_contracts(a, b);
 }
 
 /* Solves one problem from x; its status, iterations in *iters, cost in *cost_out. */

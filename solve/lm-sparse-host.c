@@ -243,6 +243,15 @@ static int cg(sparse *sp, double mu, uint32_t max_cg)
     return k;
 }
 
+/* sum D h^2, D at the current point. */
+static double dnorm(const sparse *sp, const double *h)
+{
+    double t = 0;
+    for (size_t q = 0; q < sp->P; q++)
+        t += sp->D_[q] * h[q] * h[q];
+    return t;
+}
+
 /* The step h: by CG, or on the dense path by Cholesky, refined against the matrix-free operator
  * (0 iterations). Returns CG's iterations, or -1 when the system broke down or did not factor. */
 static int linear_solve(sparse *sp, double mu, uint32_t max_cg)
@@ -464,6 +473,22 @@ static kp_status solve_sparse_host(const kp_expr_graph *g, const kp_lm_sparse_op
                 status = KP_LM_FUNCTION;
             kp__lm_damping_accept(rho, &mu, &nu);
             pr.accepted = 1;
+        } else if (isfinite(cost_t) && kp__lm_unjudged(cost, cost_t, pred, KP__LM_UNJUDGED_F64)) {
+            /* The trial point's normal equations, kept if the step from there contracts. */
+            const double step = dnorm(&sp, sp.h);
+            sp.cur = 1 - sp.cur;
+            normal(&sp);
+            const int kn = linear_solve(&sp, mu, max_cg);
+            cg_total += kn < 0 ? 0 : kn;
+            if (kn >= 0 && kp__lm_contracts(dnorm(&sp, sp.h), step)) {
+                memcpy(x, sp.xt, sp.P * sizeof *x);
+                cost = cost_t;
+                pr.accepted = 1;
+            } else {
+                sp.cur = 1 - sp.cur;
+                normal(&sp);
+                kp__lm_damping_refuse(&mu, &nu);
+            }
         } else {
             kp__lm_damping_refuse(&mu, &nu);
         }

@@ -163,6 +163,14 @@ static double dot(dev *v, kp_tensor a, kp_tensor b)
     return s;
 }
 
+/* sum D h^2 (D and h at the current point); z is overwritten. */
+static double dnorm(dev *v)
+{
+    vec(v, 0, 0, 0, vecP(v, v->h), vecP(v, v->h), vecP(v, v->h), vecP(v, v->z));
+    vec(v, 2, 1, 0, vecP(v, v->z), vecP(v, v->D), vecP(v, v->h), vecP(v, v->z));
+    return dot(v, vecP(v, v->h), vecP(v, v->z));
+}
+
 /* 1 where every element of x (a vector of P) is finite, as the host reference checks each: the
  * sum of x_i (0 x_i) is NaN exactly where some x_i is not finite, where |x|^2 would also overflow
  * for large finite ones. `scratch` (a vector of P) is overwritten. */
@@ -570,6 +578,7 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
             cost_t = all_finite(&v, v.q, v.z) ? cost_t : NAN;
         }
         const double rho = (cost - cost_t) / pred;
+        const double tol = v.e == 4 ? KP__LM_UNJUDGED_F32 : KP__LM_UNJUDGED_F64;
         if (isfinite(cost_t) && pred > 0 && rho > 0) {
             const double drop = cost - cost_t;
             v.cur = 1 - v.cur;
@@ -582,6 +591,27 @@ static kp_status run_sparse(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
                 status = KP_LM_FUNCTION;
             kp__lm_damping_accept(rho, &mu, &nu);
             pr.accepted = 1;
+        } else if (isfinite(cost_t) && kp__lm_unjudged(cost, cost_t, pred, tol)) {
+            /* The trial point's normal equations, kept if the step from there contracts. */
+            const double step = dnorm(&v);
+            v.cur = 1 - v.cur;
+            normal(&v);
+            if (v.dense && v.st == KP_OK)
+                v.st = kp_buffer_read(v.rt, v.g, 0, v.P * v.e, v.host_g);
+            double rel_next;
+            const int kn = v.dense ? dense_step(&v, mu, &rel_next) : cg(&v, mu, max_cg, &rel_next);
+            cg_total += kn < 0 ? 0 : kn;
+            if (kn >= 0 && kp__lm_contracts(dnorm(&v), step)) {
+                kp_buffer *t = v.x;
+                v.x = v.xt;
+                v.xt = t;
+                cost = cost_t;
+                pr.accepted = 1;
+            } else {
+                v.cur = 1 - v.cur;
+                normal(&v);
+                kp__lm_damping_refuse(&mu, &nu);
+            }
         } else {
             kp__lm_damping_refuse(&mu, &nu);
         }

@@ -262,11 +262,12 @@ static void lm_take(const lm_options *o, __local lm_state *st, real cost_t, __lo
     lm_scaling(o, d, D);
 }
 
-/* The decisions after an evaluation of xt (work-item 0 alone): take it, probe it (lm-host.c's
- * settled(), which says why: a step the cost cannot judge is taken when the next step from the
- * trial point, with its own factors and the same damping, is at most half as long in D's norm),
- * or refuse it; then stop, or set the next trial point. lm_damped_step has one call site, for
- * the probe and the step alike, so the kernel inlines it once. */
+/* The decisions after an evaluation of xt (work-item 0 alone): take it, probe it
+ * (solve-internal.h's kp__lm_unjudged and kp__lm_contracts, which say why: a step the cost cannot
+ * judge is taken when the next step from the trial point, with its own factors and the same
+ * damping, is at most half as long in D's norm), or refuse it; then stop, or set the next trial
+ * point. lm_damped_step has one call site, for the probe and the step alike, so the kernel
+ * inlines it once. */
 static void lm_step(const lm_options *o, __local lm_state *st, real cost_t, __local real *x,
                     __local real *xt, __local real *h, __local real *ht, __local real *g,
                     __local const real *gt, __local real *d, __local const real *dt,

@@ -200,6 +200,24 @@ void kp__lm_damping_accept(double rho, double *mu, double *nu);
  * passed KP__LM_CEILING (the system is singular). */
 int kp__lm_damping_refuse(double *mu, double *nu);
 
+/* Step 7 of docs/solve.md's mode 1, which mode 2 takes too: a step the cost cannot judge. Near a
+ * close fit the cost carries rounding of the order of eps |r| |model| per residual, far above
+ * eps * cost, and the model's predicted drop sinks below it while the steps are still accurate:
+ * the ratio test then refuses good steps and the estimate stops digits short of the minimum, by
+ * an amount that depends on the device's rounding (exp, contraction). kp__lm_unjudged: whether a
+ * step the ratio test refused is one of those, the predicted drop `pred` (positive) and the
+ * change cost_new - cost both below tol * cost (tol: KP__LM_UNJUDGED_F64 or _F32, the square
+ * root of the precision's epsilon). Such a step is taken if the next step from the trial point
+ * (its own J, g and D, the same damping) is at most half as long in D's norm, kp__lm_contracts
+ * of next = sum D' h'^2 and step = sum D h^2: the iteration contracts, as Gauss-Newton does at a
+ * minimum. Otherwise it is refused as before, so that a run of refusals ends on the step
+ * tolerance. A step taken this way leaves the damping as it was and does not stop on the
+ * function tolerance. lm.cl repeats both tests for mode 1 on the device. */
+#define KP__LM_UNJUDGED_F64 1.4901161193847656e-08
+#define KP__LM_UNJUDGED_F32 3.4526698e-4
+int kp__lm_unjudged(double cost, double cost_new, double pred, double tol);
+int kp__lm_contracts(double next, double step);
+
 /* rho(s) and rho'(s) of the options' loss, s = r^2. */
 void kp__lm_loss(const kp_lm_options *opt, double s, double *rho, double *rho1);
 

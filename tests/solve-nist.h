@@ -124,6 +124,13 @@ static inline double nist_min_digits(const nist_problem *p, const double *x)
     return digits;
 }
 
+/* The fewest digits mode 2 reaches on every problem from both starts, by CG and by the dense path,
+ * on the host reference and the device: 8.5 to 11.2 on the host and on PoCL (docs/solve.md),
+ * less half a digit for other devices' rounding. Before mode 2 took mode 1's step 7, Lanczos3
+ * from NIST's first start stopped at 6.7 on PoCL by both paths, MGH17 from the second at 7.7 by
+ * CG on both, and the host's dense path at 7.3 on Nelson. */
+#define NIST_MODE2_DIGITS 8.0
+
 /* Problem p as one large sparse problem (mode 2): every observation an instance of all the
  * model's parameters. The index (index[i, s] = s) is malloc'ed for the caller to free. */
 static inline int32_t *nist_sparse_index(const nist_problem *p)

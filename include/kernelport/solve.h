@@ -372,7 +372,9 @@ typedef struct kp_lm_sparse_progress {
     int32_t cg_iterations; /* of this step's linear solve */
     double cost;           /* at the current x (after the step when it was accepted) */
     double damping;        /* mu */
-    int accepted;
+    int accepted; /* 1: the step was taken: the cost fell, or near a close fit the cost could not
+                     judge it and the next step contracted (docs/solve.md, step 7), where the
+                     cost may rise by its rounding */
     double gradient_max; /* max |J^T r| at the point the step was taken from */
     double cg_residual;  /* where this step's CG stopped: |(J^T J + mu D) h + J^T r| / |J^T r|
                             (above cg_tolerance when max_cg_iterations cut it short); for a
@@ -411,7 +413,7 @@ typedef struct kp_lm_sparse_report {
     uint32_t struct_size; /* sizeof(kp_lm_sparse_report), set by the caller */
     kp_lm_status status;
     int32_t iterations;    /* Jacobian evaluations */
-    int64_t cg_iterations; /* in all */
+    int64_t cg_iterations; /* in all (step 7's steps from a trial point included) */
     double initial_cost, cost;
     double seconds[4]; /* evaluation, normal equations (J^T r, diagonal; J^T J when dense),
                           the linear solves (CG, or the dense factorizations), the rest */
@@ -430,7 +432,9 @@ typedef struct kp_lm_sparse_report {
  * a CG breakdown (p.Ap <= 0) before the first step is treated as a failed factorization (a
  * later one keeps the step so far). With P <= dense_max_parameters each step instead factors
  * J^T J + mu D (J^T J gathered per parameter row through the transposed index) by Cholesky; a
- * matrix that does not factor is a failed factorization too. `opt` may be NULL.
+ * matrix that does not factor is a failed factorization too. A step the cost cannot judge near
+ * a close fit is taken when the step from the trial point contracts, as kp_lm_solve_host takes
+ * it (docs/solve.md, step 7; the trial point's system is solved for that). `opt` may be NULL.
  * Errors: KP_ERR_INVALID_ARG (an invalid graph, NULL arrays, an index outside [0, P): the message,
  * in kp_last_error(NULL), names the instance and slot; block_size above 8, dense_max_parameters
  * above 4096), KP_ERR_OUT_OF_MEMORY.
@@ -457,11 +461,11 @@ KP_API kp_precision kp_lm_sparse_precision(const kp_lm_sparse *lm);
  * stays on the device, J^T is gathered per parameter in a fixed order and each dot product
  * leaves 4096 partial sums, in a fixed order too, which the host reads and adds (the host takes
  * the decisions: a few reads per CG iteration; on the dense path J^T J is assembled on the
- * device, read once per accepted step, and factored on the host in double, the step written
- * back). Same bits on every run on a device; close to,
- * not equal to, the host reference's. report->seconds: evaluation, normal equations, CG, the
- * rest (uploads included). Errors: as kp_lm_sparse_solve_host; the launches' (message in
- * kp_last_error(rt)).
+ * device, read once per accepted step (step 7 assembles it at its trial point too, and at x
+ * again when it refuses the step), and factored on the host in double, the step written back).
+ * Same bits on every run on a device; close to, not equal to, the host reference's.
+ * report->seconds: evaluation, normal equations, CG, the rest (uploads included). Errors: as
+ * kp_lm_sparse_solve_host; the launches' (message in kp_last_error(rt)).
  */
 KP_API kp_status kp_lm_sparse_solve(kp_lm_sparse *lm, const kp_lm_sparse_options *opt,
                                     const kp_lm_sparse_problem *problem,
