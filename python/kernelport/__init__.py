@@ -41,6 +41,7 @@ from ._results import (
     ManifestLayer,
     ParamInfo,
     PluginRecord,
+    SparseProgress,
     Tunable,
     VerifyResult,
 )
@@ -128,7 +129,7 @@ class Runtime(_kernelport.Runtime):
         return f"<kernelport.Runtime {d.name} ({d.vendor} {d.type})>"
 
 
-from . import blas, gru, logic, tensor  # noqa: E402  (the helpers use Runtime and Buffer)
+from . import blas, gru, logic, solve, tensor  # noqa: E402  (the helpers use Runtime and Buffer)
 
 __all__ = [
     "Runtime",
@@ -159,7 +160,9 @@ __all__ = [
     "blas",
     "gru",
     "logic",
+    "solve",
     "tensor",
+    "SparseProgress",
     "bf16_from_float32",
     "bf16_to_float32",
 ]

@@ -8,11 +8,18 @@
 #include <Python.h>
 
 #include <kernelport/kernelport.h>
+#include <kernelport/solve.h>
+#include <pythread.h>
 
 /* A runtime. `rt` is NULL after close(); every object that uses it checks. */
+struct kpy_solver;
+
+/* A runtime. `rt` is NULL after close(); every object that uses it checks. `solvers` lists the
+ * solve layer's handles made on it, which must be released before it (solve.c). */
 typedef struct kpy_runtime {
     PyObject ob_base;
     kp_runtime *rt;
+    struct kpy_solver *solvers;
 } kpy_runtime;
 
 /* A tensor view of device memory. The object that allocated the kp_buffer owns it (base NULL);
@@ -43,10 +50,20 @@ typedef struct kpy_kernel {
     kpy_param params[KP_MAX_PARAMS];
 } kpy_kernel;
 
+/* A residual expression graph (kp_expr_graph). The lock serialises the calls that release the GIL:
+ * a graph is used by one thread at a time. */
+typedef struct kpy_expr_graph {
+    PyObject ob_base;
+    kp_expr_graph *g;
+    PyThread_type_lock lock;
+} kpy_expr_graph;
+
 extern PyTypeObject kpy_runtime_type;
 extern PyTypeObject kpy_buffer_type;
 extern PyTypeObject kpy_kernel_type;
 extern PyTypeObject kpy_prepared_type;
+extern PyTypeObject kpy_expr_graph_type;
+extern PyTypeObject kpy_solver_type;
 
 /* Raises the exception class of `status` (kernelport.Error or a subclass) carrying the status, its
  * name and `message`; returns NULL. */
@@ -69,6 +86,16 @@ double kpy_now(void);
 /* Kernel.prepare(**kwargs): a Prepared launch of `k` with the arguments bound. */
 PyObject *kpy_prepared_create(kpy_kernel *k, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
+
+/* Releases the solve layer's handles made on runtime `r` (before kp_runtime_destroy): their
+ * objects stay, and raise when used. */
+void kpy_solvers_close(kpy_runtime *r);
+
+/* 0 when buffer `b` holds exactly `bytes` bytes, else -1 with a ValueError naming `what`. */
+int kpy_solve_check_size(const Py_buffer *b, size_t bytes, const char *what);
+
+/* Adds the solve layer's names (statuses, losses, precisions) to module `m`; -1 on failure. */
+int kpy_solve_constants(PyObject *m);
 
 /* Creates the exception classes and adds them to module `m`; -1 with an exception on failure. */
 int kpy_errors_init(PyObject *m);

@@ -170,12 +170,12 @@ PyMODINIT_FUNC PyInit__kernelport(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    PyTypeObject *types[] = {&kpy_runtime_type, &kpy_buffer_type, &kpy_kernel_type,
-                             &kpy_prepared_type};
+    PyTypeObject *types[] = {&kpy_runtime_type,  &kpy_buffer_type,     &kpy_kernel_type,
+                             &kpy_prepared_type, &kpy_expr_graph_type, &kpy_solver_type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyModule_AddType(m, types[i]) < 0)
             goto fail;
-    if (kpy_errors_init(m) < 0 || add_constants(m) < 0)
+    if (kpy_errors_init(m) < 0 || add_constants(m) < 0 || kpy_solve_constants(m) < 0)
         goto fail;
     return m;
 fail:

@@ -76,6 +76,7 @@ done:
 
 static void runtime_destroy(kpy_runtime *self)
 {
+    kpy_solvers_close(self);
     kp_runtime *rt = self->rt;
     self->rt = NULL;
     PyThreadState *ts = PyEval_SaveThread();
