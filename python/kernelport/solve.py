@@ -39,6 +39,7 @@ PRECISIONS = {
 }
 _DEFAULTS = _kernelport.LM_DEFAULTS
 _CONVERGED = 2  # KP_LM_CONVERGED: gradient, step or function tolerance
+_INVALID_ARG = -1  # KP_ERR_INVALID_ARG
 
 
 def _names(names, what):
@@ -67,8 +68,6 @@ class Model:
         self._graph = _kernelport.ExprGraph(" ".join(params), " ".join(data))
         self._graph.parse(expr)
         info = self._graph._info()
-        if info["n_outputs"] == 0:
-            raise _kernelport.InvalidArgumentError("expr: no residual (every statement is a local)")
         self.expr = expr
         self.params = info["params"]
         self.data = info["data"]
@@ -123,7 +122,9 @@ class Model:
             bad = np.flatnonzero((index < 0) | (index >= p.size))
             if bad.size:
                 i, s = divmod(int(bad[0]), S)
-                raise _kernelport.InvalidArgumentError(
+                # The message the device's check gives (kp_residual_evaluate).
+                _kernelport._raise(
+                    _INVALID_ARG,
                     f"index: instance {i}: parameter slot {s} ({self.params[s]}) has index "
                     f"{index[i, s]}, outside [0, {p.size})")
             r, jac = np.empty((n, O)), np.empty((n, O, S))

@@ -115,8 +115,20 @@ static PyObject *version(PyObject *m, PyObject *unused)
     return PyUnicode_FromString(kp_version());
 }
 
+/* _raise(status, message): the exception the library's status raises, for the checks the Python
+ * layer makes before calling it. */
+static PyObject *raise_status(PyObject *m, PyObject *args)
+{
+    int status;
+    const char *message;
+    if (!PyArg_ParseTuple(args, "is:_raise", &status, &message))
+        return NULL;
+    return kpy_raise((kp_status)status, message);
+}
+
 static PyMethodDef module_methods[] = {
     {"version", version, METH_NOARGS, "The loaded library's version (kp_version)."},
+    {"_raise", raise_status, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
