@@ -280,7 +280,8 @@ def fit(model, x0, data=None, *, rows=None, runtime=None, precision="auto", loss
         if rows.shape != (B + 1,):
             raise ValueError(f"rows: expected {B + 1} offsets (B + 1 for x0's B = {B}), got shape "
                              f"{rows.shape}")
-        d = _data(data, D, int(rows[-1]) if rows[-1] >= 0 else 0, "data")
+        # Offsets that do not rise from 0 are the library's to refuse (with its message).
+        d = _data(data, D, max(int(rows[-1]), 0), "data")
     opts = _lm_options(loss, f_scale, max_nfev, ftol, xtol, gtol, initial_damping, min_diagonal)
     solver = model._solver(runtime, "lm", precision)
     cost = np.empty(B)

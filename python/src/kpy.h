@@ -9,7 +9,7 @@
 
 #include <kernelport/kernelport.h>
 #include <kernelport/solve.h>
-#include <pythread.h>
+#include <stdatomic.h>
 
 /* A runtime. `rt` is NULL after close(); every object that uses it checks. */
 struct kpy_solver;
@@ -50,12 +50,30 @@ typedef struct kpy_kernel {
     kpy_param params[KP_MAX_PARAMS];
 } kpy_kernel;
 
-/* A residual expression graph (kp_expr_graph). The lock serialises the calls that release the GIL:
- * a graph is used by one thread at a time. */
+/* The solve layer's graphs and handles are used by one thread at a time: a lock taken with the GIL
+ * released, and the thread holding it, so that a call into the same object from its own progress
+ * callback raises instead of waiting for itself. */
+typedef struct kpy_lock {
+    PyThread_type_lock lock;
+    _Atomic unsigned long owner; /* PyThread_get_thread_ident() of the holder; 0 when free */
+} kpy_lock;
+
+/* 0, or -1 with an exception. */
+int kpy_lock_init(kpy_lock *l);
+void kpy_lock_free(kpy_lock *l);
+
+/* Releases the GIL and takes `l`: returns the thread state for kpy_lock_leave, or NULL with a
+ * RuntimeError when this thread holds `l` already. */
+PyThreadState *kpy_lock_enter(kpy_lock *l);
+
+/* Gives `l` back and takes the GIL again. */
+void kpy_lock_leave(kpy_lock *l, PyThreadState *ts);
+
+/* A residual expression graph (kp_expr_graph). */
 typedef struct kpy_expr_graph {
     PyObject ob_base;
     kp_expr_graph *g;
-    PyThread_type_lock lock;
+    kpy_lock lock;
 } kpy_expr_graph;
 
 extern PyTypeObject kpy_runtime_type;

@@ -21,8 +21,11 @@ static PyObject *graph_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     kpy_expr_graph *self = (kpy_expr_graph *)type->tp_alloc(type, 0);
     if (!self)
         return NULL;
-    self->lock = PyThread_allocate_lock();
-    kp_status st = self->lock ? kp_expr_graph_create(&self->g) : KP_ERR_OUT_OF_MEMORY;
+    if (kpy_lock_init(&self->lock) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    kp_status st = kp_expr_graph_create(&self->g);
     if (st != KP_OK) {
         Py_DECREF(self);
         return kpy_raise(st, "kp_expr_graph_create failed");
@@ -36,11 +39,48 @@ static PyObject *graph_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+int kpy_lock_init(kpy_lock *l)
+{
+    atomic_init(&l->owner, 0);
+    l->lock = PyThread_allocate_lock();
+    if (!l->lock)
+        PyErr_NoMemory();
+    return l->lock ? 0 : -1;
+}
+
+void kpy_lock_free(kpy_lock *l)
+{
+    if (l->lock)
+        PyThread_free_lock(l->lock);
+    l->lock = NULL;
+}
+
+PyThreadState *kpy_lock_enter(kpy_lock *l)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    if (atomic_load(&l->owner) == me) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "this model or solver is in use by a call on this thread (a progress "
+                        "callback cannot call into the solve it reports on)");
+        return NULL;
+    }
+    PyThreadState *ts = PyEval_SaveThread();
+    PyThread_acquire_lock(l->lock, WAIT_LOCK);
+    atomic_store(&l->owner, me);
+    return ts;
+}
+
+void kpy_lock_leave(kpy_lock *l, PyThreadState *ts)
+{
+    atomic_store(&l->owner, 0);
+    PyThread_release_lock(l->lock);
+    PyEval_RestoreThread(ts);
+}
+
 static void graph_dealloc(kpy_expr_graph *self)
 {
     kp_expr_graph_destroy(self->g);
-    if (self->lock)
-        PyThread_free_lock(self->lock);
+    kpy_lock_free(&self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -107,25 +147,23 @@ static PyObject *graph_eval(kpy_expr_graph *self, PyObject *args)
              kpy_solve_check_size(&jac, un * info.n_outputs * info.n_params * d, "jac") == 0) {
         const double *dp = data.buf, *pp = params.buf;
         double *rp = r.buf, *jp = jac.buf, none = 0;
-        size_t failed = 0;
-        PyThreadState *ts = PyEval_SaveThread();
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
-        for (size_t i = 0; i < un && st == KP_OK; i++) {
-            st = kp_expr_graph_eval(self->g, info.n_data ? dp + i * info.n_data : &none,
-                                    info.n_params ? pp + i * info.n_params : &none,
-                                    rp + i * info.n_outputs,
-                                    jp + i * info.n_outputs * info.n_params);
-            failed = i;
-        }
-        PyThread_release_lock(self->lock);
-        PyEval_RestoreThread(ts);
-        if (st != KP_OK) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "kp_expr_graph_eval failed at instance %zu: %s", failed,
-                     info.n_outputs ? "out of host memory" : "the model has no residual");
-            kpy_raise(st, msg);
-        } else {
-            result = Py_NewRef(Py_None);
+        size_t i = 0;
+        PyThreadState *ts = kpy_lock_enter(&self->lock);
+        if (ts) {
+            for (; i < un && st == KP_OK; i++)
+                st = kp_expr_graph_eval(self->g, info.n_data ? dp + i * info.n_data : &none,
+                                        info.n_params ? pp + i * info.n_params : &none,
+                                        rp + i * info.n_outputs,
+                                        jp + i * info.n_outputs * info.n_params);
+            kpy_lock_leave(&self->lock, ts);
+            if (st == KP_OK) {
+                result = Py_NewRef(Py_None);
+            } else {
+                char msg[160];
+                snprintf(msg, sizeof msg, "kp_expr_graph_eval failed at instance %zu: %s", i - 1,
+                         info.n_outputs ? "out of host memory" : "the model has no residual");
+                kpy_raise(st, msg);
+            }
         }
     }
     PyBuffer_Release(&data);

@@ -12,8 +12,8 @@ typedef struct kpy_solver {
     kpy_runtime *runtime; /* NULL: the host reference */
     kpy_expr_graph *graph;
     int kind;
-    void *handle; /* kp_residual, kp_lm or kp_lm_sparse; NULL on the host or once released */
-    PyThread_type_lock lock;        /* a handle is used by one thread at a time */
+    void *handle;  /* kp_residual, kp_lm or kp_lm_sparse; NULL on the host or once released */
+    kpy_lock lock; /* of the handle; the host reference takes the graph's */
     struct kpy_solver *prev, *next; /* in runtime->solvers while the handle lives */
 } kpy_solver;
 
@@ -71,16 +71,19 @@ static PyObject *solver_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->graph = (kpy_expr_graph *)Py_NewRef(graph);
     self->kind = kind;
-    if (!(self->lock = PyThread_allocate_lock())) {
+    if (kpy_lock_init(&self->lock) < 0) {
         Py_DECREF(self);
-        return PyErr_NoMemory();
+        return NULL;
     }
     if (!rt)
         return (PyObject *)self;
     /* Generating the code and registering it (a PoCL build comes later, at the first launch). */
     kp_status st;
-    PyThreadState *ts = PyEval_SaveThread();
-    PyThread_acquire_lock(graph->lock, WAIT_LOCK);
+    PyThreadState *ts = kpy_lock_enter(&graph->lock);
+    if (!ts) {
+        Py_DECREF(self);
+        return NULL;
+    }
     if (kind == KIND_RESIDUAL)
         st = kp_residual_create(rt, graph->g, (kp_precision)precision,
                                 (kp_residual **)&self->handle);
@@ -89,8 +92,7 @@ static PyObject *solver_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     else
         st = kp_lm_sparse_create(rt, graph->g, (kp_precision)precision,
                                  (kp_lm_sparse **)&self->handle);
-    PyThread_release_lock(graph->lock);
-    PyEval_RestoreThread(ts);
+    kpy_lock_leave(&graph->lock, ts);
     if (st != KP_OK) {
         self->handle = NULL;
         Py_DECREF(self);
@@ -117,8 +119,7 @@ static void solver_dealloc(kpy_solver *self)
 {
     PyObject_GC_UnTrack(self);
     release(self);
-    if (self->lock)
-        PyThread_free_lock(self->lock);
+    kpy_lock_free(&self->lock);
     Py_XDECREF(self->graph);
     Py_XDECREF(self->runtime);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -140,9 +141,9 @@ static int usable(kpy_solver *self, kp_runtime **rt)
     return 0;
 }
 
-static PyThread_type_lock lock_of(kpy_solver *self)
+static kpy_lock *lock_of(kpy_solver *self)
 {
-    return self->runtime ? self->lock : self->graph->lock;
+    return self->runtime ? &self->lock : &self->graph->lock;
 }
 
 static kp_precision precision_of(const kpy_solver *self)
@@ -189,7 +190,8 @@ static PyObject *solver_fit(kpy_solver *self, PyObject *args)
     kp_expr_graph_get_info(self->graph->g, &info);
     size_t B = rows.len >= (Py_ssize_t)sizeof(int32_t) ? (size_t)rows.len / sizeof(int32_t) - 1 : 0;
     const int32_t *rp = rows.buf;
-    size_t n = B ? (size_t)rp[B] : 0;
+    /* Negative offsets are refused by the library, before it reads data. */
+    size_t n = B && rp[B] > 0 ? (size_t)rp[B] : 0;
     if (lm_options(opt_t, &o) == 0 && rows.len >= (Py_ssize_t)sizeof(int32_t) &&
         kpy_solve_check_size(&data, n * info.n_data * sizeof(double), "data") == 0 &&
         kpy_solve_check_size(&x, B * info.n_params * sizeof(double), "x") == 0 &&
@@ -204,14 +206,16 @@ static PyObject *solver_fit(kpy_solver *self, PyObject *args)
                          .cost = cost.buf,
                          .iterations = iters.buf,
                          .status = status.buf};
-        PyThreadState *ts = PyEval_SaveThread();
-        PyThread_acquire_lock(lock_of(self), WAIT_LOCK);
-        kp_status st =
-            rt ? kp_lm_solve(self->handle, &o, &b) : kp_lm_solve_host(self->graph->g, &o, &b);
-        PyThread_release_lock(lock_of(self));
-        PyEval_RestoreThread(ts);
+        PyThreadState *ts = kpy_lock_enter(lock_of(self));
+        kp_status st = KP_OK;
+        if (ts) {
+            st = rt ? kp_lm_solve(self->handle, &o, &b) : kp_lm_solve_host(self->graph->g, &o, &b);
+            kpy_lock_leave(lock_of(self), ts);
+        }
         char summary[1024] = "";
-        if (st != KP_OK)
+        if (!ts)
+            ; /* the exception is set */
+        else if (st != KP_OK)
             kpy_fail(st, rt);
         else if (B && (st = kp_lm_summary(&b, summary, sizeof summary)) != KP_OK)
             kpy_fail(st, NULL);
@@ -293,14 +297,15 @@ static PyObject *solver_fit_sparse(kpy_solver *self, PyObject *args)
                                      .n_x = (size_t)x.len / sizeof(double),
                                      .x = x.buf};
         kp_lm_sparse_report rep = {.struct_size = sizeof rep};
-        PyThreadState *ts = PyEval_SaveThread();
-        PyThread_acquire_lock(lock_of(self), WAIT_LOCK);
-        kp_status st = rt ? kp_lm_sparse_solve(self->handle, &so, &prob, &rep)
-                          : kp_lm_sparse_solve_host(self->graph->g, &so, &prob, &rep);
-        PyThread_release_lock(lock_of(self));
-        PyEval_RestoreThread(ts);
-        if (ctx.failed)
-            ; /* the callback's exception is set */
+        PyThreadState *ts = kpy_lock_enter(lock_of(self));
+        kp_status st = KP_OK;
+        if (ts) {
+            st = rt ? kp_lm_sparse_solve(self->handle, &so, &prob, &rep)
+                    : kp_lm_sparse_solve_host(self->graph->g, &so, &prob, &rep);
+            kpy_lock_leave(lock_of(self), ts);
+        }
+        if (!ts || ctx.failed)
+            ; /* the exception is set (the lock's, or the callback's) */
         else if (st != KP_OK)
             kpy_fail(st, rt);
         else
@@ -357,8 +362,9 @@ static PyObject *solver_evaluate(kpy_solver *self, PyObject *args)
         kpy_solve_check_size(&params, P * es, "params") == 0 &&
         kpy_solve_check_size(&r, un * O * es, "r") == 0 &&
         kpy_solve_check_size(&jac, un * O * S * es, "jac") == 0) {
-        PyThreadState *ts = PyEval_SaveThread();
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        PyThreadState *ts = kpy_lock_enter(&self->lock);
+        if (!ts)
+            goto done;
         kp_status st;
         kp_buffer *bd = device_copy(rt, &data, (size_t)data.len, es, &st);
         kp_buffer *bi = bd ? device_copy(rt, &index, (size_t)index.len, es, &st) : NULL;
@@ -379,10 +385,10 @@ static PyObject *solver_evaluate(kpy_solver *self, PyObject *args)
         kp_buffer *all[] = {bd, bi, bp, br, bj};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             kp_buffer_destroy(rt, all[i]);
-        PyThread_release_lock(self->lock);
-        PyEval_RestoreThread(ts);
+        kpy_lock_leave(&self->lock, ts);
         result = st == KP_OK ? Py_NewRef(Py_None) : kpy_fail(st, rt);
     }
+done:
     PyBuffer_Release(&data);
     PyBuffer_Release(&index);
     PyBuffer_Release(&params);

@@ -261,6 +261,8 @@ def test_library_errors_carry_its_message(rt):
     # Offsets that decrease: the library names them.
     with pytest.raises(kp.InvalidArgumentError, match=r"rows must not decrease: rows\[2\]"):
         kp.solve.fit(model, np.ones((2, 2)), np.ones((0, 2)), rows=[0, 1, 0], runtime=rt)
+    with pytest.raises(kp.InvalidArgumentError, match=r"rows\[0\] must be 0"):
+        kp.solve.fit(model, np.ones((1, 2)), np.ones((0, 2)), rows=[2, -1])
     # An index outside the parameters, on the device and on the host: instance, slot and name.
     index = np.array([[0, 1], [0, 2]])
     for runtime in (rt, None):
@@ -293,6 +295,13 @@ def test_a_failing_progress_callback_raises_after_the_solve(rt):
 
     with pytest.raises(RuntimeError, match="from progress"):
         kp.solve.fit_sparse(model, verts.reshape(-1) * 1.1, index, runtime=rt, progress=stop)
+
+    # A callback calling into the model it reports on would wait for itself: it raises instead.
+    def nested(progress):
+        model.residuals(verts.reshape(-1), None, index)
+
+    with pytest.raises(RuntimeError, match="in use by a call on this thread"):
+        kp.solve.fit_sparse(model, verts.reshape(-1) * 1.1, index, progress=nested)
     fit_works(rt)
 
 
@@ -300,10 +309,20 @@ def test_a_closed_runtime_releases_its_solvers():
     model = kp.solve.Model("b1*(1-exp(-b2*x)) - y", params="b1 b2", data="y x")
     starts, _, rows = nist("Misra1a")
     rt = kp.Runtime(device="host")
+    # One solver of each kind: a residual and a sparse solver own device memory of the runtime,
+    # which must be released before the runtime is (close), not after (their collection).
     assert kp.solve.fit(model, starts[0], rows, runtime=rt).success
+    model.residuals(starts, rows[:2], runtime=rt)
+    index = np.tile([0, 1], (len(rows), 1))
+    assert kp.solve.fit_sparse(model, starts[0], index, rows, runtime=rt).success
     rt.close()
-    with pytest.raises(kp.InvalidArgumentError, match="closed"):
-        kp.solve.fit(model, starts[0], rows, runtime=rt)
+    for call in (lambda: kp.solve.fit(model, starts[0], rows, runtime=rt),
+                 lambda: model.residuals(starts, rows[:2], runtime=rt),
+                 lambda: kp.solve.fit_sparse(model, starts[0], index, rows, runtime=rt)):
+        with pytest.raises(kp.InvalidArgumentError, match="closed"):
+            call()
+    del rt
+    gc.collect()
     assert kp.solve.fit(model, starts[0], rows).success  # the host reference needs no runtime
 
 
