@@ -140,6 +140,14 @@ class Model:
         """The OpenCL C generated for this model on `runtime` (kp_residual_source)."""
         return self._solver(runtime, "residual", precision).source
 
+    def kernel(self, runtime, solver="residual", precision="auto"):
+        """The kernel registered for this model on `runtime`: the residual's ("solve.r<key>_f64")
+        or, with solver="lm", the batched LM's ("solve.lm<key>_f64"), a kernelport.Kernel like a
+        plugin's (verify, bench, info, or a launch with its tensors)."""
+        if solver not in ("residual", "lm"):
+            raise ValueError(f"solver: expected 'residual' or 'lm', got {solver!r}")
+        return runtime.kernel(self._solver(runtime, solver, precision).kernel)
+
 
 def _check_precision(runtime, precision):
     if precision not in PRECISIONS:

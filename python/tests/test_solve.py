@@ -125,6 +125,14 @@ def test_residuals_and_jacobian_match_numpy(rt, rng):
         tol = 1e-12 if r.dtype == np.float64 else 1e-5
         np.testing.assert_allclose(r, want_r, rtol=tol, atol=tol)
         np.testing.assert_allclose(j, want_j, rtol=tol, atol=tol)
+    # The generated kernels are registered like a plugin's: verify runs them against the
+    # interpreter on their sample inputs.
+    for solver in ("residual", "lm"):
+        k = model.kernel(rt, solver)
+        assert k.name.startswith("solve.r" if solver == "residual" else "solve.lm")
+        results = k.verify()
+        assert results and all(v.passed for v in results), results
+    assert "__kernel" in model.kernel_source(rt)
     # Shared parameters through an index: every instance reads the same four.
     index = np.tile(np.arange(4), (n, 1))
     r, j = model.residuals(p[0], d, index, runtime=rt)

@@ -208,6 +208,19 @@ fn builders_make_the_parsed_graph() {
     let parsed = misra1a_graph();
     assert_eq!(g.info().unwrap(), parsed.info().unwrap(), "hash-consed and normalized alike");
     let (r, j) = g.eval(&[10.0, 77.6], &[240.0, 5.5e-4]).unwrap();
+    // The vector helpers: (a x b) . normalize(c) for 3-vectors of parameters.
+    let mut v = ExprGraph::new().unwrap();
+    v.declare_params("a0 a1 a2 b0 b1 b2 c0 c1 c2").unwrap();
+    let p: Vec<_> =
+        ["a0", "a1", "a2", "b0", "b1", "b2", "c0", "c1", "c2"].iter().map(|n| v.param(n)).collect();
+    let axb = v.cross([p[0], p[1], p[2]], [p[3], p[4], p[5]]);
+    let c = v.normalize(&p[6..9]);
+    let e = v.dot(&axb, &c);
+    v.output(e).unwrap();
+    let x = [1.0, 2.0, 3.0, -1.0, 0.5, 2.0, 0.0, 3.0, 4.0];
+    // a x b = (2.5, -5, 2.5); c / |c| = (0, 0.6, 0.8).
+    let (dot, _) = v.eval(&[], &x).unwrap();
+    assert!((dot[0] - (-5.0 * 0.6 + 2.5 * 0.8)).abs() < 1e-14, "{}", dot[0]);
     let e = (-5.5e-4f64 * 77.6).exp();
     assert!((r[0] - (240.0 * (1.0 - e) - 10.0)).abs() < 1e-12);
     assert!((j[0] - (1.0 - e)).abs() < 1e-15 && (j[1] - 240.0 * 77.6 * e).abs() < 1e-9);

@@ -254,6 +254,24 @@ impl ExprGraph {
         Expr::from_raw(unsafe { sys::kp_expr_norm(self.as_ptr(), a.len(), a.as_ptr()) })
     }
 
+    /// The cross product of two 3-vectors of nodes.
+    pub fn cross(&mut self, a: [Expr; 3], b: [Expr; 3]) -> [Expr; 3] {
+        let (a, b) = (a.map(Expr::raw), b.map(Expr::raw));
+        let mut out = [sys::kp_expr { id: -1 }; 3];
+        // SAFETY: a, b and out hold 3 nodes each.
+        unsafe { sys::kp_expr_cross(self.as_ptr(), a.as_ptr(), b.as_ptr(), out.as_mut_ptr()) };
+        out.map(Expr::from_raw)
+    }
+
+    /// a / |a| with the safe rsqrt (the zero vector maps to zero).
+    pub fn normalize(&mut self, a: &[Expr]) -> Vec<Expr> {
+        let a: Vec<_> = a.iter().map(|e| e.raw()).collect();
+        let mut out = vec![sys::kp_expr { id: -1 }; a.len()];
+        // SAFETY: a and out hold a.len() nodes each (0 is refused by the library).
+        unsafe { sys::kp_expr_normalize(self.as_ptr(), a.len(), a.as_ptr(), out.as_mut_ptr()) };
+        out.into_iter().map(Expr::from_raw).collect()
+    }
+
     /// Appends `e` as the next residual output; reports the graph's first error, if any.
     pub fn output(&mut self, e: Expr) -> Result<()> {
         self.check()?;
