@@ -343,3 +343,29 @@ def test_a_dropped_runtime_with_solvers_is_freed():
     del rt
     gc.collect()
     assert alive() is None
+
+
+def test_threads_share_a_model_and_its_solvers(rt):
+    import threading
+
+    model = kp.solve.Model("b1*(1-exp(-b2*x)) - y", params="b1 b2", data="y x")
+    starts, _, rows = nist("Misra1a")
+    want = [kp.solve.fit(model, starts, np.stack([rows, rows]), runtime=r).x for r in (None, rt)]
+    got, errors = {}, []
+
+    def work(t):
+        try:
+            for _ in range(5):
+                for k, r in enumerate((None, rt)):
+                    got[t, k] = kp.solve.fit(model, starts, np.stack([rows, rows]), runtime=r).x
+        except Exception as e:  # noqa: BLE001  (reported below, on the test's thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for (t, k), x in got.items():
+        np.testing.assert_array_equal(x, want[k])
