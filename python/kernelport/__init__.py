@@ -10,6 +10,9 @@ with NumPy arrays in and out.
     rt.kernel("tensor.relu")(x=c, y=c)  # keyword arguments, converted by the kernel's parameters
     print(c.numpy())
 
+kernelport.solve fits residuals written as expressions (Levenberg-Marquardt, many small problems
+or one large sparse one) on the host reference or a runtime's device.
+
 Errors raise kernelport.Error (a subclass per status, such as InvalidArgumentError, also a
 ValueError) carrying the library's message, the status and its name.
 """

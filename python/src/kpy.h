@@ -12,14 +12,18 @@
 #include <stdatomic.h>
 
 /* A runtime. `rt` is NULL after close(); every object that uses it checks. */
-struct kpy_solver;
+/* A handle made on a runtime that must be released before the runtime is (a solver, a
+ * communicator): linked into its runtime's list while the handle lives. */
+typedef struct kpy_dependent {
+    struct kpy_dependent *prev, *next;
+    void (*release)(struct kpy_dependent *d); /* releases the handle and unlinks d */
+} kpy_dependent;
 
-/* A runtime. `rt` is NULL after close(); every object that uses it checks. `solvers` lists the
- * solve layer's handles made on it, which must be released before it (solve.c). */
+/* A runtime. `rt` is NULL after close(); every object that uses it checks. */
 typedef struct kpy_runtime {
     PyObject ob_base;
     kp_runtime *rt;
-    struct kpy_solver *solvers;
+    kpy_dependent *dependents;
 } kpy_runtime;
 
 /* A tensor view of device memory. The object that allocated the kp_buffer owns it (base NULL);
@@ -105,9 +109,10 @@ double kpy_now(void);
 PyObject *kpy_prepared_create(kpy_kernel *k, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
 
-/* Releases the solve layer's handles made on runtime `r` (before kp_runtime_destroy): their
- * objects stay, and raise when used. */
-void kpy_solvers_close(kpy_runtime *r);
+/* Links `d` into runtime `r`'s dependents, released by kpy_dependent_unlink's caller or, at the
+ * latest, when the runtime closes (their objects stay, and raise when used). */
+void kpy_dependent_link(kpy_runtime *r, kpy_dependent *d, void (*release)(kpy_dependent *));
+void kpy_dependent_unlink(kpy_runtime *r, kpy_dependent *d);
 
 /* 0 when buffer `b` holds exactly `bytes` bytes, else -1 with a ValueError naming `what`. */
 int kpy_solve_check_size(const Py_buffer *b, size_t bytes, const char *what);

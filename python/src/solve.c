@@ -12,15 +12,16 @@ typedef struct kpy_solver {
     kpy_runtime *runtime; /* NULL: the host reference */
     kpy_expr_graph *graph;
     int kind;
-    void *handle;  /* kp_residual, kp_lm or kp_lm_sparse; NULL on the host or once released */
-    kpy_lock lock; /* of the handle; the host reference takes the graph's */
-    struct kpy_solver *prev, *next; /* in runtime->solvers while the handle lives */
+    void *handle;      /* kp_residual, kp_lm or kp_lm_sparse; NULL on the host or once released */
+    kpy_lock lock;     /* of the handle; the host reference takes the graph's */
+    kpy_dependent dep; /* in the runtime's list while the handle lives */
 } kpy_solver;
 
 static void release(kpy_solver *s)
 {
     if (!s->handle)
         return;
+    kpy_dependent_unlink(s->runtime, &s->dep);
     if (s->kind == KIND_RESIDUAL)
         kp_residual_destroy(s->handle);
     else if (s->kind == KIND_LM)
@@ -28,19 +29,11 @@ static void release(kpy_solver *s)
     else
         kp_lm_sparse_destroy(s->handle);
     s->handle = NULL;
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        s->runtime->solvers = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->prev = s->next = NULL;
 }
 
-void kpy_solvers_close(kpy_runtime *r)
+static void release_dependent(kpy_dependent *d)
 {
-    while (r->solvers)
-        release(r->solvers);
+    release((kpy_solver *)((char *)d - offsetof(kpy_solver, dep)));
 }
 
 /* Solver(runtime, graph, kind, precision): runtime None for the host reference. */
@@ -98,12 +91,8 @@ static PyObject *solver_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(self);
         return kpy_fail(st, rt);
     }
-    kpy_runtime *r = (kpy_runtime *)runtime;
-    self->runtime = (kpy_runtime *)Py_NewRef(r);
-    self->next = r->solvers;
-    if (r->solvers)
-        r->solvers->prev = self;
-    r->solvers = self;
+    self->runtime = (kpy_runtime *)Py_NewRef(runtime);
+    kpy_dependent_link(self->runtime, &self->dep, release_dependent);
     return (PyObject *)self;
 }
 
