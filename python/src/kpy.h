@@ -120,6 +120,12 @@ int kpy_solve_check_size(const Py_buffer *b, size_t bytes, const char *what);
 /* Adds the solve layer's names (statuses, losses, precisions) to module `m`; -1 on failure. */
 int kpy_solve_constants(PyObject *m);
 
+#ifdef KPY_WITH_COMM
+/* Adds the Communicator type (comm.h), _mpi_finalize and the COMM_ constants to module `m`; -1 on
+ * failure. Only where libkernelport-comm was built. */
+int kpy_comm_init(PyObject *m);
+#endif
+
 /* Creates the exception classes and adds them to module `m`; -1 with an exception on failure. */
 int kpy_errors_init(PyObject *m);
 

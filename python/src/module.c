@@ -189,6 +189,10 @@ PyMODINIT_FUNC PyInit__kernelport(void)
             goto fail;
     if (kpy_errors_init(m) < 0 || add_constants(m) < 0 || kpy_solve_constants(m) < 0)
         goto fail;
+#ifdef KPY_WITH_COMM
+    if (kpy_comm_init(m) < 0)
+        goto fail;
+#endif
     return m;
 fail:
     Py_DECREF(m);
