@@ -45,8 +45,8 @@ def _op(op):
 
 class Communicator(_kernelport.Communicator):
     """A communicator of runtimes, one per rank (kp_comm_create; collective: every rank of `comm`
-    makes one). comm: None for MPI_COMM_WORLD, or another communicator as an mpi4py Comm (or any
-    object with py2f()) or its Fortran handle (an int). transport: "auto" (KP_COMM_TRANSPORT,
+    makes one). comm: None for MPI_COMM_WORLD, or another communicator as an mpi4py Comm (any
+    object whose py2f() gives its Fortran handle). transport: "auto" (KP_COMM_TRANSPORT,
     else the shared segment on one node for non-CPU devices, host staging otherwise), "staged",
     "shared" or "nccl". timeout: the longest a collective waits for the other ranks, in seconds
     (None: KP_COMM_TIMEOUT, else 300). A collective that fails raises (a kernelport.Error naming
@@ -57,11 +57,12 @@ class Communicator(_kernelport.Communicator):
         if transport not in TRANSPORTS:
             raise ValueError(f"transport: expected one of {', '.join(TRANSPORTS)}, got "
                              f"{transport!r}")
-        if comm is not None and not isinstance(comm, int):
+        if comm is not None:
+            # Not a bare handle: an invalid one would reach MPI's fatal error handler.
             if not hasattr(comm, "py2f"):
-                raise TypeError("comm: expected None (MPI_COMM_WORLD), an mpi4py Comm or a "
-                                f"Fortran handle (int), got {type(comm).__name__}")
-            comm = comm.py2f()
+                raise TypeError("comm: expected None (MPI_COMM_WORLD) or an mpi4py Comm (an "
+                                f"object with py2f()), got {type(comm).__name__}")
+            comm = int(comm.py2f())
         self = super().__new__(cls, runtime, comm, TRANSPORTS[transport],
                                0.0 if timeout is None else float(timeout))
         _open.add(self)

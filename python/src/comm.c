@@ -77,6 +77,8 @@ static PyObject *comm_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         if (f == -1 && PyErr_Occurred())
             return NULL;
         comm = MPI_Comm_f2c((MPI_Fint)f);
+        if (comm == MPI_COMM_NULL)
+            return kpy_raise(KP_ERR_INVALID_ARG, "comm: MPI_COMM_NULL (a freed communicator?)");
     }
     kpy_comm *self = (kpy_comm *)type->tp_alloc(type, 0);
     if (!self || kpy_lock_init(&self->lock) < 0) {

@@ -2,7 +2,7 @@
 """kernelport.comm on the ranks of an MPI job (ctest's test-python-comm-np2 runs it under mpirun
 with 2 ranks; not a pytest module): all-reduce, mean, host values, broadcast and barrier against
 the values every rank can compute, bad arguments raising on every rank with the communicator
-still usable, and a communicator closed with its runtime. Exits 0 when every check passed."""
+still usable, a rank's fail() reaching the others, and communicators closed with their runtime. Exits 0 when every check passed."""
 import sys
 
 import numpy as np
@@ -52,7 +52,8 @@ def main():
         (lambda: comm.allreduce(rt.buffer(np.ones(4, np.int32))), kp.InvalidArgumentError, "f32"),
         (lambda: comm.allreduce(buf, op="max"), ValueError, "op: expected one of sum, mean"),
         (lambda: comm.broadcast(b, root=size), kp.InvalidArgumentError, "root"),
-        (lambda: kp.comm.Communicator(rt, comm="world"), TypeError, "comm: expected None"),
+        (lambda: kp.comm.Communicator(rt, comm=0), TypeError, "comm: expected None"),
+        (lambda: kp.comm.Communicator(rt, transport="tcp"), ValueError, "transport: expected"),
     ):
         try:
             bad()
@@ -68,10 +69,21 @@ def main():
         comm.barrier()
     except kp.InvalidArgumentError as e:
         check("closed" in str(e), str(e))
+    # A rank that gives up makes the others' next collective fail at once, naming it (last: a
+    # failed communicator leaves messages behind for later ones).
+    doomed = kp.comm.Communicator(rt, timeout=20)
+    if rank == 0:
+        doomed.fail("stopping on purpose")
+    else:
+        try:
+            doomed.barrier()
+        except kp.Error as e:
+            check("rank 0 failed: stopping on purpose" in str(e), str(e))
+        else:
+            raise AssertionError("a barrier after rank 0's fail() returned")
     # Closing the runtime closes the communicators made on it (collectively: every rank does).
-    other = kp.comm.Communicator(rt)
     rt.close()
-    check(other.closed, "a communicator outlived its runtime")
+    check(doomed.closed, "a communicator outlived its runtime")
     print(f"rank {rank} of {size}: comm checks passed", flush=True)
 
 
