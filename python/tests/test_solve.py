@@ -369,3 +369,4 @@ def test_threads_share_a_model_and_its_solvers(rt):
     assert not errors, errors
     for (t, k), x in got.items():
         np.testing.assert_array_equal(x, want[k])
+
