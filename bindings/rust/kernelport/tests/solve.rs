@@ -15,13 +15,14 @@ use kernelport::solve::{
 };
 use kernelport::{Runtime, Status};
 
-/// NIST's Misra1a (tests/fixtures/nist): the two starts, the certified values and the data rows
-/// (y, x), row-major.
+/// NIST's Misra1a (tests/fixtures/nist; KP_TEST_FIXTURES names the folder where the test program
+/// runs away from its source tree): the two starts, the certified values and the data rows (y, x),
+/// row-major.
 fn misra1a() -> ([[f64; 2]; 2], [f64; 2], Vec<f64>) {
-    let path: PathBuf =
-        [env!("CARGO_MANIFEST_DIR"), "..", "..", "..", "tests", "fixtures", "nist", "Misra1a.dat"]
-            .iter()
-            .collect();
+    let fixtures = std::env::var_os("KP_TEST_FIXTURES").map(PathBuf::from).unwrap_or_else(|| {
+        [env!("CARGO_MANIFEST_DIR"), "..", "..", "..", "tests", "fixtures"].iter().collect()
+    });
+    let path = fixtures.join("nist").join("Misra1a.dat");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{:?}: {}", path, e));
     let (mut starts, mut certified, mut rows, mut in_data) =
         ([[0.0; 2]; 2], [0.0; 2], vec![], false);
