@@ -133,7 +133,8 @@ class Model:
         solver = self._solver(runtime, "residual", precision)
         dt = np.float32 if solver.precision == "f32" else np.float64
         r, jac = np.empty((n, O), dt), np.empty((n, O, S), dt)
-        solver._evaluate(n, d.astype(dt), index, p.astype(dt), r, jac)
+        d, p = np.ascontiguousarray(d, dt), np.ascontiguousarray(p, dt)
+        solver._evaluate(n, d, index, p, r, jac)
         return r, jac
 
     def kernel_source(self, runtime, precision="auto"):
@@ -207,8 +208,8 @@ def _lm_options(loss, f_scale, max_nfev, ftol, xtol, gtol, initial_damping, min_
     def value(v, name, default):
         v = _DEFAULTS[default] if v is None else float(v)
         if not np.isfinite(v) or v < 0 or (name == "f_scale" and v == 0):
-            raise ValueError(f"{name}: expected a finite number >= 0{' (> 0)' * (name == 'f_scale')}, "
-                             f"got {v!r}")
+            bound = "> 0" if name == "f_scale" else ">= 0"
+            raise ValueError(f"{name}: expected a finite number {bound}, got {v!r}")
         return v
 
     return (

@@ -2,7 +2,8 @@
 """kernelport.comm on the ranks of an MPI job (ctest's test-python-comm-np2 runs it under mpirun
 with 2 ranks; not a pytest module): all-reduce, mean, host values, broadcast and barrier against
 the values every rank can compute, bad arguments raising on every rank with the communicator
-still usable, a rank's fail() reaching the others, and communicators closed with their runtime. Exits 0 when every check passed."""
+still usable, a rank's fail() reaching the others, and communicators closed with their runtime.
+Exits 0 when every check passed."""
 import sys
 
 import numpy as np

@@ -235,7 +235,7 @@ def test_malformed_expression_gives_line_column_and_caret(rt):
         kp.solve.Model("b1*q", params="b1", data="x")
     with pytest.raises(kp.InvalidArgumentError, match='"x" is already declared'):
         kp.solve.Model("x", params="x", data="x")
-    with pytest.raises(kp.InvalidArgumentError, match="expected a residual, found definitions only"):
+    with pytest.raises(kp.InvalidArgumentError, match="expected a residual, found definitions"):
         kp.solve.Model("z = b1", params="b1")
     fit_works(rt)
 
