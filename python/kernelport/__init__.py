@@ -10,6 +10,9 @@ with NumPy arrays in and out.
     rt.kernel("tensor.relu")(x=c, y=c)  # keyword arguments, converted by the kernel's parameters
     print(c.numpy())
 
+kernelport.solve fits residuals written as expressions (Levenberg-Marquardt, many small problems
+or one large sparse one) on the host reference or a runtime's device.
+
 Errors raise kernelport.Error (a subclass per status, such as InvalidArgumentError, also a
 ValueError) carrying the library's message, the status and its name.
 """
@@ -41,6 +44,7 @@ from ._results import (
     ManifestLayer,
     ParamInfo,
     PluginRecord,
+    SparseProgress,
     Tunable,
     VerifyResult,
 )
@@ -128,7 +132,7 @@ class Runtime(_kernelport.Runtime):
         return f"<kernelport.Runtime {d.name} ({d.vendor} {d.type})>"
 
 
-from . import blas, gru, logic, tensor  # noqa: E402  (the helpers use Runtime and Buffer)
+from . import blas, gru, logic, solve, tensor  # noqa: E402  (the helpers use Runtime and Buffer)
 
 __all__ = [
     "Runtime",
@@ -159,7 +163,9 @@ __all__ = [
     "blas",
     "gru",
     "logic",
+    "solve",
     "tensor",
+    "SparseProgress",
     "bf16_from_float32",
     "bf16_to_float32",
 ]

@@ -131,6 +131,23 @@ class ManifestLayer:
     read: bool
 
 
+@dataclass(frozen=True)
+class SparseProgress:
+    """One step of kernelport.solve.fit_sparse (kp_lm_sparse_progress), passed to its `progress`
+    callable: the Jacobian evaluations so far, this step's CG iterations (0 for a dense step), the
+    cost at the current point (after the step when it was accepted), the damping, and where the
+    step's linear solve stopped (|(J^T J + mu D) h + J^T r| / |J^T r|)."""
+
+    iteration: int
+    cg_iterations: int
+    cost: float
+    damping: float
+    accepted: bool
+    gradient_max: float
+    cg_residual: float
+    dense: bool
+
+
 __all__ = [
     "ParamInfo",
     "KernelInfo",
@@ -140,4 +157,5 @@ __all__ = [
     "DeviceInfo",
     "PluginRecord",
     "ManifestLayer",
+    "SparseProgress",
 ]

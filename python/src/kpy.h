@@ -8,11 +8,22 @@
 #include <Python.h>
 
 #include <kernelport/kernelport.h>
+#include <kernelport/solve.h>
+#include <stdatomic.h>
+
+/* A runtime. `rt` is NULL after close(); every object that uses it checks. */
+/* A handle made on a runtime that must be released before the runtime is (a solver, a
+ * communicator): linked into its runtime's list while the handle lives. */
+typedef struct kpy_dependent {
+    struct kpy_dependent *prev, *next;
+    void (*release)(struct kpy_dependent *d); /* releases the handle and unlinks d */
+} kpy_dependent;
 
 /* A runtime. `rt` is NULL after close(); every object that uses it checks. */
 typedef struct kpy_runtime {
     PyObject ob_base;
     kp_runtime *rt;
+    kpy_dependent *dependents;
 } kpy_runtime;
 
 /* A tensor view of device memory. The object that allocated the kp_buffer owns it (base NULL);
@@ -43,10 +54,38 @@ typedef struct kpy_kernel {
     kpy_param params[KP_MAX_PARAMS];
 } kpy_kernel;
 
+/* The solve layer's graphs and handles are used by one thread at a time: a lock taken with the GIL
+ * released, and the thread holding it, so that a call into the same object from its own progress
+ * callback raises instead of waiting for itself. */
+typedef struct kpy_lock {
+    PyThread_type_lock lock;
+    _Atomic unsigned long owner; /* PyThread_get_thread_ident() of the holder; 0 when free */
+} kpy_lock;
+
+/* 0, or -1 with an exception. */
+int kpy_lock_init(kpy_lock *l);
+void kpy_lock_free(kpy_lock *l);
+
+/* Releases the GIL and takes `l`: returns the thread state for kpy_lock_leave, or NULL with a
+ * RuntimeError when this thread holds `l` already. */
+PyThreadState *kpy_lock_enter(kpy_lock *l);
+
+/* Gives `l` back and takes the GIL again. */
+void kpy_lock_leave(kpy_lock *l, PyThreadState *ts);
+
+/* A residual expression graph (kp_expr_graph). */
+typedef struct kpy_expr_graph {
+    PyObject ob_base;
+    kp_expr_graph *g;
+    kpy_lock lock;
+} kpy_expr_graph;
+
 extern PyTypeObject kpy_runtime_type;
 extern PyTypeObject kpy_buffer_type;
 extern PyTypeObject kpy_kernel_type;
 extern PyTypeObject kpy_prepared_type;
+extern PyTypeObject kpy_expr_graph_type;
+extern PyTypeObject kpy_solver_type;
 
 /* Raises the exception class of `status` (kernelport.Error or a subclass) carrying the status, its
  * name and `message`; returns NULL. */
@@ -69,6 +108,23 @@ double kpy_now(void);
 /* Kernel.prepare(**kwargs): a Prepared launch of `k` with the arguments bound. */
 PyObject *kpy_prepared_create(kpy_kernel *k, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
+
+/* Links `d` into runtime `r`'s dependents, released by kpy_dependent_unlink's caller or, at the
+ * latest, when the runtime closes (their objects stay, and raise when used). */
+void kpy_dependent_link(kpy_runtime *r, kpy_dependent *d, void (*release)(kpy_dependent *));
+void kpy_dependent_unlink(kpy_runtime *r, kpy_dependent *d);
+
+/* 0 when buffer `b` holds exactly `bytes` bytes, else -1 with a ValueError naming `what`. */
+int kpy_solve_check_size(const Py_buffer *b, size_t bytes, const char *what);
+
+/* Adds the solve layer's names (statuses, losses, precisions) to module `m`; -1 on failure. */
+int kpy_solve_constants(PyObject *m);
+
+#ifdef KPY_WITH_COMM
+/* Adds the Communicator type (comm.h), _mpi_finalize and the COMM_ constants to module `m`; -1 on
+ * failure. Only where libkernelport-comm was built. */
+int kpy_comm_init(PyObject *m);
+#endif
 
 /* Creates the exception classes and adds them to module `m`; -1 with an exception on failure. */
 int kpy_errors_init(PyObject *m);

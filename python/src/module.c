@@ -115,8 +115,20 @@ static PyObject *version(PyObject *m, PyObject *unused)
     return PyUnicode_FromString(kp_version());
 }
 
+/* _raise(status, message): the exception the library's status raises, for the checks the Python
+ * layer makes before calling it. */
+static PyObject *raise_status(PyObject *m, PyObject *args)
+{
+    int status;
+    const char *message;
+    if (!PyArg_ParseTuple(args, "is:_raise", &status, &message))
+        return NULL;
+    return kpy_raise((kp_status)status, message);
+}
+
 static PyMethodDef module_methods[] = {
     {"version", version, METH_NOARGS, "The loaded library's version (kp_version)."},
+    {"_raise", raise_status, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -170,13 +182,17 @@ PyMODINIT_FUNC PyInit__kernelport(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    PyTypeObject *types[] = {&kpy_runtime_type, &kpy_buffer_type, &kpy_kernel_type,
-                             &kpy_prepared_type};
+    PyTypeObject *types[] = {&kpy_runtime_type,  &kpy_buffer_type,     &kpy_kernel_type,
+                             &kpy_prepared_type, &kpy_expr_graph_type, &kpy_solver_type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyModule_AddType(m, types[i]) < 0)
             goto fail;
-    if (kpy_errors_init(m) < 0 || add_constants(m) < 0)
+    if (kpy_errors_init(m) < 0 || add_constants(m) < 0 || kpy_solve_constants(m) < 0)
         goto fail;
+#ifdef KPY_WITH_COMM
+    if (kpy_comm_init(m) < 0)
+        goto fail;
+#endif
     return m;
 fail:
     Py_DECREF(m);

@@ -74,8 +74,31 @@ done:
     return (PyObject *)self;
 }
 
+void kpy_dependent_link(kpy_runtime *r, kpy_dependent *d, void (*release)(kpy_dependent *))
+{
+    d->release = release;
+    d->prev = NULL;
+    d->next = r->dependents;
+    if (r->dependents)
+        r->dependents->prev = d;
+    r->dependents = d;
+}
+
+void kpy_dependent_unlink(kpy_runtime *r, kpy_dependent *d)
+{
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        r->dependents = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    d->prev = d->next = NULL;
+}
+
 static void runtime_destroy(kpy_runtime *self)
 {
+    while (self->dependents)
+        self->dependents->release(self->dependents);
     kp_runtime *rt = self->rt;
     self->rt = NULL;
     PyThreadState *ts = PyEval_SaveThread();

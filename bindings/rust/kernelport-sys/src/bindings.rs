@@ -10,6 +10,8 @@ pub const KP_MAX_PARAMS: u32 = 64;
 pub const KP_MAX_RANK: u32 = 8;
 pub const KP_ALL_AXES: i32 = -1;
 pub const KP_IGNORE_INDEX: i32 = -100;
+pub const KP_EXPR_MAX_SLOTS: u32 = 64;
+pub const KP_EXPR_MAX_OUTPUTS: u32 = 16;
 pub type __uint8_t = ::std::os::raw::c_uchar;
 pub type __uint16_t = ::std::os::raw::c_ushort;
 pub type __int32_t = ::std::os::raw::c_int;
@@ -141,12 +143,7 @@ fn bindgen_test_layout_kp_runtime_options() {
                 ::std::ptr::addr_of!((*ptr).flags) as usize - ptr as usize
             },
             4usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_runtime_options),
-                "::",
-                stringify!(flags)
-            )
+            concat!("Offset of field: ", stringify!(kp_runtime_options), "::", stringify!(flags))
         );
     }
     test_field_flags();
@@ -209,12 +206,7 @@ fn bindgen_test_layout_kp_runtime_options() {
                 ::std::ptr::addr_of!((*ptr).device) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_runtime_options),
-                "::",
-                stringify!(device)
-            )
+            concat!("Offset of field: ", stringify!(kp_runtime_options), "::", stringify!(device))
         );
     }
     test_field_device();
@@ -226,12 +218,7 @@ fn bindgen_test_layout_kp_runtime_options() {
                 ::std::ptr::addr_of!((*ptr).log) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_runtime_options),
-                "::",
-                stringify!(log)
-            )
+            concat!("Offset of field: ", stringify!(kp_runtime_options), "::", stringify!(log))
         );
     }
     test_field_log();
@@ -387,12 +374,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -404,12 +386,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).vendor) as usize - ptr as usize
             },
             4usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(vendor)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(vendor))
         );
     }
     test_field_vendor();
@@ -421,12 +398,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).type_) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(type_)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(type_))
         );
     }
     test_field_type();
@@ -438,12 +410,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).index) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(index)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(index))
         );
     }
     test_field_index();
@@ -455,12 +422,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -489,12 +451,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).platform) as usize - ptr as usize
             },
             400usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(platform)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(platform))
         );
     }
     test_field_platform();
@@ -506,12 +463,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).driver) as usize - ptr as usize
             },
             528usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(driver)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(driver))
         );
     }
     test_field_driver();
@@ -523,12 +475,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).version) as usize - ptr as usize
             },
             656usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(version)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(version))
         );
     }
     test_field_version();
@@ -540,12 +487,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).c_version) as usize - ptr as usize
             },
             784usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(c_version)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(c_version))
         );
     }
     test_field_c_version();
@@ -557,12 +499,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).arch) as usize - ptr as usize
             },
             848usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(arch)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(arch))
         );
     }
     test_field_arch();
@@ -574,12 +511,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).pci_bus) as usize - ptr as usize
             },
             912usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(pci_bus)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(pci_bus))
         );
     }
     test_field_pci_bus();
@@ -591,12 +523,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).uuid) as usize - ptr as usize
             },
             944usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(uuid)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(uuid))
         );
     }
     test_field_uuid();
@@ -608,12 +535,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).has_uuid) as usize - ptr as usize
             },
             960usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(has_uuid)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(has_uuid))
         );
     }
     test_field_has_uuid();
@@ -625,12 +547,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).vendor_id) as usize - ptr as usize
             },
             964usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(vendor_id)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(vendor_id))
         );
     }
     test_field_vendor_id();
@@ -659,12 +576,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).clock_mhz) as usize - ptr as usize
             },
             972usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(clock_mhz)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(clock_mhz))
         );
     }
     test_field_clock_mhz();
@@ -676,12 +588,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).global_mem) as usize - ptr as usize
             },
             976usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(global_mem)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(global_mem))
         );
     }
     test_field_global_mem();
@@ -693,12 +600,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).local_mem) as usize - ptr as usize
             },
             984usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(local_mem)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(local_mem))
         );
     }
     test_field_local_mem();
@@ -710,12 +612,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).max_alloc) as usize - ptr as usize
             },
             992usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(max_alloc)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(max_alloc))
         );
     }
     test_field_max_alloc();
@@ -761,12 +658,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).fp16) as usize - ptr as usize
             },
             1032usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(fp16)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(fp16))
         );
     }
     test_field_fp16();
@@ -778,12 +670,7 @@ fn bindgen_test_layout_kp_device_info() {
                 ::std::ptr::addr_of!((*ptr).fp64) as usize - ptr as usize
             },
             1036usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_device_info),
-                "::",
-                stringify!(fp64)
-            )
+            concat!("Offset of field: ", stringify!(kp_device_info), "::", stringify!(fp64))
         );
     }
     test_field_fp64();
@@ -935,12 +822,7 @@ fn bindgen_test_layout_kp_tensor() {
                 ::std::ptr::addr_of!((*ptr).buffer) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tensor),
-                "::",
-                stringify!(buffer)
-            )
+            concat!("Offset of field: ", stringify!(kp_tensor), "::", stringify!(buffer))
         );
     }
     test_field_buffer();
@@ -952,12 +834,7 @@ fn bindgen_test_layout_kp_tensor() {
                 ::std::ptr::addr_of!((*ptr).dtype) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tensor),
-                "::",
-                stringify!(dtype)
-            )
+            concat!("Offset of field: ", stringify!(kp_tensor), "::", stringify!(dtype))
         );
     }
     test_field_dtype();
@@ -969,12 +846,7 @@ fn bindgen_test_layout_kp_tensor() {
                 ::std::ptr::addr_of!((*ptr).rank) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tensor),
-                "::",
-                stringify!(rank)
-            )
+            concat!("Offset of field: ", stringify!(kp_tensor), "::", stringify!(rank))
         );
     }
     test_field_rank();
@@ -986,12 +858,7 @@ fn bindgen_test_layout_kp_tensor() {
                 ::std::ptr::addr_of!((*ptr).offset) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tensor),
-                "::",
-                stringify!(offset)
-            )
+            concat!("Offset of field: ", stringify!(kp_tensor), "::", stringify!(offset))
         );
     }
     test_field_offset();
@@ -1003,12 +870,7 @@ fn bindgen_test_layout_kp_tensor() {
                 ::std::ptr::addr_of!((*ptr).shape) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tensor),
-                "::",
-                stringify!(shape)
-            )
+            concat!("Offset of field: ", stringify!(kp_tensor), "::", stringify!(shape))
         );
     }
     test_field_shape();
@@ -1020,12 +882,7 @@ fn bindgen_test_layout_kp_tensor() {
                 ::std::ptr::addr_of!((*ptr).strides) as usize - ptr as usize
             },
             88usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tensor),
-                "::",
-                stringify!(strides)
-            )
+            concat!("Offset of field: ", stringify!(kp_tensor), "::", stringify!(strides))
         );
     }
     test_field_strides();
@@ -1126,11 +983,7 @@ pub struct kp_arg {
 }
 #[test]
 fn bindgen_test_layout_kp_arg() {
-    assert_eq!(
-        ::std::mem::size_of::<kp_arg>(),
-        184usize,
-        concat!("Size of: ", stringify!(kp_arg))
-    );
+    assert_eq!(::std::mem::size_of::<kp_arg>(), 184usize, concat!("Size of: ", stringify!(kp_arg)));
     assert_eq!(
         ::std::mem::align_of::<kp_arg>(),
         8usize,
@@ -1144,12 +997,7 @@ fn bindgen_test_layout_kp_arg() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_arg),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_arg), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -1161,12 +1009,7 @@ fn bindgen_test_layout_kp_arg() {
                 ::std::ptr::addr_of!((*ptr).kind) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_arg),
-                "::",
-                stringify!(kind)
-            )
+            concat!("Offset of field: ", stringify!(kp_arg), "::", stringify!(kind))
         );
     }
     test_field_kind();
@@ -1178,12 +1021,7 @@ fn bindgen_test_layout_kp_arg() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_arg),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_arg), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1195,12 +1033,7 @@ fn bindgen_test_layout_kp_arg() {
                 ::std::ptr::addr_of!((*ptr).tensor) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_arg),
-                "::",
-                stringify!(tensor)
-            )
+            concat!("Offset of field: ", stringify!(kp_arg), "::", stringify!(tensor))
         );
     }
     test_field_tensor();
@@ -1277,12 +1110,7 @@ fn bindgen_test_layout_kp_param_info() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_param_info),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_param_info), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1294,12 +1122,7 @@ fn bindgen_test_layout_kp_param_info() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_param_info),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_param_info), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -1311,12 +1134,7 @@ fn bindgen_test_layout_kp_param_info() {
                 ::std::ptr::addr_of!((*ptr).doc) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_param_info),
-                "::",
-                stringify!(doc)
-            )
+            concat!("Offset of field: ", stringify!(kp_param_info), "::", stringify!(doc))
         );
     }
     test_field_doc();
@@ -1328,12 +1146,7 @@ fn bindgen_test_layout_kp_param_info() {
                 ::std::ptr::addr_of!((*ptr).kind) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_param_info),
-                "::",
-                stringify!(kind)
-            )
+            concat!("Offset of field: ", stringify!(kp_param_info), "::", stringify!(kind))
         );
     }
     test_field_kind();
@@ -1345,12 +1158,7 @@ fn bindgen_test_layout_kp_param_info() {
                 ::std::ptr::addr_of!((*ptr).access) as usize - ptr as usize
             },
             28usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_param_info),
-                "::",
-                stringify!(access)
-            )
+            concat!("Offset of field: ", stringify!(kp_param_info), "::", stringify!(access))
         );
     }
     test_field_access();
@@ -1362,12 +1170,7 @@ fn bindgen_test_layout_kp_param_info() {
                 ::std::ptr::addr_of!((*ptr).dtypes) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_param_info),
-                "::",
-                stringify!(dtypes)
-            )
+            concat!("Offset of field: ", stringify!(kp_param_info), "::", stringify!(dtypes))
         );
     }
     test_field_dtypes();
@@ -1379,12 +1182,7 @@ fn bindgen_test_layout_kp_param_info() {
                 ::std::ptr::addr_of!((*ptr).optional) as usize - ptr as usize
             },
             36usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_param_info),
-                "::",
-                stringify!(optional)
-            )
+            concat!("Offset of field: ", stringify!(kp_param_info), "::", stringify!(optional))
         );
     }
     test_field_optional();
@@ -1396,12 +1194,7 @@ fn bindgen_test_layout_kp_param_info() {
                 ::std::ptr::addr_of!((*ptr).int_default) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_param_info),
-                "::",
-                stringify!(int_default)
-            )
+            concat!("Offset of field: ", stringify!(kp_param_info), "::", stringify!(int_default))
         );
     }
     test_field_int_default();
@@ -1455,12 +1248,7 @@ fn bindgen_test_layout_kp_kernel_info() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_kernel_info),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_kernel_info), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1472,12 +1260,7 @@ fn bindgen_test_layout_kp_kernel_info() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_kernel_info),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_kernel_info), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -1489,12 +1272,7 @@ fn bindgen_test_layout_kp_kernel_info() {
                 ::std::ptr::addr_of!((*ptr).summary) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_kernel_info),
-                "::",
-                stringify!(summary)
-            )
+            concat!("Offset of field: ", stringify!(kp_kernel_info), "::", stringify!(summary))
         );
     }
     test_field_summary();
@@ -1506,12 +1284,7 @@ fn bindgen_test_layout_kp_kernel_info() {
                 ::std::ptr::addr_of!((*ptr).plugin) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_kernel_info),
-                "::",
-                stringify!(plugin)
-            )
+            concat!("Offset of field: ", stringify!(kp_kernel_info), "::", stringify!(plugin))
         );
     }
     test_field_plugin();
@@ -1523,12 +1296,7 @@ fn bindgen_test_layout_kp_kernel_info() {
                 ::std::ptr::addr_of!((*ptr).plugin_path) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_kernel_info),
-                "::",
-                stringify!(plugin_path)
-            )
+            concat!("Offset of field: ", stringify!(kp_kernel_info), "::", stringify!(plugin_path))
         );
     }
     test_field_plugin_path();
@@ -1540,12 +1308,7 @@ fn bindgen_test_layout_kp_kernel_info() {
                 ::std::ptr::addr_of!((*ptr).source_name) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_kernel_info),
-                "::",
-                stringify!(source_name)
-            )
+            concat!("Offset of field: ", stringify!(kp_kernel_info), "::", stringify!(source_name))
         );
     }
     test_field_source_name();
@@ -1557,12 +1320,7 @@ fn bindgen_test_layout_kp_kernel_info() {
                 ::std::ptr::addr_of!((*ptr).n_params) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_kernel_info),
-                "::",
-                stringify!(n_params)
-            )
+            concat!("Offset of field: ", stringify!(kp_kernel_info), "::", stringify!(n_params))
         );
     }
     test_field_n_params();
@@ -1574,12 +1332,7 @@ fn bindgen_test_layout_kp_kernel_info() {
                 ::std::ptr::addr_of!((*ptr).n_tunables) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_kernel_info),
-                "::",
-                stringify!(n_tunables)
-            )
+            concat!("Offset of field: ", stringify!(kp_kernel_info), "::", stringify!(n_tunables))
         );
     }
     test_field_n_tunables();
@@ -1664,12 +1417,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -1681,12 +1429,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -1698,12 +1441,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).doc) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(doc)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(doc))
         );
     }
     test_field_doc();
@@ -1715,12 +1453,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).value) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(value)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(value))
         );
     }
     test_field_value();
@@ -1749,12 +1482,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).value_text) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(value_text)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(value_text))
         );
     }
     test_field_value_text();
@@ -1766,12 +1494,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).origin) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(origin)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(origin))
         );
     }
     test_field_origin();
@@ -1783,12 +1506,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).allowed) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(allowed)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(allowed))
         );
     }
     test_field_allowed();
@@ -1800,12 +1518,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).notes) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(notes)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(notes))
         );
     }
     test_field_notes();
@@ -1817,12 +1530,7 @@ fn bindgen_test_layout_kp_tuning_info() {
                 ::std::ptr::addr_of!((*ptr).provenance) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_info),
-                "::",
-                stringify!(provenance)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_info), "::", stringify!(provenance))
         );
     }
     test_field_provenance();
@@ -1900,12 +1608,7 @@ fn bindgen_test_layout_kp_manifest_layer() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_manifest_layer),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_manifest_layer), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -1917,12 +1620,7 @@ fn bindgen_test_layout_kp_manifest_layer() {
                 ::std::ptr::addr_of!((*ptr).path) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_manifest_layer),
-                "::",
-                stringify!(path)
-            )
+            concat!("Offset of field: ", stringify!(kp_manifest_layer), "::", stringify!(path))
         );
     }
     test_field_path();
@@ -1934,12 +1632,7 @@ fn bindgen_test_layout_kp_manifest_layer() {
                 ::std::ptr::addr_of!((*ptr).read) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_manifest_layer),
-                "::",
-                stringify!(read)
-            )
+            concat!("Offset of field: ", stringify!(kp_manifest_layer), "::", stringify!(read))
         );
     }
     test_field_read();
@@ -2074,12 +1767,7 @@ fn bindgen_test_layout_kp_graph_info() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_graph_info),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_graph_info), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -2091,12 +1779,7 @@ fn bindgen_test_layout_kp_graph_info() {
                 ::std::ptr::addr_of!((*ptr).n_launches) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_graph_info),
-                "::",
-                stringify!(n_launches)
-            )
+            concat!("Offset of field: ", stringify!(kp_graph_info), "::", stringify!(n_launches))
         );
     }
     test_field_n_launches();
@@ -2108,12 +1791,7 @@ fn bindgen_test_layout_kp_graph_info() {
                 ::std::ptr::addr_of!((*ptr).n_transfers) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_graph_info),
-                "::",
-                stringify!(n_transfers)
-            )
+            concat!("Offset of field: ", stringify!(kp_graph_info), "::", stringify!(n_transfers))
         );
     }
     test_field_n_transfers();
@@ -2125,12 +1803,7 @@ fn bindgen_test_layout_kp_graph_info() {
                 ::std::ptr::addr_of!((*ptr).n_direct) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_graph_info),
-                "::",
-                stringify!(n_direct)
-            )
+            concat!("Offset of field: ", stringify!(kp_graph_info), "::", stringify!(n_direct))
         );
     }
     test_field_n_direct();
@@ -2142,12 +1815,7 @@ fn bindgen_test_layout_kp_graph_info() {
                 ::std::ptr::addr_of!((*ptr).n_commands) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_graph_info),
-                "::",
-                stringify!(n_commands)
-            )
+            concat!("Offset of field: ", stringify!(kp_graph_info), "::", stringify!(n_commands))
         );
     }
     test_field_n_commands();
@@ -2176,12 +1844,7 @@ fn bindgen_test_layout_kp_graph_info() {
                 ::std::ptr::addr_of!((*ptr).n_params) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_graph_info),
-                "::",
-                stringify!(n_params)
-            )
+            concat!("Offset of field: ", stringify!(kp_graph_info), "::", stringify!(n_params))
         );
     }
     test_field_n_params();
@@ -2256,12 +1919,7 @@ fn bindgen_test_layout_kp_plugin_record() {
                 ::std::ptr::addr_of!((*ptr).path) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_plugin_record),
-                "::",
-                stringify!(path)
-            )
+            concat!("Offset of field: ", stringify!(kp_plugin_record), "::", stringify!(path))
         );
     }
     test_field_path();
@@ -2273,12 +1931,7 @@ fn bindgen_test_layout_kp_plugin_record() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_plugin_record),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_plugin_record), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -2290,12 +1943,7 @@ fn bindgen_test_layout_kp_plugin_record() {
                 ::std::ptr::addr_of!((*ptr).version) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_plugin_record),
-                "::",
-                stringify!(version)
-            )
+            concat!("Offset of field: ", stringify!(kp_plugin_record), "::", stringify!(version))
         );
     }
     test_field_version();
@@ -2307,12 +1955,7 @@ fn bindgen_test_layout_kp_plugin_record() {
                 ::std::ptr::addr_of!((*ptr).reason) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_plugin_record),
-                "::",
-                stringify!(reason)
-            )
+            concat!("Offset of field: ", stringify!(kp_plugin_record), "::", stringify!(reason))
         );
     }
     test_field_reason();
@@ -2324,12 +1967,7 @@ fn bindgen_test_layout_kp_plugin_record() {
                 ::std::ptr::addr_of!((*ptr).n_kernels) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_plugin_record),
-                "::",
-                stringify!(n_kernels)
-            )
+            concat!("Offset of field: ", stringify!(kp_plugin_record), "::", stringify!(n_kernels))
         );
     }
     test_field_n_kernels();
@@ -2413,12 +2051,7 @@ fn bindgen_test_layout_kp_verify_result() {
                 ::std::ptr::addr_of!((*ptr).kernel) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_verify_result),
-                "::",
-                stringify!(kernel)
-            )
+            concat!("Offset of field: ", stringify!(kp_verify_result), "::", stringify!(kernel))
         );
     }
     test_field_kernel();
@@ -2430,12 +2063,7 @@ fn bindgen_test_layout_kp_verify_result() {
                 ::std::ptr::addr_of!((*ptr).size) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_verify_result),
-                "::",
-                stringify!(size)
-            )
+            concat!("Offset of field: ", stringify!(kp_verify_result), "::", stringify!(size))
         );
     }
     test_field_size();
@@ -2447,12 +2075,7 @@ fn bindgen_test_layout_kp_verify_result() {
                 ::std::ptr::addr_of!((*ptr).output) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_verify_result),
-                "::",
-                stringify!(output)
-            )
+            concat!("Offset of field: ", stringify!(kp_verify_result), "::", stringify!(output))
         );
     }
     test_field_output();
@@ -2464,12 +2087,7 @@ fn bindgen_test_layout_kp_verify_result() {
                 ::std::ptr::addr_of!((*ptr).elements) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_verify_result),
-                "::",
-                stringify!(elements)
-            )
+            concat!("Offset of field: ", stringify!(kp_verify_result), "::", stringify!(elements))
         );
     }
     test_field_elements();
@@ -2515,12 +2133,7 @@ fn bindgen_test_layout_kp_verify_result() {
                 ::std::ptr::addr_of!((*ptr).atol) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_verify_result),
-                "::",
-                stringify!(atol)
-            )
+            concat!("Offset of field: ", stringify!(kp_verify_result), "::", stringify!(atol))
         );
     }
     test_field_atol();
@@ -2532,12 +2145,7 @@ fn bindgen_test_layout_kp_verify_result() {
                 ::std::ptr::addr_of!((*ptr).rtol) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_verify_result),
-                "::",
-                stringify!(rtol)
-            )
+            concat!("Offset of field: ", stringify!(kp_verify_result), "::", stringify!(rtol))
         );
     }
     test_field_rtol();
@@ -2566,12 +2174,7 @@ fn bindgen_test_layout_kp_verify_result() {
                 ::std::ptr::addr_of!((*ptr).failures) as usize - ptr as usize
             },
             80usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_verify_result),
-                "::",
-                stringify!(failures)
-            )
+            concat!("Offset of field: ", stringify!(kp_verify_result), "::", stringify!(failures))
         );
     }
     test_field_failures();
@@ -2583,12 +2186,7 @@ fn bindgen_test_layout_kp_verify_result() {
                 ::std::ptr::addr_of!((*ptr).passed) as usize - ptr as usize
             },
             88usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_verify_result),
-                "::",
-                stringify!(passed)
-            )
+            concat!("Offset of field: ", stringify!(kp_verify_result), "::", stringify!(passed))
         );
     }
     test_field_passed();
@@ -2666,12 +2264,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -2683,12 +2276,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).bandwidth_gbs) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(bandwidth_gbs)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(bandwidth_gbs))
         );
     }
     test_field_bandwidth_gbs();
@@ -2700,12 +2288,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).read_gbs) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(read_gbs)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(read_gbs))
         );
     }
     test_field_read_gbs();
@@ -2717,12 +2300,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).copy_gbs) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(copy_gbs)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(copy_gbs))
         );
     }
     test_field_copy_gbs();
@@ -2734,12 +2312,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).triad_gbs) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(triad_gbs)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(triad_gbs))
         );
     }
     test_field_triad_gbs();
@@ -2751,12 +2324,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).vector_width) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(vector_width)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(vector_width))
         );
     }
     test_field_vector_width();
@@ -2768,12 +2336,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).fp32_gflops) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(fp32_gflops)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(fp32_gflops))
         );
     }
     test_field_fp32_gflops();
@@ -2785,12 +2348,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).launch_us) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(launch_us)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(launch_us))
         );
     }
     test_field_launch_us();
@@ -2802,12 +2360,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).roundtrip_us) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(roundtrip_us)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(roundtrip_us))
         );
     }
     test_field_roundtrip_us();
@@ -2819,12 +2372,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).from_cache) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(from_cache)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(from_cache))
         );
     }
     test_field_from_cache();
@@ -2836,12 +2384,7 @@ fn bindgen_test_layout_kp_peak() {
                 ::std::ptr::addr_of!((*ptr).measured) as usize - ptr as usize
             },
             76usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_peak),
-                "::",
-                stringify!(measured)
-            )
+            concat!("Offset of field: ", stringify!(kp_peak), "::", stringify!(measured))
         );
     }
     test_field_measured();
@@ -2900,12 +2443,7 @@ fn bindgen_test_layout_kp_bench_options() {
                 ::std::ptr::addr_of!((*ptr).warmup) as usize - ptr as usize
             },
             4usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_options),
-                "::",
-                stringify!(warmup)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_options), "::", stringify!(warmup))
         );
     }
     test_field_warmup();
@@ -2917,12 +2455,7 @@ fn bindgen_test_layout_kp_bench_options() {
                 ::std::ptr::addr_of!((*ptr).min_runs) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_options),
-                "::",
-                stringify!(min_runs)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_options), "::", stringify!(min_runs))
         );
     }
     test_field_min_runs();
@@ -2934,12 +2467,7 @@ fn bindgen_test_layout_kp_bench_options() {
                 ::std::ptr::addr_of!((*ptr).max_runs) as usize - ptr as usize
             },
             12usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_options),
-                "::",
-                stringify!(max_runs)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_options), "::", stringify!(max_runs))
         );
     }
     test_field_max_runs();
@@ -2968,12 +2496,7 @@ fn bindgen_test_layout_kp_bench_options() {
                 ::std::ptr::addr_of!((*ptr).seed) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_options),
-                "::",
-                stringify!(seed)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_options), "::", stringify!(seed))
         );
     }
     test_field_seed();
@@ -3033,12 +2556,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).runs) as usize - ptr as usize
             },
             4usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(runs)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(runs))
         );
     }
     test_field_runs();
@@ -3050,12 +2568,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).median_s) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(median_s)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(median_s))
         );
     }
     test_field_median_s();
@@ -3067,12 +2580,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).min_s) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(min_s)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(min_s))
         );
     }
     test_field_min_s();
@@ -3084,12 +2592,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).max_s) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(max_s)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(max_s))
         );
     }
     test_field_max_s();
@@ -3101,12 +2604,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).p10_s) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(p10_s)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(p10_s))
         );
     }
     test_field_p10_s();
@@ -3118,12 +2616,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).p90_s) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(p90_s)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(p90_s))
         );
     }
     test_field_p90_s();
@@ -3135,12 +2628,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).flops) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(flops)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(flops))
         );
     }
     test_field_flops();
@@ -3152,12 +2640,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).bytes) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(bytes)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(bytes))
         );
     }
     test_field_bytes();
@@ -3169,12 +2652,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).gflops) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(gflops)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(gflops))
         );
     }
     test_field_gflops();
@@ -3186,12 +2664,7 @@ fn bindgen_test_layout_kp_bench_result() {
                 ::std::ptr::addr_of!((*ptr).gbs) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_bench_result),
-                "::",
-                stringify!(gbs)
-            )
+            concat!("Offset of field: ", stringify!(kp_bench_result), "::", stringify!(gbs))
         );
     }
     test_field_gbs();
@@ -3235,12 +2708,7 @@ fn bindgen_test_layout_kp_tune_step() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_step),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_step), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -3252,12 +2720,7 @@ fn bindgen_test_layout_kp_tune_step() {
                 ::std::ptr::addr_of!((*ptr).kernel) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_step),
-                "::",
-                stringify!(kernel)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_step), "::", stringify!(kernel))
         );
     }
     test_field_kernel();
@@ -3269,12 +2732,7 @@ fn bindgen_test_layout_kp_tune_step() {
                 ::std::ptr::addr_of!((*ptr).values) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_step),
-                "::",
-                stringify!(values)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_step), "::", stringify!(values))
         );
     }
     test_field_values();
@@ -3286,12 +2744,7 @@ fn bindgen_test_layout_kp_tune_step() {
                 ::std::ptr::addr_of!((*ptr).n_values) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_step),
-                "::",
-                stringify!(n_values)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_step), "::", stringify!(n_values))
         );
     }
     test_field_n_values();
@@ -3303,12 +2756,7 @@ fn bindgen_test_layout_kp_tune_step() {
                 ::std::ptr::addr_of!((*ptr).median_s) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_step),
-                "::",
-                stringify!(median_s)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_step), "::", stringify!(median_s))
         );
     }
     test_field_median_s();
@@ -3320,12 +2768,7 @@ fn bindgen_test_layout_kp_tune_step() {
                 ::std::ptr::addr_of!((*ptr).outcome) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_step),
-                "::",
-                stringify!(outcome)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_step), "::", stringify!(outcome))
         );
     }
     test_field_outcome();
@@ -3382,12 +2825,7 @@ fn bindgen_test_layout_kp_tune_options() {
                 ::std::ptr::addr_of!((*ptr).size) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_options),
-                "::",
-                stringify!(size)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_options), "::", stringify!(size))
         );
     }
     test_field_size();
@@ -3416,12 +2854,7 @@ fn bindgen_test_layout_kp_tune_options() {
                 ::std::ptr::addr_of!((*ptr).grid_limit) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_options),
-                "::",
-                stringify!(grid_limit)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_options), "::", stringify!(grid_limit))
         );
     }
     test_field_grid_limit();
@@ -3433,12 +2866,7 @@ fn bindgen_test_layout_kp_tune_options() {
                 ::std::ptr::addr_of!((*ptr).bench) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_options),
-                "::",
-                stringify!(bench)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_options), "::", stringify!(bench))
         );
     }
     test_field_bench();
@@ -3450,12 +2878,7 @@ fn bindgen_test_layout_kp_tune_options() {
                 ::std::ptr::addr_of!((*ptr).report) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_options),
-                "::",
-                stringify!(report)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_options), "::", stringify!(report))
         );
     }
     test_field_report();
@@ -3467,12 +2890,7 @@ fn bindgen_test_layout_kp_tune_options() {
                 ::std::ptr::addr_of!((*ptr).user) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_options),
-                "::",
-                stringify!(user)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_options), "::", stringify!(user))
         );
     }
     test_field_user();
@@ -3484,12 +2902,7 @@ fn bindgen_test_layout_kp_tune_options() {
                 ::std::ptr::addr_of!((*ptr).tunables) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_options),
-                "::",
-                stringify!(tunables)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_options), "::", stringify!(tunables))
         );
     }
     test_field_tunables();
@@ -3533,12 +2946,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -3550,12 +2958,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).n_values) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(n_values)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(n_values))
         );
     }
     test_field_n_values();
@@ -3567,12 +2970,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).values) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(values)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(values))
         );
     }
     test_field_values();
@@ -3584,12 +2982,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).default_s) as usize - ptr as usize
             },
             1040usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(default_s)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(default_s))
         );
     }
     test_field_default_s();
@@ -3601,12 +2994,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).best_s) as usize - ptr as usize
             },
             1048usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(best_s)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(best_s))
         );
     }
     test_field_best_s();
@@ -3618,12 +3006,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).speedup) as usize - ptr as usize
             },
             1056usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(speedup)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(speedup))
         );
     }
     test_field_speedup();
@@ -3635,12 +3018,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).tried) as usize - ptr as usize
             },
             1064usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(tried)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(tried))
         );
     }
     test_field_tried();
@@ -3652,12 +3030,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).skipped) as usize - ptr as usize
             },
             1068usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(skipped)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(skipped))
         );
     }
     test_field_skipped();
@@ -3669,12 +3042,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).rejected) as usize - ptr as usize
             },
             1072usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(rejected)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(rejected))
         );
     }
     test_field_rejected();
@@ -3686,12 +3054,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).exhaustive) as usize - ptr as usize
             },
             1076usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(exhaustive)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(exhaustive))
         );
     }
     test_field_exhaustive();
@@ -3703,12 +3066,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).noise) as usize - ptr as usize
             },
             1080usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(noise)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(noise))
         );
     }
     test_field_noise();
@@ -3720,12 +3078,7 @@ fn bindgen_test_layout_kp_tune_result() {
                 ::std::ptr::addr_of!((*ptr).improved) as usize - ptr as usize
             },
             1088usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tune_result),
-                "::",
-                stringify!(improved)
-            )
+            concat!("Offset of field: ", stringify!(kp_tune_result), "::", stringify!(improved))
         );
     }
     test_field_improved();
@@ -3784,12 +3137,7 @@ fn bindgen_test_layout_kp_tuning_match() {
                 ::std::ptr::addr_of!((*ptr).vendor) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_match),
-                "::",
-                stringify!(vendor)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_match), "::", stringify!(vendor))
         );
     }
     test_field_vendor();
@@ -3801,12 +3149,7 @@ fn bindgen_test_layout_kp_tuning_match() {
                 ::std::ptr::addr_of!((*ptr).type_) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_match),
-                "::",
-                stringify!(type_)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_match), "::", stringify!(type_))
         );
     }
     test_field_type();
@@ -3818,12 +3161,7 @@ fn bindgen_test_layout_kp_tuning_match() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_match),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_match), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -3835,12 +3173,7 @@ fn bindgen_test_layout_kp_tuning_match() {
                 ::std::ptr::addr_of!((*ptr).arch) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuning_match),
-                "::",
-                stringify!(arch)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuning_match), "::", stringify!(arch))
         );
     }
     test_field_arch();
@@ -3872,12 +3205,7 @@ fn bindgen_test_layout_kp_tuned_value() {
                 ::std::ptr::addr_of!((*ptr).kernel) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuned_value),
-                "::",
-                stringify!(kernel)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuned_value), "::", stringify!(kernel))
         );
     }
     test_field_kernel();
@@ -3889,12 +3217,7 @@ fn bindgen_test_layout_kp_tuned_value() {
                 ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuned_value),
-                "::",
-                stringify!(name)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuned_value), "::", stringify!(name))
         );
     }
     test_field_name();
@@ -3906,12 +3229,7 @@ fn bindgen_test_layout_kp_tuned_value() {
                 ::std::ptr::addr_of!((*ptr).value) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_tuned_value),
-                "::",
-                stringify!(value)
-            )
+            concat!("Offset of field: ", stringify!(kp_tuned_value), "::", stringify!(value))
         );
     }
     test_field_value();
@@ -3998,12 +3316,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).w_ih) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(w_ih)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(w_ih))
         );
     }
     test_field_w_ih();
@@ -4015,12 +3328,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).w_hh) as usize - ptr as usize
             },
             160usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(w_hh)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(w_hh))
         );
     }
     test_field_w_hh();
@@ -4032,12 +3340,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).b_ih) as usize - ptr as usize
             },
             312usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(b_ih)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(b_ih))
         );
     }
     test_field_b_ih();
@@ -4049,12 +3352,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).b_hh) as usize - ptr as usize
             },
             464usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(b_hh)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(b_hh))
         );
     }
     test_field_b_hh();
@@ -4066,12 +3364,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).w_p) as usize - ptr as usize
             },
             616usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(w_p)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(w_p))
         );
     }
     test_field_w_p();
@@ -4083,12 +3376,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).b_p) as usize - ptr as usize
             },
             768usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(b_p)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(b_p))
         );
     }
     test_field_b_p();
@@ -4100,12 +3388,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).w_y) as usize - ptr as usize
             },
             920usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(w_y)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(w_y))
         );
     }
     test_field_w_y();
@@ -4117,12 +3400,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).b_y) as usize - ptr as usize
             },
             1072usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(b_y)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(b_y))
         );
     }
     test_field_b_y();
@@ -4134,12 +3412,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).f) as usize - ptr as usize
             },
             1224usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(f)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(f))
         );
     }
     test_field_f();
@@ -4151,12 +3424,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).y0) as usize - ptr as usize
             },
             1376usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(y0)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(y0))
         );
     }
     test_field_y0();
@@ -4168,12 +3436,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).z0) as usize - ptr as usize
             },
             1528usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(z0)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(z0))
         );
     }
     test_field_z0();
@@ -4185,12 +3448,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).h0) as usize - ptr as usize
             },
             1680usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(h0)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(h0))
         );
     }
     test_field_h0();
@@ -4202,12 +3460,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).y) as usize - ptr as usize
             },
             1832usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(y)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(y))
         );
     }
     test_field_y();
@@ -4219,12 +3472,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).h_T) as usize - ptr as usize
             },
             1984usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(h_T)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(h_T))
         );
     }
     test_field_h_T();
@@ -4253,12 +3501,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).hnorm) as usize - ptr as usize
             },
             2288usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(hnorm)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(hnorm))
         );
     }
     test_field_hnorm();
@@ -4270,12 +3513,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).T) as usize - ptr as usize
             },
             2440usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(T)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(T))
         );
     }
     test_field_T();
@@ -4287,12 +3525,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).mode) as usize - ptr as usize
             },
             2448usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(mode)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(mode))
         );
     }
     test_field_mode();
@@ -4304,12 +3537,7 @@ fn bindgen_test_layout_kp_gru_rollout_args() {
                 ::std::ptr::addr_of!((*ptr).seed) as usize - ptr as usize
             },
             2456usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_gru_rollout_args),
-                "::",
-                stringify!(seed)
-            )
+            concat!("Offset of field: ", stringify!(kp_gru_rollout_args), "::", stringify!(seed))
         );
     }
     test_field_seed();
@@ -4664,12 +3892,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).lr) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(lr)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(lr))
         );
     }
     test_field_lr();
@@ -4681,12 +3904,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).beta1) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(beta1)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(beta1))
         );
     }
     test_field_beta1();
@@ -4698,12 +3916,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).beta2) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(beta2)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(beta2))
         );
     }
     test_field_beta2();
@@ -4715,12 +3928,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).eps) as usize - ptr as usize
             },
             32usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(eps)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(eps))
         );
     }
     test_field_eps();
@@ -4749,12 +3957,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).amsgrad) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(amsgrad)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(amsgrad))
         );
     }
     test_field_amsgrad();
@@ -4766,12 +3969,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).maximize) as usize - ptr as usize
             },
             52usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(maximize)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(maximize))
         );
     }
     test_field_maximize();
@@ -4800,12 +3998,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).master) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(master)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(master))
         );
     }
     test_field_master();
@@ -4817,12 +4010,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).segments) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(segments)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(segments))
         );
     }
     test_field_segments();
@@ -4834,12 +4022,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).scales) as usize - ptr as usize
             },
             80usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(scales)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(scales))
         );
     }
     test_field_scales();
@@ -4851,12 +4034,7 @@ fn bindgen_test_layout_kp_adam_options() {
                 ::std::ptr::addr_of!((*ptr).grad_mul) as usize - ptr as usize
             },
             88usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_adam_options),
-                "::",
-                stringify!(grad_mul)
-            )
+            concat!("Offset of field: ", stringify!(kp_adam_options), "::", stringify!(grad_mul))
         );
     }
     test_field_grad_mul();
@@ -4954,12 +4132,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
             },
             0usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(struct_size)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(struct_size))
         );
     }
     test_field_struct_size();
@@ -4971,12 +4144,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).lr) as usize - ptr as usize
             },
             8usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(lr)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(lr))
         );
     }
     test_field_lr();
@@ -4988,12 +4156,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).momentum) as usize - ptr as usize
             },
             16usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(momentum)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(momentum))
         );
     }
     test_field_momentum();
@@ -5005,12 +4168,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).dampening) as usize - ptr as usize
             },
             24usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(dampening)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(dampening))
         );
     }
     test_field_dampening();
@@ -5039,12 +4197,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).nesterov) as usize - ptr as usize
             },
             40usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(nesterov)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(nesterov))
         );
     }
     test_field_nesterov();
@@ -5056,12 +4209,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).maximize) as usize - ptr as usize
             },
             44usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(maximize)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(maximize))
         );
     }
     test_field_maximize();
@@ -5073,12 +4221,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).master) as usize - ptr as usize
             },
             48usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(master)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(master))
         );
     }
     test_field_master();
@@ -5090,12 +4233,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).segments) as usize - ptr as usize
             },
             56usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(segments)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(segments))
         );
     }
     test_field_segments();
@@ -5107,12 +4245,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).scales) as usize - ptr as usize
             },
             64usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(scales)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(scales))
         );
     }
     test_field_scales();
@@ -5124,12 +4257,7 @@ fn bindgen_test_layout_kp_sgd_options() {
                 ::std::ptr::addr_of!((*ptr).grad_mul) as usize - ptr as usize
             },
             72usize,
-            concat!(
-                "Offset of field: ",
-                stringify!(kp_sgd_options),
-                "::",
-                stringify!(grad_mul)
-            )
+            concat!("Offset of field: ", stringify!(kp_sgd_options), "::", stringify!(grad_mul))
         );
     }
     test_field_grad_mul();
@@ -5457,5 +4585,1268 @@ extern "C" {
         dparts: *const kp_tensor,
         n: usize,
         axis: i32,
+    ) -> kp_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_expr_graph {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_expr {
+    pub id: i32,
+}
+#[test]
+fn bindgen_test_layout_kp_expr() {
+    assert_eq!(::std::mem::size_of::<kp_expr>(), 4usize, concat!("Size of: ", stringify!(kp_expr)));
+    assert_eq!(
+        ::std::mem::align_of::<kp_expr>(),
+        4usize,
+        concat!("Alignment of ", stringify!(kp_expr))
+    );
+    fn test_field_id() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_expr>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).id) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(kp_expr), "::", stringify!(id))
+        );
+    }
+    test_field_id();
+}
+pub const KP_EXPR_CONST: kp_expr_op = 0;
+pub const KP_EXPR_DATA: kp_expr_op = 1;
+pub const KP_EXPR_PARAM: kp_expr_op = 2;
+pub const KP_EXPR_ADD: kp_expr_op = 3;
+pub const KP_EXPR_SUB: kp_expr_op = 4;
+pub const KP_EXPR_MUL: kp_expr_op = 5;
+pub const KP_EXPR_DIV: kp_expr_op = 6;
+pub const KP_EXPR_NEG: kp_expr_op = 7;
+pub const KP_EXPR_ABS: kp_expr_op = 8;
+pub const KP_EXPR_MIN: kp_expr_op = 9;
+pub const KP_EXPR_MAX: kp_expr_op = 10;
+pub const KP_EXPR_SELECT: kp_expr_op = 11;
+pub const KP_EXPR_LT: kp_expr_op = 12;
+pub const KP_EXPR_LE: kp_expr_op = 13;
+pub const KP_EXPR_GT: kp_expr_op = 14;
+pub const KP_EXPR_GE: kp_expr_op = 15;
+pub const KP_EXPR_EQ: kp_expr_op = 16;
+pub const KP_EXPR_NE: kp_expr_op = 17;
+pub const KP_EXPR_EXP: kp_expr_op = 18;
+pub const KP_EXPR_LOG: kp_expr_op = 19;
+pub const KP_EXPR_SQRT: kp_expr_op = 20;
+pub const KP_EXPR_RSQRT: kp_expr_op = 21;
+pub const KP_EXPR_POW: kp_expr_op = 22;
+pub const KP_EXPR_POWI: kp_expr_op = 23;
+pub const KP_EXPR_SIN: kp_expr_op = 24;
+pub const KP_EXPR_COS: kp_expr_op = 25;
+pub const KP_EXPR_TAN: kp_expr_op = 26;
+pub const KP_EXPR_ATAN: kp_expr_op = 27;
+pub const KP_EXPR_ATAN2: kp_expr_op = 28;
+pub const KP_EXPR_TANH: kp_expr_op = 29;
+pub const KP_EXPR_SIGMOID: kp_expr_op = 30;
+pub const KP_EXPR_OP_COUNT: kp_expr_op = 31;
+pub type kp_expr_op = ::std::os::raw::c_uint;
+extern "C" {
+    pub fn kp_expr_graph_create(out: *mut *mut kp_expr_graph) -> kp_status;
+}
+extern "C" {
+    pub fn kp_expr_graph_destroy(g: *mut kp_expr_graph);
+}
+extern "C" {
+    pub fn kp_expr_graph_status(g: *const kp_expr_graph) -> kp_status;
+}
+extern "C" {
+    pub fn kp_expr_graph_error(g: *const kp_expr_graph) -> *const ::std::os::raw::c_char;
+}
+extern "C" {
+    pub fn kp_expr_const(g: *mut kp_expr_graph, value: f64) -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_data(g: *mut kp_expr_graph, name: *const ::std::os::raw::c_char) -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_param(g: *mut kp_expr_graph, name: *const ::std::os::raw::c_char) -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_declare(
+        g: *mut kp_expr_graph,
+        is_param: ::std::os::raw::c_int,
+        names: *const ::std::os::raw::c_char,
+    ) -> kp_status;
+}
+extern "C" {
+    pub fn kp_expr_unary(g: *mut kp_expr_graph, op: kp_expr_op, a: kp_expr) -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_binary(g: *mut kp_expr_graph, op: kp_expr_op, a: kp_expr, b: kp_expr)
+        -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_select(g: *mut kp_expr_graph, cond: kp_expr, a: kp_expr, b: kp_expr) -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_powi(g: *mut kp_expr_graph, a: kp_expr, n: i32) -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_dot(
+        g: *mut kp_expr_graph,
+        n: usize,
+        a: *const kp_expr,
+        b: *const kp_expr,
+    ) -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_norm(g: *mut kp_expr_graph, n: usize, a: *const kp_expr) -> kp_expr;
+}
+extern "C" {
+    pub fn kp_expr_cross(
+        g: *mut kp_expr_graph,
+        a: *const kp_expr,
+        b: *const kp_expr,
+        out: *mut kp_expr,
+    );
+}
+extern "C" {
+    pub fn kp_expr_normalize(g: *mut kp_expr_graph, n: usize, a: *const kp_expr, out: *mut kp_expr);
+}
+extern "C" {
+    pub fn kp_expr_graph_output(g: *mut kp_expr_graph, e: kp_expr) -> kp_status;
+}
+extern "C" {
+    pub fn kp_expr_parse(g: *mut kp_expr_graph, text: *const ::std::os::raw::c_char) -> kp_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_expr_graph_info {
+    pub struct_size: u32,
+    pub n_data: u32,
+    pub n_params: u32,
+    pub n_outputs: u32,
+    pub n_nodes: u32,
+    pub key: u64,
+}
+#[test]
+fn bindgen_test_layout_kp_expr_graph_info() {
+    assert_eq!(
+        ::std::mem::size_of::<kp_expr_graph_info>(),
+        32usize,
+        concat!("Size of: ", stringify!(kp_expr_graph_info))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<kp_expr_graph_info>(),
+        8usize,
+        concat!("Alignment of ", stringify!(kp_expr_graph_info))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_expr_graph_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_expr_graph_info),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_n_data() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_expr_graph_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).n_data) as usize - ptr as usize
+            },
+            4usize,
+            concat!("Offset of field: ", stringify!(kp_expr_graph_info), "::", stringify!(n_data))
+        );
+    }
+    test_field_n_data();
+    fn test_field_n_params() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_expr_graph_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).n_params) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_expr_graph_info),
+                "::",
+                stringify!(n_params)
+            )
+        );
+    }
+    test_field_n_params();
+    fn test_field_n_outputs() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_expr_graph_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).n_outputs) as usize - ptr as usize
+            },
+            12usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_expr_graph_info),
+                "::",
+                stringify!(n_outputs)
+            )
+        );
+    }
+    test_field_n_outputs();
+    fn test_field_n_nodes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_expr_graph_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).n_nodes) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(kp_expr_graph_info), "::", stringify!(n_nodes))
+        );
+    }
+    test_field_n_nodes();
+    fn test_field_key() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_expr_graph_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).key) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(kp_expr_graph_info), "::", stringify!(key))
+        );
+    }
+    test_field_key();
+}
+extern "C" {
+    pub fn kp_expr_graph_get_info(
+        g: *const kp_expr_graph,
+        out: *mut kp_expr_graph_info,
+    ) -> kp_status;
+}
+extern "C" {
+    pub fn kp_expr_data_name(g: *const kp_expr_graph, index: u32) -> *const ::std::os::raw::c_char;
+}
+extern "C" {
+    pub fn kp_expr_param_name(g: *const kp_expr_graph, index: u32)
+        -> *const ::std::os::raw::c_char;
+}
+extern "C" {
+    pub fn kp_expr_graph_eval(
+        g: *const kp_expr_graph,
+        data: *const f64,
+        params: *const f64,
+        r: *mut f64,
+        jac: *mut f64,
+    ) -> kp_status;
+}
+extern "C" {
+    pub fn kp_solve_last_error() -> *const ::std::os::raw::c_char;
+}
+pub const KP_PRECISION_AUTO: kp_precision = 0;
+pub const KP_PRECISION_F64: kp_precision = 1;
+pub const KP_PRECISION_F32: kp_precision = 2;
+pub type kp_precision = ::std::os::raw::c_uint;
+extern "C" {
+    pub fn kp_precision_name(p: kp_precision) -> *const ::std::os::raw::c_char;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_residual {
+    _unused: [u8; 0],
+}
+extern "C" {
+    pub fn kp_residual_create(
+        rt: *mut kp_runtime,
+        g: *const kp_expr_graph,
+        precision: kp_precision,
+        out: *mut *mut kp_residual,
+    ) -> kp_status;
+}
+extern "C" {
+    pub fn kp_residual_destroy(res: *mut kp_residual);
+}
+extern "C" {
+    pub fn kp_residual_kernel(res: *const kp_residual) -> *mut kp_kernel;
+}
+extern "C" {
+    pub fn kp_residual_precision(res: *const kp_residual) -> kp_precision;
+}
+extern "C" {
+    pub fn kp_residual_source(res: *const kp_residual) -> *const ::std::os::raw::c_char;
+}
+extern "C" {
+    pub fn kp_residual_evaluate(
+        res: *mut kp_residual,
+        n: i64,
+        data: kp_tensor,
+        index: kp_tensor,
+        params: kp_tensor,
+        r: kp_tensor,
+        jac: kp_tensor,
+    ) -> kp_status;
+}
+pub const KP_LOSS_SQUARED: kp_loss = 0;
+pub const KP_LOSS_HUBER: kp_loss = 1;
+pub const KP_LOSS_CAUCHY: kp_loss = 2;
+pub type kp_loss = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_lm_options {
+    pub struct_size: u32,
+    pub max_iterations: u32,
+    pub gradient_tolerance: f64,
+    pub step_tolerance: f64,
+    pub function_tolerance: f64,
+    pub initial_damping: f64,
+    pub min_diagonal: f64,
+    pub loss: kp_loss,
+    pub loss_scale: f64,
+}
+#[test]
+fn bindgen_test_layout_kp_lm_options() {
+    assert_eq!(
+        ::std::mem::size_of::<kp_lm_options>(),
+        64usize,
+        concat!("Size of: ", stringify!(kp_lm_options))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<kp_lm_options>(),
+        8usize,
+        concat!("Alignment of ", stringify!(kp_lm_options))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(kp_lm_options), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_max_iterations() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).max_iterations) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_options),
+                "::",
+                stringify!(max_iterations)
+            )
+        );
+    }
+    test_field_max_iterations();
+    fn test_field_gradient_tolerance() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).gradient_tolerance) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_options),
+                "::",
+                stringify!(gradient_tolerance)
+            )
+        );
+    }
+    test_field_gradient_tolerance();
+    fn test_field_step_tolerance() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).step_tolerance) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_options),
+                "::",
+                stringify!(step_tolerance)
+            )
+        );
+    }
+    test_field_step_tolerance();
+    fn test_field_function_tolerance() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).function_tolerance) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_options),
+                "::",
+                stringify!(function_tolerance)
+            )
+        );
+    }
+    test_field_function_tolerance();
+    fn test_field_initial_damping() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).initial_damping) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_options),
+                "::",
+                stringify!(initial_damping)
+            )
+        );
+    }
+    test_field_initial_damping();
+    fn test_field_min_diagonal() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).min_diagonal) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(kp_lm_options), "::", stringify!(min_diagonal))
+        );
+    }
+    test_field_min_diagonal();
+    fn test_field_loss() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).loss) as usize - ptr as usize
+            },
+            48usize,
+            concat!("Offset of field: ", stringify!(kp_lm_options), "::", stringify!(loss))
+        );
+    }
+    test_field_loss();
+    fn test_field_loss_scale() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).loss_scale) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(kp_lm_options), "::", stringify!(loss_scale))
+        );
+    }
+    test_field_loss_scale();
+}
+extern "C" {
+    pub fn kp_lm_options_default() -> kp_lm_options;
+}
+pub const KP_LM_GRADIENT: kp_lm_status = 0;
+pub const KP_LM_STEP: kp_lm_status = 1;
+pub const KP_LM_FUNCTION: kp_lm_status = 2;
+pub const KP_LM_MAX_ITERATIONS: kp_lm_status = 3;
+pub const KP_LM_SINGULAR: kp_lm_status = 4;
+pub const KP_LM_NONFINITE: kp_lm_status = 5;
+pub const KP_LM_STATUS_COUNT: kp_lm_status = 6;
+pub type kp_lm_status = ::std::os::raw::c_uint;
+extern "C" {
+    pub fn kp_lm_status_name(s: kp_lm_status) -> *const ::std::os::raw::c_char;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_lm_batch {
+    pub struct_size: u32,
+    pub n_problems: usize,
+    pub rows: *const i32,
+    pub data: *const f64,
+    pub x: *mut f64,
+    pub cost: *mut f64,
+    pub iterations: *mut i32,
+    pub status: *mut i32,
+    pub seconds: [f64; 3usize],
+}
+#[test]
+fn bindgen_test_layout_kp_lm_batch() {
+    assert_eq!(
+        ::std::mem::size_of::<kp_lm_batch>(),
+        88usize,
+        concat!("Size of: ", stringify!(kp_lm_batch))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<kp_lm_batch>(),
+        8usize,
+        concat!("Alignment of ", stringify!(kp_lm_batch))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(struct_size))
+        );
+    }
+    test_field_struct_size();
+    fn test_field_n_problems() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).n_problems) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(n_problems))
+        );
+    }
+    test_field_n_problems();
+    fn test_field_rows() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).rows) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(rows))
+        );
+    }
+    test_field_rows();
+    fn test_field_data() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).data) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(data))
+        );
+    }
+    test_field_data();
+    fn test_field_x() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).x) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(x))
+        );
+    }
+    test_field_x();
+    fn test_field_cost() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).cost) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(cost))
+        );
+    }
+    test_field_cost();
+    fn test_field_iterations() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).iterations) as usize - ptr as usize
+            },
+            48usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(iterations))
+        );
+    }
+    test_field_iterations();
+    fn test_field_status() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).status) as usize - ptr as usize
+            },
+            56usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(status))
+        );
+    }
+    test_field_status();
+    fn test_field_seconds() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_batch>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).seconds) as usize - ptr as usize
+            },
+            64usize,
+            concat!("Offset of field: ", stringify!(kp_lm_batch), "::", stringify!(seconds))
+        );
+    }
+    test_field_seconds();
+}
+extern "C" {
+    pub fn kp_lm_solve_host(
+        g: *const kp_expr_graph,
+        opt: *const kp_lm_options,
+        batch: *mut kp_lm_batch,
+    ) -> kp_status;
+}
+extern "C" {
+    pub fn kp_lm_summary(
+        batch: *const kp_lm_batch,
+        out: *mut ::std::os::raw::c_char,
+        size: usize,
+    ) -> kp_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_lm {
+    _unused: [u8; 0],
+}
+extern "C" {
+    pub fn kp_lm_create(
+        rt: *mut kp_runtime,
+        g: *const kp_expr_graph,
+        precision: kp_precision,
+        out: *mut *mut kp_lm,
+    ) -> kp_status;
+}
+extern "C" {
+    pub fn kp_lm_destroy(lm: *mut kp_lm);
+}
+extern "C" {
+    pub fn kp_lm_kernel(lm: *const kp_lm) -> *mut kp_kernel;
+}
+extern "C" {
+    pub fn kp_lm_precision(lm: *const kp_lm) -> kp_precision;
+}
+extern "C" {
+    pub fn kp_lm_solve(
+        lm: *mut kp_lm,
+        opt: *const kp_lm_options,
+        batch: *mut kp_lm_batch,
+    ) -> kp_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_lm_sparse_problem {
+    pub struct_size: u32,
+    pub n_instances: usize,
+    pub data: *const f64,
+    pub index: *const i32,
+    pub n_x: usize,
+    pub x: *mut f64,
+}
+#[test]
+fn bindgen_test_layout_kp_lm_sparse_problem() {
+    assert_eq!(
+        ::std::mem::size_of::<kp_lm_sparse_problem>(),
+        48usize,
+        concat!("Size of: ", stringify!(kp_lm_sparse_problem))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<kp_lm_sparse_problem>(),
+        8usize,
+        concat!("Alignment of ", stringify!(kp_lm_sparse_problem))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_problem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_problem),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_n_instances() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_problem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).n_instances) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_problem),
+                "::",
+                stringify!(n_instances)
+            )
+        );
+    }
+    test_field_n_instances();
+    fn test_field_data() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_problem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).data) as usize - ptr as usize
+            },
+            16usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_problem), "::", stringify!(data))
+        );
+    }
+    test_field_data();
+    fn test_field_index() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_problem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).index) as usize - ptr as usize
+            },
+            24usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_problem), "::", stringify!(index))
+        );
+    }
+    test_field_index();
+    fn test_field_n_x() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_problem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).n_x) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_problem), "::", stringify!(n_x))
+        );
+    }
+    test_field_n_x();
+    fn test_field_x() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_problem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).x) as usize - ptr as usize
+            },
+            40usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_problem), "::", stringify!(x))
+        );
+    }
+    test_field_x();
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_lm_sparse_progress {
+    pub iteration: i32,
+    pub cg_iterations: i32,
+    pub cost: f64,
+    pub damping: f64,
+    pub accepted: ::std::os::raw::c_int,
+    pub gradient_max: f64,
+    pub cg_residual: f64,
+    pub dense: i32,
+}
+#[test]
+fn bindgen_test_layout_kp_lm_sparse_progress() {
+    assert_eq!(
+        ::std::mem::size_of::<kp_lm_sparse_progress>(),
+        56usize,
+        concat!("Size of: ", stringify!(kp_lm_sparse_progress))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<kp_lm_sparse_progress>(),
+        8usize,
+        concat!("Alignment of ", stringify!(kp_lm_sparse_progress))
+    );
+    fn test_field_iteration() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).iteration) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_progress),
+                "::",
+                stringify!(iteration)
+            )
+        );
+    }
+    test_field_iteration();
+    fn test_field_cg_iterations() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).cg_iterations) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_progress),
+                "::",
+                stringify!(cg_iterations)
+            )
+        );
+    }
+    test_field_cg_iterations();
+    fn test_field_cost() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).cost) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_progress), "::", stringify!(cost))
+        );
+    }
+    test_field_cost();
+    fn test_field_damping() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).damping) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_progress),
+                "::",
+                stringify!(damping)
+            )
+        );
+    }
+    test_field_damping();
+    fn test_field_accepted() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).accepted) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_progress),
+                "::",
+                stringify!(accepted)
+            )
+        );
+    }
+    test_field_accepted();
+    fn test_field_gradient_max() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).gradient_max) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_progress),
+                "::",
+                stringify!(gradient_max)
+            )
+        );
+    }
+    test_field_gradient_max();
+    fn test_field_cg_residual() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).cg_residual) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_progress),
+                "::",
+                stringify!(cg_residual)
+            )
+        );
+    }
+    test_field_cg_residual();
+    fn test_field_dense() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_progress>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).dense) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_progress),
+                "::",
+                stringify!(dense)
+            )
+        );
+    }
+    test_field_dense();
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_lm_sparse_options {
+    pub struct_size: u32,
+    pub max_cg_iterations: u32,
+    pub lm: *const kp_lm_options,
+    pub cg_tolerance: f64,
+    pub progress: ::std::option::Option<
+        unsafe extern "C" fn(user: *mut ::std::os::raw::c_void, p: *const kp_lm_sparse_progress),
+    >,
+    pub user: *mut ::std::os::raw::c_void,
+    pub block_size: u32,
+    pub dense_max_parameters: u32,
+}
+#[test]
+fn bindgen_test_layout_kp_lm_sparse_options() {
+    assert_eq!(
+        ::std::mem::size_of::<kp_lm_sparse_options>(),
+        48usize,
+        concat!("Size of: ", stringify!(kp_lm_sparse_options))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<kp_lm_sparse_options>(),
+        8usize,
+        concat!("Alignment of ", stringify!(kp_lm_sparse_options))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_options),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_max_cg_iterations() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).max_cg_iterations) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_options),
+                "::",
+                stringify!(max_cg_iterations)
+            )
+        );
+    }
+    test_field_max_cg_iterations();
+    fn test_field_lm() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).lm) as usize - ptr as usize
+            },
+            8usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_options), "::", stringify!(lm))
+        );
+    }
+    test_field_lm();
+    fn test_field_cg_tolerance() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).cg_tolerance) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_options),
+                "::",
+                stringify!(cg_tolerance)
+            )
+        );
+    }
+    test_field_cg_tolerance();
+    fn test_field_progress() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).progress) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_options),
+                "::",
+                stringify!(progress)
+            )
+        );
+    }
+    test_field_progress();
+    fn test_field_user() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).user) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_options), "::", stringify!(user))
+        );
+    }
+    test_field_user();
+    fn test_field_block_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).block_size) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_options),
+                "::",
+                stringify!(block_size)
+            )
+        );
+    }
+    test_field_block_size();
+    fn test_field_dense_max_parameters() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).dense_max_parameters) as usize - ptr as usize
+            },
+            44usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_options),
+                "::",
+                stringify!(dense_max_parameters)
+            )
+        );
+    }
+    test_field_dense_max_parameters();
+}
+extern "C" {
+    pub fn kp_lm_sparse_options_default() -> kp_lm_sparse_options;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_lm_sparse_report {
+    pub struct_size: u32,
+    pub status: kp_lm_status,
+    pub iterations: i32,
+    pub cg_iterations: i64,
+    pub initial_cost: f64,
+    pub cost: f64,
+    pub seconds: [f64; 4usize],
+    pub dense: i32,
+}
+#[test]
+fn bindgen_test_layout_kp_lm_sparse_report() {
+    assert_eq!(
+        ::std::mem::size_of::<kp_lm_sparse_report>(),
+        80usize,
+        concat!("Size of: ", stringify!(kp_lm_sparse_report))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<kp_lm_sparse_report>(),
+        8usize,
+        concat!("Alignment of ", stringify!(kp_lm_sparse_report))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_report),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_status() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).status) as usize - ptr as usize
+            },
+            4usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_report), "::", stringify!(status))
+        );
+    }
+    test_field_status();
+    fn test_field_iterations() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).iterations) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_report),
+                "::",
+                stringify!(iterations)
+            )
+        );
+    }
+    test_field_iterations();
+    fn test_field_cg_iterations() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).cg_iterations) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_report),
+                "::",
+                stringify!(cg_iterations)
+            )
+        );
+    }
+    test_field_cg_iterations();
+    fn test_field_initial_cost() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).initial_cost) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_report),
+                "::",
+                stringify!(initial_cost)
+            )
+        );
+    }
+    test_field_initial_cost();
+    fn test_field_cost() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).cost) as usize - ptr as usize
+            },
+            32usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_report), "::", stringify!(cost))
+        );
+    }
+    test_field_cost();
+    fn test_field_seconds() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).seconds) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(kp_lm_sparse_report),
+                "::",
+                stringify!(seconds)
+            )
+        );
+    }
+    test_field_seconds();
+    fn test_field_dense() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<kp_lm_sparse_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).dense) as usize - ptr as usize
+            },
+            72usize,
+            concat!("Offset of field: ", stringify!(kp_lm_sparse_report), "::", stringify!(dense))
+        );
+    }
+    test_field_dense();
+}
+extern "C" {
+    pub fn kp_lm_sparse_solve_host(
+        g: *const kp_expr_graph,
+        opt: *const kp_lm_sparse_options,
+        problem: *const kp_lm_sparse_problem,
+        report: *mut kp_lm_sparse_report,
+    ) -> kp_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct kp_lm_sparse {
+    _unused: [u8; 0],
+}
+extern "C" {
+    pub fn kp_lm_sparse_create(
+        rt: *mut kp_runtime,
+        g: *const kp_expr_graph,
+        precision: kp_precision,
+        out: *mut *mut kp_lm_sparse,
+    ) -> kp_status;
+}
+extern "C" {
+    pub fn kp_lm_sparse_destroy(lm: *mut kp_lm_sparse);
+}
+extern "C" {
+    pub fn kp_lm_sparse_precision(lm: *const kp_lm_sparse) -> kp_precision;
+}
+extern "C" {
+    pub fn kp_lm_sparse_solve(
+        lm: *mut kp_lm_sparse,
+        opt: *const kp_lm_sparse_options,
+        problem: *const kp_lm_sparse_problem,
+        report: *mut kp_lm_sparse_report,
     ) -> kp_status;
 }

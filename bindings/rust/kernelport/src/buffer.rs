@@ -70,6 +70,7 @@ element!(Bf16, DType::Bf16);
 element!(i32, DType::I32);
 element!(u32, DType::U32);
 element!(u8, DType::U8);
+element!(f64, DType::F64);
 
 /// `len` elements of T in device memory (host memory on the host device). Released by Drop,
 /// after the work queued on it.

@@ -27,7 +27,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn from_raw(code: sys::kp_status) -> Status {
+    pub(crate) fn from_raw(code: sys::kp_status) -> Status {
         match code {
             sys::KP_ERR_INVALID_ARG => Status::InvalidArg,
             sys::KP_ERR_NOT_FOUND => Status::NotFound,

@@ -28,7 +28,8 @@
 //! events stay on the thread that launched them. The comments on each `unsafe impl` say why.
 //!
 //! Typed calls of the kernel families are in [`ops`]: `blas.gemm`, `gru.step`, `gru.rollout`,
-//! `logic.forward`/`backward`, tensor ops and AdamW.
+//! `logic.forward`/`backward`, tensor ops and AdamW. Residuals written as expressions, their
+//! Jacobians as kernels and Levenberg-Marquardt are in [`solve`].
 
 mod buffer;
 mod error;
@@ -38,6 +39,7 @@ mod kernel;
 pub mod ops;
 mod raw;
 mod runtime;
+pub mod solve;
 mod tensor;
 mod verify;
 

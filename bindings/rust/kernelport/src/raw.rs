@@ -91,6 +91,41 @@ pub(crate) fn adamw_options() -> sys::kp_adam_options {
     unsafe { sys::kp_adamw_defaults() }
 }
 
+pub(crate) fn lm_options() -> sys::kp_lm_options {
+    // SAFETY: no arguments; returns a value.
+    unsafe { sys::kp_lm_options_default() }
+}
+
+pub(crate) fn lm_sparse_options() -> sys::kp_lm_sparse_options {
+    // SAFETY: no arguments; returns a value.
+    unsafe { sys::kp_lm_sparse_options_default() }
+}
+
+pub(crate) fn expr_graph_info() -> sys::kp_expr_graph_info {
+    let mut v: sys::kp_expr_graph_info = zeroed();
+    v.struct_size = size_of::<sys::kp_expr_graph_info>() as _;
+    v
+}
+
+/// An empty batch (no problems, NULL arrays): the caller points it at its slices.
+pub(crate) fn lm_batch() -> sys::kp_lm_batch {
+    let mut v: sys::kp_lm_batch = zeroed();
+    v.struct_size = size_of::<sys::kp_lm_batch>() as _;
+    v
+}
+
+pub(crate) fn lm_sparse_problem() -> sys::kp_lm_sparse_problem {
+    let mut v: sys::kp_lm_sparse_problem = zeroed();
+    v.struct_size = size_of::<sys::kp_lm_sparse_problem>() as _;
+    v
+}
+
+pub(crate) fn lm_sparse_report() -> sys::kp_lm_sparse_report {
+    let mut v: sys::kp_lm_sparse_report = zeroed();
+    v.struct_size = size_of::<sys::kp_lm_sparse_report>() as _;
+    v
+}
+
 /// Every tensor absent (NULL buffer), which kp_gru_rollout leaves out of the launch.
 pub(crate) fn gru_rollout_args() -> sys::kp_gru_rollout_args {
     zeroed()

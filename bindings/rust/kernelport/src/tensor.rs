@@ -24,6 +24,9 @@ pub enum DType {
     U32,
     U8,
     Bf16,
+    /// IEEE double: only the kernels that say so take it (cl_khr_fp64 devices), such as the
+    /// solve layer's in f64.
+    F64,
 }
 
 impl DType {
@@ -35,6 +38,7 @@ impl DType {
             DType::U32 => sys::KP_U32,
             DType::U8 => sys::KP_U8,
             DType::Bf16 => sys::KP_BF16,
+            DType::F64 => sys::KP_F64,
         }
     }
 
