@@ -65,6 +65,9 @@ struct cnn {
     kp_buffer *act[N_ACTS];
     kp_buffer *labels, *idx1, *idx2, *pred; /* i32 */
     kp_buffer *loss, *loss_sum;
+    float *x_host;   /* the staged batch, normalised (cnn_stage_batch) */
+    int32_t *y_host; /* its labels */
+    int staged;      /* its images */
 };
 
 /* ---- views ---------------------------------------------------------------------------------- */
@@ -352,23 +355,29 @@ kp_status cnn_take_loss_sum(cnn *m, double *sum)
     return st;
 }
 
-kp_status cnn_set_batch(cnn *m, const uint8_t *images, const uint8_t *labels, int n)
+void cnn_stage_batch(cnn *m, const uint8_t *images, const uint8_t *labels, int n)
 {
     const size_t px = (size_t)n * CNN_PIXELS;
-    float *x = malloc(px * sizeof *x);
-    int32_t *y = malloc((size_t)n * sizeof *y);
-    kp_status st = x && y ? KP_OK : KP_ERR_OUT_OF_MEMORY;
-    for (size_t i = 0; st == KP_OK && i < px; i++)
-        x[i] = ((float)images[i] / 255.0f - 0.2860f) / 0.3530f;
-    for (int i = 0; st == KP_OK && i < n; i++)
-        y[i] = labels[i];
+    for (size_t i = 0; i < px; i++)
+        m->x_host[i] = ((float)images[i] / 255.0f - 0.2860f) / 0.3530f;
+    for (int i = 0; i < n; i++)
+        m->y_host[i] = labels[i];
+    m->staged = n;
+}
+
+kp_status cnn_upload_batch(cnn *m)
+{
+    kp_status st = kp_buffer_write(m->rt, m->act[A_X], 0,
+                                   (size_t)m->staged * CNN_PIXELS * sizeof *m->x_host, m->x_host);
     if (st == KP_OK)
-        st = kp_buffer_write(m->rt, m->act[A_X], 0, px * sizeof *x, x);
-    if (st == KP_OK)
-        st = kp_buffer_write(m->rt, m->labels, 0, (size_t)n * sizeof *y, y);
-    free(x);
-    free(y);
+        st = kp_buffer_write(m->rt, m->labels, 0, (size_t)m->staged * sizeof *m->y_host, m->y_host);
     return st;
+}
+
+kp_status cnn_set_batch(cnn *m, const uint8_t *images, const uint8_t *labels, int n)
+{
+    cnn_stage_batch(m, images, labels, n);
+    return cnn_upload_batch(m);
 }
 
 /* ---- creation ------------------------------------------------------------------------------- */
@@ -383,6 +392,8 @@ void cnn_destroy(cnn *m)
         kp_buffer_destroy(m->rt, b[i]);
     for (int i = 0; i < N_ACTS; i++)
         kp_buffer_destroy(m->rt, m->act[i]);
+    free(m->x_host);
+    free(m->y_host);
     free(m);
 }
 
@@ -399,7 +410,9 @@ kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double
     if (!m)
         return KP_ERR_OUT_OF_MEMORY;
     *m = (cnn){.rt = rt, .batch = batch, .lr = lr, .beta2 = beta2, .weight_decay = weight_decay};
-    kp_status st = find(rt, "blas.gemm", &m->gemm);
+    m->x_host = malloc((size_t)batch * CNN_PIXELS * sizeof *m->x_host);
+    m->y_host = malloc((size_t)batch * sizeof *m->y_host);
+    kp_status st = m->x_host && m->y_host ? find(rt, "blas.gemm", &m->gemm) : KP_ERR_OUT_OF_MEMORY;
     const char *names[] = {"conv.conv2d",
                            "conv.conv2d_backward_weight",
                            "conv.conv2d_backward_bias",

@@ -21,8 +21,13 @@ kp_status cnn_create(kp_runtime *rt, int batch, uint64_t seed, double lr, double
 void cnn_destroy(cnn *m);
 
 /* Uploads n images (u8 [n, 28, 28], normalised as PyTorch's tutorials do: (p / 255 - 0.2860) /
- * 0.3530) and their labels into the batch buffers. Not recordable: call it outside a graph. */
+ * 0.3530) and their labels into the batch buffers. Not recordable: call it outside a graph.
+ * cnn_set_batch is cnn_stage_batch (the host's part: n at most the model's batch) and then
+ * cnn_upload_batch (blocking writes), which a training loop separates to stage the next batch
+ * while the device runs the current step. */
 kp_status cnn_set_batch(cnn *m, const uint8_t *images, const uint8_t *labels, int n);
+void cnn_stage_batch(cnn *m, const uint8_t *images, const uint8_t *labels, int n);
+kp_status cnn_upload_batch(cnn *m);
 
 /* A training step is CNN_PARTS parts of forward and backward, then the optimizer. Part p
  * completes the gradients of one layer, the last layer's first (part 0 runs the forward and the

@@ -110,6 +110,24 @@ static kp_status evaluate(cnn *m, const idx_set *test, size_t n, int batch, doub
     return st;
 }
 
+/* The first of this rank's images of step s in the shuffled order. */
+static size_t s_offset(dp *d, size_t global, int b, size_t s)
+{
+    return s * global + (size_t)dp_rank(d) * (size_t)b;
+}
+
+/* Stages the b images of the shuffled order from `at` as the model's next batch. */
+static void stage(cnn *m, const idx_set *set, const uint32_t *order, size_t at, int b, uint8_t *bx,
+                  uint8_t *by)
+{
+    for (int i = 0; i < b; i++) {
+        const size_t k = order[at + (size_t)i];
+        memcpy(bx + (size_t)i * CNN_PIXELS, set->images + k * CNN_PIXELS, CNN_PIXELS);
+        by[i] = set->labels[k];
+    }
+    cnn_stage_batch(m, bx, by, b);
+}
+
 int main(int argc, char **argv)
 {
     const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
@@ -295,13 +313,9 @@ int main(int argc, char **argv)
     for (int epoch = 1; epoch <= (int)epochs; epoch++) {
         shuffle(order, n_train, (uint64_t)seed * 1000003u + (uint64_t)epoch);
         const double t0 = example_now();
+        stage(m, &train, order, s_offset(d, global, b, 0), b, bx, by);
         for (size_t s = 0; s < steps; s++) {
-            for (int i = 0; i < b; i++) {
-                const size_t k = order[s * global + (size_t)dp_rank(d) * (size_t)b + (size_t)i];
-                memcpy(bx + (size_t)i * CNN_PIXELS, train.images + k * CNN_PIXELS, CNN_PIXELS);
-                by[i] = train.labels[k];
-            }
-            st = cnn_set_batch(m, bx, by, b);
+            st = cnn_upload_batch(m);
             step++;
             /* Each part's gradients are averaged over the ranks while the next parts run. */
             for (int p = 0; st == KP_OK && p < CNN_PARTS; p++) {
@@ -309,6 +323,10 @@ int main(int argc, char **argv)
                 if (st == KP_OK)
                     st = dp_part_done(d, p);
             }
+            /* The next batch is staged while the device runs this step: across ranks the host's
+             * time after the last bucket is the step's (every rank waits for it). */
+            if (st == KP_OK && s + 1 < steps)
+                stage(m, &train, order, s_offset(d, global, b, s + 1), b, bx, by);
             if (st == KP_OK)
                 st = dp_gradients_ready(d);
             const double step_lr =
