@@ -27,13 +27,21 @@ if ((${#tests[@]} == 0)); then
   exit 1
 fi
 export LD_LIBRARY_PATH="$top/build-gpu/lib" KP_TEST_FIXTURES="$top/tests/fixtures"
-for d in nvidia pocl; do
+# KP_RUST_ONLY: run only the test programs whose names start with it (and not examples/fit);
+# KP_RUST_DEVICES (default "nvidia pocl"); KP_RUST_THREADS: --test-threads (default 2). A program
+# that fails prints its whole output's tail (a crash says nothing in the summary lines).
+for d in ${KP_RUST_DEVICES:-nvidia pocl}; do
   for t in "${tests[@]}"; do
-    step "$d: $(basename "$t")"
-    KP_DEVICE=$d timeout "$(cap 120)" "$t" --test-threads=2 --nocapture 2>&1 |
-      grep -E '^device:|test |result' | sort -u
+    name=$(basename "$t")
+    [[ -n ${KP_RUST_ONLY:-} && $name != "$KP_RUST_ONLY"* ]] && continue
+    step "$d: $name"
+    log="$out/$d-$name.log"
+    KP_DEVICE=$d timeout "$(cap 120)" "$t" --test-threads="${KP_RUST_THREADS:-2}" --nocapture \
+      >"$log" 2>&1 || { echo "exit status $?"; tail -40 "$log"; }
+    grep -E '^device:|test |result' "$log" | sort -u
   done
 done
+[[ -n ${KP_RUST_ONLY:-} ]] && exit 0
 for run in "nvidia 1000000" "pocl 100000"; do
   read -r d fits <<<"$run"
   step "$d: examples/fit $fits"

@@ -161,6 +161,16 @@ if want pocl2; then
     grep -E '^(CASE|rat43|edges)'
 fi
 
+# The solve tests on this machine's PoCL (5.0, built with assertions): the Rust binding's Misra1a
+# aborted there in PoCL's kernel compiler (createParallelRegionBefore), 2026-11-26.
+if want pocltests; then
+  step "pocl: test-solve-lm, test-solve-nist, test-solve-lm-sparse"
+  (cd build-gpu && KP_TEST_DEVICE=pocl timeout "$(cap 300)" ctest \
+    -R 'test-solve-lm$|test-solve-nist|test-solve-lm-sparse' --output-on-failure -V) 2>&1 |
+    grep -E '^[0-9]+: (problem|Misra|Chwir|Lancz|Gauss|DanW|Kirby|Hahn|Nelson|MGH|mean)|Assertion|Aborted|tests passed|Failed|FAIL|ERROR' |
+    head -80
+fi
+
 if want dense; then
   step "nvidia: test-solve-lm-sparse (the dense path against the host reference, NIST dense vs CG)"
   (cd build-gpu && KP_TEST_DEVICE=nvidia timeout "$(cap 120)" ctest -R 'test-solve-lm-sparse' \
