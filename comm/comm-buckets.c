@@ -22,7 +22,8 @@ struct kp_comm_buckets {
     kp_comm_op op;
     bucket *b;
     size_t n;
-    size_t next; /* the bucket to start next */
+    size_t next;   /* the bucket to start next */
+    size_t waited; /* the buckets before this one were waited for this round */
     comm_host staging;
     comm_pipe *pipe; /* the node-shared transport's round, or NULL */
 };
@@ -229,6 +230,31 @@ kp_status kp_comm_buckets_start(kp_comm_buckets *bs, size_t index)
     return st;
 }
 
+kp_status kp_comm_buckets_wait(kp_comm_buckets *bs, size_t index)
+{
+    static const char fn[] = "kp_comm_buckets_wait";
+    kp_status st = comm_usable(bs ? bs->c : NULL, fn);
+    if (st != KP_OK)
+        return st;
+    kp_comm *c = bs->c;
+    if (index >= bs->next)
+        return comm_fail(c, KP_ERR_INVALID_ARG, fn,
+                         "bucket %zu was not started this round (%zu of %zu started)", index,
+                         bs->next, bs->n);
+    if (index < bs->waited)
+        return KP_OK;
+    if (bs->pipe)
+        st = comm_pipe_wait(bs->pipe, fn, index);
+    /* Host staging: the write backs still pending enqueued (NCCL, the blocking shared rounds and
+     * the host device reduced each bucket at its start). */
+    for (size_t i = bs->waited; st == KP_OK && !bs->pipe && i <= index; i++)
+        if (!bs->b[i].reduced)
+            st = reduce(bs, &bs->b[i], fn);
+    if (st == KP_OK)
+        bs->waited = index + 1;
+    return st;
+}
+
 kp_status kp_comm_buckets_finish(kp_comm_buckets *bs)
 {
     static const char fn[] = "kp_comm_buckets_finish";
@@ -246,5 +272,6 @@ kp_status kp_comm_buckets_finish(kp_comm_buckets *bs)
     for (size_t i = 0; i < bs->n; i++)
         bs->b[i].reduced = 0;
     bs->next = 0;
+    bs->waited = 0;
     return st;
 }

@@ -180,6 +180,8 @@ kp_status comm_pipe_create(kp_comm *c, const char *fn, kp_buffer *buf, const kp_
                            size_t n, kp_comm_op op, comm_pipe **out);
 kp_status comm_pipe_start(comm_pipe *p, const char *fn, size_t index);
 kp_status comm_pipe_finish(comm_pipe *p, const char *fn);
+/* Moves buckets 0 to `index` to their last step and makes the runtime's queue wait for them. */
+kp_status comm_pipe_wait(comm_pipe *p, const char *fn, size_t index);
 void comm_pipe_destroy(comm_pipe *p);
 
 /* The shared transport's all-reduce of a checked range of buf, agreed with the other ranks first

@@ -329,6 +329,22 @@ kp_status comm_pipe_start(comm_pipe *p, const char *fn, size_t index)
     return st;
 }
 
+kp_status comm_pipe_wait(comm_pipe *p, const char *fn, size_t index)
+{
+    kp_comm *c = p->c;
+    if (c->size == 1)
+        return KP_OK;
+    kp_status st = KP_OK;
+    for (size_t i = 0; st == KP_OK && i <= index; i++)
+        st = advance(p, fn, i, 3);
+    /* The steps' queue is in order: bucket index's last marker follows every earlier bucket's. */
+    cl_int err = CL_SUCCESS;
+    if (st == KP_OK &&
+        (err = clEnqueueBarrierWithWaitList(c->queue, 1, &p->b[index].e, NULL)) != CL_SUCCESS)
+        st = comm_shared_failure(c, fn, "a barrier after a bucket's copies", err);
+    return st;
+}
+
 kp_status comm_pipe_finish(comm_pipe *p, const char *fn)
 {
     kp_comm *c = p->c;

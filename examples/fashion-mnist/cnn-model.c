@@ -292,46 +292,61 @@ kp_status cnn_step_part(cnn *m, int part)
     return st;
 }
 
-kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr)
+int64_t cnn_arena_len(const cnn *m)
+{
+    return m->arena_len;
+}
+
+kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr, int64_t offset, int64_t count)
 {
     kp_adam_options o = kp_adamw_defaults();
     o.lr = lr;
     o.beta2 = m->beta2;
     o.weight_decay = m->weight_decay;
     o.check_segments = 0;
-    const kp_tensor all[4] = {kp_tensor_1d(m->param, KP_F32, m->arena_len),
-                              kp_tensor_1d(m->grad, KP_F32, m->arena_len),
-                              kp_tensor_1d(m->exp_avg, KP_F32, m->arena_len),
-                              kp_tensor_1d(m->exp_avg_sq, KP_F32, m->arena_len)};
-    return kp_optim_adamw(m->rt, all[0], all[1], all[2], all[3], step, &o);
+    kp_buffer *arenas[4] = {m->param, m->grad, m->exp_avg, m->exp_avg_sq};
+    kp_tensor t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = kp_tensor_narrow(kp_tensor_1d(arenas[i], KP_F32, m->arena_len), 0, offset, count);
+    return kp_optim_adamw(m->rt, t[0], t[1], t[2], t[3], step, &o);
 }
 
-kp_status cnn_record_parts(cnn *m, kp_graph **parts, kp_graph **optimizer)
+kp_status cnn_record_parts(cnn *m, kp_graph **parts)
 {
     kp_status st = KP_OK;
-    for (int part = 0; part <= CNN_PARTS; part++) {
-        kp_graph **out = part < CNN_PARTS ? &parts[part] : optimizer;
-        *out = NULL;
+    for (int part = 0; part < CNN_PARTS; part++) {
+        parts[part] = NULL;
         if (st != KP_OK || (st = kp_graph_begin(m->rt, 0)) != KP_OK)
             continue;
-        st = part < CNN_PARTS ? cnn_step_part(m, part) : cnn_optimizer_step(m, 1, m->lr);
-        if (st == KP_OK && part == CNN_PARTS)
-            st = kp_graph_param(m->rt, "step", "step");
-        if (st == KP_OK && part == CNN_PARTS)
-            st = kp_graph_param(m->rt, "lr", "lr");
-        kp_status end = kp_graph_end(m->rt, out);
+        st = cnn_step_part(m, part);
+        kp_status end = kp_graph_end(m->rt, &parts[part]);
         if (st == KP_OK)
             st = end;
     }
-    if (st != KP_OK) {
-        for (int part = 0; part < CNN_PARTS; part++) {
-            kp_graph_destroy(parts[part]);
-            parts[part] = NULL;
-        }
-        kp_graph_destroy(*optimizer);
-        *optimizer = NULL;
+    for (int part = 0; st != KP_OK && part < CNN_PARTS; part++) {
+        kp_graph_destroy(parts[part]);
+        parts[part] = NULL;
     }
     return st;
+}
+
+kp_status cnn_record_optimizer(cnn *m, int64_t offset, int64_t count, kp_graph **out)
+{
+    *out = NULL;
+    kp_status st = kp_graph_begin(m->rt, 0);
+    if (st != KP_OK)
+        return st;
+    st = cnn_optimizer_step(m, 1, m->lr, offset, count);
+    if (st == KP_OK)
+        st = kp_graph_param(m->rt, "step", "step");
+    if (st == KP_OK)
+        st = kp_graph_param(m->rt, "lr", "lr");
+    kp_status end = kp_graph_end(m->rt, out);
+    if (st != KP_OK) {
+        kp_graph_destroy(*out);
+        *out = NULL;
+    }
+    return st == KP_OK ? end : st;
 }
 
 kp_status cnn_predict(cnn *m, int n, int32_t *classes)

@@ -38,11 +38,17 @@ enum { CNN_PARTS = 4 };
 /* Enqueues part `part` (0 to CNN_PARTS - 1) of a training step on the whole batch; part 0 adds
  * its loss to the running sum. */
 kp_status cnn_step_part(cnn *m, int part);
-/* Enqueues AdamW's step number `step` with learning rate lr over the parameter arena. */
-kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr);
-/* Records each part into a graph of its own, and the optimizer into a graph whose parameters
- * "step" and "lr" are AdamW's step count and learning rate (cnn_create's lr until set). */
-kp_status cnn_record_parts(cnn *m, kp_graph **parts, kp_graph **optimizer);
+/* The parameter arena's length in floats. */
+int64_t cnn_arena_len(const cnn *m);
+/* Enqueues AdamW's step number `step` with learning rate lr over the arena's floats [offset,
+ * offset + count) (all of it: 0, cnn_arena_len): under MPI, one bucket's parameters at a time,
+ * each as soon as its gradients are averaged. */
+kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr, int64_t offset, int64_t count);
+/* Records each part into a graph of its own; and the optimizer over [offset, offset + count)
+ * into a graph whose parameters "step" and "lr" are AdamW's step count and learning rate
+ * (cnn_create's lr until set). */
+kp_status cnn_record_parts(cnn *m, kp_graph **parts);
+kp_status cnn_record_optimizer(cnn *m, int64_t offset, int64_t count, kp_graph **out);
 /* The range, in elements of the gradient arena, whose gradients part `part` completes. */
 void cnn_bucket(const cnn *m, int part, int64_t *offset, int64_t *count);
 kp_buffer *cnn_grad_arena(const cnn *m);

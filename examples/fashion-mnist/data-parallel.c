@@ -19,6 +19,8 @@ struct dp {
     kp_comm *comm;
     kp_comm_buckets *buckets;
     int bucket_of_part[CNN_PARTS]; /* the bucket that part's end starts, or -1 */
+    kp_comm_range ranges[CNN_PARTS];
+    size_t n_buckets;
 #endif
 };
 
@@ -114,6 +116,10 @@ kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m, size_t bucket_bytes)
     if (st == KP_OK)
         st = kp_comm_buckets_create(d->comm, cnn_grad_arena(m), ranges, n, KP_COMM_MEAN,
                                     &d->buckets);
+    if (st == KP_OK) {
+        memcpy(d->ranges, ranges, n * sizeof *ranges);
+        d->n_buckets = n;
+    }
     if (st == KP_OK && d->rank == 0)
         printf(bucket_bytes ? "gradient buckets: %zu (layers merged to at least %zu KB)\n"
                             : "gradient buckets: %zu (one a layer)\n",
@@ -133,6 +139,33 @@ kp_status dp_part_done(dp *d, int part)
 #endif
     (void)d;
     (void)part;
+    return KP_OK;
+}
+
+size_t dp_buckets(const dp *d, int64_t *offset, int64_t *count)
+{
+#ifdef KP_EXAMPLE_MPI
+    for (size_t k = 0; d->buckets && k < d->n_buckets; k++) {
+        offset[k] = (int64_t)d->ranges[k].offset;
+        count[k] = (int64_t)d->ranges[k].count;
+    }
+    return d->buckets ? d->n_buckets : 0;
+#else
+    (void)d;
+    (void)offset;
+    (void)count;
+    return 0;
+#endif
+}
+
+kp_status dp_bucket_ready(dp *d, size_t k)
+{
+#ifdef KP_EXAMPLE_MPI
+    if (d->buckets)
+        return kp_comm_buckets_wait(d->buckets, k);
+#endif
+    (void)d;
+    (void)k;
     return KP_OK;
 }
 

@@ -30,7 +30,13 @@ kp_status dp_attach(dp *d, kp_runtime *rt, cnn *m, size_t bucket_bytes);
 
 /* Part `part` of the step is enqueued: the all-reduce (mean) of the bucket it completes begins. */
 kp_status dp_part_done(dp *d, int part);
-/* Every bucket is averaged and written back: the optimizer may be enqueued. */
+/* The gradient buckets' ranges of the arena, in the order they complete (offset[k], count[k]; at
+ * most CNN_PARTS): their number, 0 without buckets (one rank). */
+size_t dp_buckets(const dp *d, int64_t *offset, int64_t *count);
+/* Bucket k is averaged: launches enqueued from now on (its parameters' optimizer step) follow it,
+ * while the later buckets are still exchanged. A no-op without buckets. */
+kp_status dp_bucket_ready(dp *d, size_t k);
+/* The round is over: every bucket averaged and written back. */
 kp_status dp_gradients_ready(dp *d);
 
 /* The mean of v over the ranks. */

@@ -244,7 +244,11 @@ int main(int argc, char **argv)
 
     int rc = 1;
     cnn *m = NULL;
-    kp_graph *parts[CNN_PARTS] = {NULL}, *opt_step = NULL;
+    kp_graph *parts[CNN_PARTS] = {NULL}, *opt_steps[CNN_PARTS] = {NULL};
+    /* The optimizer's ranges of the arena: a bucket's each under MPI (each step follows its own
+     * bucket's average, not the round's end), else the whole arena. */
+    int64_t opt_at[CNN_PARTS], opt_count[CNN_PARTS];
+    size_t n_opt = 0;
     FILE *csv = NULL;
     uint32_t *order = NULL;
     uint8_t *bx = NULL, *by = NULL;
@@ -272,21 +276,30 @@ int main(int argc, char **argv)
         rc = accuracy >= min_accuracy ? 0 : 1;
         goto done;
     }
-    if (!direct && (st = cnn_record_parts(m, parts, &opt_step)) != KP_OK) {
+    if (!(n_opt = dp_buckets(d, opt_at, opt_count))) {
+        opt_at[0] = 0;
+        opt_count[0] = cnn_arena_len(m);
+        n_opt = 1;
+    }
+    if (!direct && (st = cnn_record_parts(m, parts)) == KP_OK)
+        for (size_t k = 0; st == KP_OK && k < n_opt; k++)
+            st = cnn_record_optimizer(m, opt_at[k], opt_count[k], &opt_steps[k]);
+    if (st != KP_OK) {
         example_fail(PROGRAM, rt, st, "recording the training step");
         goto done;
     }
+    kp_graph **const opt_step = direct ? NULL : opt_steps;
     if (opt_step) {
         size_t launches = 0, library = 0;
-        for (int p = 0; p <= CNN_PARTS; p++) {
+        for (size_t g = 0; g < CNN_PARTS + n_opt; g++) {
             kp_graph_info info = {.struct_size = sizeof info};
-            kp_graph_get_info(p < CNN_PARTS ? parts[p] : opt_step, &info);
+            kp_graph_get_info(g < CNN_PARTS ? parts[g] : opt_step[g - CNN_PARTS], &info);
             launches += info.n_launches;
             library += info.n_direct;
         }
-        printf("training step: %zu launches recorded in %d graphs, %zu of them library calls run "
+        printf("training step: %zu launches recorded in %zu graphs, %zu of them library calls run "
                "at each replay\n",
-               launches, CNN_PARTS + 1, library);
+               launches, CNN_PARTS + n_opt, library);
     }
     if (dp_rank(d) == 0 && csv_path && !(csv = fopen(csv_path, "w"))) {
         fprintf(stderr, "fashion-mnist: cannot write %s: %s\n", csv_path, strerror(errno));
@@ -327,17 +340,20 @@ int main(int argc, char **argv)
              * time after the last bucket is the step's (every rank waits for it). */
             if (st == KP_OK && s + 1 < steps)
                 stage(m, &train, order, s_offset(d, global, b, s + 1), b, bx, by);
-            if (st == KP_OK)
-                st = dp_gradients_ready(d);
             const double step_lr =
                 scheduled_lr(lr, cosine, step - 1, (int64_t)epochs * (int64_t)steps);
-            if (st == KP_OK && opt_step)
-                st = kp_graph_set_int(opt_step, "step", step);
-            if (st == KP_OK && opt_step)
-                st = kp_graph_set_float(opt_step, "lr", step_lr);
+            for (size_t k = 0; st == KP_OK && k < n_opt; k++) {
+                st = dp_bucket_ready(d, k);
+                if (st == KP_OK && opt_step)
+                    st = kp_graph_set_int(opt_step[k], "step", step);
+                if (st == KP_OK && opt_step)
+                    st = kp_graph_set_float(opt_step[k], "lr", step_lr);
+                if (st == KP_OK)
+                    st = opt_step ? kp_graph_replay(opt_step[k], NULL)
+                                  : cnn_optimizer_step(m, step, step_lr, opt_at[k], opt_count[k]);
+            }
             if (st == KP_OK)
-                st = opt_step ? kp_graph_replay(opt_step, NULL)
-                              : cnn_optimizer_step(m, step, step_lr);
+                st = dp_gradients_ready(d);
             if (st != KP_OK) {
                 example_fail(PROGRAM, rt, st, "training step");
                 goto done;
@@ -406,9 +422,10 @@ done:
     free(order);
     free(bx);
     free(by);
-    for (int p = 0; p < CNN_PARTS; p++)
+    for (int p = 0; p < CNN_PARTS; p++) {
         kp_graph_destroy(parts[p]);
-    kp_graph_destroy(opt_step);
+        kp_graph_destroy(opt_steps[p]);
+    }
     if (rc != 0 && ranks > 1)
         return dp_fail(d, "stopped after the error above");
     dp_finish(d);

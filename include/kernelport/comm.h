@@ -233,6 +233,18 @@ KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_com
 KP_API kp_status kp_comm_buckets_start(kp_comm_buckets *b, size_t index);
 
 /*
+ * Makes the launches enqueued on the runtime from now on follow the reduction of bucket `index`
+ * (and of every bucket before it), so that the optimizer step over that bucket's parameters may
+ * be enqueued at once while later buckets are still being exchanged: the step waits for its own
+ * bucket, not for the round. With the pipelined rounds it returns without waiting for the device
+ * (a barrier on the runtime's queue); elsewhere bucket `index`'s write back is enqueued. The
+ * bucket must have been started; a bucket already waited for (or before one) returns at once.
+ * Every rank must make the same calls in the same order. Errors: those of
+ * kp_comm_buckets_start, KP_ERR_INVALID_ARG (a bucket not started this round).
+ */
+KP_API kp_status kp_comm_buckets_wait(kp_comm_buckets *b, size_t index);
+
+/*
  * Finishes the round: the all-reduces of the buckets still pending, each bucket's write back
  * enqueued, so launches enqueued afterwards (the optimizer step) read the reduced gradients. With
  * the pipelined rounds it returns without waiting for the device: a barrier on the runtime's

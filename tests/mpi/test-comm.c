@@ -200,19 +200,41 @@ typedef struct round_bufs {
  * an optimizer's launch would be: it must follow the round's copies. The copy is checked against
  * the host's sum in rank order, and the elements outside every bucket against this rank's own.
  */
+/* How a round ends: kp_comm_buckets_finish alone, or each bucket waited for first (after all the
+ * starts, or right after its own), its range copied out at once by a launch that must see it
+ * reduced. */
+enum { WAIT_NONE, WAIT_AFTER_STARTS, WAIT_EACH };
+
+/* Copies bucket k's range of the arena into r->copy, after kp_comm_buckets_wait(b, k). */
+static void wait_and_copy(kp_runtime *rt, kp_comm_buckets *b, round_bufs *r,
+                          const kp_comm_range *ranges, size_t k)
+{
+    CHECK_OK(rt, kp_comm_buckets_wait(b, k));
+    /* Twice, and an earlier bucket again: no-ops. */
+    CHECK_OK(rt, kp_comm_buckets_wait(b, k));
+    CHECK_OK(rt, kp_comm_buckets_wait(b, 0));
+    const size_t at = ranges[k].offset * sizeof(float), bytes = ranges[k].count * sizeof(float);
+    if (bytes)
+        CHECK_OK(rt, kp_buffer_copy(rt, r->arena, at, r->copy, at, bytes));
+}
+
 static void bucket_round(kp_runtime *rt, kp_comm *c, kp_comm_buckets *b, round_bufs *r,
                          const kp_comm_range *ranges, size_t n, int t, kp_comm_op op, int between,
-                         const char *what)
+                         int waits, const char *what)
 {
     float *host = r->host;
     const size_t bytes = r->len * sizeof *host;
     for (size_t i = 0; i < r->len; i++)
         host[i] = value(t, rank, i);
     CHECK_OK(rt, kp_buffer_write(rt, r->arena, 0, bytes, host));
+    if (waits != WAIT_NONE)
+        CHECK_OK(rt, kp_buffer_write(rt, r->copy, 0, bytes, host));
     const float zero = 0;
     for (size_t k = 0; k < n; k++) {
         CHECK_OK(rt, kp_buffer_fill(rt, r->busy, 0, 1 << 20, &zero, sizeof zero));
         CHECK_OK(rt, kp_comm_buckets_start(b, k));
+        if (waits == WAIT_EACH)
+            wait_and_copy(rt, b, r, ranges, k);
         if (between && k == 1) {
             float loss[3] = {value(t + 50, rank, 0), value(t + 50, rank, 1),
                              value(t + 50, rank, 2)};
@@ -226,8 +248,13 @@ static void bucket_round(kp_runtime *rt, kp_comm *c, kp_comm_buckets *b, round_b
             expect_bits(loss, t + 51, 3, KP_COMM_MEAN, "a host all-reduce inside a round");
         }
     }
+    if (waits == WAIT_NONE && n > 0 && kp_comm_buckets_wait(b, n) != KP_ERR_INVALID_ARG)
+        fail("%s: kp_comm_buckets_wait of a bucket not started: %s", what, kp_last_error(rt));
+    for (size_t k = 0; waits == WAIT_AFTER_STARTS && k < n; k++)
+        wait_and_copy(rt, b, r, ranges, k);
     CHECK_OK(rt, kp_comm_buckets_finish(b));
-    CHECK_OK(rt, kp_buffer_copy(rt, r->arena, 0, r->copy, 0, bytes));
+    if (waits == WAIT_NONE)
+        CHECK_OK(rt, kp_buffer_copy(rt, r->arena, 0, r->copy, 0, bytes));
     CHECK_OK(rt, kp_buffer_read(rt, r->copy, 0, bytes, host));
     size_t done = 0;
     for (size_t k = 0; k < n; k++) {
@@ -281,10 +308,13 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
     for (int round = 0; round < 6; round++) {
         char what[64];
         snprintf(what, sizeof what, "buckets, round %d", round);
+        /* Rounds 1 and 2 wait for each bucket, right after its start or after every start. */
+        const int waits = round == 1 ? WAIT_EACH : round == 2 ? WAIT_AFTER_STARTS : WAIT_NONE;
         if (round == 2 || round == 3)
-            bucket_round(rt, c, bo, &r, odd, N_ODD, 20 + round, KP_COMM_MEAN, round == 3, what);
+            bucket_round(rt, c, bo, &r, odd, N_ODD, 20 + round, KP_COMM_MEAN, round == 3, waits,
+                         what);
         else
-            bucket_round(rt, c, b, &r, ranges, n, 20 + round, KP_COMM_SUM, 0, what);
+            bucket_round(rt, c, b, &r, ranges, n, 20 + round, KP_COMM_SUM, 0, waits, what);
     }
     /* The shared transport runs one round at a time on a communicator: another set's start is
      * refused (on this rank alone, before any exchange), and the round goes on. */
@@ -296,7 +326,8 @@ static void test_buckets(kp_runtime *rt, kp_comm *c)
         for (size_t k = 1; k < n; k++)
             CHECK_OK(rt, kp_comm_buckets_start(b, k));
         CHECK_OK(rt, kp_comm_buckets_finish(b));
-        bucket_round(rt, c, bo, &r, odd, N_ODD, 26, KP_COMM_MEAN, 0, "buckets, after a refusal");
+        bucket_round(rt, c, bo, &r, odd, N_ODD, 26, KP_COMM_MEAN, 0, WAIT_NONE,
+                     "buckets, after a refusal");
     }
     /* While this thread records a graph on the runtime, transfers would run at once, outside
      * the graph: refused, before any rank exchanges anything. */
