@@ -431,7 +431,9 @@ void solve_lm(
             lm_qr_coef(k, part, rowk, coef, Rt, qtrt);
         else if (phase == LM_QR_UPDATE)
             lm_qr_update(k, r0, m, scratch, coef);
-        else if (lid == 0)
+        /* Its own test, not the chain's last else: PoCL 5.0's work-group function generation
+         * aborted on that shape for some models (createParallelRegionBefore, Misra1a). */
+        if (phase == LM_DECIDE && lid == 0)
             lm_step(&o, &st, cost_t, x, xt, h, ht, g, gt, d, dt, D, Dt, qtr, qtrt, R, Rt, W);
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         /* Read only after the decisions' barrier: work-item 0 writes st again no sooner than the
