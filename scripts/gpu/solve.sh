@@ -161,8 +161,8 @@ if want pocl2; then
     grep -E '^(CASE|rat43|edges)'
 fi
 
-# The solve tests on this machine's PoCL (5.0, built with assertions): the Rust binding's Misra1a
-# aborted there in PoCL's kernel compiler (createParallelRegionBefore), 2026-11-26.
+# The solve tests on this machine's PoCL (5.0, built with assertions): mode 1's kernel aborted
+# PoCL's kernel compiler there for Misra1a (createParallelRegionBefore, 2026-11-26; fixed since).
 if want pocltests; then
   step "pocl: test-solve-lm, test-solve-nist, test-solve-lm-sparse"
   (cd build-gpu && KP_TEST_DEVICE=pocl timeout "$(cap 300)" ctest \
