@@ -216,17 +216,16 @@ KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_com
  * returns, after finishing the all-reduce of the bucket started before (wait for its read,
  * exchange it over MPI while the device runs what was enqueued after that read, enqueue the write
  * back): MPI traffic for one bucket overlaps the device work enqueued between this call and the
- * next. On the node-shared transport the bucket is all-reduced at once, blocking, unless the
- * environment's KP_COMM_BUCKETS asks for the pipelined rounds (not the default: on two H200s one
- * run of two of "pipelined" gave other bits than the other transports; docs/comm.md):
- * "pipelined" runs the bucket's copies and sum on a second queue of the communicator after a
- * marker behind its producers, beside the runtime's queue; "single-queue" on the runtime's queue
- * itself, after the producers enqueued before them. This call then moves the earlier buckets a
- * step further (it waits only for the device's work up to the previous bucket's first copy, which
- * follows that bucket's producers, and for the other ranks' syncs). On the host device, and for the
- * NCCL transport's buffers, the bucket is all-reduced at once, blocking. Buckets are started in
- * index order, 0 first, each once per round; until the round's finish, the runtime's work must
- * neither read nor write a started bucket. Errors: KP_ERR_INVALID_ARG (an index out of order,
+ * next. On the node-shared transport the round is pipelined (the environment's KP_COMM_BUCKETS:
+ * "pipelined", the default, runs the bucket's copies and sum on a second queue of the
+ * communicator after a marker behind its producers, beside the runtime's queue; "single-queue" on
+ * the runtime's queue itself, after the producers enqueued before them; "blocking" all-reduces
+ * the bucket at once; docs/comm.md). This call then moves the earlier buckets a step further (it
+ * waits only for the device's work up to the previous bucket's first copy, which follows that
+ * bucket's producers, and for the other ranks' syncs). On the host device, and for the NCCL
+ * transport's buffers, the bucket is all-reduced at once, blocking. Buckets are started in index
+ * order, 0 first, each once per round; until kp_comm_buckets_wait for it or the round's finish,
+ * the runtime's work must neither read nor write a started bucket. Errors: KP_ERR_INVALID_ARG (an index out of order,
  * another set of buckets' round in flight on the communicator's shared transport, buckets that
  * differ between the ranks), those of kp_comm_allreduce.
  */
