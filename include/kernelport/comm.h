@@ -225,9 +225,9 @@ KP_API kp_status kp_comm_buckets_create(kp_comm *c, kp_buffer *buf, const kp_com
  * bucket's producers, and for the other ranks' syncs). On the host device, and for the NCCL
  * transport's buffers, the bucket is all-reduced at once, blocking. Buckets are started in index
  * order, 0 first, each once per round; until kp_comm_buckets_wait for it or the round's finish,
- * the runtime's work must neither read nor write a started bucket. Errors: KP_ERR_INVALID_ARG (an index out of order,
- * another set of buckets' round in flight on the communicator's shared transport, buckets that
- * differ between the ranks), those of kp_comm_allreduce.
+ * the runtime's work must neither read nor write a started bucket. Errors: KP_ERR_INVALID_ARG (an
+ * index out of order, another set of buckets' round in flight on the communicator's shared
+ * transport, buckets that differ between the ranks), those of kp_comm_allreduce.
  */
 KP_API kp_status kp_comm_buckets_start(kp_comm_buckets *b, size_t index);
 
