@@ -138,4 +138,27 @@ static inline void edge_problem(const mesh *m, int32_t *index, double *L, double
     }
 }
 
+/* edge_problem's arrays as a kp_lm_sparse_problem of n_x coordinates. */
+static inline kp_lm_sparse_problem edge_sparse_problem(const mesh *m, const int32_t *index,
+                                                       const double *L, size_t n_x, double *x)
+{
+    return (kp_lm_sparse_problem){.struct_size = sizeof(kp_lm_sparse_problem),
+                                  .n_instances = (size_t)m->ne,
+                                  .data = L,
+                                  .index = index,
+                                  .n_x = n_x,
+                                  .x = x};
+}
+
+/* The edge problems' LM options: squares or Huber (scale 0.05, about the jitter's edge errors),
+ * the function tolerance 1e-12 (1e-6 in f32). */
+static inline kp_lm_options edge_lm_options(int f32, int huber)
+{
+    kp_lm_options lo = kp_lm_options_default();
+    lo.function_tolerance = f32 ? 1e-6 : 1e-12;
+    lo.loss = huber ? KP_LOSS_HUBER : KP_LOSS_SQUARED;
+    lo.loss_scale = 0.05;
+    return lo;
+}
+
 #endif

@@ -84,16 +84,8 @@ static void test_icosphere_on_device(void **state)
     for (int loss = 0; loss < 2; loss++) {
         edge_problem(&m, index, L, x, 3);
         memcpy(hx, x, (size_t)m.nv * 3 * sizeof *x);
-        kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
-                                   .n_instances = (size_t)m.ne,
-                                   .data = L,
-                                   .index = index,
-                                   .n_x = (size_t)m.nv * 3,
-                                   .x = x};
-        kp_lm_options lo = kp_lm_options_default();
-        lo.function_tolerance = f32 ? 1e-6 : 1e-12;
-        lo.loss = loss ? KP_LOSS_HUBER : KP_LOSS_SQUARED;
-        lo.loss_scale = 0.05;
+        kp_lm_sparse_problem pb = edge_sparse_problem(&m, index, L, (size_t)m.nv * 3, x);
+        kp_lm_options lo = edge_lm_options(f32, loss);
         kp_lm_sparse_options o = kp_lm_sparse_options_default();
         o.lm = &lo;
         o.block_size = loss ? 3 : 1;
@@ -181,16 +173,8 @@ static void test_dense_on_device(void **state)
         edge_problem(&m, index, L, x, 5);
         memcpy(hx, x, P * sizeof *x);
         memcpy(again, x, P * sizeof *x);
-        kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
-                                   .n_instances = (size_t)m.ne,
-                                   .data = L,
-                                   .index = index,
-                                   .n_x = P,
-                                   .x = x};
-        kp_lm_options lo = kp_lm_options_default();
-        lo.function_tolerance = f32 ? 1e-6 : 1e-12;
-        lo.loss = loss ? KP_LOSS_HUBER : KP_LOSS_SQUARED;
-        lo.loss_scale = 0.05;
+        kp_lm_sparse_problem pb = edge_sparse_problem(&m, index, L, P, x);
+        kp_lm_options lo = edge_lm_options(f32, loss);
         kp_lm_sparse_options o = kp_lm_sparse_options_default();
         o.lm = &lo;
         first_step dev = {0}, host = {0};

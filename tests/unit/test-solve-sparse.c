@@ -163,16 +163,8 @@ static void test_dense_mesh(void **state)
         int evaluations[2];
         for (int dense = 1; dense >= 0; dense--) {
             edge_problem(&m, index, L, x, 5);
-            kp_lm_sparse_problem pb = {.struct_size = sizeof pb,
-                                       .n_instances = (size_t)m.ne,
-                                       .data = L,
-                                       .index = index,
-                                       .n_x = P,
-                                       .x = x};
-            kp_lm_options lo = kp_lm_options_default();
-            lo.function_tolerance = 1e-12;
-            lo.loss = loss ? KP_LOSS_HUBER : KP_LOSS_SQUARED;
-            lo.loss_scale = 0.05;
+            kp_lm_sparse_problem pb = edge_sparse_problem(&m, index, L, P, x);
+            kp_lm_options lo = edge_lm_options(0, loss);
             kp_lm_sparse_options o = kp_lm_sparse_options_default();
             assert_int_equal(o.dense_max_parameters, 256);
             o.lm = &lo;
