@@ -126,6 +126,10 @@ int comm_peer_failed(kp_comm *c, const char *fn);
  * ""): *all_ok, and the first such rank's reason in `no`, "rank R: ...". Collective. */
 kp_status comm_agree_ok(kp_comm *c, const char *fn, char *no, int *all_ok);
 
+/* The index of environment variable `name`'s value in `values` (NULL-terminated), 0 where it is
+ * unset or empty, -1 where it is none of them. */
+int comm_env_choice(const char *name, const char *const *values);
+
 /* Checks with every rank that they all entered the same collective (kind, count, root). */
 kp_status comm_agree(kp_comm *c, const char *fn, int kind, uint64_t count, int root);
 

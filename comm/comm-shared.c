@@ -41,23 +41,12 @@ static const char sum_source[] =
     "    out[at + i] = mean ? acc / ranks : acc;\n"
     "}\n";
 
+/* KP_COMM_TRANSPORT's values, in the modes' order. */
+static const char *const mode_names[] = {"auto", "staged", "shared", "nccl", NULL};
+
 static const char *mode_name(int mode)
 {
-    return mode == MODE_STAGED   ? "staged"
-           : mode == MODE_SHARED ? "shared"
-           : mode == MODE_NCCL   ? "nccl"
-                                 : "auto";
-}
-
-static int env_mode(void)
-{
-    const char *v = getenv("KP_COMM_TRANSPORT");
-    if (!v || !*v || !strcmp(v, "auto"))
-        return MODE_AUTO;
-    return !strcmp(v, "staged")   ? MODE_STAGED
-           : !strcmp(v, "shared") ? MODE_SHARED
-           : !strcmp(v, "nccl")   ? MODE_NCCL
-                                  : MODE_INVALID;
+    return mode >= MODE_AUTO && mode <= MODE_NCCL ? mode_names[mode] : "auto";
 }
 
 static size_t round_up(size_t n, size_t to)
@@ -239,7 +228,7 @@ kp_status comm_shared_open(kp_comm *c, uint32_t flags)
     const int mode = flags & KP_COMM_SHARED   ? MODE_SHARED
                      : flags & KP_COMM_STAGED ? MODE_STAGED
                      : flags & KP_COMM_NCCL   ? MODE_NCCL
-                                              : env_mode();
+                                              : comm_env_choice("KP_COMM_TRANSPORT", mode_names);
     int *modes = malloc((size_t)p * sizeof *modes);
     if (!modes)
         return comm_fail(c, KP_ERR_OUT_OF_MEMORY, fn, "out of host memory");

@@ -163,9 +163,7 @@ static double env_timeout(void)
     return v && end != v && *end == '\0' && t > 0 ? t : 300;
 }
 
-/* The index of environment variable `name`'s value in `values` (NULL-terminated), 0 where it is
- * unset or empty, -1 where it is none of them. */
-static int env_choice(const char *name, const char *const *values)
+int comm_env_choice(const char *name, const char *const *values)
 {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -208,8 +206,8 @@ kp_status kp_comm_create(kp_runtime *rt, MPI_Comm comm, const kp_comm_options *o
                                  fn);
     static const char *const bucket_modes[] = {"pipelined", "blocking", "single-queue", NULL},
                              *const allreduce_modes[] = {"auto", "one-shot", "two-shot", NULL};
-    const int mode = env_choice("KP_COMM_BUCKETS", bucket_modes),
-              allreduce = env_choice("KP_COMM_ALLREDUCE", allreduce_modes);
+    const int mode = comm_env_choice("KP_COMM_BUCKETS", bucket_modes),
+              allreduce = comm_env_choice("KP_COMM_ALLREDUCE", allreduce_modes);
     if (mode < 0 || allreduce < 0)
         return kp_last_error_set(rt, KP_ERR_INVALID_ARG, "%s: %s is \"%s\", not %s", fn,
                                  mode < 0 ? "KP_COMM_BUCKETS" : "KP_COMM_ALLREDUCE",
