@@ -379,6 +379,10 @@ static void test_plan(void)
     if (kp_comm_buckets_plan(bad, 2, 64, r) != 0 || kp_comm_buckets_plan(NULL, 2, 64, r) != 0 ||
         kp_comm_buckets_plan(seg, 4, 64, NULL) != 0)
         fail("plan accepted a negative segment or a NULL pointer");
+    if (kp_comm_buckets_start(NULL, 0) != KP_ERR_INVALID_ARG ||
+        kp_comm_buckets_wait(NULL, 0) != KP_ERR_INVALID_ARG ||
+        kp_comm_buckets_finish(NULL) != KP_ERR_INVALID_ARG)
+        fail("NULL buckets accepted");
 }
 
 static double now(void)
