@@ -114,6 +114,14 @@ kp_cuda_abi_build() { # OUTPUT LOG
   fi
   echo "cuda.h: $cuda_h"
   echo "nccl.h: $nccl_h"
+  # CUDA 13's runtime wheel (nvidia/cu13) has cuda_runtime.h without the crt/ folder it includes
+  # (the compiler's): no C file that includes nccl.h compiles against it.
+  if [[ ! -f $(dirname "$cuda_h")/crt/host_config.h ]] &&
+    [[ -z $(find "${sites[0]}" -path '*/crt/host_config.h' 2>/dev/null | head -1) ]]; then
+    echo "no crt/host_config.h under ${sites[0]} (cuda_runtime.h includes it): the ABI check" \
+      "cannot compile on this machine"
+    return 1
+  fi
   if ! cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -DKP_CUDA_NCCL_CHECK_ABI \
     -Icomm -isystem "$(dirname "$cuda_h")" -isystem "$(dirname "$nccl_h")" \
     bench/probes/nccl-interop-probe.c -o "$1" -lOpenCL -ldl >"$2" 2>&1; then
