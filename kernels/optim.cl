@@ -432,3 +432,28 @@ __kernel void optim_scale(const int n, const int aligned, const int count,
         STORE_G(g, kp_offset(gv), k, x, in, aligned);
     }
 }
+
+/* ---- the weights' exponential moving average ----------------------------------------------- */
+
+/*
+ * a = p on the first update (`first`), else a += w (p - a) with w = 1 - decay from the host
+ * (torch._foreach_lerp_, as get_ema_multi_avg_fn does). The average is f32 whatever p's dtype.
+ */
+__kernel void optim_ema(const int n, const int aligned, const int first, const float w,
+                        __global float *a, const kp_view1 av, __global const ptype *p,
+                        const kp_view1 pv)
+{
+    for (int r = 0; r < RUN; r++) {
+        const int k = get_global_id(0) * RUN + r;
+        if (k >= n_groups(n))
+            return;
+        const int full = k < n / 4;
+        const float4 x = LOAD_P(p, kp_offset(pv), k, n, full, aligned);
+        float4 y = x;
+        if (!first) {
+            const float4 old = load4_f32(a, kp_offset(av), k, n, full, aligned);
+            y = fma(w, x - old, old);
+        }
+        store4_f32(a, kp_offset(av), k, y, lanes_below(k, n), aligned);
+    }
+}

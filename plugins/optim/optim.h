@@ -52,6 +52,7 @@ enum {
     SG_CHECK,
     SG_N
 };
+enum { EM_AVERAGED, EM_PARAM, EM_STEP, EM_DECAY, EM_WARMUP, EM_N };
 enum { CL_GRAD, CL_NORM, CL_COEF, CL_SEGMENTS, CL_MAX_NORM, CL_SCALE_GRADS, CL_CHECK, CL_N };
 
 /* The tunables every optim kernel has first: the work-group size and the run of groups of four
@@ -163,5 +164,6 @@ kp_status optim_sample_segments(kp_sample *s, const optim_layout *lay);
 kp_status optim_register_adam(const kp_host_api *api, kp_registrar *reg);
 kp_status optim_register_sgd(const kp_host_api *api, kp_registrar *reg);
 kp_status optim_register_clip(const kp_host_api *api, kp_registrar *reg);
+kp_status optim_register_ema(const kp_host_api *api, kp_registrar *reg);
 
 #endif

@@ -2,7 +2,7 @@
 /* The optim family: every kernel against its host reference; five steps of each optimizer over an
  * arena of odd-sized tensors against PyTorch's formulas iterated in double; the same bits across
  * runs and work-group sizes; clipping fused into the step; prepared launches that change the step;
- * and bad inputs. */
+ * the weights' moving average against its formula; and bad inputs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,8 +72,8 @@ static void test_verify_every_kernel(void **state)
             fail_msg("%s: %s", info.name, kp_last_error(rt));
         verified++;
     }
-    /* sgd, adam, adamw, clip_grad_norm */
-    assert_int_equal(verified, 4);
+    /* sgd, adam, adamw, clip_grad_norm, ema */
+    assert_int_equal(verified, 5);
 }
 
 /* ---- the arena layout ---- */
@@ -761,11 +761,59 @@ static void test_bad_inputs(void **state)
         for (int i = 60; i < N; i++)
             assert_true(after[a * N + i] == before[a * N + i]);
     assert_true(after[55] != before[55]);
+    /* The moving average: its options, and an f32 average only. */
+    expect_error(kp_optim_ema(rt, m, p, 2, 1.5, 0), KP_ERR_INVALID_ARG,
+                 "decay: 1.5 is outside [0, 1]", NULL);
+    expect_error(kp_optim_ema(rt, m, p, 0, 0.9, 0), KP_ERR_INVALID_ARG,
+                 "step: 0 is outside 1..2^31 - 1", NULL);
+    expect_error(kp_optim_ema(rt, m, p, 2, 0.9, 2), KP_ERR_INVALID_ARG,
+                 "warmup: 2 is neither 0 nor 1", NULL);
+    expect_error(kp_optim_ema(rt, bf, p, 2, 0.9, 0), KP_ERR_INVALID_ARG,
+                 "dtype bf16 is not accepted", NULL);
+    expect_error(kp_optim_ema(rt, m, short_g, 2, 0.9, 0), KP_ERR_INVALID_ARG,
+                 "param: expected [N] = [64] like averaged, got f32[63]", NULL);
     /* The runtime goes on. */
     expect_ok(kp_optim_adamw(rt, p, g, m, v, 2, &o), "adamw after the errors");
     kp_buffer_destroy(rt, b);
     kp_buffer_destroy(rt, bs);
     kp_buffer_destroy(rt, bsc);
+}
+
+/* ---- the weights' moving average ---- */
+
+/* Eight updates of a prime-length arena at offset 1 (the unaligned path) with new parameters
+ * each, against AveragedModel's rule iterated in double: the first update copies (whatever the
+ * average held), the later ones lerp by 1 - decay, or by 1 - min(decay, (1 + t) / (10 + t)) with
+ * warmup; nothing outside the view changes. */
+static void test_ema_matches_formula(void **state)
+{
+    enum { N = 1021, UPDATES = 8 };
+    float p[N + 2], a[N + 2], got[N + 2];
+    double want[N];
+    kp_buffer *bp = upload(NULL, sizeof p), *ba = upload(NULL, sizeof a);
+    kp_tensor tp = kp_tensor_1d(bp, KP_F32, N), ta = kp_tensor_1d(ba, KP_F32, N);
+    tp.offset = ta.offset = 1;
+    for (int warmup = 0; warmup < 2; warmup++) {
+        const double decay = 0.95;
+        test_fill(a, N + 2, 70 + (unsigned)warmup);
+        assert_int_equal(kp_buffer_write(rt, ba, 0, sizeof a, a), KP_OK);
+        for (int t = 1; t <= UPDATES; t++) {
+            test_fill(p, N + 2, 80 + (unsigned)t);
+            assert_int_equal(kp_buffer_write(rt, bp, 0, sizeof p, p), KP_OK);
+            const double d = warmup ? fmin(decay, (1.0 + t) / (10.0 + t)) : decay;
+            for (int i = 0; i < N; i++)
+                want[i] = t == 1 ? p[i + 1] : want[i] + (1 - d) * (p[i + 1] - want[i]);
+            expect_ok(kp_optim_ema(rt, ta, tp, t, decay, warmup), "optim.ema");
+            download(ba, got, sizeof got);
+            for (int i = 0; i < N; i++)
+                if (fabs(got[i + 1] - want[i]) > 2e-6 * (1 + fabs(want[i])))
+                    fail_msg("warmup %d, update %d, element %d: %.9g, want %.9g", warmup, t, i,
+                             got[i + 1], want[i]);
+            assert_true(got[0] == a[0] && got[N + 1] == a[N + 1]);
+        }
+    }
+    kp_buffer_destroy(rt, bp);
+    kp_buffer_destroy(rt, ba);
 }
 
 /* ---- an arena of 2^31 - 1 elements ---- */
@@ -817,6 +865,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_clip_fused_into_step),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_prepared_step),
+        cmocka_unit_test(test_ema_matches_formula),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -244,6 +244,26 @@ KP_INLINE kp_status kp_optim_clip_coef(kp_runtime *rt, kp_tensor grad, kp_tensor
     return st == KP_OK ? kp_kernel_launch(rt, k, args, segments ? 6 : 5, NULL) : st;
 }
 
+/*
+ * The exponential moving average of the parameters (torch.optim.swa_utils.AveragedModel with
+ * get_ema_multi_avg_fn(decay)): update `step` 1 copies param into `averaged` (which it does not
+ * read), each later one sets averaged += (1 - d) (param - averaged), d = decay, or with `warmup`
+ * min(decay, (1 + step) / (10 + step)) (TensorFlow's ExponentialMovingAverage with num_updates:
+ * the first updates weigh more). averaged is f32; param f32 or bf16. Evaluating a model with the
+ * average instead of the trained weights smooths the last steps' noise, as a decaying learning
+ * rate does.
+ */
+KP_INLINE kp_status kp_optim_ema(kp_runtime *rt, kp_tensor averaged, kp_tensor param, int64_t step,
+                                 double decay, int warmup)
+{
+    kp_kernel *k = NULL;
+    kp_status st = kp_kernel_find(rt, "optim.ema", &k);
+    kp_arg args[5] = {kp_arg_tensor("averaged", averaged), kp_arg_tensor("param", param),
+                      kp_arg_int("step", step), kp_arg_float("decay", decay),
+                      kp_arg_int("warmup", warmup)};
+    return st == KP_OK ? kp_kernel_launch(rt, k, args, 5, NULL) : st;
+}
+
 #ifdef __cplusplus
 }
 #endif
