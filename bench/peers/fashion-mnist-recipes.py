@@ -15,9 +15,9 @@ batch or the optimizer's settings:
              classes are symmetric that way)
   shift      each training image moved by up to 2 pixels in x and y (zeros shifted in)
   smooth     label smoothing 0.1 in the cross-entropy
-  ema        the test accuracy of an exponential moving average of the weights (decay
-             min(0.999, (1 + k) / (10 + k)) after step k, so that the initial weights fade; the
-             trained weights themselves unchanged)
+  ema        the test accuracy of an exponential moving average of the weights (a copy after
+             step 1, then a move by 1 - min(0.999, (1 + t) / (10 + t)) towards them after step t:
+             optim.ema with warm-up, the example's --ema; the trained weights unchanged)
   flip+ema, flip+shift ...: several joined by "+"
 Prints a line per run (test accuracy after each epoch, the epoch-3 training loss) and, at the end,
 each recipe's accuracies after the last epoch over the seeds: min, mean, max, runs >= 91%."""
@@ -144,10 +144,13 @@ def main():
                         sched.step()
                     if ema is not None:
                         with torch.no_grad():
-                            k = (epoch - 1) * steps + s
-                            decay = min(a.ema_decay, (1 + k) / (10 + k))
-                            torch._foreach_lerp_(ema, [q.detach() for q in model.parameters()],
-                                                 1 - decay)
+                            t = (epoch - 1) * steps + s + 1
+                            current = [q.detach() for q in model.parameters()]
+                            if t == 1:
+                                torch._foreach_copy_(ema, current)
+                            else:
+                                torch._foreach_lerp_(ema, current,
+                                                     1 - min(a.ema_decay, (1 + t) / (10 + t)))
                     total += loss.detach()
                 with torch.no_grad():
                     saved = None

@@ -13,7 +13,11 @@ cross-entropy, AdamW(lr 1e-3, betas (0.9, 0.95) as the example's --beta2, weight
 --weight-decay), batch 128, the example's shuffle (splitmix64 seeded with seed * 1000003 + epoch, Fisher-Yates), its
 normalisation, the last partial batch
 skipped; with --lr-schedule cosine, the example's cosine decay (lr x (1 + cos(pi k / K)) / 2 at
-step k of K: a LambdaLR stepped per batch). The example's initialisation: He uniform for ReLU
+step k of K: a LambdaLR stepped per batch); the test accuracy of the weights' moving average as
+the example's --ema (default 0.999; 0: the trained weights): after step t (1 on the first) the
+average is a copy of the weights at t = 1, else it moves by 1 - min(decay, (1 + t) / (10 + t)) of
+the way to them (torch._foreach_lerp_, AveragedModel's EMA with TensorFlow's warm-up). The
+example's initialisation: He uniform for ReLU
 (kaiming_uniform_, bound sqrt(6 / fan_in)) and zero biases (the example draws its weights from
 Philox with the same bounds). Eager on CUDA with TF32 off (default) or the CPU
 (--cpu); --compile adds torch.compile.
@@ -68,6 +72,8 @@ def main():
     ap.add_argument("--beta2", type=float, default=0.95)
     ap.add_argument("--weight-decay", type=float, default=0.01, help="AdamW's (the example's)")
     ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant")
+    ap.add_argument("--ema", type=float, default=0.999,
+                    help="the evaluated weights' moving average (the example's; 0: none)")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--json")
@@ -131,6 +137,9 @@ def main():
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda k: 0.5 * (1 + math.cos(math.pi * k / total_steps))) \
         if a.lr_schedule == "cosine" else None
+    params = list(model.parameters())
+    ema = [q.detach().clone() for q in params] if a.ema > 0 else None
+    t = 0
     rows = []
     for epoch in range(1, a.epochs + 1):
         order = torch.tensor(shuffle(n_train, a.seed * 1000003 + epoch), device=dev)
@@ -146,12 +155,24 @@ def main():
             opt.step()
             if sched:
                 sched.step()
+            t += 1
+            if ema is not None:
+                with torch.no_grad():
+                    if t == 1:
+                        torch._foreach_copy_(ema, params)
+                    else:
+                        torch._foreach_lerp_(ema, params, 1 - min(a.ema, (1 + t) / (10 + t)))
             total += loss.detach()
         sync()
         seconds = time.perf_counter() - t0
         with torch.no_grad():
+            if ema is not None:
+                trained = [q.detach().clone() for q in params]
+                torch._foreach_copy_(params, ema)
             right = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
                         for i in range(0, len(yte), 1000))
+            if ema is not None:
+                torch._foreach_copy_(params, trained)
         acc = right / len(yte)
         row = {"epoch": epoch, "seconds": seconds, "train_loss": float(total) / steps,
                "test_accuracy": acc, "samples_per_s": steps * global_batch / seconds}
@@ -166,7 +187,7 @@ def main():
             json.dump({"benchmark": "peer-fashion-mnist", "torch": torch.__version__,
                        "device": "cpu" if a.cpu else torch.cuda.get_device_name(0),
                        "compiled": a.compile, "ranks": world, "batch_per_rank": a.batch,
-                       "lr_schedule": a.lr_schedule,
+                       "lr_schedule": a.lr_schedule, "ema": a.ema,
                        "epochs": rows}, f, indent=2)
     if world > 1:
         torch.distributed.destroy_process_group()

@@ -58,10 +58,12 @@ struct cnn {
     kp_runtime *rt;
     int batch;
     double lr, beta2, weight_decay;
+    double ema_decay; /* 0: no moving average */
     kp_kernel *gemm, *conv, *conv_bw, *conv_bb, *conv_bd, *pool, *pool_b;
     int32_t segments[2 * N_PARAMS];
     int64_t arena_len;
     kp_buffer *param, *grad, *exp_avg, *exp_avg_sq;
+    kp_buffer *ema; /* the parameters' moving average (cnn_use_ema), or NULL */
     kp_buffer *act[N_ACTS];
     kp_buffer *labels, *idx1, *idx2, *pred; /* i32 */
     kp_buffer *loss, *loss_sum;
@@ -156,7 +158,7 @@ static kp_status pool_backward(cnn *m, kp_tensor dy, kp_tensor idx, kp_tensor dx
  * output, whose sign is the input's). Each conv's ReLU runs after its pool, on a quarter of the
  * values: max-pool and ReLU commute (ReLU is monotone), and the gradients are the same too (a
  * window's index differs only where its maximum is <= 0, whose gradient is 0 either way). */
-static kp_status forward(cnn *m, int64_t n)
+static kp_status forward(cnn *m, kp_buffer *w, int64_t n)
 {
     kp_runtime *rt = m->rt;
     kp_buffer **a = m->act;
@@ -165,32 +167,27 @@ static kp_status forward(cnn *m, int64_t n)
                     p1 = nchw(a[A_P1], KP_F32, n, C1, S2, S2),
                     p2 = nchw(a[A_P2], KP_F32, n, C2, S3, S3), h = rows(a[A_H], n, HID),
                     logits = rows(a[A_LOGITS], n, CNN_CLASSES);
-    kp_status st = conv(m, nchw(a[A_X], KP_F32, n, 1, S1, S1), param_view(m, m->param, W1),
-                        param_view(m, m->param, B1), a1);
+    kp_status st =
+        conv(m, nchw(a[A_X], KP_F32, n, 1, S1, S1), param_view(m, w, W1), param_view(m, w, B1), a1);
     if (st == KP_OK)
         st = pool(m, a1, p1, nchw(m->idx1, KP_I32, n, C1, S2, S2));
     if (st == KP_OK)
         st = kp_relu(rt, p1, p1);
     if (st == KP_OK)
-        st = conv(m, p1, param_view(m, m->param, W2), param_view(m, m->param, B2), a2);
+        st = conv(m, p1, param_view(m, w, W2), param_view(m, w, B2), a2);
     if (st == KP_OK)
         st = pool(m, a2, p2, nchw(m->idx2, KP_I32, n, C2, S3, S3));
     if (st == KP_OK)
         st = kp_relu(rt, p2, p2);
     if (st == KP_OK)
-        st = gemm(m, rows(a[A_P2], n, FLAT), param_view(m, m->param, W3), h);
+        st = gemm(m, rows(a[A_P2], n, FLAT), param_view(m, w, W3), h);
     if (st == KP_OK)
-        st = kp_add(rt, h, param_view(m, m->param, B3), h);
+        st = kp_add(rt, h, param_view(m, w, B3), h);
     if (st == KP_OK)
         st = kp_relu(rt, h, h);
     if (st == KP_OK)
-        st = gemm(m, h, param_view(m, m->param, W4), logits);
-    return st == KP_OK ? kp_add(rt, logits, param_view(m, m->param, B4), logits) : st;
-}
-
-int cnn_launches_per_step(void)
-{
-    return 30;
+        st = gemm(m, h, param_view(m, w, W4), logits);
+    return st == KP_OK ? kp_add(rt, logits, param_view(m, w, B4), logits) : st;
 }
 
 void cnn_bucket(const cnn *m, int part, int64_t *offset, int64_t *count)
@@ -230,6 +227,18 @@ kp_buffer *cnn_param_arena(const cnn *m)
     return m->param;
 }
 
+kp_status cnn_use_ema(cnn *m, double decay)
+{
+    if (!(decay > 0 && decay <= 1))
+        return kp_last_error_set(m->rt, KP_ERR_INVALID_ARG,
+                                 "cnn_use_ema: decay %g is outside (0, 1]", decay);
+    kp_status st =
+        m->ema ? KP_OK : kp_buffer_create(m->rt, (size_t)m->arena_len * sizeof(float), &m->ema);
+    if (st == KP_OK)
+        m->ema_decay = decay;
+    return st;
+}
+
 kp_status cnn_step_part(cnn *m, int part)
 {
     kp_runtime *rt = m->rt;
@@ -245,7 +254,7 @@ kp_status cnn_step_part(cnn *m, int part)
     kp_status st = KP_OK;
     if (part == 0) {
         /* The forward, the loss, fc2's gradients and the gradient fc1's output gets. */
-        st = forward(m, n);
+        st = forward(m, m->param, n);
         if (st == KP_OK)
             st = kp_cross_entropy(rt, rows(a[A_LOGITS], n, CNN_CLASSES),
                                   kp_tensor_1d(m->labels, KP_I32, n), scalar(m->loss), &dlogits,
@@ -297,18 +306,36 @@ int64_t cnn_arena_len(const cnn *m)
     return m->arena_len;
 }
 
-kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr, int64_t offset, int64_t count)
+static kp_tensor arena_range(const cnn *m, kp_buffer *arena, int64_t offset, int64_t count)
+{
+    return kp_tensor_narrow(kp_tensor_1d(arena, KP_F32, m->arena_len), 0, offset, count);
+}
+
+static kp_status adamw_step(cnn *m, int64_t step, double lr, int64_t offset, int64_t count)
 {
     kp_adam_options o = kp_adamw_defaults();
     o.lr = lr;
     o.beta2 = m->beta2;
     o.weight_decay = m->weight_decay;
     o.check_segments = 0;
-    kp_buffer *arenas[4] = {m->param, m->grad, m->exp_avg, m->exp_avg_sq};
-    kp_tensor t[4];
-    for (int i = 0; i < 4; i++)
-        t[i] = kp_tensor_narrow(kp_tensor_1d(arenas[i], KP_F32, m->arena_len), 0, offset, count);
-    return kp_optim_adamw(m->rt, t[0], t[1], t[2], t[3], step, &o);
+    return kp_optim_adamw(m->rt, arena_range(m, m->param, offset, count),
+                          arena_range(m, m->grad, offset, count),
+                          arena_range(m, m->exp_avg, offset, count),
+                          arena_range(m, m->exp_avg_sq, offset, count), step, &o);
+}
+
+/* With warm-up: an average of the recent weights from the first steps on (at 0.999 without it, a
+ * quarter of the first step's weights would remain after 3 epochs). */
+static kp_status ema_step(cnn *m, int64_t step, int64_t offset, int64_t count)
+{
+    return kp_optim_ema(m->rt, arena_range(m, m->ema, offset, count),
+                        arena_range(m, m->param, offset, count), step, m->ema_decay, 1);
+}
+
+kp_status cnn_optimizer_step(cnn *m, int64_t step, double lr, int64_t offset, int64_t count)
+{
+    kp_status st = adamw_step(m, step, lr, offset, count);
+    return st == KP_OK && m->ema ? ema_step(m, step, offset, count) : st;
 }
 
 kp_status cnn_record_parts(cnn *m, kp_graph **parts)
@@ -336,11 +363,13 @@ kp_status cnn_record_optimizer(cnn *m, int64_t offset, int64_t count, kp_graph *
     kp_status st = kp_graph_begin(m->rt, 0);
     if (st != KP_OK)
         return st;
-    st = cnn_optimizer_step(m, 1, m->lr, offset, count);
+    st = adamw_step(m, 1, m->lr, offset, count);
     if (st == KP_OK)
         st = kp_graph_param(m->rt, "step", "step");
     if (st == KP_OK)
         st = kp_graph_param(m->rt, "lr", "lr");
+    if (st == KP_OK && m->ema && (st = ema_step(m, 1, offset, count)) == KP_OK)
+        st = kp_graph_param(m->rt, "step", "step");
     kp_status end = kp_graph_end(m->rt, out);
     if (st != KP_OK) {
         kp_graph_destroy(*out);
@@ -349,9 +378,15 @@ kp_status cnn_record_optimizer(cnn *m, int64_t offset, int64_t count, kp_graph *
     return st == KP_OK ? end : st;
 }
 
+/* What the model is evaluated, saved and compared with: the average when there is one. */
+static kp_buffer *weights(const cnn *m)
+{
+    return m->ema ? m->ema : m->param;
+}
+
 kp_status cnn_predict(cnn *m, int n, int32_t *classes)
 {
-    kp_status st = forward(m, n);
+    kp_status st = forward(m, weights(m), n);
     if (st == KP_OK)
         st = kp_tensor_reduce(m->rt, "argmax", rows(m->act[A_LOGITS], n, CNN_CLASSES),
                               kp_tensor_1d(m->pred, KP_I32, n), KP_AXIS(1));
@@ -401,7 +436,7 @@ void cnn_destroy(cnn *m)
 {
     if (!m)
         return;
-    kp_buffer *b[] = {m->param, m->grad, m->exp_avg, m->exp_avg_sq, m->labels,
+    kp_buffer *b[] = {m->param, m->grad, m->exp_avg, m->exp_avg_sq, m->ema,     m->labels,
                       m->idx1,  m->idx2, m->pred,    m->loss,       m->loss_sum};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         kp_buffer_destroy(m->rt, b[i]);
@@ -506,7 +541,7 @@ kp_status cnn_save(cnn *m, const char *path, char *err, size_t err_size)
     float *host = malloc((size_t)m->arena_len * sizeof *host);
     if (!host)
         return KP_ERR_OUT_OF_MEMORY;
-    kp_status st = kp_buffer_read(m->rt, m->param, 0, (size_t)m->arena_len * sizeof *host, host);
+    kp_status st = kp_buffer_read(m->rt, weights(m), 0, (size_t)m->arena_len * sizeof *host, host);
     FILE *f = st == KP_OK ? fopen(path, "wb") : NULL;
     if (st == KP_OK && !f) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
@@ -547,16 +582,17 @@ kp_status cnn_save(cnn *m, const char *path, char *err, size_t err_size)
     return st;
 }
 
-kp_status cnn_load(cnn *m, const char *path, char *err, size_t err_size)
+/* The weights file at `path` into `host`, an arena's floats (zero-filled by the caller: the
+ * padding stays zero). */
+static kp_status read_file(const cnn *m, const char *path, float *host, char *err, size_t err_size)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
         return KP_ERR_IO;
     }
-    float *host = calloc((size_t)m->arena_len, sizeof *host);
     unsigned char head[16];
-    kp_status st = host ? KP_OK : KP_ERR_OUT_OF_MEMORY;
+    kp_status st = KP_OK;
     if (st == KP_OK && (fread(head, 1, 16, f) != 16 || memcmp(head, magic, 8) != 0 ||
                         get_u32(head + 8) != 1 || get_u32(head + 12) != N_PARAMS)) {
         snprintf(err, err_size, "%s: not a version-1 weights file of this model's %d tensors", path,
@@ -588,8 +624,18 @@ kp_status cnn_load(cnn *m, const char *path, char *err, size_t err_size)
         }
     }
     fclose(f);
+    return st;
+}
+
+kp_status cnn_load(cnn *m, const char *path, char *err, size_t err_size)
+{
+    const size_t bytes = (size_t)m->arena_len * sizeof(float);
+    float *host = calloc((size_t)m->arena_len, sizeof *host);
+    kp_status st = host ? read_file(m, path, host, err, err_size) : KP_ERR_OUT_OF_MEMORY;
     if (st == KP_OK)
-        st = kp_buffer_write(m->rt, m->param, 0, (size_t)m->arena_len * sizeof *host, host);
+        st = kp_buffer_write(m->rt, m->param, 0, bytes, host);
+    if (st == KP_OK && m->ema)
+        st = kp_buffer_write(m->rt, m->ema, 0, bytes, host);
     free(host);
     return st;
 }
@@ -598,14 +644,12 @@ kp_status cnn_difference(cnn *m, const char *path, double *max_abs, double *mean
                          size_t err_size)
 {
     const size_t n = (size_t)m->arena_len, bytes = n * sizeof(float);
-    float *mine = malloc(bytes), *theirs = malloc(bytes);
+    float *mine = malloc(bytes), *theirs = calloc(n, sizeof *theirs);
     kp_status st = mine && theirs ? KP_OK : KP_ERR_OUT_OF_MEMORY;
     if (st == KP_OK)
-        st = kp_buffer_read(m->rt, m->param, 0, bytes, mine);
-    /* The file goes through cnn_load's checks into the arena, which then gets its own back. */
-    if (st == KP_OK && (st = cnn_load(m, path, err, err_size)) == KP_OK)
-        st = kp_buffer_read(m->rt, m->param, 0, bytes, theirs);
-    kp_status back = mine ? kp_buffer_write(m->rt, m->param, 0, bytes, mine) : KP_OK;
+        st = kp_buffer_read(m->rt, weights(m), 0, bytes, mine);
+    if (st == KP_OK)
+        st = read_file(m, path, theirs, err, err_size);
     double most = 0, sum = 0;
     size_t count = 0;
     for (int i = 0; st == KP_OK && i < N_PARAMS; i++)
@@ -620,5 +664,5 @@ kp_status cnn_difference(cnn *m, const char *path, double *max_abs, double *mean
     *mean_abs = count ? sum / (double)count : 0;
     free(mine);
     free(theirs);
-    return st == KP_OK ? back : st;
+    return st;
 }

@@ -59,21 +59,26 @@ kp_status cnn_use_grad_arena(cnn *m, kp_buffer *grad);
 /* The parameter arena's bytes (same on every rank of a data-parallel run: the check that the
  * replicas agree reads them). */
 kp_buffer *cnn_param_arena(const cnn *m);
-/* Launches in a step: every part and the optimizer. */
-int cnn_launches_per_step(void);
+/* Keeps the parameters' exponential moving average (optim.ema with warm-up: decay
+ * min(decay, (1 + t) / (10 + t)) at step t, the first step's a copy), updated by every optimizer
+ * step after AdamW over the same range; from then on cnn_predict, cnn_save and cnn_difference use
+ * the average, and cnn_load sets both. Call it before recording. decay in (0, 1]. */
+kp_status cnn_use_ema(cnn *m, double decay);
 
-/* The forward of the first n images of the batch, and each one's predicted class. */
+/* The forward of the first n images of the batch (with the average when there is one), and each
+ * one's predicted class. */
 kp_status cnn_predict(cnn *m, int n, int32_t *classes);
 
 /* The running sum of the training losses since the last call, which resets it. */
 kp_status cnn_take_loss_sum(cnn *m, double *sum);
 
-/* Writes the parameters to `path` in the format of examples/fashion-mnist/README.md; reads them
- * back, checking every name and shape (a message in err on failure). */
+/* Writes the parameters (the average when there is one) to `path` in the format of
+ * examples/fashion-mnist/README.md; reads them back into the parameters and the average, checking
+ * every name and shape (a message in err on failure). */
 kp_status cnn_save(cnn *m, const char *path, char *err, size_t err_size);
 kp_status cnn_load(cnn *m, const char *path, char *err, size_t err_size);
-/* The largest and the mean absolute difference between the parameters and those of the weights
- * file `path` (the model keeps its own). */
+/* The largest and the mean absolute difference between the parameters (the average when there is
+ * one) and those of the weights file `path`. */
 kp_status cnn_difference(cnn *m, const char *path, double *max_abs, double *mean_abs, char *err,
                          size_t err_size);
 

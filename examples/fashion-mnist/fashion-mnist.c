@@ -21,6 +21,7 @@
 static const char usage[] =
     "usage: fashion-mnist [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr LR]\n"
     "                     [--beta2 B] [--weight-decay WD] [--lr-schedule constant|cosine]\n"
+    "                     [--ema DECAY]\n"
     "                     [--seed N] [--train-limit N] [--test-limit N]\n"
     "                     [--save FILE] [--load FILE] [--csv FILE] [--direct]\n"
     "                     [--min-accuracy P] [--check-replicas] [--compare FILE]\n"
@@ -38,6 +39,9 @@ static const char usage[] =
     "  --beta2 B           AdamW's second-moment decay, default 0.95 (PyTorch's: 0.999)\n"
     "  --lr-schedule S     constant (default): LR at every step; cosine: LR x (1 + cos(pi k /\n"
     "                      K)) / 2 at step k of K, from LR down to near 0 at the last step\n"
+    "  --ema DECAY         evaluate, save and compare the weights' exponential moving average\n"
+    "                      (optim.ema with warm-up, updated after every step), default 0.999;\n"
+    "                      0: the trained weights themselves\n"
     "  --seed N            weights and shuffling (default 1)\n"
     "  --train-limit N     train on the first N images only; --test-limit N likewise\n"
     "  --save FILE         write the trained weights (format: examples/fashion-mnist/README.md)\n"
@@ -133,7 +137,7 @@ int main(int argc, char **argv)
     const char *device = NULL, *data = "/usr/share/datasets/fashion-mnist", *save = NULL,
                *load = NULL, *csv_path = NULL;
     double epochs = 3, batch = 128, lr = 1e-3, beta2 = 0.95, wd = 0.01, seed = 1, train_limit = 0,
-           test_limit = 0, min_accuracy = 0, max_difference = -1, bucket_kb = 256;
+           test_limit = 0, min_accuracy = 0, max_difference = -1, bucket_kb = 256, ema = 0.999;
     int direct = 0, check_replicas = 0, cosine = 0;
     const char *compare = NULL;
     dp *d = dp_init(&argc, &argv);
@@ -180,6 +184,8 @@ int main(int argc, char **argv)
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &lr);
         } else if (!strcmp(a, "--beta2")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 0.999999, &beta2);
+        } else if (!strcmp(a, "--ema")) {
+            ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 1, &ema);
         } else if (!strcmp(a, "--weight-decay")) {
             ok = example_number(PROGRAM, usage, argc, argv, &i, 0, 10, &wd);
         } else if (!strcmp(a, "--seed")) {
@@ -241,6 +247,8 @@ int main(int argc, char **argv)
         printf("data-parallel: %d ranks, batch %d per rank (%d per step)\n", ranks, b, ranks * b);
     if (cosine)
         printf("learning rate: cosine decay from %g over the %g epochs' steps\n", lr, epochs);
+    if (ema > 0)
+        printf("evaluated: the weights' moving average (decay %g, with warm-up)\n", ema);
 
     int rc = 1;
     cnn *m = NULL;
@@ -254,7 +262,8 @@ int main(int argc, char **argv)
     uint8_t *bx = NULL, *by = NULL;
     double accuracy = 0;
     uint64_t digest = 0;
-    if ((st = cnn_create(rt, b, (uint64_t)seed, lr, beta2, wd, &m)) != KP_OK) {
+    if ((st = cnn_create(rt, b, (uint64_t)seed, lr, beta2, wd, &m)) != KP_OK ||
+        (ema > 0 && (st = cnn_use_ema(m, ema)) != KP_OK)) {
         example_fail(PROGRAM, rt, st, "creating the model");
         goto done;
     }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The optim plugin: fused optimizer steps, gradient clipping and the weights' moving average over a
- * parameter arena, one launch for a whole parameter list (family `optim`, docs/kernels/optim.md). */
+/* The optim plugin: fused optimizer steps, gradient clipping and the weights' moving average
+ * over a parameter arena, one launch for a whole parameter list (family `optim`,
+ * docs/kernels/optim.md). */
 #include "optim.h"
 
 const kp_host_api *optim_host;
