@@ -22,13 +22,12 @@ batch or the optimizer's settings:
 Prints a line per run (test accuracy after each epoch, the epoch-3 training loss) and, at the end,
 each recipe's accuracies after the last epoch over the seeds: min, mean, max, runs >= 91%."""
 import argparse
+import importlib.util
 import json
 import math
 import os
 import sys
 import time
-
-import importlib.util
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -72,20 +71,8 @@ def main():
     dev = torch.device("cpu" if a.cpu else "cuda")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    tr_x, sh = p.read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))
-    tr_y, _ = p.read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz"))
-    te_x, te_sh = p.read_idx(os.path.join(a.data, "t10k-images-idx3-ubyte.gz"))
-    te_y, _ = p.read_idx(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz"))
-
-    def images(raw, n):
-        x = np.frombuffer(raw, dtype=np.uint8)[:n * 784].astype(np.float32).reshape(n, 1, 28, 28)
-        return torch.from_numpy((x / 255.0 - 0.2860) / 0.3530)
-
-    n_train, batch = min(a.train_limit or sh[0], sh[0]), 128
-    xtr = images(tr_x, n_train).to(dev)
-    ytr = torch.from_numpy(np.frombuffer(tr_y, dtype=np.uint8)[:n_train].astype(np.int64)).to(dev)
-    xte = images(te_x, te_sh[0]).to(dev)
-    yte = torch.from_numpy(np.frombuffer(te_y, dtype=np.uint8).astype(np.int64)).to(dev)
+    xtr, ytr, xte, yte = p.load_data(np, torch, a.data, a.train_limit, dev)
+    n_train, batch = len(ytr), 128
     # The normalised value of a black pixel: what a shift moves in.
     black = (0.0 - 0.2860) / 0.3530
     ar = torch.arange(28, device=dev)[None, :]
@@ -102,16 +89,7 @@ def main():
             print("fashion-mnist-recipes: unknown recipe part %s" % ", ".join(sorted(unknown)))
             return 2
         for seed in seeds_of(a.seeds):
-            torch.manual_seed(seed)
-            model = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                                  nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                                  nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
-                                  nn.Linear(128, 10)).to(dev)
-            with torch.no_grad():
-                for layer in model:
-                    if isinstance(layer, (nn.Conv2d, nn.Linear)):
-                        nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu")
-                        layer.bias.zero_()
+            model = p.make_model(torch, seed, dev)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95),
                                     weight_decay=0.01)
             sched = torch.optim.lr_scheduler.LambdaLR(

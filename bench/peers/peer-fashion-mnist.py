@@ -62,6 +62,42 @@ def read_idx(path):
     return data[4 + 4 * dims:], shape
 
 
+def load_data(np, torch, data, train_limit, dev):
+    """The training set's first train_limit images (0: all) and the test set, normalised as the
+    example does, on dev: (x_train, y_train, x_test, y_test)."""
+    tr_x, sh = read_idx(os.path.join(data, "train-images-idx3-ubyte.gz"))
+    tr_y, _ = read_idx(os.path.join(data, "train-labels-idx1-ubyte.gz"))
+    te_x, te_sh = read_idx(os.path.join(data, "t10k-images-idx3-ubyte.gz"))
+    te_y, _ = read_idx(os.path.join(data, "t10k-labels-idx1-ubyte.gz"))
+
+    def images(raw, n):
+        x = np.frombuffer(raw, dtype=np.uint8)[:n * 784].astype(np.float32).reshape(n, 1, 28, 28)
+        return torch.from_numpy((x / 255.0 - 0.2860) / 0.3530).to(dev)
+
+    def labels(raw, n):
+        return torch.from_numpy(np.frombuffer(raw, dtype=np.uint8)[:n].astype(np.int64)).to(dev)
+
+    n_train = min(train_limit or sh[0], sh[0])
+    return images(tr_x, n_train), labels(tr_y, n_train), images(te_x, te_sh[0]), \
+        labels(te_y, te_sh[0])
+
+
+def make_model(torch, seed, dev):
+    """The example's CNN with its initialisation (He uniform for ReLU, zero biases) for seed."""
+    torch.manual_seed(seed)
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
+                          nn.Linear(128, 10)).to(dev)
+    with torch.no_grad():
+        for layer in model:
+            if isinstance(layer, (nn.Conv2d, nn.Linear)):
+                nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu")
+                layer.bias.zero_()
+    return model
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
@@ -100,31 +136,10 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     sync = (lambda: None) if a.cpu else torch.cuda.synchronize
-    tr_x, sh = read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))
-    tr_y, _ = read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz"))
-    te_x, te_sh = read_idx(os.path.join(a.data, "t10k-images-idx3-ubyte.gz"))
-    te_y, _ = read_idx(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz"))
-
-    def images(raw, n):
-        x = np.frombuffer(raw, dtype=np.uint8)[:n * 784].astype(np.float32).reshape(n, 1, 28, 28)
-        return torch.from_numpy((x / 255.0 - 0.2860) / 0.3530)
-
-    n_train = min(a.train_limit or sh[0], sh[0])
-    xtr = images(tr_x, n_train).to(dev)
-    ytr = torch.from_numpy(np.frombuffer(tr_y, dtype=np.uint8)[:n_train].astype(np.int64)).to(dev)
-    xte = images(te_x, te_sh[0]).to(dev)
-    yte = torch.from_numpy(np.frombuffer(te_y, dtype=np.uint8).astype(np.int64)).to(dev)
-    torch.manual_seed(a.seed)
+    xtr, ytr, xte, yte = load_data(np, torch, a.data, a.train_limit, dev)
+    n_train = len(ytr)
     nn = torch.nn
-    model = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(),
-                          nn.Linear(128, 10)).to(dev)
-    with torch.no_grad():
-        for layer in model:
-            if isinstance(layer, (nn.Conv2d, nn.Linear)):
-                nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu")
-                layer.bias.zero_()
+    model = make_model(torch, a.seed, dev)
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, a.beta2),
