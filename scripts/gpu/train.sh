@@ -8,7 +8,8 @@
 # its data, and its feature encoding in NumPy. Needs the dataset's .deb in .gpu (apt-get download
 # dataset-fashion-mnist zlib1g-dev, into .gpu/).
 #   device run:  carry [".gpu"], command: bash scripts/gpu/train.sh
-# Optional: KP_TRAIN_EPOCHS (default 3), KP_TRAIN_COMPILE=1 adds torch.compile's run,
+# Optional: KP_TRAIN_EPOCHS (default 3), KP_TRAIN_COMPILE=1 adds torch.compile's runs (the CNN's
+# and the world model's peers),
 # KP_TRAIN_PARTS (default "xor cnn seeds gru"; also "recipes": bench/peers/fashion-mnist-recipes.py
 # over seeds 1-5, constant lr with and without the average, and the cosine schedule).
 # shellcheck source=preamble.sh
@@ -71,6 +72,10 @@ timeout "$(cap 300)" build-gpu/bin/gru-world-model --device nvidia --csv "$res/g
 step "PyTorch eager, the same GRU world model; NumPy, the same features"
 PYTHONUNBUFFERED=1 timeout "$(cap 300)" python3 bench/peers/peer-gru-world-model.py /tmp/kp-wm.bin \
   --json "$res/peer-gru-world-model.json" || echo "peer failed"
+if [[ ${KP_TRAIN_COMPILE:-0} == 1 ]]; then
+  PYTHONUNBUFFERED=1 timeout "$(cap 300)" python3 bench/peers/peer-gru-world-model.py \
+    /tmp/kp-wm.bin --compile --json "$res/peer-gru-world-model-compiled.json" || echo "peer failed"
+fi
 timeout "$(cap 60)" python3 bench/peers/peer-wm-features.py /tmp/kp-wm.bin \
   --json "$res/peer-wm-features.json" || echo "peer failed"
 fi
