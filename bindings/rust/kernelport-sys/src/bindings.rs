@@ -4311,6 +4311,16 @@ extern "C" {
         segments: *const kp_tensor,
     ) -> kp_status;
 }
+extern "C" {
+    pub fn kp_optim_ema(
+        rt: *mut kp_runtime,
+        averaged: kp_tensor,
+        param: kp_tensor,
+        step: i64,
+        decay: f64,
+        warmup: ::std::os::raw::c_int,
+    ) -> kp_status;
+}
 pub const KP_TC_TF32: kp_tc_precision = 0;
 pub const KP_TC_TF32X3: kp_tc_precision = 1;
 pub const KP_TC_F16: kp_tc_precision = 2;

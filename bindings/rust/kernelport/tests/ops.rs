@@ -126,6 +126,30 @@ fn adamw_step_matches_pytorch_formula() {
     assert_close("param", &pb.to_vec().unwrap(), &want, 2e-6, 2e-6);
 }
 
+#[test]
+fn ema_follows_averaged_model_rule() {
+    let rt = &runtime();
+    let n = 11;
+    let mut r = Rng(17);
+    let ab = rt.buffer_from(&r.vec(n, -1.0, 1.0)).unwrap();
+    let mut want = vec![0.0f64; n];
+    for step in 1..=4i64 {
+        let p = r.vec(n, -1.0, 1.0);
+        let pb = rt.buffer_from(&p).unwrap();
+        optim::ema(rt, &ab.tensor(), &pb.tensor(), step, 0.9, true).unwrap();
+        let d = 0.9f64.min((1.0 + step as f64) / (10.0 + step as f64));
+        for i in 0..n {
+            want[i] =
+                if step == 1 { p[i] as f64 } else { want[i] + (1.0 - d) * (p[i] as f64 - want[i]) };
+        }
+    }
+    let want: Vec<f32> = want.iter().map(|&v| v as f32).collect();
+    assert_close("averaged", &ab.to_vec().unwrap(), &want, 2e-6, 2e-6);
+    let pb = rt.buffer_from(&r.vec(n, -1.0, 1.0)).unwrap();
+    let err = optim::ema(rt, &ab.tensor(), &pb.tensor(), 2, 1.5, false).unwrap_err();
+    assert!(err.to_string().contains("decay: 1.5 is outside [0, 1]"), "{err}");
+}
+
 /// One layer of G gates over IN inputs and N samples: (y, dx, dw).
 fn logic_layer(rt: &Runtime, x: &[f32], w: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     const IN: usize = 11;

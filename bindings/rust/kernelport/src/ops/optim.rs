@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The optim family (docs/kernels/optim.md): one step of torch.optim.AdamW over a parameter
-//! arena in one launch, through the library's `kp_optim_adamw`.
+//! arena in one launch, through the library's `kp_optim_adamw`, and the parameters' moving
+//! average through `kp_optim_ema`.
 
 use kernelport_sys as sys;
 
@@ -96,5 +97,22 @@ pub fn adamw<P: Element, G: Element>(
             step,
             &c,
         )
+    })
+}
+
+/// One update of the parameters' exponential moving average (torch.optim.swa_utils.AveragedModel
+/// with get_ema_multi_avg_fn(decay)): `step` 1 copies param into `averaged`, each later one moves
+/// it by 1 - decay (with `warmup`, 1 - min(decay, (1 + step) / (10 + step))) towards param.
+pub fn ema<P: Element>(
+    rt: &Runtime,
+    averaged: &Tensor<'_, f32>,
+    param: &Tensor<'_, P>,
+    step: i64,
+    decay: f64,
+    warmup: bool,
+) -> Result<()> {
+    // SAFETY: views of live buffers.
+    rt.check(unsafe {
+        sys::kp_optim_ema(rt.as_ptr(), averaged.raw(), param.raw(), step, decay, warmup as i32)
     })
 }
