@@ -593,8 +593,8 @@ static kp_status read_file(const cnn *m, const char *path, float *host, char *er
     }
     unsigned char head[16];
     kp_status st = KP_OK;
-    if (st == KP_OK && (fread(head, 1, 16, f) != 16 || memcmp(head, magic, 8) != 0 ||
-                        get_u32(head + 8) != 1 || get_u32(head + 12) != N_PARAMS)) {
+    if (fread(head, 1, 16, f) != 16 || memcmp(head, magic, 8) != 0 || get_u32(head + 8) != 1 ||
+        get_u32(head + 12) != N_PARAMS) {
         snprintf(err, err_size, "%s: not a version-1 weights file of this model's %d tensors", path,
                  N_PARAMS);
         st = KP_ERR_IO;
