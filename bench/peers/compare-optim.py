@@ -73,12 +73,14 @@ def main():
     add(dev, gpu, "optim.sgd (momentum)", peer, "torch_sgd_foreach")
     add(dev, gpu, "optim.clip_grad_norm", peer, "torch_clip_grad_norm")
     add(dev, gpu, "clip_grad_norm (coef) + optim.adamw (grad_mul)", peer, "torch_clip_adamw_fused")
+    add(dev, gpu, "optim.ema", peer, "torch_ema_foreach_lerp")
     host = ((cpu or {}).get("device") or {}).get("name", "PoCL")
     for ours, peers in (("optim.adamw", ("numpy_adamw", "numpy_adamw_tensors",
                                          "torch_cpu_adamw_fused", "torch_cpu_adamw_foreach")),
                         ("optim.sgd (momentum)", ("numpy_sgd", "torch_cpu_sgd")),
                         ("optim.clip_grad_norm", ("numpy_clip_grad_norm",
-                                                  "torch_cpu_clip_grad_norm"))):
+                                                  "torch_cpu_clip_grad_norm")),
+                        ("optim.ema", ("numpy_ema", "torch_cpu_ema"))):
         for p in peers:
             if seconds(cpu_peer, p) or not cpu_peer:
                 add(host, cpu, ours, cpu_peer, p)

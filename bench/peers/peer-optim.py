@@ -19,6 +19,8 @@ side of opt.step() (median after warm-up):
   torch_sgd_fused            SGD(momentum=0.9, fused=True) (foreach where fused is missing)
   torch_clip_grad_norm       clip_grad_norm_(foreach=True), max_norm far above the norm
   torch_clip_adamw_fused     clip_grad_norm_(max_norm=1) then AdamW(fused=True).step()
+  torch_ema_foreach_lerp     the weights' average: torch._foreach_lerp_(average, params, 1 - 0.999),
+                             what AveragedModel(multi_avg_fn=get_ema_multi_avg_fn()) runs
 CPU (--cpu), wall time of the same steps, median of repeats:
   numpy_adamw                AdamW's formulas as in-place NumPy ops on flat arrays (an arena)
   numpy_adamw_tensors        the same per tensor, over the 100 arrays
@@ -27,6 +29,8 @@ CPU (--cpu), wall time of the same steps, median of repeats:
   torch_cpu_adamw_fused      AdamW(fused=True) on the CPU (foreach, or the loop, where missing)
   torch_cpu_sgd              SGD(momentum=0.9), foreach
   torch_cpu_clip_grad_norm   clip_grad_norm_
+  numpy_ema                  the weights' average, in place on flat arrays
+  torch_cpu_ema              torch._foreach_lerp_ on the CPU
 The JSON has the harness's "results" shape (case, kernel, status, seconds, bytes) for
 bench/peers/compare-optim.py. Exits 0, printing why, when what a mode needs is absent."""
 import argparse
@@ -103,6 +107,11 @@ def gpu_cases(torch, total, quick):
         opt.step()
 
     out.append(row(case, "torch_clip_adamw_fused", timed(clip_step), 40 * P))
+    del opt
+    avg = [p.detach().clone() for p in ps]
+    weights = [p.detach() for p in ps]
+    out.append(row(case, "torch_ema_foreach_lerp",
+                   timed(lambda: torch._foreach_lerp_(avg, weights, 1 - 0.999)), 12 * P))
     return out
 
 
@@ -155,6 +164,13 @@ def numpy_cases(np, total, quick):
         np.multiply(g, np.float32(min(1.0, 1e30 / (norm + 1e-6))), out=g)
 
     out.append(row(case, "numpy_clip_grad_norm", time_host(clip, quick), 12 * P))
+
+    def ema():
+        np.subtract(p, m, out=t)
+        np.multiply(t, np.float32(1 - 0.999), out=t)
+        np.add(m, t, out=m)
+
+    out.append(row(case, "numpy_ema", time_host(ema, quick), 12 * P))
     return out
 
 
@@ -182,6 +198,10 @@ def torch_cpu_cases(torch, total, quick):
     clip = torch.nn.utils.clip_grad_norm_
     out.append(row(case, "torch_cpu_clip_grad_norm", time_host(lambda: clip(ps, 1e30), quick),
                    12 * P))
+    avg = [p.detach().clone() for p in ps]
+    weights = [p.detach() for p in ps]
+    out.append(row(case, "torch_cpu_ema",
+                   time_host(lambda: torch._foreach_lerp_(avg, weights, 1 - 0.999), quick), 12 * P))
     return out
 
 

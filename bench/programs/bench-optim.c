@@ -169,6 +169,15 @@ int main(int argc, char **argv)
     }
     kpb_add(&b, &coef_row);
     kpb_add(&b, &fused);
+
+    /* The weights' average after a step (not the first: that one is a copy), in exp_avg's arena:
+     * the values do not matter to the time. */
+    kp_kernel *ema = find(&b, "optim.ema");
+    kp_arg ema_args[] = {kp_arg_tensor("averaged", m), kp_arg_tensor("param", p),
+                         kp_arg_int("step", 2), kp_arg_float("decay", 0.999)};
+    kpb_row ema_row = {.case_name = name, .ours = "optim.ema", .bytes = 12 * P, .flops = 3 * P};
+    time_row(&b, &ema_row, ema, ema_args, 4);
+    kpb_add(&b, &ema_row);
     optim_arena_fini(&b, &a);
     return kpb_close(&b);
 }
