@@ -772,6 +772,8 @@ static void test_bad_inputs(void **state)
                  "dtype bf16 is not accepted", NULL);
     expect_error(kp_optim_ema(rt, m, short_g, 2, 0.9, 0), KP_ERR_INVALID_ARG,
                  "param: expected [N] = [64] like averaged, got f32[63]", NULL);
+    expect_error(kp_optim_ema(rt, overlapping, m, 2, 0.9, 0), KP_ERR_INVALID_ARG,
+                 "overlaps argument", NULL);
     /* The runtime goes on. */
     expect_ok(kp_optim_adamw(rt, p, g, m, v, 2, &o), "adamw after the errors");
     kp_buffer_destroy(rt, b);

@@ -251,7 +251,10 @@ KP_INLINE kp_status kp_optim_clip_coef(kp_runtime *rt, kp_tensor grad, kp_tensor
  * min(decay, (1 + step) / (10 + step)) (TensorFlow's ExponentialMovingAverage with num_updates:
  * the first updates weigh more). averaged is f32; param f32 or bf16. Evaluating a model with the
  * average instead of the trained weights smooths the last steps' noise, as a decaying learning
- * rate does.
+ * rate does. Errors (the runtime stays usable): KP_ERR_INVALID_ARG for arrays of other lengths,
+ * strided or overlapping, an average that is not f32, step < 1, decay outside [0, 1], warmup
+ * other than 0 or 1; KP_ERR_NOT_FOUND without the optim plugin. Thread-safe as every launch
+ * (serialised on the runtime's queue).
  */
 KP_INLINE kp_status kp_optim_ema(kp_runtime *rt, kp_tensor averaged, kp_tensor param, int64_t step,
                                  double decay, int warmup)
